@@ -1,0 +1,45 @@
+#!/bin/sh
+# Install what ngx_bottle needs to build, run and test, from Debian's
+# packages.  Idempotent: a second run installs nothing new.  Used by the
+# README commands, .ci/run and the Dockerfile.
+set -eu
+
+PKGS="
+build-essential pkg-config clang llvm libclang-rt-14-dev
+nginx-core nginx-dev libnginx-mod-stream
+libssl-dev libpcre2-dev libjansson-dev zlib1g-dev
+dnsmasq-base redis-server
+perl libio-socket-ssl-perl libjson-pp-perl
+curl git openssl python3 iproute2 valgrind procps
+"
+
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+        || missing="$missing $p"
+done
+
+if [ -z "$missing" ]; then
+    echo "install-deps: all packages present"
+    exit 0
+fi
+
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+
+# Packaged services (nginx, redis) must not start on install: the gateway
+# and the tests run their own instances.
+policy=/usr/sbin/policy-rc.d
+own_policy=0
+if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+    $SUDO chmod 755 "$policy"
+    own_policy=1
+fi
+cleanup() { if [ "$own_policy" = 1 ]; then $SUDO rm -f "$policy"; fi; }
+trap cleanup EXIT
+
+echo "install-deps: installing$missing"
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends $missing
