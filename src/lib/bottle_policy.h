@@ -1,0 +1,229 @@
+/*
+ * The bottle policy model: parsed once from JSON (docs/policy.md), then
+ * immutable and shared read-only by every worker and helper.
+ *
+ * All strings and arrays of one policy live in one arena owned by it and
+ * are released together by bottle_policy_free().  Strings are never NULL:
+ * an absent string is "" with len 0, and every string is NUL-terminated.
+ *
+ * No nginx types: shared by the nginx module and the helper daemons.
+ */
+
+#ifndef BOTTLE_POLICY_H
+#define BOTTLE_POLICY_H
+
+#include <stddef.h>
+
+#include "bottle_ip.h"
+
+
+typedef struct {
+    const char         *data;       /* NUL-terminated too */
+    size_t              len;
+} bottle_str_t;
+
+
+/* request methods; BOTTLE_M_ANY is ["*"] and admits any method */
+#define BOTTLE_M_GET        0x00000001
+#define BOTTLE_M_HEAD       0x00000002
+#define BOTTLE_M_POST       0x00000004
+#define BOTTLE_M_PUT        0x00000008
+#define BOTTLE_M_PATCH      0x00000010
+#define BOTTLE_M_DELETE     0x00000020
+#define BOTTLE_M_OPTIONS    0x00000040
+#define BOTTLE_M_TRACE      0x00000080
+#define BOTTLE_M_PROPFIND   0x00000100
+#define BOTTLE_M_PROPPATCH  0x00000200
+#define BOTTLE_M_MKCOL      0x00000400
+#define BOTTLE_M_COPY       0x00000800
+#define BOTTLE_M_MOVE       0x00001000
+#define BOTTLE_M_LOCK       0x00002000
+#define BOTTLE_M_UNLOCK     0x00004000
+#define BOTTLE_M_REPORT     0x00008000
+#define BOTTLE_M_ANY        0x80000000
+
+/* what an inspected route admits when no methods are listed anywhere */
+#define BOTTLE_M_READ_ONLY  (BOTTLE_M_GET | BOTTLE_M_HEAD)
+
+/*
+ * Bit of a request method, case-sensitive as HTTP methods are; 0 if the
+ * method is not one of the above (CONNECT included: it opens the tunnel
+ * and is never a route method).  Only BOTTLE_M_ANY admits such a method.
+ */
+unsigned bottle_method_bit(const char *name, size_t len);
+
+
+typedef struct {
+    bottle_str_t        name;       /* lowercase header name */
+    bottle_str_t        value;      /* glob, '*' any run */
+} bottle_header_filter_t;
+
+
+typedef struct {
+    bottle_str_t        path;       /* glob, or "" for any path */
+    unsigned            methods;    /* 0: inherit the route's */
+    bottle_header_filter_t  *headers;   /* all must match */
+    size_t              nheaders;
+} bottle_allow_t;
+
+
+enum {
+    BOTTLE_AUTH_NONE = 0,
+    BOTTLE_AUTH_BEARER,             /* Authorization: Bearer <value> */
+    BOTTLE_AUTH_TOKEN,              /* Authorization: token <value> */
+    BOTTLE_AUTH_HEADER              /* <auth_header>: <value> */
+};
+
+enum {
+    BOTTLE_ON_MATCH_DEFAULT = 0,    /* never left in a parsed route */
+    BOTTLE_ON_MATCH_REDACT,
+    BOTTLE_ON_MATCH_SUPERVISE,
+    BOTTLE_ON_MATCH_BLOCK
+};
+
+/* DLP detectors */
+#define BOTTLE_DLP_TOKEN_PATTERNS   0x01    /* outbound, default on */
+#define BOTTLE_DLP_KNOWN_SECRETS    0x02    /* outbound, default on */
+#define BOTTLE_DLP_ENTROPY          0x04    /* outbound, opt-in */
+#define BOTTLE_DLP_NAIVE_INJECTION  0x08    /* inbound, opt-in */
+
+#define BOTTLE_DLP_OUTBOUND_DEFAULT                                          \
+    (BOTTLE_DLP_TOKEN_PATTERNS | BOTTLE_DLP_KNOWN_SECRETS)
+#define BOTTLE_DLP_INBOUND_DEFAULT  0
+
+
+typedef struct {
+    bottle_str_t        host;       /* lowercase, no trailing dot; IP
+                                       literals canonical, v6 unbracketed */
+    int                 host_is_ip;
+    bottle_ip_t         ip;         /* if host_is_ip */
+
+    unsigned short     *ports;      /* none: 443 for CONNECT, 80 for HTTP */
+    size_t              nports;
+
+    unsigned            passthrough:1;
+    unsigned            preserve_auth:1;
+    unsigned            git_fetch:1;
+    unsigned            internal:1;     /* may dial internal addresses; set
+                                           implicitly for IP-literal hosts */
+    unsigned            websocket:1;
+    unsigned            agent_provider:1;
+
+    unsigned            methods;    /* 0: not listed */
+    bottle_allow_t     *allow;      /* none: any path */
+    size_t              nallow;
+
+    int                 auth_type;      /* BOTTLE_AUTH_* */
+    bottle_str_t        auth_header;    /* lowercase; "authorization" for
+                                           bearer and token */
+    bottle_str_t        auth_secret;    /* NAME in egress_tokens */
+    bottle_str_t        auth_value;     /* the token value itself */
+
+    int                 dlp_off;        /* dlp: false */
+    unsigned            dlp_outbound;   /* BOTTLE_DLP_*, if _set */
+    unsigned            dlp_inbound;
+    int                 dlp_outbound_set;
+    int                 dlp_inbound_set;
+    int                 on_match;       /* BOTTLE_ON_MATCH_*, resolved:
+                                           redact for agent_provider
+                                           routes, else supervise */
+
+    int                 log_full;       /* log: "full" */
+} bottle_route_t;
+
+
+typedef struct {
+    bottle_str_t        name;
+    bottle_str_t        value;
+} bottle_secret_t;
+
+
+enum {
+    BOTTLE_FIREHOSE_OFF = 0,
+    BOTTLE_FIREHOSE_METADATA,
+    BOTTLE_FIREHOSE_FULL
+};
+
+
+typedef struct bottle_s {
+    bottle_str_t        id;
+    bottle_str_t        slug;           /* defaults to id */
+    bottle_str_t        source;         /* file or source name it came from */
+    unsigned char       token_sha256[32];
+
+    bottle_net_t       *sources;        /* none: any source address */
+    size_t              nsources;
+
+    bottle_str_t        canary;         /* "" if none */
+    bottle_secret_t    *egress_tokens;
+    size_t              negress_tokens;
+    bottle_secret_t    *held_secrets;
+    size_t              nheld_secrets;
+
+    int                 audit_required; /* audit.delivery: "required" */
+    int                 firehose;       /* BOTTLE_FIREHOSE_* */
+
+    bottle_route_t     *routes;
+    size_t              nroutes;
+
+    /* private: host hash table for bottle_find_route() */
+    size_t             *host_slots;     /* route index + 1, 0 if empty */
+    size_t              host_mask;
+} bottle_t;
+
+
+typedef struct bottle_policy_s  bottle_policy_t;
+
+
+/*
+ * Loads a JSON file, or every "*.json" file in a directory (sorted by
+ * name, dot files skipped).  On failure returns -1 and writes one line to
+ * err: "<file>: bottle \"<id>\": <field path>: <reason>".  Secret values
+ * never appear in it.
+ */
+int bottle_policy_load(bottle_policy_t **out, const char *path, char *err,
+    size_t errlen);
+
+/* as bottle_policy_load, from memory; source_name prefixes errors */
+int bottle_policy_parse(bottle_policy_t **out, const char *json, size_t len,
+    const char *source_name, char *err, size_t errlen);
+
+void bottle_policy_free(bottle_policy_t *p);
+
+size_t bottle_policy_count(const bottle_policy_t *p);
+const bottle_t *bottle_policy_at(const bottle_policy_t *p, size_t i);
+
+/*
+ * The bottle whose identity token this is, or NULL.  The token is hashed
+ * with SHA-256 and looked up by digest; digests are compared in constant
+ * time.
+ */
+const bottle_t *bottle_policy_find_token(const bottle_policy_t *p,
+    const unsigned char *token, size_t len);
+
+/* 1 if the bottle lists no source addresses, or src is in one of them */
+int bottle_source_allowed(const bottle_t *b, const bottle_ip_t *src);
+
+/*
+ * The route for a host: exact, case-insensitive, one trailing dot ignored;
+ * "[v6]" accepted; IP literals in any spelling ("0x7f.1") are canonicalised
+ * first, and a numeric-looking name that is not an address matches
+ * nothing.  NULL if there is no route.
+ */
+const bottle_route_t *bottle_find_route(const bottle_t *b, const char *host,
+    size_t len);
+
+/* 1 if the port is allowed: the listed ports, else 443 or 80 */
+int bottle_route_port_ok(const bottle_route_t *r, unsigned port,
+    int is_connect);
+
+/*
+ * 1 if s matches pat, where '*' matches any run of characters, '/'
+ * included, and every other character is literal.  Iterative, at worst
+ * O(plen * slen), no recursion.
+ */
+int bottle_glob_match(const char *pat, size_t plen, const char *s,
+    size_t slen);
+
+
+#endif /* BOTTLE_POLICY_H */
