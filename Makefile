@@ -1,0 +1,75 @@
+# ngx_bottle build.  `make` builds build/ngx_bottle_module.so against
+# Debian's nginx-dev (configure + headers in /usr/share/nginx/src) and the C
+# unit tests; `make test` runs the whole suite.  See docs/install.md.
+
+SHELL      := /bin/bash
+NGX_SRC    ?= /usr/share/nginx/src
+BUILD      ?= build
+NGX_BUILD   = $(BUILD)/nginx
+MODULE      = $(BUILD)/ngx_bottle_module.so
+
+# Flags Debian builds its nginx with (dpkg-buildflags), so the module matches.
+DEB_CC_OPT  = -g -O2 -fstack-protector-strong -Wformat \
+              -Werror=format-security -fPIC -D_FORTIFY_SOURCE=2
+DEB_LD_OPT  = -Wl,-z,relro -Wl,-z,now -fPIC
+CC_OPT     ?=
+LD_OPT     ?=
+# For an nginx source tree without Debian's conf_flags: the arguments that
+# make a module binary-compatible with the nginx it will be loaded into.
+NGX_CONFIGURE_ARGS ?= --with-compat --with-stream=dynamic --with-http_ssl_module --with-stream_ssl_module --with-threads
+
+LIB_SRCS    = $(wildcard src/lib/*.c)
+LIB_HDRS    = $(wildcard src/lib/*.h)
+UNIT_SRCS   = $(wildcard t/unit/*_test.c)
+UNIT_BINS   = $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
+UNIT_CFLAGS = -std=c99 -Wall -Wextra -Werror -O1 -g -Isrc/lib
+FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/lib
+
+.PHONY: all module unit test asan fuzz clean run
+
+all: module unit
+
+module: $(NGX_BUILD)/Makefile
+	$(MAKE) -C $(NGX_BUILD) -f objs/Makefile objs/ngx_bottle_module.so
+	cp $(NGX_BUILD)/objs/ngx_bottle_module.so $(MODULE)
+
+$(NGX_BUILD)/Makefile: config
+	rm -rf $(NGX_BUILD)
+	mkdir -p $(BUILD)
+	cp -a $(NGX_SRC) $(NGX_BUILD)
+	cd $(NGX_BUILD) && \
+	if [ -f conf_flags ]; then \
+	    source ./conf_flags; args=("$${NGX_CONF_FLAGS[@]}" --with-stream=dynamic); \
+	else \
+	    args=($(NGX_CONFIGURE_ARGS)); \
+	fi; \
+	./configure "$${args[@]}" \
+	    --with-cc-opt="$(DEB_CC_OPT) $(CC_OPT)" \
+	    --with-ld-opt="$(DEB_LD_OPT) $(LD_OPT)" \
+	    --add-dynamic-module=$(CURDIR) >configure.log 2>&1 \
+	|| { tail -30 configure.log; exit 1; }
+
+unit: $(UNIT_BINS)
+
+$(BUILD)/unit/%_test: t/unit/%_test.c $(LIB_SRCS) $(LIB_HDRS) t/unit/tap.h
+	@mkdir -p $(dir $@)
+	$(CC) $(UNIT_CFLAGS) -o $@ $< $(LIB_SRCS) -ljansson -lcrypto
+
+# The module with AddressSanitizer and UBSan; nginx must then run with the
+# sanitizer runtime preloaded (docs/install.md, docs/testing.md).
+asan:
+	$(MAKE) BUILD=build-asan \
+	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
+	    LD_OPT="-fsanitize=address,undefined" module
+
+fuzz: $(BUILD)/fuzz/head_fuzz
+
+$(BUILD)/fuzz/%_fuzz: fuzz/%_fuzz.c $(LIB_SRCS) $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -o $@ $< src/lib/bottle_$*.c
+
+test: all
+	prove -r t/
+
+clean:
+	rm -rf $(BUILD) build-asan

@@ -1,0 +1,115 @@
+
+/*
+ * ngx_bottle: what the stream front and the http pipeline share.
+ */
+
+#ifndef _NGX_BOTTLE_H_INCLUDED_
+#define _NGX_BOTTLE_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+#include "bottle_ip.h"
+#include "bottle_policy.h"
+
+
+/* the core module's conf: the compiled policy of this cycle */
+typedef struct {
+    ngx_str_t            path;
+    bottle_policy_t     *policy;
+} ngx_bottle_conf_t;
+
+
+/*
+ * Every refusal names one rule; the rule decides the status, the text the
+ * agent reads, and the log line (docs/refusals.md).
+ */
+typedef enum {
+    NGX_BOTTLE_RULE_NONE = 0,
+    NGX_BOTTLE_RULE_BAD_REQUEST,
+    NGX_BOTTLE_RULE_IDENTITY,
+    NGX_BOTTLE_RULE_NO_ROUTE,
+    NGX_BOTTLE_RULE_PORT,
+    NGX_BOTTLE_RULE_ADDRESS,
+    NGX_BOTTLE_RULE_RESOLVE,
+    NGX_BOTTLE_RULE_INSPECT,
+    NGX_BOTTLE_RULE_RAW_TCP,
+    NGX_BOTTLE_RULE_HOST_MISMATCH,
+    NGX_BOTTLE_RULE_GIT,
+    NGX_BOTTLE_RULE_METHOD,
+    NGX_BOTTLE_RULE_ALLOW,
+    NGX_BOTTLE_RULE_TIMEOUT,
+    NGX_BOTTLE_RULE_UPSTREAM,
+    NGX_BOTTLE_RULE_INTERNAL
+} ngx_bottle_rule_e;
+
+
+typedef struct {
+    ngx_uint_t           status;     /* 400, 403, 407, 502 */
+    ngx_str_t            name;       /* "no_route" */
+    ngx_str_t            advice;     /* what to ask the operator for */
+} ngx_bottle_rule_t;
+
+
+/* a decision: who, where, which rule, why */
+typedef struct {
+    const bottle_t      *bottle;
+    ngx_str_t            host;
+    ngx_bottle_rule_e    rule;
+    ngx_str_t            reason;     /* short, never a secret */
+} ngx_bottle_verdict_t;
+
+
+/* one resolved and checked upstream address */
+typedef struct {
+    ngx_addr_t           addr;       /* sockaddr with the port set */
+    u_char               text[NGX_SOCKADDR_STRLEN];
+    size_t               text_len;   /* "1.2.3.4:443" / "[::1]:80" */
+} ngx_bottle_peer_t;
+
+
+typedef void (*ngx_bottle_resolved_pt)(void *data, ngx_int_t rc);
+
+typedef struct {
+    ngx_resolver_t          *resolver;
+    ngx_msec_t               timeout;
+    ngx_log_t               *log;
+    ngx_pool_t              *pool;
+    const bottle_route_t    *route;
+    ngx_str_t                host;       /* canonical, lowercase */
+    in_port_t                port;
+    ngx_bottle_resolved_pt   handler;
+    void                    *data;
+
+    /* results */
+    ngx_bottle_peer_t        peer;
+    ngx_bottle_rule_e        rule;       /* on failure: RESOLVE or ADDRESS */
+    ngx_str_t                reason;
+
+    ngx_resolver_ctx_t      *rctx;       /* pending lookup */
+} ngx_bottle_resolve_t;
+
+
+extern ngx_module_t  ngx_bottle_module;
+
+
+const bottle_policy_t *ngx_bottle_cycle_policy(ngx_cycle_t *cycle);
+#define ngx_bottle_policy()  ngx_bottle_cycle_policy((ngx_cycle_t *) ngx_cycle)
+
+const ngx_bottle_rule_t *ngx_bottle_rule(ngx_bottle_rule_e rule);
+void ngx_bottle_log_verdict(ngx_log_t *log, ngx_bottle_verdict_t *v);
+ngx_int_t ngx_bottle_refusal_body(ngx_pool_t *pool, ngx_bottle_verdict_t *v,
+    ngx_str_t *out);
+size_t ngx_bottle_safe_copy(u_char *dst, size_t cap, const u_char *src,
+    size_t len);
+
+ngx_int_t ngx_bottle_canonical_host(ngx_pool_t *pool, const u_char *host,
+    size_t len, ngx_uint_t bracketed, ngx_str_t *out);
+ngx_int_t ngx_bottle_client_ip(ngx_connection_t *c, bottle_ip_t *out);
+
+ngx_int_t ngx_bottle_resolve(ngx_bottle_resolve_t *res);
+void ngx_bottle_resolve_cancel(ngx_bottle_resolve_t *res);
+
+
+#endif /* _NGX_BOTTLE_H_INCLUDED_ */

@@ -1,0 +1,141 @@
+
+/*
+ * ngx_bottle core module: the `bottle_policy` directive.  The policy is
+ * parsed once per configuration cycle into an immutable compiled form that
+ * the stream front and the http pipeline both read; `nginx -s reload` builds
+ * a new one, and a broken file fails the reload and keeps the running one.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+#include "ngx_bottle.h"
+
+
+static void *ngx_bottle_create_conf(ngx_cycle_t *cycle);
+static char *ngx_bottle_policy_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static void ngx_bottle_policy_cleanup(void *data);
+
+
+static ngx_command_t  ngx_bottle_commands[] = {
+
+    { ngx_string("bottle_policy"),
+      NGX_MAIN_CONF|NGX_DIRECT_CONF|NGX_CONF_TAKE1,
+      ngx_bottle_policy_directive,
+      0,
+      0,
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_core_module_t  ngx_bottle_module_ctx = {
+    ngx_string("bottle"),
+    ngx_bottle_create_conf,                /* create conf */
+    NULL                                   /* init conf */
+};
+
+
+ngx_module_t  ngx_bottle_module = {
+    NGX_MODULE_V1,
+    &ngx_bottle_module_ctx,                /* module context */
+    ngx_bottle_commands,                   /* module directives */
+    NGX_CORE_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    NULL,                                  /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    NULL,                                  /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static void *
+ngx_bottle_create_conf(ngx_cycle_t *cycle)
+{
+    ngx_bottle_conf_t  *bcf;
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     bcf->path = { 0, NULL };
+     *     bcf->policy = NULL;
+     */
+
+    bcf = ngx_pcalloc(cycle->pool, sizeof(ngx_bottle_conf_t));
+
+    return bcf;
+}
+
+
+static char *
+ngx_bottle_policy_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_bottle_conf_t *bcf = conf;
+
+    char                 err[1024];
+    ngx_str_t           *value;
+    bottle_policy_t     *policy;
+    ngx_pool_cleanup_t  *cln;
+
+    if (bcf->policy) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+    bcf->path = value[1];
+
+    if (ngx_conf_full_name(cf->cycle, &bcf->path, 1) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    /* the lib wants a C string; ngx_conf_full_name() keeps it terminated */
+    if (bottle_policy_load(&policy, (char *) bcf->path.data, err, sizeof(err))
+        != 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "bottle_policy: %s", err);
+        return NGX_CONF_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        bottle_policy_free(policy);
+        return NGX_CONF_ERROR;
+    }
+
+    cln->handler = ngx_bottle_policy_cleanup;
+    cln->data = policy;
+
+    bcf->policy = policy;
+
+    ngx_conf_log_error(NGX_LOG_DEBUG, cf, 0,
+                       "bottle_policy \"%V\": %uz bottles", &bcf->path,
+                       bottle_policy_count(policy));
+
+    return NGX_CONF_OK;
+}
+
+
+static void
+ngx_bottle_policy_cleanup(void *data)
+{
+    bottle_policy_free(data);
+}
+
+
+/* the policy of a cycle being configured; at run time, of ngx_cycle */
+
+const bottle_policy_t *
+ngx_bottle_cycle_policy(ngx_cycle_t *cycle)
+{
+    ngx_bottle_conf_t  *bcf;
+
+    bcf = (ngx_bottle_conf_t *) ngx_get_conf(cycle->conf_ctx,
+                                             ngx_bottle_module);
+
+    return bcf ? bcf->policy : NULL;
+}

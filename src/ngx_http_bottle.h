@@ -1,0 +1,70 @@
+
+/*
+ * ngx_bottle http module: the per-request pipeline.
+ */
+
+#ifndef _NGX_HTTP_BOTTLE_H_INCLUDED_
+#define _NGX_HTTP_BOTTLE_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_bottle.h"
+
+
+typedef struct {
+    ngx_flag_t               enable;
+    ngx_str_t                realm;
+} ngx_http_bottle_loc_conf_t;
+
+
+typedef enum {
+    NGX_HTTP_BOTTLE_START = 0,
+    NGX_HTTP_BOTTLE_RESOLVING,
+    NGX_HTTP_BOTTLE_PASSED,
+    NGX_HTTP_BOTTLE_REFUSED
+} ngx_http_bottle_state_e;
+
+
+/* what the request asks for, as the policy sees it */
+typedef struct {
+    ngx_str_t                host;       /* canonical target host */
+    in_port_t                port;
+    ngx_str_t                path;       /* raw path as sent, never empty */
+    ngx_str_t                args;       /* raw query, without '?' */
+} ngx_http_bottle_target_t;
+
+
+typedef struct {
+    ngx_http_bottle_state_e  state;
+    ngx_uint_t               async;      /* the resolver answers later */
+    ngx_bottle_verdict_t     verdict;
+    const bottle_route_t    *route;
+    ngx_http_bottle_target_t target;
+
+    ngx_str_t                uri;        /* $bottle_uri: path?stripped args */
+    ngx_str_t                host_header; /* $bottle_host_header */
+    ngx_str_t                upstream;   /* $bottle_upstream */
+
+    ngx_bottle_resolve_t     resolve;
+} ngx_http_bottle_ctx_t;
+
+
+extern ngx_module_t  ngx_http_bottle_module;
+
+
+ngx_int_t ngx_http_bottle_handler(ngx_http_request_t *r);
+
+ngx_table_elt_t *ngx_http_bottle_find_header(ngx_http_request_t *r,
+    const char *lowcase, size_t len, ngx_uint_t *count);
+ngx_int_t ngx_http_bottle_strip(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+ngx_int_t ngx_http_bottle_inject(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+ngx_int_t ngx_http_bottle_strip_args(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx, ngx_str_t *out);
+
+
+#endif /* _NGX_HTTP_BOTTLE_H_INCLUDED_ */

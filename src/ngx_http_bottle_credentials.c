@@ -1,0 +1,348 @@
+
+/*
+ * Agent credentials out, the route's credential in (gateway.txt "Agent
+ * credentials", "Injected auth").  On a route without preserve_auth the only
+ * identity that goes upstream is the one the gateway adds.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_bottle.h"
+
+
+typedef enum {
+    NGX_HTTP_BOTTLE_KEEP = 0,
+    NGX_HTTP_BOTTLE_DROP
+} ngx_http_bottle_fate_e;
+
+
+/* the gateway's own headers: gone whatever the route says */
+static ngx_str_t  ngx_http_bottle_gateway_headers[] = {
+    ngx_string("proxy-authorization"),
+    ngx_string("proxy-connection"),
+    ngx_null_string
+};
+
+/* CREDENTIAL_HEADERS of the spec, plus cookies (no jar yet: none set) */
+static ngx_str_t  ngx_http_bottle_credential_headers[] = {
+    ngx_string("authorization"),
+    ngx_string("x-api-key"),
+    ngx_string("api-key"),
+    ngx_string("x-goog-api-key"),
+    ngx_string("private-token"),
+    ngx_string("x-auth-token"),
+    ngx_string("x-access-token"),
+    ngx_string("x-gitea-token"),
+    ngx_string("x-vault-token"),
+    ngx_string("x-amz-security-token"),
+    ngx_string("ocp-apim-subscription-key"),
+    ngx_string("cookie"),
+    ngx_null_string
+};
+
+/* CREDENTIAL_QUERY_PARAMS of the spec */
+static ngx_str_t  ngx_http_bottle_credential_args[] = {
+    ngx_string("access_token"),
+    ngx_string("token"),
+    ngx_string("key"),
+    ngx_string("api_key"),
+    ngx_string("apikey"),
+    ngx_string("private_token"),
+    ngx_null_string
+};
+
+
+static ngx_uint_t ngx_http_bottle_in(ngx_str_t *list, u_char *name,
+    size_t len);
+static ngx_http_bottle_fate_e ngx_http_bottle_header_fate(
+    ngx_http_bottle_ctx_t *ctx, ngx_table_elt_t *h);
+
+
+ngx_table_elt_t *
+ngx_http_bottle_find_header(ngx_http_request_t *r, const char *lowcase,
+    size_t len, ngx_uint_t *count)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h, *found;
+
+    found = NULL;
+    *count = 0;
+
+    for (part = &r->headers_in.headers.part; part; part = part->next) {
+        h = part->elts;
+
+        for (i = 0; i < part->nelts; i++) {
+            if (h[i].key.len == len
+                && ngx_strncasecmp(h[i].key.data, (u_char *) lowcase, len)
+                   == 0)
+            {
+                if (found == NULL) {
+                    found = &h[i];
+                }
+
+                (*count)++;
+            }
+        }
+    }
+
+    return found;
+}
+
+
+static ngx_uint_t
+ngx_http_bottle_in(ngx_str_t *list, u_char *name, size_t len)
+{
+    for ( /* void */ ; list->len; list++) {
+        if (list->len == len && ngx_strncasecmp(list->data, name, len) == 0) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+static ngx_http_bottle_fate_e
+ngx_http_bottle_header_fate(ngx_http_bottle_ctx_t *ctx, ngx_table_elt_t *h)
+{
+    const bottle_route_t  *route;
+
+    route = ctx->route;
+
+    if (ngx_http_bottle_in(ngx_http_bottle_gateway_headers, h->key.data,
+                           h->key.len))
+    {
+        return NGX_HTTP_BOTTLE_DROP;
+    }
+
+    /* the injected header is the gateway's, even with preserve_auth */
+
+    if (route->auth_type != BOTTLE_AUTH_NONE
+        && h->key.len == route->auth_header.len
+        && ngx_strncasecmp(h->key.data, (u_char *) route->auth_header.data,
+                           h->key.len) == 0)
+    {
+        return NGX_HTTP_BOTTLE_DROP;
+    }
+
+    if (!route->preserve_auth
+        && ngx_http_bottle_in(ngx_http_bottle_credential_headers, h->key.data,
+                              h->key.len))
+    {
+        return NGX_HTTP_BOTTLE_DROP;
+    }
+
+    return NGX_HTTP_BOTTLE_KEEP;
+}
+
+
+/*
+ * Rebuild the request's header list without the dropped headers, and clear
+ * the pointers nginx keeps into it, so no later module sees them.
+ */
+
+ngx_int_t
+ngx_http_bottle_strip(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
+{
+    ngx_uint_t        i, dropped;
+    ngx_list_t        kept;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h, *k;
+
+    if (ngx_list_init(&kept, r->pool, 20, sizeof(ngx_table_elt_t)) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    dropped = 0;
+
+    for (part = &r->headers_in.headers.part; part; part = part->next) {
+        h = part->elts;
+
+        for (i = 0; i < part->nelts; i++) {
+            if (ngx_http_bottle_header_fate(ctx, &h[i])
+                == NGX_HTTP_BOTTLE_DROP)
+            {
+                ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                               "bottle: strip header \"%V\"", &h[i].key);
+                dropped++;
+                continue;
+            }
+
+            k = ngx_list_push(&kept);
+            if (k == NULL) {
+                return NGX_ERROR;
+            }
+
+            *k = h[i];
+        }
+    }
+
+    if (dropped == 0) {
+        return NGX_OK;
+    }
+
+    /* a one-part list points at its own part: move that pointer along */
+
+    r->headers_in.headers = kept;
+
+    if (kept.last == &kept.part) {
+        r->headers_in.headers.last = &r->headers_in.headers.part;
+    }
+
+    /* nginx's shortcuts into the old list may point at dropped headers */
+
+    r->headers_in.authorization = NULL;
+#if (nginx_version >= 1023000)
+    r->headers_in.cookie = NULL;
+#else
+    r->headers_in.cookies.nelts = 0;
+#endif
+
+    for (part = &r->headers_in.headers.part; part; part = part->next) {
+        h = part->elts;
+
+        for (i = 0; i < part->nelts; i++) {
+            if (h[i].key.len == sizeof("authorization") - 1
+                && ngx_strncasecmp(h[i].key.data, (u_char *) "authorization",
+                                   h[i].key.len) == 0)
+            {
+                r->headers_in.authorization = &h[i];
+            }
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* after stripping: the route's credential, from the bottle's egress tokens */
+
+ngx_int_t
+ngx_http_bottle_inject(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
+{
+    u_char                *p;
+    ngx_table_elt_t       *h;
+    const bottle_route_t  *route;
+
+    route = ctx->route;
+
+    if (route->auth_type == BOTTLE_AUTH_NONE) {
+        return NGX_OK;
+    }
+
+    h = ngx_list_push(&r->headers_in.headers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    h->hash = 1;
+
+    if (route->auth_type == BOTTLE_AUTH_HEADER) {
+        h->key.data = (u_char *) route->auth_header.data;
+        h->key.len = route->auth_header.len;
+        h->value.data = (u_char *) route->auth_value.data;
+        h->value.len = route->auth_value.len;
+
+    } else {
+        ngx_str_set(&h->key, "Authorization");
+
+        p = ngx_pnalloc(r->pool, sizeof("Bearer ") - 1 + route->auth_value.len);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        h->value.data = p;
+        p = route->auth_type == BOTTLE_AUTH_BEARER
+            ? ngx_cpymem(p, "Bearer ", sizeof("Bearer ") - 1)
+            : ngx_cpymem(p, "token ", sizeof("token ") - 1);
+        p = ngx_cpymem(p, route->auth_value.data, route->auth_value.len);
+        h->value.len = p - h->value.data;
+
+        r->headers_in.authorization = h;
+    }
+
+    h->lowcase_key = ngx_pnalloc(r->pool, h->key.len);
+    if (h->lowcase_key == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_strlow(h->lowcase_key, h->key.data, h->key.len);
+
+    return NGX_OK;
+}
+
+
+/*
+ * The query without credential parameters: names are compared
+ * case-insensitively after URL-decoding, as the upstream would decode them.
+ * Kept parameters go out byte for byte as the agent sent them.
+ */
+
+ngx_int_t
+ngx_http_bottle_strip_args(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
+    ngx_str_t *out)
+{
+    u_char      *p, *last, *amp, *eq, *dst, *src, *o;
+    u_char       name[64];
+    ngx_uint_t   first;
+
+    *out = ctx->target.args;
+
+    if (ctx->route->preserve_auth || out->len == 0) {
+        return NGX_OK;
+    }
+
+    o = ngx_pnalloc(r->pool, out->len);
+    if (o == NULL) {
+        return NGX_ERROR;
+    }
+
+    out->data = o;
+    first = 1;
+    p = ctx->target.args.data;
+    last = p + ctx->target.args.len;
+
+    while (p < last) {
+        amp = ngx_strlchr(p, last, '&');
+        if (amp == NULL) {
+            amp = last;
+        }
+
+        eq = ngx_strlchr(p, amp, '=');
+        if (eq == NULL) {
+            eq = amp;
+        }
+
+        /* a name longer than any listed one is not a listed one */
+
+        if ((size_t) (eq - p) <= sizeof(name)) {
+            dst = name;
+            src = p;
+            ngx_unescape_uri(&dst, &src, eq - p, 0);
+
+            if (ngx_http_bottle_in(ngx_http_bottle_credential_args, name,
+                                   dst - name))
+            {
+                ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                               "bottle: strip query parameter");
+                p = amp + 1;
+                continue;
+            }
+        }
+
+        if (!first) {
+            *o++ = '&';
+        }
+
+        o = ngx_cpymem(o, p, amp - p);
+        first = 0;
+        p = amp + 1;
+    }
+
+    out->len = o - out->data;
+
+    return NGX_OK;
+}

@@ -1,0 +1,276 @@
+
+/*
+ * ngx_bottle http module: directives, configuration and variables of the
+ * per-request pipeline.  The pipeline itself is in ngx_http_bottle_pipeline.c,
+ * credential stripping and injection in ngx_http_bottle_credentials.c.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_bottle.h"
+
+
+static ngx_int_t ngx_http_bottle_add_variables(ngx_conf_t *cf);
+static ngx_int_t ngx_http_bottle_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static void *ngx_http_bottle_create_loc_conf(ngx_conf_t *cf);
+static char *ngx_http_bottle_merge_loc_conf(ngx_conf_t *cf, void *parent,
+    void *child);
+static ngx_int_t ngx_http_bottle_init(ngx_conf_t *cf);
+
+
+#define NGX_HTTP_BOTTLE_VAR_UPSTREAM     0
+#define NGX_HTTP_BOTTLE_VAR_URI          1
+#define NGX_HTTP_BOTTLE_VAR_HOST_HEADER  2
+#define NGX_HTTP_BOTTLE_VAR_ID           3
+#define NGX_HTTP_BOTTLE_VAR_HOST         4
+#define NGX_HTTP_BOTTLE_VAR_RULE         5
+#define NGX_HTTP_BOTTLE_VAR_VERDICT      6
+
+
+static ngx_command_t  ngx_http_bottle_commands[] = {
+
+    { ngx_string("bottle"),
+      NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_FLAG,
+      ngx_conf_set_flag_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_bottle_loc_conf_t, enable),
+      NULL },
+
+    { ngx_string("bottle_realm"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_str_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_bottle_loc_conf_t, realm),
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_bottle_module_ctx = {
+    ngx_http_bottle_add_variables,         /* preconfiguration */
+    ngx_http_bottle_init,                  /* postconfiguration */
+
+    NULL,                                  /* create main configuration */
+    NULL,                                  /* init main configuration */
+
+    NULL,                                  /* create server configuration */
+    NULL,                                  /* merge server configuration */
+
+    ngx_http_bottle_create_loc_conf,       /* create location configuration */
+    ngx_http_bottle_merge_loc_conf         /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_bottle_module = {
+    NGX_MODULE_V1,
+    &ngx_http_bottle_module_ctx,           /* module context */
+    ngx_http_bottle_commands,              /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    NULL,                                  /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    NULL,                                  /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static ngx_http_variable_t  ngx_http_bottle_vars[] = {
+
+    { ngx_string("bottle_upstream"), NULL, ngx_http_bottle_variable,
+      NGX_HTTP_BOTTLE_VAR_UPSTREAM, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("bottle_uri"), NULL, ngx_http_bottle_variable,
+      NGX_HTTP_BOTTLE_VAR_URI, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("bottle_host_header"), NULL, ngx_http_bottle_variable,
+      NGX_HTTP_BOTTLE_VAR_HOST_HEADER, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("bottle_id"), NULL, ngx_http_bottle_variable,
+      NGX_HTTP_BOTTLE_VAR_ID, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("bottle_host"), NULL, ngx_http_bottle_variable,
+      NGX_HTTP_BOTTLE_VAR_HOST, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("bottle_rule"), NULL, ngx_http_bottle_variable,
+      NGX_HTTP_BOTTLE_VAR_RULE, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("bottle_verdict"), NULL, ngx_http_bottle_variable,
+      NGX_HTTP_BOTTLE_VAR_VERDICT, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+      ngx_http_null_variable
+};
+
+
+static ngx_int_t
+ngx_http_bottle_add_variables(ngx_conf_t *cf)
+{
+    ngx_http_variable_t  *var, *v;
+
+    for (v = ngx_http_bottle_vars; v->name.len; v++) {
+        var = ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = v->get_handler;
+        var->data = v->data;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * $bottle_upstream, $bottle_uri and $bottle_host_header are empty until the
+ * pipeline has passed the request: a proxy_pass built of them cannot reach
+ * anything the pipeline did not check.
+ */
+
+static ngx_int_t
+ngx_http_bottle_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
+    uintptr_t data)
+{
+    ngx_str_t               val;
+    ngx_http_bottle_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_bottle_module);
+
+    if (ctx == NULL) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    ngx_str_null(&val);
+
+    switch (data) {
+
+    case NGX_HTTP_BOTTLE_VAR_UPSTREAM:
+        if (ctx->state == NGX_HTTP_BOTTLE_PASSED) {
+            val = ctx->upstream;
+        }
+        break;
+
+    case NGX_HTTP_BOTTLE_VAR_URI:
+        if (ctx->state == NGX_HTTP_BOTTLE_PASSED) {
+            val = ctx->uri;
+        }
+        break;
+
+    case NGX_HTTP_BOTTLE_VAR_HOST_HEADER:
+        if (ctx->state == NGX_HTTP_BOTTLE_PASSED) {
+            val = ctx->host_header;
+        }
+        break;
+
+    case NGX_HTTP_BOTTLE_VAR_ID:
+        if (ctx->verdict.bottle) {
+            val.data = (u_char *) ctx->verdict.bottle->id.data;
+            val.len = ctx->verdict.bottle->id.len;
+        }
+        break;
+
+    case NGX_HTTP_BOTTLE_VAR_HOST:
+        val = ctx->verdict.host;
+        break;
+
+    case NGX_HTTP_BOTTLE_VAR_RULE:
+        val = ngx_bottle_rule(ctx->verdict.rule)->name;
+        break;
+
+    default: /* NGX_HTTP_BOTTLE_VAR_VERDICT */
+        if (ctx->state == NGX_HTTP_BOTTLE_PASSED) {
+            ngx_str_set(&val, "allowed");
+
+        } else if (ctx->state == NGX_HTTP_BOTTLE_REFUSED) {
+            ngx_str_set(&val, "refused");
+        }
+        break;
+    }
+
+    if (val.len == 0) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    v->len = val.len;
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+    v->data = val.data;
+
+    return NGX_OK;
+}
+
+
+static void *
+ngx_http_bottle_create_loc_conf(ngx_conf_t *cf)
+{
+    ngx_http_bottle_loc_conf_t  *conf;
+
+    conf = ngx_pcalloc(cf->pool, sizeof(ngx_http_bottle_loc_conf_t));
+    if (conf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     conf->realm = { 0, NULL };
+     */
+
+    conf->enable = NGX_CONF_UNSET;
+
+    return conf;
+}
+
+
+static char *
+ngx_http_bottle_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    ngx_http_bottle_loc_conf_t *prev = parent;
+    ngx_http_bottle_loc_conf_t *conf = child;
+
+    ngx_conf_merge_value(conf->enable, prev->enable, 0);
+    ngx_conf_merge_str_value(conf->realm, prev->realm, "bottle gateway");
+
+    if (conf->enable && ngx_bottle_cycle_policy(cf->cycle) == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"bottle\" needs \"bottle_policy\" at the top "
+                           "level, before the \"http\" block");
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * The handler is installed in the preaccess phase, where no standard module
+ * ends the phase early (in the access phase, "satisfy any" would let another
+ * module's OK skip it).  It declines at once where "bottle" is off.
+ */
+
+static ngx_int_t
+ngx_http_bottle_init(ngx_conf_t *cf)
+{
+    ngx_http_handler_pt        *h;
+    ngx_http_core_main_conf_t  *cmcf;
+
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    h = ngx_array_push(&cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers);
+    if (h == NULL) {
+        return NGX_ERROR;
+    }
+
+    *h = ngx_http_bottle_handler;
+
+    return NGX_OK;
+}

@@ -1,0 +1,985 @@
+
+/*
+ * The per-request pipeline, in the order of the spec (gateway.txt "Per
+ * request"): resolve the bottle, host check, _egress.local introspection,
+ * (outbound DLP: its own issue), git boundary, route policy, credential
+ * stripping, auth injection; then the upstream address is resolved and
+ * checked.  Nothing is dialled before every step passed; a refusal is one
+ * status, one plain-text reason and one log line.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_bottle.h"
+#include "bottle_head.h"
+#include "bottle_introspect.h"
+
+
+#define NGX_HTTP_BOTTLE_PASSWORD_MAX  512
+#define NGX_HTTP_BOTTLE_REASON_MAX    256
+#define NGX_HTTP_BOTTLE_EGRESS_HOST   "_egress.local"
+
+
+static ngx_int_t ngx_http_bottle_run(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+static ngx_int_t ngx_http_bottle_target(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+static ngx_uint_t ngx_http_bottle_dot_segment(u_char *p, u_char *last);
+static ngx_int_t ngx_http_bottle_identify(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+static ngx_int_t ngx_http_bottle_host_check(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+static ngx_int_t ngx_http_bottle_allowlist(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+static ngx_int_t ngx_http_bottle_git(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+static ngx_int_t ngx_http_bottle_route(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+static ngx_int_t ngx_http_bottle_allowed(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+static ngx_uint_t ngx_http_bottle_allow_match(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx, const bottle_allow_t *allow);
+static ngx_int_t ngx_http_bottle_upstream(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+static void ngx_http_bottle_resolved(void *data, ngx_int_t rc);
+static ngx_int_t ngx_http_bottle_deny(ngx_http_bottle_ctx_t *ctx,
+    ngx_pool_t *pool, ngx_bottle_rule_e rule, const char *fmt, ...);
+static ngx_int_t ngx_http_bottle_refuse(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+static ngx_int_t ngx_http_bottle_send(ngx_http_request_t *r,
+    ngx_uint_t status, ngx_str_t *type, ngx_str_t *body);
+static void ngx_http_bottle_cleanup(void *data);
+
+
+ngx_int_t
+ngx_http_bottle_handler(ngx_http_request_t *r)
+{
+    ngx_int_t                    rc;
+    ngx_pool_cleanup_t          *cln;
+    ngx_http_bottle_ctx_t       *ctx;
+    ngx_http_bottle_loc_conf_t  *blcf;
+
+    blcf = ngx_http_get_module_loc_conf(r, ngx_http_bottle_module);
+
+    if (!blcf->enable) {
+        return NGX_DECLINED;
+    }
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_bottle_module);
+
+    if (ctx) {
+        switch (ctx->state) {
+        case NGX_HTTP_BOTTLE_PASSED:
+            return NGX_DECLINED;
+        case NGX_HTTP_BOTTLE_RESOLVING:
+            return NGX_AGAIN;
+        default:
+            return NGX_HTTP_FORBIDDEN;
+        }
+    }
+
+    if (r != r->main) {
+        /* a subrequest never carries an agent's request upstream */
+        return NGX_HTTP_FORBIDDEN;
+    }
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_bottle_ctx_t));
+    if (ctx == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    cln->handler = ngx_http_bottle_cleanup;
+    cln->data = ctx;
+
+    ngx_http_set_ctx(r, ctx, ngx_http_bottle_module);
+
+    rc = ngx_http_bottle_run(r, ctx);
+
+    if (rc == NGX_DECLINED) {
+        ngx_http_finalize_request(r, ngx_http_bottle_refuse(r, ctx));
+        return NGX_DONE;
+    }
+
+    if (rc == NGX_ERROR) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    /* NGX_OK: passed, NGX_AGAIN: resolving, NGX_DONE: answered */
+
+    return rc == NGX_OK ? NGX_DECLINED : rc;
+}
+
+
+/* NGX_OK passed, NGX_DECLINED refused (ctx->verdict says why) */
+
+static ngx_int_t
+ngx_http_bottle_run(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
+{
+    ngx_int_t  rc;
+
+    rc = ngx_http_bottle_target(r, ctx);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    rc = ngx_http_bottle_identify(r, ctx);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    rc = ngx_http_bottle_host_check(r, ctx);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    if (ctx->target.host.len == sizeof(NGX_HTTP_BOTTLE_EGRESS_HOST) - 1
+        && ngx_strncmp(ctx->target.host.data, NGX_HTTP_BOTTLE_EGRESS_HOST,
+                       ctx->target.host.len) == 0)
+    {
+        return ngx_http_bottle_allowlist(r, ctx);
+    }
+
+    /* outbound DLP runs here, before any credential is touched */
+
+    rc = ngx_http_bottle_route(r, ctx);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    rc = ngx_http_bottle_git(r, ctx);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    rc = ngx_http_bottle_strip(r, ctx);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    rc = ngx_http_bottle_allowed(r, ctx);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    rc = ngx_http_bottle_inject(r, ctx);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    return ngx_http_bottle_upstream(r, ctx);
+}
+
+
+/*
+ * The target is the absolute URI's host and port: policy keys on it, never
+ * on the Host header.  The path goes upstream exactly as the agent sent it,
+ * so it must be the path the policy saw: dot segments are refused.
+ */
+
+static ngx_int_t
+ngx_http_bottle_target(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
+{
+    u_char      *p, *last, *q;
+    ngx_int_t    rc, port;
+    ngx_uint_t   bracketed;
+    ngx_str_t    host;
+
+    if (r->schema_start == NULL || r->host_start == NULL
+        || r->host_end == NULL)
+    {
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_BAD_REQUEST,
+                                    "not a proxy request: the target must "
+                                    "be an absolute http:// URI");
+    }
+
+    if (r->schema_end - r->schema_start != 4
+        || ngx_strncasecmp(r->schema_start, (u_char *) "http", 4) != 0)
+    {
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_BAD_REQUEST,
+                                    "only http:// URIs are proxied in the "
+                                    "clear; use CONNECT for https");
+    }
+
+    host.data = r->host_start;
+    host.len = r->host_end - r->host_start;
+    bracketed = 0;
+
+    if (host.len > 2 && host.data[0] == '[') {
+        host.data++;
+        host.len -= 2;
+        bracketed = 1;
+    }
+
+    rc = ngx_bottle_canonical_host(r->pool, host.data, host.len, bracketed,
+                                   &ctx->target.host);
+    if (rc == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    ctx->verdict.host = rc == NGX_OK ? ctx->target.host : host;
+
+    if (rc == NGX_DECLINED) {
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_BAD_REQUEST,
+                                    "the target host is not a valid host "
+                                    "name or IP address");
+    }
+
+    ctx->target.port = 80;
+    last = r->request_line.data + r->request_line.len;
+
+    if (r->host_end < last && *r->host_end == ':') {
+        for (p = r->host_end + 1, q = p; q < last && *q >= '0' && *q <= '9';
+             q++) { /* void */ }
+
+        port = ngx_atoi(p, q - p);
+
+        if (port < 1 || port > 65535) {
+            return ngx_http_bottle_deny(ctx, r->pool,
+                                        NGX_BOTTLE_RULE_BAD_REQUEST,
+                                        "invalid port in the target");
+        }
+
+        ctx->target.port = (in_port_t) port;
+    }
+
+    /* unparsed_uri starts at the path, or at '?' when the path is empty */
+
+    p = r->unparsed_uri.data;
+    last = p + r->unparsed_uri.len;
+    q = ngx_strlchr(p, last, '?');
+
+    if (q == p || r->unparsed_uri.len == 0) {
+        ngx_str_set(&ctx->target.path, "/");
+
+    } else {
+        ctx->target.path.data = p;
+        ctx->target.path.len = (q ? q : last) - p;
+    }
+
+    if (q) {
+        ctx->target.args.data = q + 1;
+        ctx->target.args.len = last - q - 1;
+    }
+
+    if (ngx_http_bottle_dot_segment(ctx->target.path.data,
+                                    ctx->target.path.data
+                                    + ctx->target.path.len))
+    {
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_BAD_REQUEST,
+                                    "dot segments in the path are refused");
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A segment that is "." or "..", also when spelled %2e or split by an
+ * encoded or backslash separator: servers differ in what they decode, so
+ * none of these spellings may reach one.
+ */
+
+static ngx_uint_t
+ngx_http_bottle_dot_segment(u_char *p, u_char *last)
+{
+    size_t      n;
+    ngx_uint_t  dots, other;
+
+    dots = 0;
+    other = 0;
+
+    for ( ;; ) {
+        n = 0;
+
+        if (p == last || *p == '/' || *p == '\\') {
+            n = 1;
+
+        } else if (*p == '%' && last - p >= 3
+                   && ((p[1] == '2' && (p[2] | 0x20) == 'f')
+                       || (p[1] == '5' && (p[2] | 0x20) == 'c')))
+        {
+            n = 3;
+        }
+
+        if (n) {
+            if (!other && (dots == 1 || dots == 2)) {
+                return 1;
+            }
+
+            if (p == last) {
+                return 0;
+            }
+
+            dots = 0;
+            other = 0;
+            p += n;
+            continue;
+        }
+
+        if (*p == '.') {
+            dots++;
+            p++;
+
+        } else if (*p == '%' && last - p >= 3 && p[1] == '2'
+                   && (p[2] | 0x20) == 'e')
+        {
+            dots++;
+            p += 3;
+
+        } else {
+            other = 1;
+            p++;
+        }
+    }
+}
+
+
+/*
+ * Identity, as on the front: the Proxy-Authorization Basic password is the
+ * bottle's token, bound to the bottle's source addresses.  On the internal
+ * listeners the agent's address is the one the front wrote in the PROXY
+ * protocol header.
+ */
+
+static ngx_int_t
+ngx_http_bottle_identify(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
+{
+    ssize_t                 n;
+    ngx_uint_t              count;
+    bottle_ip_t             ip;
+    const bottle_t         *bottle;
+    ngx_table_elt_t        *h;
+    const bottle_policy_t  *policy;
+    u_char                  password[NGX_HTTP_BOTTLE_PASSWORD_MAX];
+
+    h = ngx_http_bottle_find_header(r, "proxy-authorization",
+                                    sizeof("proxy-authorization") - 1,
+                                    &count);
+
+    if (count > 1) {
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_BAD_REQUEST,
+                                    "more than one Proxy-Authorization");
+    }
+
+    if (h == NULL) {
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_IDENTITY,
+                                    "no proxy credentials");
+    }
+
+    policy = ngx_bottle_policy();
+
+    n = bottle_head_basic_password(password, sizeof(password),
+                                   h->value.data, h->value.len);
+
+    bottle = (n > 0 && policy)
+             ? bottle_policy_find_token(policy, password, (size_t) n) : NULL;
+
+    ngx_explicit_memzero(password, sizeof(password));
+
+    if (bottle == NULL) {
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_IDENTITY,
+                                    n < 0 ? "malformed proxy credentials"
+                                          : "no bottle has this token");
+    }
+
+    ctx->verdict.bottle = bottle;
+
+    if (ngx_bottle_client_ip(r->connection, &ip) != NGX_OK
+        || !bottle_source_allowed(bottle, &ip))
+    {
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_IDENTITY,
+                                    "the token is not valid from this "
+                                    "address");
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The Host header must name the target: same host (case-insensitive, no
+ * trailing dot, IP literals canonical) and same port (80 when absent).
+ */
+
+static ngx_int_t
+ngx_http_bottle_host_check(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
+{
+    u_char      *p, *last, *colon;
+    ngx_int_t    port;
+    ngx_str_t    host, canon;
+    ngx_uint_t   bracketed;
+
+    if (r->headers_in.host == NULL) {
+        /* HTTP/1.0 may omit it; nginx refuses HTTP/1.1 without it */
+        return NGX_OK;
+    }
+
+    p = r->headers_in.host->value.data;
+    last = p + r->headers_in.host->value.len;
+    bracketed = 0;
+    colon = NULL;
+
+    if (p < last && *p == '[') {
+        host.data = p + 1;
+        p = ngx_strlchr(p, last, ']');
+        if (p == NULL) {
+            goto mismatch;
+        }
+
+        host.len = p - host.data;
+        bracketed = 1;
+        p++;
+
+        if (p < last) {
+            if (*p != ':') {
+                goto mismatch;
+            }
+            colon = p;
+        }
+
+    } else {
+        host.data = p;
+        colon = ngx_strlchr(p, last, ':');
+        host.len = (colon ? colon : last) - p;
+    }
+
+    port = 80;
+
+    if (colon) {
+        port = ngx_atoi(colon + 1, last - colon - 1);
+        if (port < 1 || port > 65535) {
+            goto mismatch;
+        }
+    }
+
+    if (ngx_bottle_canonical_host(r->pool, host.data, host.len, bracketed,
+                                  &canon)
+        != NGX_OK
+        || (in_port_t) port != ctx->target.port
+        || canon.len != ctx->target.host.len
+        || ngx_strncmp(canon.data, ctx->target.host.data, canon.len) != 0)
+    {
+        goto mismatch;
+    }
+
+    return NGX_OK;
+
+mismatch:
+
+    return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_HOST_MISMATCH,
+                                "the Host header names another host or "
+                                "port than the request target");
+}
+
+
+static ngx_int_t
+ngx_http_bottle_allowlist(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
+{
+    char       *json;
+    size_t      len;
+    ngx_int_t   rc;
+    ngx_str_t   body, type;
+
+    static ngx_str_t  missing = ngx_string("not found: try /allowlist\n");
+
+    ngx_str_set(&type, "text/plain; charset=utf-8");
+
+    if (ctx->target.path.len != sizeof("/allowlist") - 1
+        || ngx_strncmp(ctx->target.path.data, "/allowlist",
+                       sizeof("/allowlist") - 1) != 0)
+    {
+        rc = ngx_http_bottle_send(r, NGX_HTTP_NOT_FOUND, &type, &missing);
+        ngx_http_finalize_request(r, rc);
+        return NGX_DONE;
+    }
+
+    json = bottle_allowlist_json(ctx->verdict.bottle, &len);
+    if (json == NULL) {
+        return NGX_ERROR;
+    }
+
+    body.data = ngx_pnalloc(r->pool, len + 1);
+    if (body.data == NULL) {
+        free(json);
+        return NGX_ERROR;
+    }
+
+    body.len = ngx_sprintf(body.data, "%*s\n", len, json) - body.data;
+    free(json);
+
+    ngx_str_set(&type, "application/json");
+
+    ctx->state = NGX_HTTP_BOTTLE_PASSED;
+
+    rc = ngx_http_bottle_send(r, NGX_HTTP_OK, &type, &body);
+    ngx_http_finalize_request(r, rc);
+
+    return NGX_DONE;
+}
+
+
+/*
+ * The route of the target, and its port.  A passthrough route's host is
+ * policed here like any other: plain HTTP is never an unscanned channel.
+ */
+
+static ngx_int_t
+ngx_http_bottle_route(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
+{
+    const bottle_route_t  *route;
+
+    route = bottle_find_route(ctx->verdict.bottle,
+                              (const char *) ctx->target.host.data,
+                              ctx->target.host.len);
+    if (route == NULL) {
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_NO_ROUTE,
+                                    "the host is not on this bottle's "
+                                    "allowlist");
+    }
+
+    ctx->route = route;
+
+    if (!bottle_route_port_ok(route, ctx->target.port, 0)) {
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_PORT,
+                                    "port %ui is not allowed for this host",
+                                    (ngx_uint_t) ctx->target.port);
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * git smart HTTP: push (git-receive-pack) never goes out through egress,
+ * fetch (git-upload-pack) only where the route sets git.fetch.  Both the
+ * service endpoints and the ref advertisement (?service=...) are caught.
+ */
+
+static ngx_int_t
+ngx_http_bottle_git(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
+{
+    ngx_uint_t   i;
+    ngx_str_t    hay;
+    u_char      *decoded, *dst, *src;
+
+    static ngx_str_t  services[] = {
+        ngx_string("git-receive-pack"),
+        ngx_string("git-upload-pack")
+    };
+
+    /* the decoded path and query, as a server would see them */
+
+    decoded = ngx_pnalloc(r->pool, ctx->target.path.len + 1
+                                   + ctx->target.args.len);
+    if (decoded == NULL) {
+        return NGX_ERROR;
+    }
+
+    dst = decoded;
+    src = ctx->target.path.data;
+    ngx_unescape_uri(&dst, &src, ctx->target.path.len, 0);
+    *dst++ = '?';
+    src = ctx->target.args.data;
+    ngx_unescape_uri(&dst, &src, ctx->target.args.len, 0);
+
+    hay.data = decoded;
+    hay.len = dst - decoded;
+
+    for (i = 0; i < 2; i++) {
+        if (ngx_strlcasestrn(hay.data, hay.data + hay.len,
+                             services[i].data, services[i].len - 1)
+            == NULL)
+        {
+            continue;
+        }
+
+        if (i == 1 && ctx->route->git_fetch) {
+            continue;
+        }
+
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_GIT,
+                                    "git smart HTTP (%V) is refused on this "
+                                    "route", &services[i]);
+    }
+
+    return NGX_OK;
+}
+
+
+/* methods and allow entries; headers are seen without the stripped ones */
+
+static ngx_int_t
+ngx_http_bottle_allowed(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
+{
+    size_t                 i;
+    unsigned               m, methods;
+    ngx_uint_t             path_matched;
+    const bottle_route_t  *route;
+
+    route = ctx->route;
+    m = bottle_method_bit((const char *) r->method_name.data,
+                          r->method_name.len);
+    path_matched = 0;
+
+    if (route->nallow == 0) {
+        methods = route->methods ? route->methods : BOTTLE_M_READ_ONLY;
+
+        if ((methods & BOTTLE_M_ANY) || (m & methods)) {
+            return NGX_OK;
+        }
+
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_METHOD,
+                                    "method %V is not allowed on this route",
+                                    &r->method_name);
+    }
+
+    for (i = 0; i < route->nallow; i++) {
+        if (!ngx_http_bottle_allow_match(r, ctx, &route->allow[i])) {
+            continue;
+        }
+
+        path_matched = 1;
+
+        methods = route->allow[i].methods ? route->allow[i].methods
+                  : route->methods ? route->methods : BOTTLE_M_READ_ONLY;
+
+        if ((methods & BOTTLE_M_ANY) || (m & methods)) {
+            return NGX_OK;
+        }
+    }
+
+    if (path_matched) {
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_METHOD,
+                                    "method %V is not allowed for this path",
+                                    &r->method_name);
+    }
+
+    return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_ALLOW,
+                                "no allow entry matches this path");
+}
+
+
+static ngx_uint_t
+ngx_http_bottle_allow_match(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
+    const bottle_allow_t *allow)
+{
+    size_t            i;
+    ngx_uint_t        n;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    if (allow->path.len
+        && !bottle_glob_match(allow->path.data, allow->path.len,
+                              (const char *) ctx->target.path.data,
+                              ctx->target.path.len))
+    {
+        return 0;
+    }
+
+    /* every filtered header is present, and each of its values matches */
+
+    for (i = 0; i < allow->nheaders; i++) {
+        n = 0;
+
+        for (part = &r->headers_in.headers.part; part; part = part->next) {
+            h = part->elts;
+
+            for (ngx_uint_t j = 0; j < part->nelts; j++) {
+                if (h[j].key.len != allow->headers[i].name.len
+                    || ngx_strncasecmp(h[j].key.data,
+                                       (u_char *) allow->headers[i].name.data,
+                                       h[j].key.len) != 0)
+                {
+                    continue;
+                }
+
+                if (!bottle_glob_match(allow->headers[i].value.data,
+                                       allow->headers[i].value.len,
+                                       (const char *) h[j].value.data,
+                                       h[j].value.len))
+                {
+                    return 0;
+                }
+
+                n++;
+            }
+        }
+
+        if (n == 0) {
+            return 0;
+        }
+    }
+
+    return 1;
+}
+
+
+static ngx_int_t
+ngx_http_bottle_upstream(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
+{
+    u_char                    *p;
+    ngx_int_t                  rc;
+    ngx_str_t                  args;
+    ngx_bottle_resolve_t      *res;
+    ngx_http_core_loc_conf_t  *clcf;
+
+    /* $bottle_uri: the path as sent, the query without credentials */
+
+    if (ngx_http_bottle_strip_args(r, ctx, &args) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_pnalloc(r->pool, ctx->target.path.len + 1 + args.len);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    ctx->uri.data = p;
+    p = ngx_cpymem(p, ctx->target.path.data, ctx->target.path.len);
+
+    if (args.len) {
+        *p++ = '?';
+        p = ngx_cpymem(p, args.data, args.len);
+    }
+
+    ctx->uri.len = p - ctx->uri.data;
+
+    /* $bottle_host_header: the target, as the upstream expects it */
+
+    p = ngx_pnalloc(r->pool, ctx->target.host.len + sizeof("[]:65535") - 1);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    ctx->host_header.data = p;
+
+    if (ngx_strlchr(ctx->target.host.data,
+                    ctx->target.host.data + ctx->target.host.len, ':'))
+    {
+        p = ngx_sprintf(p, "[%V]", &ctx->target.host);
+
+    } else {
+        p = ngx_cpymem(p, ctx->target.host.data, ctx->target.host.len);
+    }
+
+    if (ctx->target.port != 80) {
+        p = ngx_sprintf(p, ":%ui", (ngx_uint_t) ctx->target.port);
+    }
+
+    ctx->host_header.len = p - ctx->host_header.data;
+
+    clcf = ngx_http_get_module_loc_conf(r, ngx_http_core_module);
+
+    res = &ctx->resolve;
+    res->resolver = clcf->resolver;
+    res->timeout = clcf->resolver_timeout;
+    res->log = r->connection->log;
+    res->pool = r->pool;
+    res->route = ctx->route;
+    res->host = ctx->target.host;
+    res->port = ctx->target.port;
+    res->handler = ngx_http_bottle_resolved;
+    res->data = r;
+
+    ctx->state = NGX_HTTP_BOTTLE_RESOLVING;
+
+    rc = ngx_bottle_resolve(res);
+
+    if (rc != NGX_AGAIN) {
+        ngx_http_bottle_resolved(r, rc);
+    }
+
+    switch (ctx->state) {
+    case NGX_HTTP_BOTTLE_RESOLVING:
+        ctx->async = 1;
+        return NGX_AGAIN;
+    case NGX_HTTP_BOTTLE_PASSED:
+        return NGX_OK;
+    default:
+        return NGX_DECLINED;
+    }
+}
+
+
+static void
+ngx_http_bottle_resolved(void *data, ngx_int_t rc)
+{
+    ngx_http_request_t *r = data;
+
+    ngx_connection_t       *c;
+    ngx_http_bottle_ctx_t  *ctx;
+
+    c = r->connection;
+    ctx = ngx_http_get_module_ctx(r, ngx_http_bottle_module);
+
+    if (rc == NGX_OK) {
+        ctx->upstream.data = ctx->resolve.peer.text;
+        ctx->upstream.len = ctx->resolve.peer.text_len;
+        ctx->state = NGX_HTTP_BOTTLE_PASSED;
+
+    } else if (rc == NGX_ERROR) {
+        (void) ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_INTERNAL,
+                                    "resolver failure");
+
+    } else {
+        (void) ngx_http_bottle_deny(ctx, r->pool, ctx->resolve.rule, "%V",
+                                    &ctx->resolve.reason);
+    }
+
+    if (!ctx->async) {
+        /* called from ngx_http_bottle_upstream(): it goes on */
+        return;
+    }
+
+    if (ctx->state == NGX_HTTP_BOTTLE_PASSED) {
+        ngx_http_core_run_phases(r);
+
+    } else {
+        ngx_http_finalize_request(r, ngx_http_bottle_refuse(r, ctx));
+    }
+
+    ngx_http_run_posted_requests(c);
+}
+
+
+static ngx_int_t
+ngx_http_bottle_deny(ngx_http_bottle_ctx_t *ctx, ngx_pool_t *pool,
+    ngx_bottle_rule_e rule, const char *fmt, ...)
+{
+    u_char   *p;
+    va_list   args;
+
+    ctx->state = NGX_HTTP_BOTTLE_REFUSED;
+    ctx->verdict.rule = rule;
+
+    p = ngx_pnalloc(pool, NGX_HTTP_BOTTLE_REASON_MAX);
+    if (p == NULL) {
+        ngx_str_set(&ctx->verdict.reason, "out of memory");
+        return NGX_DECLINED;
+    }
+
+    va_start(args, fmt);
+    ctx->verdict.reason.len = ngx_vslprintf(p, p + NGX_HTTP_BOTTLE_REASON_MAX,
+                                            fmt, args) - p;
+    va_end(args);
+
+    ctx->verdict.reason.data = p;
+
+    return NGX_DECLINED;
+}
+
+
+/* log once, answer with the rule's status and a reason the agent can read */
+
+static ngx_int_t
+ngx_http_bottle_refuse(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
+{
+    ngx_str_t                    body, type;
+    ngx_table_elt_t             *h;
+    const ngx_bottle_rule_t     *rule;
+    ngx_http_bottle_loc_conf_t  *blcf;
+
+    ctx->state = NGX_HTTP_BOTTLE_REFUSED;
+    rule = ngx_bottle_rule(ctx->verdict.rule);
+
+    ngx_bottle_log_verdict(r->connection->log, &ctx->verdict);
+
+    if (ngx_bottle_refusal_body(r->pool, &ctx->verdict, &body) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "X-Bottle-Rule");
+    h->value = rule->name;
+
+    if (rule->status == 407) {
+        blcf = ngx_http_get_module_loc_conf(r, ngx_http_bottle_module);
+
+        h = ngx_list_push(&r->headers_out.headers);
+        if (h == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        h->hash = 1;
+        ngx_str_set(&h->key, "Proxy-Authenticate");
+        h->value.len = sizeof("Basic realm=\"\"") - 1 + blcf->realm.len;
+        h->value.data = ngx_pnalloc(r->pool, h->value.len);
+        if (h->value.data == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ngx_sprintf(h->value.data, "Basic realm=\"%V\"", &blcf->realm);
+    }
+
+    ngx_str_set(&type, "text/plain; charset=utf-8");
+
+    return ngx_http_bottle_send(r, rule->status, &type, &body);
+}
+
+
+static ngx_int_t
+ngx_http_bottle_send(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *type, ngx_str_t *body)
+{
+    ngx_int_t     rc;
+    ngx_buf_t    *b;
+    ngx_chain_t   out;
+
+    if (ngx_http_discard_request_body(r) != NGX_OK) {
+        r->keepalive = 0;
+    }
+
+    r->headers_out.status = status;
+
+    /* nginx has no status line for 407 */
+    if (status == 407) {
+        ngx_str_set(&r->headers_out.status_line,
+                    "407 Proxy Authentication Required");
+    }
+    r->headers_out.content_type = *type;
+    r->headers_out.content_type_len = type->len;
+    r->headers_out.content_length_n = body->len;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->pos = body->data;
+    b->last = body->data + body->len;
+    b->memory = 1;
+    b->last_buf = 1;
+    b->last_in_chain = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+static void
+ngx_http_bottle_cleanup(void *data)
+{
+    ngx_http_bottle_ctx_t  *ctx = data;
+
+    ngx_bottle_resolve_cancel(&ctx->resolve);
+}

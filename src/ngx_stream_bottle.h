@@ -1,0 +1,62 @@
+
+/*
+ * ngx_bottle stream module: the CONNECT front.
+ */
+
+#ifndef _NGX_STREAM_BOTTLE_H_INCLUDED_
+#define _NGX_STREAM_BOTTLE_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_stream.h>
+
+#include "ngx_bottle.h"
+#include "bottle_head.h"
+
+
+typedef struct {
+    ngx_flag_t               enable;
+    ngx_str_t                realm;
+    ngx_msec_t               head_timeout;
+    size_t                   buffer_size;
+    ngx_uint_t               max_heads;
+    bottle_head_limits_t     limits;
+    ngx_str_t                plain_pass;     /* "unix:/path" */
+    ngx_str_t                tls_pass;       /* "unix:/path", or empty */
+} ngx_stream_bottle_srv_conf_t;
+
+
+typedef enum {
+    NGX_STREAM_BOTTLE_HEAD = 0,
+    NGX_STREAM_BOTTLE_RESOLVING,
+    NGX_STREAM_BOTTLE_PEEK,
+    NGX_STREAM_BOTTLE_DONE
+} ngx_stream_bottle_state_e;
+
+
+typedef struct {
+    ngx_stream_bottle_state_e    state;
+    ngx_uint_t                   phase;      /* our phase handler index */
+    ngx_uint_t                   heads;      /* request heads on this conn */
+    ngx_uint_t                   connect:1;
+    ngx_uint_t                   http_minor;
+    size_t                       head_len;
+    ngx_event_t                  timer;
+
+    ngx_bottle_verdict_t         verdict;
+    const bottle_route_t        *route;
+    in_port_t                    port;
+
+    ngx_str_t                    upstream;   /* $bottle_upstream */
+    ngx_bottle_resolve_t         resolve;
+} ngx_stream_bottle_ctx_t;
+
+
+extern ngx_module_t  ngx_stream_bottle_module;
+
+
+ngx_int_t ngx_stream_bottle_preread_handler(ngx_stream_session_t *s);
+
+
+#endif /* _NGX_STREAM_BOTTLE_H_INCLUDED_ */

@@ -1,0 +1,785 @@
+
+/*
+ * The CONNECT front, in the stream preread phase.  It reads the agent's first
+ * request head with a strict parser and takes the session over (NGX_DONE)
+ * until it has decided; then it resumes the phases, and `proxy_pass
+ * $bottle_upstream` carries the session to where the decision points:
+ *
+ *   CONNECT, passthrough route -> 200, a TLS ClientHello, then the checked
+ *                                 address of the target
+ *   CONNECT, inspected route   -> refused until TLS interception lands
+ *   absolute-URI request       -> the internal plain listener, bytes untouched
+ *                                 behind a PROXY protocol header
+ *
+ * Everything else is refused with a status and a reason, or closed.  A 407
+ * keeps the connection, so the client's retry with credentials may come on it.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_stream.h>
+
+#include "ngx_stream_bottle.h"
+
+
+#define NGX_STREAM_BOTTLE_PASSWORD_MAX  512
+#define NGX_STREAM_BOTTLE_REASON_MAX    256
+
+
+static void ngx_stream_bottle_read_handler(ngx_event_t *rev);
+static void ngx_stream_bottle_timeout_handler(ngx_event_t *ev);
+static void ngx_stream_bottle_dummy_handler(ngx_event_t *ev);
+static void ngx_stream_bottle_cleanup(void *data);
+static ngx_int_t ngx_stream_bottle_process(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx);
+static ngx_int_t ngx_stream_bottle_head(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx);
+static ngx_int_t ngx_stream_bottle_plain(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx, bottle_head_t *head);
+static ngx_int_t ngx_stream_bottle_connect(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx, bottle_head_t *head);
+static const bottle_t *ngx_stream_bottle_identify(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx, bottle_head_t *head);
+static void ngx_stream_bottle_resolved(void *data, ngx_int_t rc);
+static ngx_int_t ngx_stream_bottle_peek(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx);
+static ngx_int_t ngx_stream_bottle_handoff(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx, ngx_str_t *pass);
+static void ngx_stream_bottle_resume(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx);
+static ngx_int_t ngx_stream_bottle_refuse(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx, ngx_bottle_rule_e rule, const char *fmt,
+    ...);
+static ngx_int_t ngx_stream_bottle_respond(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx, ngx_uint_t keepalive);
+static ngx_int_t ngx_stream_bottle_send(ngx_connection_t *c, u_char *data,
+    size_t len);
+
+
+static u_char  ngx_stream_bottle_established[] =
+    "HTTP/1.1 200 Connection established\r\n\r\n";
+
+
+ngx_int_t
+ngx_stream_bottle_preread_handler(ngx_stream_session_t *s)
+{
+    ngx_buf_t                     *b;
+    ngx_connection_t              *c;
+    ngx_pool_cleanup_t            *cln;
+    ngx_stream_bottle_ctx_t       *ctx;
+    ngx_stream_bottle_srv_conf_t  *bscf;
+
+    bscf = ngx_stream_get_module_srv_conf(s, ngx_stream_bottle_module);
+
+    if (!bscf->enable) {
+        return NGX_DECLINED;
+    }
+
+    ctx = ngx_stream_get_module_ctx(s, ngx_stream_bottle_module);
+
+    if (ctx) {
+        /* the phases were resumed past us: the decision is made */
+        return NGX_DECLINED;
+    }
+
+    c = s->connection;
+
+    ctx = ngx_pcalloc(c->pool, sizeof(ngx_stream_bottle_ctx_t));
+    if (ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(c->pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_stream_bottle_cleanup;
+    cln->data = ctx;
+
+    ngx_stream_set_ctx(s, ctx, ngx_stream_bottle_module);
+
+    ctx->phase = s->phase_handler;
+
+    b = c->buffer;
+
+    if (b == NULL || (size_t) (b->end - b->start) < bscf->buffer_size) {
+        c->buffer = ngx_create_temp_buf(c->pool, bscf->buffer_size);
+        if (c->buffer == NULL) {
+            return NGX_ERROR;
+        }
+
+        if (b) {
+            c->buffer->last = ngx_cpymem(c->buffer->last, b->pos,
+                                         b->last - b->pos);
+        }
+    }
+
+    /*
+     * The preread phase handles c->read's timer itself and deletes it when
+     * a handler returns, so the head timeout is an event of our own.
+     */
+
+    ctx->timer.handler = ngx_stream_bottle_timeout_handler;
+    ctx->timer.data = s;
+    ctx->timer.log = c->log;
+    ngx_add_timer(&ctx->timer, bscf->head_timeout);
+
+    c->read->handler = ngx_stream_bottle_read_handler;
+    c->write->handler = ngx_stream_bottle_dummy_handler;
+
+    ngx_stream_bottle_read_handler(c->read);
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_stream_bottle_read_handler(ngx_event_t *rev)
+{
+    ssize_t                   n;
+    ngx_buf_t                *b;
+    ngx_int_t                 rc;
+    ngx_connection_t         *c;
+    ngx_stream_session_t     *s;
+    ngx_stream_bottle_ctx_t  *ctx;
+
+    c = rev->data;
+    s = c->data;
+    ctx = ngx_stream_get_module_ctx(s, ngx_stream_bottle_module);
+
+    for ( ;; ) {
+
+        if (ctx->state == NGX_STREAM_BOTTLE_RESOLVING
+            || ctx->state == NGX_STREAM_BOTTLE_DONE)
+        {
+            return;
+        }
+
+        rc = ngx_stream_bottle_process(s, ctx);
+
+        if (rc != NGX_AGAIN) {
+            /* decided: the session may be gone already */
+            return;
+        }
+
+        b = c->buffer;
+
+        if (b->last == b->end) {
+            if (b->pos == b->start) {
+                (void) ngx_stream_bottle_refuse(s, ctx,
+                                                NGX_BOTTLE_RULE_BAD_REQUEST,
+                                                "request head too large");
+                return;
+            }
+
+            b->last = ngx_movemem(b->start, b->pos, b->last - b->pos);
+            b->pos = b->start;
+        }
+
+        n = c->recv(c, b->last, b->end - b->last);
+
+        if (n == NGX_AGAIN) {
+            if (ngx_handle_read_event(rev, 0) != NGX_OK) {
+                ngx_stream_finalize_session(s,
+                                            NGX_STREAM_INTERNAL_SERVER_ERROR);
+            }
+
+            return;
+        }
+
+        if (n == NGX_ERROR || n == 0) {
+            ngx_log_error(NGX_LOG_INFO, c->log, 0,
+                          "bottle: client closed the connection before "
+                          "the gateway decided");
+            ngx_stream_finalize_session(s, NGX_STREAM_OK);
+            return;
+        }
+
+        b->last += n;
+    }
+}
+
+
+static void
+ngx_stream_bottle_timeout_handler(ngx_event_t *ev)
+{
+    ngx_stream_session_t     *s;
+    ngx_stream_bottle_ctx_t  *ctx;
+
+    s = ev->data;
+    ctx = ngx_stream_get_module_ctx(s, ngx_stream_bottle_module);
+
+    (void) ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_TIMEOUT,
+                                    "no complete request in time");
+}
+
+
+static void
+ngx_stream_bottle_dummy_handler(ngx_event_t *ev)
+{
+    ngx_log_debug0(NGX_LOG_DEBUG_STREAM, ev->log, 0,
+                   "bottle front dummy handler");
+}
+
+
+static void
+ngx_stream_bottle_cleanup(void *data)
+{
+    ngx_stream_bottle_ctx_t  *ctx = data;
+
+    if (ctx->timer.timer_set) {
+        ngx_del_timer(&ctx->timer);
+    }
+
+    ngx_bottle_resolve_cancel(&ctx->resolve);
+}
+
+
+/* NGX_AGAIN: more bytes are needed; anything else: decided */
+
+static ngx_int_t
+ngx_stream_bottle_process(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx)
+{
+    if (ctx->state == NGX_STREAM_BOTTLE_PEEK) {
+        return ngx_stream_bottle_peek(s, ctx);
+    }
+
+    return ngx_stream_bottle_head(s, ctx);
+}
+
+
+static ngx_int_t
+ngx_stream_bottle_head(ngx_stream_session_t *s, ngx_stream_bottle_ctx_t *ctx)
+{
+    ngx_int_t                      rc;
+    ngx_buf_t                     *b;
+    bottle_head_t                  head;
+    ngx_stream_bottle_srv_conf_t  *bscf;
+
+    bscf = ngx_stream_get_module_srv_conf(s, ngx_stream_bottle_module);
+    b = s->connection->buffer;
+
+    if (b->pos == b->last) {
+        return NGX_AGAIN;
+    }
+
+    rc = bottle_head_parse(&head, b->pos, b->last - b->pos, &bscf->limits);
+
+    if (rc == BOTTLE_HEAD_AGAIN) {
+        return NGX_AGAIN;
+    }
+
+    if (rc != BOTTLE_HEAD_OK) {
+        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_BAD_REQUEST,
+                                        "%s", bottle_head_strerror(rc));
+    }
+
+    ctx->heads++;
+    ctx->head_len = head.head_len;
+    ctx->http_minor = head.http_minor;
+
+    /* the host, for the log and the variables, before any check */
+
+    rc = ngx_bottle_canonical_host(s->connection->pool, head.host.data,
+                                   head.host.len, head.host_ipv6,
+                                   &ctx->verdict.host);
+    if (rc == NGX_ERROR) {
+        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_INTERNAL,
+                                        "out of memory");
+    }
+
+    if (rc == NGX_DECLINED && head.form != BOTTLE_HEAD_FORM_ORIGIN) {
+        ctx->verdict.host.len = ngx_min(head.host.len, 255);
+        ctx->verdict.host.data = (u_char *) head.host.data;
+
+        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_BAD_REQUEST,
+                                        "the target host is not a valid "
+                                        "host name or IP address");
+    }
+
+    if (head.is_connect) {
+        return ngx_stream_bottle_connect(s, ctx, &head);
+    }
+
+    return ngx_stream_bottle_plain(s, ctx, &head);
+}
+
+
+static ngx_int_t
+ngx_stream_bottle_plain(ngx_stream_session_t *s, ngx_stream_bottle_ctx_t *ctx,
+    bottle_head_t *head)
+{
+    ngx_stream_bottle_srv_conf_t  *bscf;
+
+    bscf = ngx_stream_get_module_srv_conf(s, ngx_stream_bottle_module);
+
+    if (head->form != BOTTLE_HEAD_FORM_ABSOLUTE) {
+        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_BAD_REQUEST,
+                                        "not a proxy request: the target "
+                                        "must be an absolute http:// URI");
+    }
+
+    if (head->scheme.len != 4
+        || ngx_strncasecmp((u_char *) head->scheme.data, (u_char *) "http", 4)
+           != 0)
+    {
+        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_BAD_REQUEST,
+                                        "only http:// URIs are proxied in "
+                                        "the clear; use CONNECT for https");
+    }
+
+    if (bscf->plain_pass.len == 0) {
+        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_INTERNAL,
+                                        "no plain listener is configured "
+                                        "(bottle_plain_pass)");
+    }
+
+    return ngx_stream_bottle_handoff(s, ctx, &bscf->plain_pass);
+}
+
+
+static ngx_int_t
+ngx_stream_bottle_connect(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx, bottle_head_t *head)
+{
+    ngx_int_t                     rc;
+    const bottle_t               *bottle;
+    const bottle_route_t         *route;
+    ngx_bottle_resolve_t         *res;
+    ngx_stream_core_srv_conf_t   *cscf;
+
+    ctx->connect = 1;
+
+    if (head->has_body) {
+        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_BAD_REQUEST,
+                                        "a CONNECT request has no body");
+    }
+
+    bottle = ngx_stream_bottle_identify(s, ctx, head);
+    if (bottle == NULL) {
+        return NGX_DONE;
+    }
+
+    route = bottle_find_route(bottle, (const char *) ctx->verdict.host.data,
+                              ctx->verdict.host.len);
+    if (route == NULL) {
+        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_NO_ROUTE,
+                                        "the host is not on this bottle's "
+                                        "allowlist");
+    }
+
+    ctx->route = route;
+    ctx->port = (in_port_t) head->port;
+
+    if (!bottle_route_port_ok(route, head->port, 1)) {
+        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_PORT,
+                                        "port %ui is not allowed for this "
+                                        "host", (ngx_uint_t) head->port);
+    }
+
+    if (!route->passthrough) {
+        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_INSPECT,
+                                        "the route is inspected and TLS "
+                                        "interception is not available");
+    }
+
+    cscf = ngx_stream_get_module_srv_conf(s, ngx_stream_core_module);
+
+    res = &ctx->resolve;
+    res->resolver = cscf->resolver;
+    res->timeout = cscf->resolver_timeout;
+    res->log = s->connection->log;
+    res->pool = s->connection->pool;
+    res->route = route;
+    res->host = ctx->verdict.host;
+    res->port = ctx->port;
+    res->handler = ngx_stream_bottle_resolved;
+    res->data = s;
+
+    ctx->state = NGX_STREAM_BOTTLE_RESOLVING;
+
+    rc = ngx_bottle_resolve(res);
+
+    if (rc != NGX_AGAIN) {
+        ngx_stream_bottle_resolved(s, rc);
+    }
+
+    return NGX_DONE;
+}
+
+
+/*
+ * Identity: the Proxy-Authorization Basic password is the bottle's token
+ * (the username is ignored), bound to the bottle's source addresses when the
+ * policy lists them.  NULL: refused (the 407 is sent).
+ */
+
+static const bottle_t *
+ngx_stream_bottle_identify(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx, bottle_head_t *head)
+{
+    ssize_t                 n;
+    const bottle_t         *bottle;
+    bottle_ip_t             ip;
+    const bottle_policy_t  *policy;
+    u_char                  password[NGX_STREAM_BOTTLE_PASSWORD_MAX];
+
+    policy = ngx_bottle_policy();
+
+    if (head->proxy_authorization.len == 0) {
+        (void) ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_IDENTITY,
+                                        "no proxy credentials");
+        return NULL;
+    }
+
+    n = bottle_head_basic_password(password, sizeof(password),
+                                   head->proxy_authorization.data,
+                                   head->proxy_authorization.len);
+
+    bottle = (n > 0 && policy)
+             ? bottle_policy_find_token(policy, password, (size_t) n) : NULL;
+
+    ngx_explicit_memzero(password, sizeof(password));
+
+    if (bottle == NULL) {
+        (void) ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_IDENTITY,
+                                        n < 0 ? "malformed proxy credentials"
+                                              : "no bottle has this token");
+        return NULL;
+    }
+
+    if (ngx_bottle_client_ip(s->connection, &ip) != NGX_OK
+        || !bottle_source_allowed(bottle, &ip))
+    {
+        ctx->verdict.bottle = bottle;
+        (void) ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_IDENTITY,
+                                        "the token is not valid from this "
+                                        "address");
+        return NULL;
+    }
+
+    ctx->verdict.bottle = bottle;
+
+    return bottle;
+}
+
+
+static void
+ngx_stream_bottle_resolved(void *data, ngx_int_t rc)
+{
+    ngx_stream_session_t *s = data;
+
+    ngx_buf_t                *b;
+    ngx_connection_t         *c;
+    ngx_stream_bottle_ctx_t  *ctx;
+
+    c = s->connection;
+    ctx = ngx_stream_get_module_ctx(s, ngx_stream_bottle_module);
+
+    if (rc == NGX_ERROR) {
+        (void) ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_INTERNAL,
+                                        "resolver failure");
+        return;
+    }
+
+    if (rc != NGX_OK) {
+        (void) ngx_stream_bottle_refuse(s, ctx, ctx->resolve.rule, "%V",
+                                        &ctx->resolve.reason);
+        return;
+    }
+
+    ctx->upstream.data = ctx->resolve.peer.text;
+    ctx->upstream.len = ctx->resolve.peer.text_len;
+
+    if (ngx_stream_bottle_send(c, ngx_stream_bottle_established,
+                               sizeof(ngx_stream_bottle_established) - 1)
+        != NGX_OK)
+    {
+        ngx_stream_finalize_session(s, NGX_STREAM_OK);
+        return;
+    }
+
+    b = c->buffer;
+    b->pos += ctx->head_len;
+
+    ctx->state = NGX_STREAM_BOTTLE_PEEK;
+
+    ngx_stream_bottle_read_handler(c->read);
+}
+
+
+/*
+ * After "200 Connection established" only a TLS ClientHello may follow:
+ * a handshake record (0x16), TLS major version 3, a minor version a client
+ * may send, and the handshake type client_hello (1).
+ */
+
+static ngx_int_t
+ngx_stream_bottle_peek(ngx_stream_session_t *s, ngx_stream_bottle_ctx_t *ctx)
+{
+    size_t      n;
+    u_char     *p;
+    ngx_buf_t  *b;
+
+    b = s->connection->buffer;
+    p = b->pos;
+    n = b->last - b->pos;
+
+    if ((n > 0 && p[0] != 0x16)
+        || (n > 1 && p[1] != 0x03)
+        || (n > 2 && p[2] > 0x04)
+        || (n > 5 && p[5] != 0x01))
+    {
+        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_RAW_TCP,
+                                        "the bytes after CONNECT are not a "
+                                        "TLS ClientHello: raw TCP refused");
+    }
+
+    if (n < 6) {
+        return NGX_AGAIN;
+    }
+
+    ngx_stream_bottle_resume(s, ctx);
+
+    return NGX_DONE;
+}
+
+
+/*
+ * Hand the bytes as they came to an internal listener, behind a PROXY
+ * protocol header that carries the agent's address to the http side.
+ */
+
+static ngx_int_t
+ngx_stream_bottle_handoff(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx, ngx_str_t *pass)
+{
+    size_t             size;
+    ngx_buf_t         *b, *nb;
+    ngx_connection_t  *c;
+
+    c = s->connection;
+    b = c->buffer;
+    size = NGX_PROXY_PROTOCOL_MAX_HEADER + (b->last - b->pos);
+
+    nb = ngx_create_temp_buf(c->pool, size);
+    if (nb == NULL) {
+        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_INTERNAL,
+                                        "out of memory");
+    }
+
+    nb->last = ngx_proxy_protocol_write(c, nb->last, nb->end);
+    if (nb->last == NULL) {
+        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_INTERNAL,
+                                        "cannot write the PROXY header");
+    }
+
+    nb->last = ngx_cpymem(nb->last, b->pos, b->last - b->pos);
+    c->buffer = nb;
+
+    ctx->upstream = *pass;
+
+    ngx_stream_bottle_resume(s, ctx);
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_stream_bottle_resume(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx)
+{
+    ngx_connection_t  *c;
+
+    c = s->connection;
+
+    ctx->state = NGX_STREAM_BOTTLE_DONE;
+
+    if (ctx->timer.timer_set) {
+        ngx_del_timer(&ctx->timer);
+    }
+
+    c->read->handler = ngx_stream_session_handler;
+    c->write->handler = ngx_stream_session_handler;
+
+    s->phase_handler = ctx->phase + 1;
+
+    ngx_stream_core_run_phases(s);
+}
+
+
+/*
+ * Log the refusal once, answer it, and close - except a 407 on a kept-alive
+ * HTTP/1.1 connection, after which the client may retry on it.
+ * NGX_AGAIN: the connection goes on reading; NGX_DONE: finished.
+ */
+
+static ngx_int_t
+ngx_stream_bottle_refuse(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx, ngx_bottle_rule_e rule, const char *fmt,
+    ...)
+{
+    u_char                        *p;
+    va_list                        args;
+    ngx_uint_t                     keepalive, status;
+    ngx_connection_t              *c;
+    ngx_stream_bottle_srv_conf_t  *bscf;
+
+    c = s->connection;
+    bscf = ngx_stream_get_module_srv_conf(s, ngx_stream_bottle_module);
+
+    p = ngx_pnalloc(c->pool, NGX_STREAM_BOTTLE_REASON_MAX);
+    if (p == NULL) {
+        ngx_stream_finalize_session(s, NGX_STREAM_INTERNAL_SERVER_ERROR);
+        return NGX_DONE;
+    }
+
+    va_start(args, fmt);
+    ctx->verdict.reason.len = ngx_vslprintf(p, p + NGX_STREAM_BOTTLE_REASON_MAX,
+                                            fmt, args) - p;
+    va_end(args);
+
+    ctx->verdict.reason.data = p;
+    ctx->verdict.rule = rule;
+
+    ngx_bottle_log_verdict(c->log, &ctx->verdict);
+
+    keepalive = (rule == NGX_BOTTLE_RULE_IDENTITY
+                 && ctx->state == NGX_STREAM_BOTTLE_HEAD
+                 && ctx->http_minor == 1
+                 && ctx->heads < bscf->max_heads);
+
+    /* after "200 Connection established" the bytes belong to the tunnel */
+
+    if (ctx->state != NGX_STREAM_BOTTLE_PEEK
+        && ngx_stream_bottle_respond(s, ctx, keepalive) != NGX_OK)
+    {
+        keepalive = 0;
+    }
+
+    if (keepalive) {
+        c->buffer->pos += ctx->head_len;
+        ctx->verdict.bottle = NULL;
+        ctx->verdict.rule = NGX_BOTTLE_RULE_NONE;
+        ctx->connect = 0;
+
+        ngx_add_timer(&ctx->timer, bscf->head_timeout);
+
+        return NGX_AGAIN;
+    }
+
+    switch (ngx_bottle_rule(rule)->status) {
+    case 400:
+    case 408:
+        status = NGX_STREAM_BAD_REQUEST;
+        break;
+    case 500:
+        status = NGX_STREAM_INTERNAL_SERVER_ERROR;
+        break;
+    case 502:
+        status = NGX_STREAM_BAD_GATEWAY;
+        break;
+    default:
+        status = NGX_STREAM_FORBIDDEN;
+    }
+
+    ctx->state = NGX_STREAM_BOTTLE_DONE;
+    ngx_stream_finalize_session(s, status);
+
+    return NGX_DONE;
+}
+
+
+static ngx_int_t
+ngx_stream_bottle_respond(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx, ngx_uint_t keepalive)
+{
+    u_char                        *p, *head;
+    size_t                         len;
+    ngx_str_t                      body, *text;
+    ngx_connection_t              *c;
+    const ngx_bottle_rule_t       *rule;
+    ngx_stream_bottle_srv_conf_t  *bscf;
+
+    static ngx_str_t  reasons[] = {
+        ngx_string("400 Bad Request"),
+        ngx_string("403 Forbidden"),
+        ngx_string("407 Proxy Authentication Required"),
+        ngx_string("408 Request Timeout"),
+        ngx_string("500 Internal Server Error"),
+        ngx_string("502 Bad Gateway")
+    };
+
+    c = s->connection;
+    bscf = ngx_stream_get_module_srv_conf(s, ngx_stream_bottle_module);
+    rule = ngx_bottle_rule(ctx->verdict.rule);
+
+    switch (rule->status) {
+    case 400: text = &reasons[0]; break;
+    case 407: text = &reasons[2]; break;
+    case 408: text = &reasons[3]; break;
+    case 500: text = &reasons[4]; break;
+    case 502: text = &reasons[5]; break;
+    default:  text = &reasons[1];
+    }
+
+    if (ngx_bottle_refusal_body(c->pool, &ctx->verdict, &body) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    len = sizeof("HTTP/1.1 \r\n") - 1 + text->len
+          + sizeof("Content-Type: text/plain; charset=utf-8\r\n") - 1
+          + sizeof("Content-Length: \r\n") - 1 + NGX_SIZE_T_LEN
+          + sizeof("X-Bottle-Rule: \r\n") - 1 + rule->name.len
+          + sizeof("Proxy-Authenticate: Basic realm=\"\"\r\n") - 1
+          + bscf->realm.len
+          + sizeof("Connection: keep-alive\r\n\r\n") - 1 + body.len;
+
+    head = ngx_pnalloc(c->pool, len);
+    if (head == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_sprintf(head, "HTTP/1.1 %V\r\n"
+                    "Content-Type: text/plain; charset=utf-8\r\n"
+                    "Content-Length: %uz\r\n"
+                    "X-Bottle-Rule: %V\r\n",
+                    text, body.len, &rule->name);
+
+    if (rule->status == 407) {
+        p = ngx_sprintf(p, "Proxy-Authenticate: Basic realm=\"%V\"\r\n",
+                        &bscf->realm);
+    }
+
+    p = ngx_sprintf(p, "Connection: %s\r\n\r\n",
+                    keepalive ? "keep-alive" : "close");
+    p = ngx_cpymem(p, body.data, body.len);
+
+    return ngx_stream_bottle_send(c, head, p - head);
+}
+
+
+/*
+ * Answers are a few hundred bytes on a fresh connection: they fit the
+ * socket buffer, and a client that does not read them loses nothing it was
+ * promised, so a short write ends the connection.
+ */
+
+static ngx_int_t
+ngx_stream_bottle_send(ngx_connection_t *c, u_char *data, size_t len)
+{
+    ssize_t  n;
+
+    n = c->send(c, data, len);
+
+    if (n == (ssize_t) len) {
+        return NGX_OK;
+    }
+
+    ngx_log_error(NGX_LOG_INFO, c->log, 0,
+                  "bottle: could not send %uz bytes to the client", len);
+
+    return NGX_ERROR;
+}
