@@ -25,7 +25,12 @@ UNIT_BINS   = $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 UNIT_CFLAGS = -std=c99 -Wall -Wextra -Werror -O1 -g -Isrc/lib
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/lib
 
-.PHONY: all module unit test asan fuzz clean run
+.PHONY: all module unit test asan fuzz clean run stop install
+
+# `make run`: a gateway on 127.0.0.1:9099 from the shipped nginx-conf/
+RUN_DIR    ?= /tmp/ngx-bottle
+POLICY     ?= nginx-conf/policy.example.json
+RESOLVER   ?=
 
 all: module unit
 
@@ -70,6 +75,17 @@ $(BUILD)/fuzz/%_fuzz: fuzz/%_fuzz.c $(LIB_SRCS) $(LIB_HDRS)
 
 test: all
 	prove -r t/
+
+run: module
+	scripts/bottle-gateway start --dir $(RUN_DIR) --policy $(POLICY) \
+	    $(if $(RESOLVER),--resolver $(RESOLVER))
+
+stop:
+	scripts/bottle-gateway stop --dir $(RUN_DIR)
+
+# the shipped nginx.conf loads the module from Debian's module directory
+install: module
+	install -m 644 $(MODULE) /usr/lib/nginx/modules/ngx_bottle_module.so
 
 clean:
 	rm -rf $(BUILD) build-asan

@@ -15,6 +15,11 @@
 
 
 typedef struct {
+    ngx_uint_t               used;       /* some location enables bottle */
+} ngx_http_bottle_main_conf_t;
+
+
+typedef struct {
     ngx_flag_t               enable;
     ngx_str_t                realm;
 } ngx_http_bottle_loc_conf_t;

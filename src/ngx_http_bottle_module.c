@@ -15,6 +15,7 @@
 static ngx_int_t ngx_http_bottle_add_variables(ngx_conf_t *cf);
 static ngx_int_t ngx_http_bottle_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
+static void *ngx_http_bottle_create_main_conf(ngx_conf_t *cf);
 static void *ngx_http_bottle_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_bottle_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
@@ -54,7 +55,7 @@ static ngx_http_module_t  ngx_http_bottle_module_ctx = {
     ngx_http_bottle_add_variables,         /* preconfiguration */
     ngx_http_bottle_init,                  /* postconfiguration */
 
-    NULL,                                  /* create main configuration */
+    ngx_http_bottle_create_main_conf,      /* create main configuration */
     NULL,                                  /* init main configuration */
 
     NULL,                                  /* create server configuration */
@@ -210,6 +211,19 @@ ngx_http_bottle_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
 
 
 static void *
+ngx_http_bottle_create_main_conf(ngx_conf_t *cf)
+{
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     bmcf->used = 0;
+     */
+
+    return ngx_pcalloc(cf->pool, sizeof(ngx_http_bottle_main_conf_t));
+}
+
+
+static void *
 ngx_http_bottle_create_loc_conf(ngx_conf_t *cf)
 {
     ngx_http_bottle_loc_conf_t  *conf;
@@ -237,31 +251,48 @@ ngx_http_bottle_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_bottle_loc_conf_t *prev = parent;
     ngx_http_bottle_loc_conf_t *conf = child;
 
+    ngx_http_bottle_main_conf_t  *bmcf;
+
     ngx_conf_merge_value(conf->enable, prev->enable, 0);
     ngx_conf_merge_str_value(conf->realm, prev->realm, "bottle gateway");
 
-    if (conf->enable && ngx_bottle_cycle_policy(cf->cycle) == NULL) {
+    if (!conf->enable) {
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_bottle_cycle_policy(cf->cycle) == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"bottle\" needs \"bottle_policy\" at the top "
                            "level, before the \"http\" block");
         return NGX_CONF_ERROR;
     }
 
+    bmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_bottle_module);
+    bmcf->used = 1;
+
     return NGX_CONF_OK;
 }
 
 
 /*
- * The handler is installed in the preaccess phase, where no standard module
- * ends the phase early (in the access phase, "satisfy any" would let another
- * module's OK skip it).  It declines at once where "bottle" is off.
+ * The handler is installed only when some location enables "bottle", in the
+ * preaccess phase, where no standard module ends the phase early (in the
+ * access phase, "satisfy any" would let another module's OK skip it).  It
+ * declines at once where "bottle" is off.
  */
 
 static ngx_int_t
 ngx_http_bottle_init(ngx_conf_t *cf)
 {
-    ngx_http_handler_pt        *h;
-    ngx_http_core_main_conf_t  *cmcf;
+    ngx_http_handler_pt          *h;
+    ngx_http_core_main_conf_t    *cmcf;
+    ngx_http_bottle_main_conf_t  *bmcf;
+
+    bmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_bottle_module);
+
+    if (!bmcf->used) {
+        return NGX_OK;
+    }
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
 

@@ -16,6 +16,11 @@
 
 
 typedef struct {
+    ngx_uint_t               used;       /* some server is a front */
+} ngx_stream_bottle_main_conf_t;
+
+
+typedef struct {
     ngx_flag_t               enable;
     ngx_str_t                realm;
     ngx_msec_t               head_timeout;

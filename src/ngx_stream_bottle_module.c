@@ -14,6 +14,7 @@
 static ngx_int_t ngx_stream_bottle_add_variables(ngx_conf_t *cf);
 static ngx_int_t ngx_stream_bottle_variable(ngx_stream_session_t *s,
     ngx_stream_variable_value_t *v, uintptr_t data);
+static void *ngx_stream_bottle_create_main_conf(ngx_conf_t *cf);
 static void *ngx_stream_bottle_create_srv_conf(ngx_conf_t *cf);
 static char *ngx_stream_bottle_merge_srv_conf(ngx_conf_t *cf, void *parent,
     void *child);
@@ -88,7 +89,7 @@ static ngx_stream_module_t  ngx_stream_bottle_module_ctx = {
     ngx_stream_bottle_add_variables,       /* preconfiguration */
     ngx_stream_bottle_init,                /* postconfiguration */
 
-    NULL,                                  /* create main configuration */
+    ngx_stream_bottle_create_main_conf,    /* create main configuration */
     NULL,                                  /* init main configuration */
 
     ngx_stream_bottle_create_srv_conf,     /* create server configuration */
@@ -220,6 +221,19 @@ ngx_stream_bottle_variable(ngx_stream_session_t *s,
 
 
 static void *
+ngx_stream_bottle_create_main_conf(ngx_conf_t *cf)
+{
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     bmcf->used = 0;
+     */
+
+    return ngx_pcalloc(cf->pool, sizeof(ngx_stream_bottle_main_conf_t));
+}
+
+
+static void *
 ngx_stream_bottle_create_srv_conf(ngx_conf_t *cf)
 {
     ngx_stream_bottle_srv_conf_t  *conf;
@@ -255,6 +269,8 @@ ngx_stream_bottle_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_stream_bottle_srv_conf_t *prev = parent;
     ngx_stream_bottle_srv_conf_t *conf = child;
 
+    ngx_stream_bottle_main_conf_t  *bmcf;
+
     ngx_conf_merge_value(conf->enable, prev->enable, 0);
     ngx_conf_merge_str_value(conf->realm, prev->realm, "bottle gateway");
     ngx_conf_merge_msec_value(conf->head_timeout, prev->head_timeout, 10000);
@@ -275,12 +291,19 @@ ngx_stream_bottle_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
         conf->limits.max_line = conf->limits.max_head;
     }
 
-    if (conf->enable && ngx_bottle_cycle_policy(cf->cycle) == NULL) {
+    if (!conf->enable) {
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_bottle_cycle_policy(cf->cycle) == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"bottle_front\" needs \"bottle_policy\" at the "
                            "top level, before the \"stream\" block");
         return NGX_CONF_ERROR;
     }
+
+    bmcf = ngx_stream_conf_get_module_main_conf(cf, ngx_stream_bottle_module);
+    bmcf->used = 1;
 
     return NGX_CONF_OK;
 }
@@ -314,11 +337,20 @@ ngx_stream_bottle_pass(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 }
 
 
+/* the preread handler is installed only when some server is a front */
+
 static ngx_int_t
 ngx_stream_bottle_init(ngx_conf_t *cf)
 {
-    ngx_stream_handler_pt        *h;
-    ngx_stream_core_main_conf_t  *cmcf;
+    ngx_stream_handler_pt          *h;
+    ngx_stream_core_main_conf_t    *cmcf;
+    ngx_stream_bottle_main_conf_t  *bmcf;
+
+    bmcf = ngx_stream_conf_get_module_main_conf(cf, ngx_stream_bottle_module);
+
+    if (!bmcf->used) {
+        return NGX_OK;
+    }
 
     cmcf = ngx_stream_conf_get_module_main_conf(cf, ngx_stream_core_module);
 
