@@ -1,0 +1,457 @@
+package Test::Bottle;
+
+# ngx_bottle test helpers on top of Test::Nginx: recording fake
+# upstreams, a local DNS server (dnsmasq), test certificates, policy
+# files.  See docs/testing.md.
+
+use warnings;
+use strict;
+
+use base qw/ Exporter /;
+
+our @EXPORT = qw/
+	fake_upstream upstream_requests upstream_events upstream_connects
+	header_value header_count
+	dns_start dns_update dns_queries dns_lookup
+	gen_ca gen_cert
+	basic write_policy read_jsonl
+/;
+our @EXPORT_OK = @EXPORT;
+
+use File::Basename qw/ basename /;
+use IO::Select;
+use IO::Socket::INET;
+use JSON::PP qw//;
+use MIME::Base64 qw/ encode_base64 decode_base64 /;
+use POSIX qw/ WNOHANG /;
+use Socket qw/ AF_INET6 inet_ntop /;
+use Time::HiRes qw/ time sleep /;
+
+use Test::Nginx qw//;
+use Test::Bottle::Upstream;
+
+our $DNSMASQ = $ENV{TEST_DNSMASQ_BINARY} // '/usr/sbin/dnsmasq';
+our $OPENSSL = $ENV{TEST_OPENSSL_BINARY} // 'openssl';
+
+my $PROBE = 'bottle-harness-probe.invalid';
+
+###############################################################################
+# fake upstreams
+
+# fake_upstream($t, port => P, name => 'api', addr => '127.0.0.1',
+#               tls => 0|1, cert => path, key => path, alpn => [...])
+# P is a port number as given by port() (a logical number also works).
+# Returns { name, addr, port, log, pid }.
+
+sub fake_upstream {
+	my ($t, %o) = @_;
+	$o{port} = Test::Nginx::port($o{port}) if defined $o{port};
+	return Test::Bottle::Upstream::start($t, %o);
+}
+
+sub read_jsonl {
+	my ($t, $name) = @_;
+	my $path = $name =~ m!^/! ? $name : $t->testdir() . "/$name";
+
+	open my $fh, '<', $path or return [];
+	binmode $fh;
+	my $json = JSON::PP->new->utf8;
+
+	my @r;
+	while (my $line = <$fh>) {
+		next unless $line =~ /\n\z/;	# a line still being written
+		next unless $line =~ /\S/;
+		push @r, $json->decode($line);
+	}
+	return \@r;
+}
+
+# Every record (connect events, requests, bad_request ...) in order.
+
+sub upstream_events {
+	my ($t, $name) = @_;
+	return read_jsonl($t, "upstream-$name.jsonl");
+}
+
+# The requests the upstream got, in order; each with "body" decoded.
+
+sub upstream_requests {
+	my ($t, $name) = @_;
+	my @r;
+	for my $e (@{upstream_events($t, $name)}) {
+		next if defined $e->{event};
+		$e->{body} = decode_base64($e->{body_b64} // '');
+		push @r, $e;
+	}
+	return \@r;
+}
+
+sub upstream_connects {
+	my ($t, $name) = @_;
+	return scalar grep { ($_->{event} // '') eq 'connect' }
+		@{upstream_events($t, $name)};
+}
+
+# header_value($req, $name): the value (first one in scalar context, all
+# of them in list context), case-insensitive name; undef if absent.
+
+sub header_value {
+	my ($req, $name) = @_;
+	my @v = map { $_->[1] } grep { lc($_->[0]) eq lc($name) }
+		@{$req->{headers} || []};
+	return wantarray ? @v : $v[0];
+}
+
+sub header_count {
+	my ($req, $name) = @_;
+	return scalar grep { lc($_->[0]) eq lc($name) }
+		@{$req->{headers} || []};
+}
+
+###############################################################################
+# DNS: dnsmasq answering from a hosts file only
+
+sub _write_hosts {
+	my ($path, $hosts) = @_;
+	my $s = '';
+	for my $name (sort keys %$hosts) {
+		my $a = $hosts->{$name};
+		$s .= "$_ $name\n" for ref $a ? @$a : ($a);
+	}
+	open my $fh, '>', $path or die "Can't write $path: $!\n";
+	print $fh $s;
+	close $fh;
+}
+
+# dns_start($t, port => P, hosts => { name => addr | [addr, ...] },
+#           ttl => seconds)
+# dnsmasq on 127.0.0.1:P (UDP and TCP): names from hosts are answered,
+# every other name gets NXDOMAIN (a name with only IPv6 addresses gets an
+# empty answer for A, and so on); nothing is forwarded anywhere.  Queries
+# are logged to <testdir>/dnsmasq.log.  Returns when it answers.
+
+sub dns_start {
+	my ($t, %o) = @_;
+
+	die "dns_start: port required\n" unless defined $o{port};
+	my $port = Test::Nginx::port($o{port}, udp => 1);
+	my $d = $t->testdir();
+	my $hostsfile = "$d/dns-hosts";
+
+	die "dns_start: no $DNSMASQ\n" unless -x $DNSMASQ;
+
+	_write_hosts($hostsfile, $o{hosts} || {});
+
+	my @cmd = ($DNSMASQ,
+		'--keep-in-foreground',
+		'--conf-file=/dev/null',
+		'--no-resolv', '--no-hosts', '--no-poll',
+		'--local=/#/',			# never forward: NXDOMAIN
+		'--bind-interfaces', '--listen-address=127.0.0.1',
+		"--port=$port",
+		"--addn-hosts=$hostsfile",
+		'--local-ttl=' . ($o{ttl} // 0),
+		'--log-queries', "--log-facility=$d/dnsmasq.log",
+		"--pid-file=$d/dnsmasq.pid",
+	);
+
+	# as root dnsmasq would switch to "nobody", which cannot read the
+	# hosts file in the test directory (and then answers NXDOMAIN to
+	# everything); as anybody else it stays who it is
+	push @cmd, '--user=root' if $> == 0;
+
+	my $stderr = "$d/dnsmasq.stderr";
+
+	$t->run_daemon(sub {
+		open STDIN, '<', '/dev/null';
+		open STDOUT, '>>', $stderr;
+		open STDERR, '>&', \*STDOUT;
+		exec(@cmd) or die "exec $DNSMASQ: $!\n";
+	});
+
+	my $pid = $t->last_daemon_pid();
+	$t->{_bottle_dns} = { pid => $pid, port => $port,
+		hosts => $hostsfile };
+
+	my $deadline = time() + 10;
+	while (time() < $deadline) {
+		if (dns_lookup($port, $PROBE, 'A', timeout => 0.2)) {
+			# it answers even when it could not read the names
+			my $log = _dns_log($t);
+			die "dnsmasq: $1\n"
+				if $log =~ /(failed to load names.*)/;
+			return $t;
+		}
+		if (waitpid($pid, WNOHANG) != 0) {
+			my $err = -e $stderr ? $t->read_file('dnsmasq.stderr') : '';
+			die "dnsmasq exited: $err\n";
+		}
+		sleep 0.05;
+	}
+
+	die "dnsmasq does not answer on 127.0.0.1:$port\n";
+}
+
+# dns_update($t, hosts => {...}): new names/addresses, dnsmasq re-reads
+# them (SIGHUP).  Returns when the new data is answered.
+
+sub dns_update {
+	my ($t, %o) = @_;
+	my $dns = $t->{_bottle_dns} or die "dns_update: no dns_start\n";
+
+	my $count = () = _dns_log($t) =~ /read \Q$dns->{hosts}\E/g;
+
+	_write_hosts($dns->{hosts}, $o{hosts} || {});
+	kill 'HUP', $dns->{pid};
+
+	my $deadline = time() + 5;
+	while (time() < $deadline) {
+		my $n = () = _dns_log($t) =~ /read \Q$dns->{hosts}\E/g;
+		return $t if $n > $count;
+		sleep 0.02;
+	}
+	die "dnsmasq did not re-read its hosts\n";
+}
+
+sub _dns_log {
+	my ($t) = @_;
+	my $f = $t->testdir() . '/dnsmasq.log';
+	return '' unless -e $f;
+	return $t->read_file('dnsmasq.log');
+}
+
+# dns_queries($t): the names asked for, in order (the harness's own
+# readiness probe left out).  dns_queries($t, types => 1): "A name",
+# "AAAA name", ...
+
+sub dns_queries {
+	my ($t, %o) = @_;
+	my @q;
+	for my $line (split /\n/, _dns_log($t)) {
+		next unless $line =~ /\bquery\[(\w+)\] (\S+) from /;
+		next if $2 eq $PROBE;
+		push @q, $o{types} ? "$1 $2" : $2;
+	}
+	return @q;
+}
+
+my %qtype = (A => 1, NS => 2, CNAME => 5, SOA => 6, PTR => 12, MX => 15,
+	TXT => 16, AAAA => 28, SRV => 33, HTTPS => 65, ANY => 255);
+my %rcode = (0 => 'NOERROR', 1 => 'FORMERR', 2 => 'SERVFAIL',
+	3 => 'NXDOMAIN', 4 => 'NOTIMP', 5 => 'REFUSED');
+
+# dns_lookup($port, $name, $type = 'A', timeout => s, server => ip):
+# one query over UDP.  Returns undef on timeout, else
+# { rcode => 3, rcode_name => 'NXDOMAIN', answers => ['127.0.0.1', ...],
+#   ttls => [...] } (answers: addresses for A/AAAA, raw rdata otherwise).
+
+sub dns_lookup {
+	my ($port, $name, $type, %o) = @_;
+	$type //= 'A';
+	my $qt = $type =~ /^\d+$/ ? $type : $qtype{uc $type}
+		// die "unknown query type $type\n";
+
+	my $id = int(rand(65536));
+	my $q = pack('nnnnnn', $id, 0x0100, 1, 0, 0, 0);
+	for my $label (split /\./, $name) {
+		$q .= pack('C', length $label) . $label;
+	}
+	$q .= pack('Cnn', 0, $qt, 1);
+
+	my $server = $o{server} // '127.0.0.1';
+	my $s = IO::Socket::INET->new(Proto => 'udp',
+		PeerAddr => "$server:" . Test::Nginx::port($port))
+		or die "udp socket: $!\n";
+	$s->send($q);
+
+	my $deadline = time() + ($o{timeout} // 2);
+	my $r;
+	while (time() < $deadline) {
+		IO::Select->new($s)->can_read($deadline - time()) or next;
+		my $buf;
+		if (!defined $s->recv($buf, 4096)) {
+			# ICMP port unreachable: nobody there yet
+			sleep 0.02;
+			$s->send($q);
+			next;
+		}
+		if (length($buf) >= 12 && unpack('n', $buf) == $id) {
+			$r = $buf;
+			last;
+		}
+	}
+	return undef unless defined $r;
+
+	my ($rid, $flags, $qd, $an) = unpack('nnnn', $r);
+	my $res = { rcode => $flags & 0xf, answers => [], ttls => [],
+		types => [] };
+	$res->{rcode_name} = $rcode{$res->{rcode}} // $res->{rcode};
+
+	my $pos = 12;
+	for (1 .. $qd) {
+		$pos = _skip_name($r, $pos);
+		$pos += 4;
+	}
+	for (1 .. $an) {
+		$pos = _skip_name($r, $pos);
+		last if $pos + 10 > length $r;
+		my ($t, $c, $ttl, $len) = unpack('nnNn', substr($r, $pos, 10));
+		$pos += 10;
+		my $rdata = substr($r, $pos, $len);
+		$pos += $len;
+		my $v = $t == 1 && $len == 4 ? join('.', unpack('C4', $rdata))
+			: $t == 28 && $len == 16 ? inet_ntop(AF_INET6, $rdata)
+			: $rdata;
+		push @{$res->{answers}}, $v;
+		push @{$res->{ttls}}, $ttl;
+		push @{$res->{types}}, $t;
+	}
+
+	return $res;
+}
+
+sub _skip_name {
+	my ($r, $pos) = @_;
+	while ($pos < length $r) {
+		my $l = unpack('C', substr($r, $pos, 1));
+		return $pos + 2 if ($l & 0xc0) == 0xc0;
+		return $pos + 1 if $l == 0;
+		$pos += $l + 1;
+	}
+	return $pos;
+}
+
+###############################################################################
+# certificates (openssl CLI, EC P-256 keys)
+
+sub _openssl {
+	my ($t, @args) = @_;
+	my $log = $t->testdir() . '/openssl.log';
+
+	my $pid = fork();
+	die "fork: $!\n" unless defined $pid;
+	if ($pid == 0) {
+		open STDIN, '<', '/dev/null';
+		open STDOUT, '>>', $log;
+		open STDERR, '>&', \*STDOUT;
+		exec($OPENSSL, @args) or POSIX::_exit(127);
+	}
+	waitpid($pid, 0);
+	die "openssl @args failed:\n" . $t->read_file('openssl.log') . "\n"
+		if $?;
+}
+
+# an openssl config: [req] for non-interactive requests, [v3_ca], and
+# [v3_leaf] when a subjectAltName is given
+
+sub _openssl_conf {
+	my ($t, $file, $san) = @_;
+
+	my $c = <<'EOF';
+[ req ]
+distinguished_name = dn
+prompt = no
+[ dn ]
+CN = unused
+[ v3_ca ]
+basicConstraints = critical, CA:TRUE
+keyUsage = critical, keyCertSign, cRLSign
+subjectKeyIdentifier = hash
+EOF
+
+	$c .= <<"EOF" if defined $san;
+[ v3_leaf ]
+basicConstraints = CA:FALSE
+keyUsage = critical, digitalSignature, keyEncipherment
+extendedKeyUsage = serverAuth, clientAuth
+subjectAltName = $san
+EOF
+
+	$t->write_file($file, $c);
+	return $t->testdir() . "/$file";
+}
+
+# gen_ca($t, $name): a CA in <testdir>/<name>.crt, .key.
+# Returns { name, cert, key }.
+
+sub gen_ca {
+	my ($t, $name) = @_;
+	my $d = $t->testdir();
+	my $conf = _openssl_conf($t, "$name.cnf");
+
+	_openssl($t, 'req', '-x509', '-new', '-nodes',
+		'-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1',
+		'-config', $conf, '-extensions', 'v3_ca',
+		'-subj', "/CN=$name", '-days', '3650',
+		'-keyout', "$d/$name.key", '-out', "$d/$name.crt");
+
+	return { name => $name, cert => "$d/$name.crt", key => "$d/$name.key" };
+}
+
+# gen_cert($t, $ca, $name, @sans): a server/client certificate signed by
+# $ca (from gen_ca; undef: self-signed) with subjectAltName @sans
+# (default: $name; IP addresses become IP: entries).  Returns
+# { name, cert, key, chain } (chain: cert followed by the CA cert).
+
+sub gen_cert {
+	my ($t, $ca, $name, @sans) = @_;
+	my $d = $t->testdir();
+
+	@sans = ($name) unless @sans;
+	my $san = join ',', map {
+		/^[\d.]+$/ || /:/ ? "IP:$_" : "DNS:$_"
+	} @sans;
+
+	my $conf = _openssl_conf($t, "$name.cnf", $san);
+
+	if (!$ca) {
+		_openssl($t, 'req', '-x509', '-new', '-nodes',
+			'-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1',
+			'-config', $conf, '-extensions', 'v3_leaf',
+			'-subj', "/CN=$name", '-days', '825',
+			'-keyout', "$d/$name.key", '-out', "$d/$name.crt");
+		$t->write_file("$name.chain.crt", $t->read_file("$name.crt"));
+
+	} else {
+		_openssl($t, 'req', '-new', '-nodes',
+			'-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1',
+			'-config', $conf, '-subj', "/CN=$name",
+			'-keyout', "$d/$name.key", '-out', "$d/$name.csr");
+		_openssl($t, 'x509', '-req', '-in', "$d/$name.csr",
+			'-CA', $ca->{cert}, '-CAkey', $ca->{key},
+			'-set_serial', sprintf('0x%x%06x', time(), int(rand(1 << 24))),
+			'-days', '825', '-extfile', $conf, '-extensions', 'v3_leaf',
+			'-out', "$d/$name.crt");
+		$t->write_file("$name.chain.crt", $t->read_file("$name.crt")
+			. $t->read_file($ca->{cert}));
+	}
+
+	return { name => $name, cert => "$d/$name.crt", key => "$d/$name.key",
+		chain => "$d/$name.chain.crt" };
+}
+
+###############################################################################
+# small things
+
+# basic($user, $pass): a Basic credentials value, "Basic dXNlcjpwYXNz",
+# for Proxy-Authorization (or Authorization).
+
+sub basic {
+	my ($user, $pass) = @_;
+	return 'Basic ' . encode_base64("$user:$pass", '');
+}
+
+# write_policy($t, $name, $data): $data (a Perl structure) as canonical
+# JSON into <testdir>/<name>; a plain string is written as is.  Returns
+# the path.
+
+sub write_policy {
+	my ($t, $name, $data) = @_;
+	my $text = ref $data
+		? JSON::PP->new->utf8->canonical->pretty->encode($data)
+		: $data;
+	$t->write_file($name, $text);
+	return $t->testdir() . "/$name";
+}
+
+1;
