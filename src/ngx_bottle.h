@@ -14,6 +14,10 @@
 #include "bottle_policy.h"
 
 
+/* the gateway's own host: introspection, never a route */
+#define NGX_BOTTLE_EGRESS_HOST  "_egress.local"
+
+
 /* the core module's conf: the compiled policy of this cycle */
 typedef struct {
     ngx_str_t            path;
@@ -106,6 +110,8 @@ size_t ngx_bottle_safe_copy(u_char *dst, size_t cap, const u_char *src,
 
 ngx_int_t ngx_bottle_canonical_host(ngx_pool_t *pool, const u_char *host,
     size_t len, ngx_uint_t bracketed, ngx_str_t *out);
+ngx_int_t ngx_bottle_host_matches(ngx_pool_t *pool, ngx_str_t *value,
+    ngx_str_t *host, in_port_t port, in_port_t default_port);
 ngx_int_t ngx_bottle_client_ip(ngx_connection_t *c, bottle_ip_t *out);
 
 ngx_int_t ngx_bottle_resolve(ngx_bottle_resolve_t *res);

@@ -256,3 +256,72 @@ ngx_bottle_client_ip(ngx_connection_t *c, bottle_ip_t *out)
 
     return bottle_ip_from_sockaddr(out, c->sockaddr) == 0 ? NGX_OK : NGX_ERROR;
 }
+
+
+/*
+ * Does a Host header (or :authority) value name this host and port?  The
+ * same comparison as the policy's: case-insensitive, no trailing dot, IP
+ * literals canonical, the scheme's default port when none is given.
+ * NGX_OK: it does; NGX_DECLINED: it does not.
+ */
+
+ngx_int_t
+ngx_bottle_host_matches(ngx_pool_t *pool, ngx_str_t *value, ngx_str_t *host,
+    in_port_t port, in_port_t default_port)
+{
+    u_char      *p, *last, *colon;
+    ngx_int_t    n;
+    ngx_str_t    name, canon;
+    ngx_uint_t   bracketed;
+
+    p = value->data;
+    last = p + value->len;
+    bracketed = 0;
+    colon = NULL;
+
+    if (p < last && *p == '[') {
+        name.data = p + 1;
+        p = ngx_strlchr(p, last, ']');
+        if (p == NULL) {
+            return NGX_DECLINED;
+        }
+
+        name.len = p - name.data;
+        bracketed = 1;
+        p++;
+
+        if (p < last) {
+            if (*p != ':') {
+                return NGX_DECLINED;
+            }
+
+            colon = p;
+        }
+
+    } else {
+        name.data = p;
+        colon = ngx_strlchr(p, last, ':');
+        name.len = (colon ? colon : last) - p;
+    }
+
+    n = default_port;
+
+    if (colon) {
+        n = ngx_atoi(colon + 1, last - colon - 1);
+        if (n < 1 || n > 65535) {
+            return NGX_DECLINED;
+        }
+    }
+
+    if ((in_port_t) n != port
+        || ngx_bottle_canonical_host(pool, name.data, name.len, bracketed,
+                                     &canon)
+           != NGX_OK
+        || canon.len != host->len
+        || ngx_strncmp(canon.data, host->data, canon.len) != 0)
+    {
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
+}

@@ -19,7 +19,6 @@
 
 #define NGX_HTTP_BOTTLE_PASSWORD_MAX  512
 #define NGX_HTTP_BOTTLE_REASON_MAX    256
-#define NGX_HTTP_BOTTLE_EGRESS_HOST   "_egress.local"
 
 
 static ngx_int_t ngx_http_bottle_run(ngx_http_request_t *r,
@@ -139,8 +138,8 @@ ngx_http_bottle_run(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
         return rc;
     }
 
-    if (ctx->target.host.len == sizeof(NGX_HTTP_BOTTLE_EGRESS_HOST) - 1
-        && ngx_strncmp(ctx->target.host.data, NGX_HTTP_BOTTLE_EGRESS_HOST,
+    if (ctx->target.host.len == sizeof(NGX_BOTTLE_EGRESS_HOST) - 1
+        && ngx_strncmp(ctx->target.host.data, NGX_BOTTLE_EGRESS_HOST,
                        ctx->target.host.len) == 0)
     {
         return ngx_http_bottle_allowlist(r, ctx);
@@ -411,71 +410,22 @@ ngx_http_bottle_identify(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 static ngx_int_t
 ngx_http_bottle_host_check(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 {
-    u_char      *p, *last, *colon;
-    ngx_int_t    port;
-    ngx_str_t    host, canon;
-    ngx_uint_t   bracketed;
-
     if (r->headers_in.host == NULL) {
         /* HTTP/1.0 may omit it; nginx refuses HTTP/1.1 without it */
         return NGX_OK;
     }
 
-    p = r->headers_in.host->value.data;
-    last = p + r->headers_in.host->value.len;
-    bracketed = 0;
-    colon = NULL;
-
-    if (p < last && *p == '[') {
-        host.data = p + 1;
-        p = ngx_strlchr(p, last, ']');
-        if (p == NULL) {
-            goto mismatch;
-        }
-
-        host.len = p - host.data;
-        bracketed = 1;
-        p++;
-
-        if (p < last) {
-            if (*p != ':') {
-                goto mismatch;
-            }
-            colon = p;
-        }
-
-    } else {
-        host.data = p;
-        colon = ngx_strlchr(p, last, ':');
-        host.len = (colon ? colon : last) - p;
-    }
-
-    port = 80;
-
-    if (colon) {
-        port = ngx_atoi(colon + 1, last - colon - 1);
-        if (port < 1 || port > 65535) {
-            goto mismatch;
-        }
-    }
-
-    if (ngx_bottle_canonical_host(r->pool, host.data, host.len, bracketed,
-                                  &canon)
-        != NGX_OK
-        || (in_port_t) port != ctx->target.port
-        || canon.len != ctx->target.host.len
-        || ngx_strncmp(canon.data, ctx->target.host.data, canon.len) != 0)
+    if (ngx_bottle_host_matches(r->pool, &r->headers_in.host->value,
+                                &ctx->target.host, ctx->target.port, 80)
+        != NGX_OK)
     {
-        goto mismatch;
+        return ngx_http_bottle_deny(ctx, r->pool,
+                                    NGX_BOTTLE_RULE_HOST_MISMATCH,
+                                    "the Host header names another host or "
+                                    "port than the request target");
     }
 
     return NGX_OK;
-
-mismatch:
-
-    return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_HOST_MISMATCH,
-                                "the Host header names another host or "
-                                "port than the request target");
 }
 
 

@@ -20,6 +20,7 @@
 #include <ngx_stream.h>
 
 #include "ngx_stream_bottle.h"
+#include "bottle_introspect.h"
 
 
 #define NGX_STREAM_BOTTLE_PASSWORD_MAX  512
@@ -38,8 +39,13 @@ static ngx_int_t ngx_stream_bottle_plain(ngx_stream_session_t *s,
     ngx_stream_bottle_ctx_t *ctx, bottle_head_t *head);
 static ngx_int_t ngx_stream_bottle_connect(ngx_stream_session_t *s,
     ngx_stream_bottle_ctx_t *ctx, bottle_head_t *head);
-static const bottle_t *ngx_stream_bottle_identify(ngx_stream_session_t *s,
+static ngx_int_t ngx_stream_bottle_identify(ngx_stream_session_t *s,
     ngx_stream_bottle_ctx_t *ctx, bottle_head_t *head);
+static ngx_int_t ngx_stream_bottle_introspect(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx, bottle_head_t *head);
+static ngx_int_t ngx_stream_bottle_answer(ngx_connection_t *c,
+    ngx_str_t *status, ngx_str_t *extra, ngx_str_t *type, ngx_str_t *body,
+    ngx_uint_t keepalive);
 static void ngx_stream_bottle_resolved(void *data, ngx_int_t rc);
 static ngx_int_t ngx_stream_bottle_peek(ngx_stream_session_t *s,
     ngx_stream_bottle_ctx_t *ctx);
@@ -330,6 +336,13 @@ ngx_stream_bottle_plain(ngx_stream_session_t *s, ngx_stream_bottle_ctx_t *ctx,
                                         "the clear; use CONNECT for https");
     }
 
+    if (ctx->verdict.host.len == sizeof(NGX_BOTTLE_EGRESS_HOST) - 1
+        && ngx_strncmp(ctx->verdict.host.data, NGX_BOTTLE_EGRESS_HOST,
+                       ctx->verdict.host.len) == 0)
+    {
+        return ngx_stream_bottle_introspect(s, ctx, head);
+    }
+
     if (bscf->plain_pass.len == 0) {
         return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_INTERNAL,
                                         "no plain listener is configured "
@@ -345,7 +358,6 @@ ngx_stream_bottle_connect(ngx_stream_session_t *s,
     ngx_stream_bottle_ctx_t *ctx, bottle_head_t *head)
 {
     ngx_int_t                     rc;
-    const bottle_t               *bottle;
     const bottle_route_t         *route;
     ngx_bottle_resolve_t         *res;
     ngx_stream_core_srv_conf_t   *cscf;
@@ -357,12 +369,12 @@ ngx_stream_bottle_connect(ngx_stream_session_t *s,
                                         "a CONNECT request has no body");
     }
 
-    bottle = ngx_stream_bottle_identify(s, ctx, head);
-    if (bottle == NULL) {
-        return NGX_DONE;
+    rc = ngx_stream_bottle_identify(s, ctx, head);
+    if (rc != NGX_OK) {
+        return rc;
     }
 
-    route = bottle_find_route(bottle, (const char *) ctx->verdict.host.data,
+    route = bottle_find_route(ctx->verdict.bottle, (const char *) ctx->verdict.host.data,
                               ctx->verdict.host.len);
     if (route == NULL) {
         return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_NO_ROUTE,
@@ -413,10 +425,11 @@ ngx_stream_bottle_connect(ngx_stream_session_t *s,
 /*
  * Identity: the Proxy-Authorization Basic password is the bottle's token
  * (the username is ignored), bound to the bottle's source addresses when the
- * policy lists them.  NULL: refused (the 407 is sent).
+ * policy lists them.  NGX_OK: ctx->verdict.bottle is set; else the refusal's
+ * result (the 407 is sent).
  */
 
-static const bottle_t *
+static ngx_int_t
 ngx_stream_bottle_identify(ngx_stream_session_t *s,
     ngx_stream_bottle_ctx_t *ctx, bottle_head_t *head)
 {
@@ -429,9 +442,8 @@ ngx_stream_bottle_identify(ngx_stream_session_t *s,
     policy = ngx_bottle_policy();
 
     if (head->proxy_authorization.len == 0) {
-        (void) ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_IDENTITY,
+        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_IDENTITY,
                                         "no proxy credentials");
-        return NULL;
     }
 
     n = bottle_head_basic_password(password, sizeof(password),
@@ -444,25 +456,92 @@ ngx_stream_bottle_identify(ngx_stream_session_t *s,
     ngx_explicit_memzero(password, sizeof(password));
 
     if (bottle == NULL) {
-        (void) ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_IDENTITY,
+        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_IDENTITY,
                                         n < 0 ? "malformed proxy credentials"
                                               : "no bottle has this token");
-        return NULL;
-    }
-
-    if (ngx_bottle_client_ip(s->connection, &ip) != NGX_OK
-        || !bottle_source_allowed(bottle, &ip))
-    {
-        ctx->verdict.bottle = bottle;
-        (void) ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_IDENTITY,
-                                        "the token is not valid from this "
-                                        "address");
-        return NULL;
     }
 
     ctx->verdict.bottle = bottle;
 
-    return bottle;
+    if (ngx_bottle_client_ip(s->connection, &ip) != NGX_OK
+        || !bottle_source_allowed(bottle, &ip))
+    {
+        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_IDENTITY,
+                                        "the token is not valid from this "
+                                        "address");
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * http://_egress.local/allowlist: nginx's http parser refuses '_' in an
+ * absolute URI's host, so the front answers it in the clear itself, after
+ * the same identity and Host checks as any request.
+ */
+
+static ngx_int_t
+ngx_stream_bottle_introspect(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx, bottle_head_t *head)
+{
+    char       *json;
+    size_t      len;
+    ngx_int_t   rc;
+    ngx_str_t   value, body, type, *status;
+
+    static ngx_str_t  ok = ngx_string("200 OK");
+    static ngx_str_t  not_found = ngx_string("404 Not Found");
+    static ngx_str_t  missing = ngx_string("not found: try /allowlist\n");
+
+    rc = ngx_stream_bottle_identify(s, ctx, head);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    value.data = (u_char *) head->host_header.data;
+    value.len = head->host_header.len;
+
+    if (head->host_header.len
+        && ngx_bottle_host_matches(s->connection->pool, &value,
+                                   &ctx->verdict.host,
+                                   head->port ? head->port : 80, 80)
+           != NGX_OK)
+    {
+        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_HOST_MISMATCH,
+                                        "the Host header names another host "
+                                        "or port than the request target");
+    }
+
+    ngx_str_set(&type, "text/plain; charset=utf-8");
+    status = &not_found;
+    body = missing;
+    json = NULL;
+
+    if (head->path.len == sizeof("/allowlist") - 1
+        && ngx_strncmp(head->path.data, "/allowlist",
+                       sizeof("/allowlist") - 1) == 0)
+    {
+        json = bottle_allowlist_json(ctx->verdict.bottle, &len);
+        if (json == NULL) {
+            return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_INTERNAL,
+                                            "out of memory");
+        }
+
+        body.data = (u_char *) json;
+        body.len = len;
+        status = &ok;
+        ngx_str_set(&type, "application/json");
+    }
+
+    (void) ngx_stream_bottle_answer(s->connection, status, NULL, &type, &body,
+                                    0);
+    free(json);
+
+    ctx->state = NGX_STREAM_BOTTLE_DONE;
+    ngx_stream_finalize_session(s, NGX_STREAM_OK);
+
+    return NGX_DONE;
 }
 
 
@@ -696,14 +775,13 @@ static ngx_int_t
 ngx_stream_bottle_respond(ngx_stream_session_t *s,
     ngx_stream_bottle_ctx_t *ctx, ngx_uint_t keepalive)
 {
-    u_char                        *p, *head;
-    size_t                         len;
-    ngx_str_t                      body, *text;
+    u_char                        *p;
+    ngx_str_t                      body, extra, type, *status;
     ngx_connection_t              *c;
     const ngx_bottle_rule_t       *rule;
     ngx_stream_bottle_srv_conf_t  *bscf;
 
-    static ngx_str_t  reasons[] = {
+    static ngx_str_t  statuses[] = {
         ngx_string("400 Bad Request"),
         ngx_string("403 Forbidden"),
         ngx_string("407 Proxy Authentication Required"),
@@ -717,25 +795,55 @@ ngx_stream_bottle_respond(ngx_stream_session_t *s,
     rule = ngx_bottle_rule(ctx->verdict.rule);
 
     switch (rule->status) {
-    case 400: text = &reasons[0]; break;
-    case 407: text = &reasons[2]; break;
-    case 408: text = &reasons[3]; break;
-    case 500: text = &reasons[4]; break;
-    case 502: text = &reasons[5]; break;
-    default:  text = &reasons[1];
+    case 400: status = &statuses[0]; break;
+    case 407: status = &statuses[2]; break;
+    case 408: status = &statuses[3]; break;
+    case 500: status = &statuses[4]; break;
+    case 502: status = &statuses[5]; break;
+    default:  status = &statuses[1];
     }
 
     if (ngx_bottle_refusal_body(c->pool, &ctx->verdict, &body) != NGX_OK) {
         return NGX_ERROR;
     }
 
-    len = sizeof("HTTP/1.1 \r\n") - 1 + text->len
-          + sizeof("Content-Type: text/plain; charset=utf-8\r\n") - 1
+    extra.len = sizeof("X-Bottle-Rule: \r\n") - 1 + rule->name.len
+                + sizeof("Proxy-Authenticate: Basic realm=\"\"\r\n") - 1
+                + bscf->realm.len;
+
+    extra.data = ngx_pnalloc(c->pool, extra.len);
+    if (extra.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_sprintf(extra.data, "X-Bottle-Rule: %V\r\n", &rule->name);
+
+    if (rule->status == 407) {
+        p = ngx_sprintf(p, "Proxy-Authenticate: Basic realm=\"%V\"\r\n",
+                        &bscf->realm);
+    }
+
+    extra.len = p - extra.data;
+
+    ngx_str_set(&type, "text/plain; charset=utf-8");
+
+    return ngx_stream_bottle_answer(c, status, &extra, &type, &body,
+                                    keepalive);
+}
+
+
+static ngx_int_t
+ngx_stream_bottle_answer(ngx_connection_t *c, ngx_str_t *status,
+    ngx_str_t *extra, ngx_str_t *type, ngx_str_t *body, ngx_uint_t keepalive)
+{
+    u_char  *p, *head;
+    size_t   len;
+
+    len = sizeof("HTTP/1.1 \r\n") - 1 + status->len
+          + sizeof("Content-Type: \r\n") - 1 + type->len
           + sizeof("Content-Length: \r\n") - 1 + NGX_SIZE_T_LEN
-          + sizeof("X-Bottle-Rule: \r\n") - 1 + rule->name.len
-          + sizeof("Proxy-Authenticate: Basic realm=\"\"\r\n") - 1
-          + bscf->realm.len
-          + sizeof("Connection: keep-alive\r\n\r\n") - 1 + body.len;
+          + (extra ? extra->len : 0)
+          + sizeof("Connection: keep-alive\r\n\r\n") - 1 + body->len;
 
     head = ngx_pnalloc(c->pool, len);
     if (head == NULL) {
@@ -743,19 +851,17 @@ ngx_stream_bottle_respond(ngx_stream_session_t *s,
     }
 
     p = ngx_sprintf(head, "HTTP/1.1 %V\r\n"
-                    "Content-Type: text/plain; charset=utf-8\r\n"
-                    "Content-Length: %uz\r\n"
-                    "X-Bottle-Rule: %V\r\n",
-                    text, body.len, &rule->name);
+                    "Content-Type: %V\r\n"
+                    "Content-Length: %uz\r\n",
+                    status, type, body->len);
 
-    if (rule->status == 407) {
-        p = ngx_sprintf(p, "Proxy-Authenticate: Basic realm=\"%V\"\r\n",
-                        &bscf->realm);
+    if (extra) {
+        p = ngx_cpymem(p, extra->data, extra->len);
     }
 
     p = ngx_sprintf(p, "Connection: %s\r\n\r\n",
                     keepalive ? "keep-alive" : "close");
-    p = ngx_cpymem(p, body.data, body.len);
+    p = ngx_cpymem(p, body->data, body->len);
 
     return ngx_stream_bottle_send(c, head, p - head);
 }
