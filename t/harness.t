@@ -172,7 +172,7 @@ $s->send("GET /status/204 HTTP/1.1\r\nHost: a.test\r\n\r\n"
 like($s->read_response(), qr/^HTTP\/1\.1 204 /, 'pipelined 1');
 like($s->read_response(), qr/Connection: close\r\n\r\nupstream api ok\n\z/,
 	'pipelined 2');
-is($s->read_raw(1), undef, 'closed after Connection: close');
+is($s->read_raw(), undef, 'closed after Connection: close');
 $s->close();
 
 is(upstream_connects($t, 'api'), $before + 1, 'one connection');

@@ -49,8 +49,13 @@ our $NGINX = $ENV{TEST_NGINX_BINARY} // '/usr/sbin/nginx';
 our $REPO = dirname(dirname(dirname(dirname(
 	File::Spec->rel2abs(__FILE__)))));
 
+# A relative TEST_NGINX_MODULE is taken from where prove was started ($PWD:
+# tests chdir to t/ before loading this), else from the repository root.
 our $MODULE = $ENV{TEST_NGINX_MODULE} // "$REPO/build/ngx_bottle_module.so";
-$MODULE = File::Spec->rel2abs($MODULE);
+if (!File::Spec->file_name_is_absolute($MODULE)) {
+	my $pwd = $ENV{PWD} // $REPO;
+	$MODULE = -e "$pwd/$MODULE" ? "$pwd/$MODULE" : "$REPO/$MODULE";
+}
 
 our $TIMEOUT = $ENV{TEST_NGINX_TIMEOUT} || 8;
 
@@ -542,6 +547,8 @@ sub _nginx_cmd {
 sub dump_config {
 	my ($self) = @_;
 	my @cmd = $self->_nginx_cmd();
+	local $ENV{LD_PRELOAD} = $ENV{TEST_NGINX_PRELOAD}
+		if $ENV{TEST_NGINX_PRELOAD};
 	open my $fh, '-|', $cmd[0], '-T', @cmd[1 .. $#cmd] or return '';
 	local $/;
 	return scalar <$fh>;
@@ -566,6 +573,7 @@ sub run {
 
 	if ($pid == 0) {
 		_die_with_parent();
+		_sanitizer_env();
 		open STDIN, '<', '/dev/null';
 		open STDOUT, '>>', "$d/stderr.log";
 		open STDERR, '>&', \*STDOUT;
@@ -600,6 +608,18 @@ sub run {
 
 	$self->{_started} = 1;
 	return $self;
+}
+
+# TEST_NGINX_PRELOAD: LD_PRELOAD for nginx only (not for perl), for a
+# module built with sanitizers (make asan): the sanitizer runtime must be
+# loaded first.  Leak detection is off by default: nginx does not free
+# its cycle at exit.
+
+sub _sanitizer_env {
+	return unless $ENV{TEST_NGINX_PRELOAD};
+	$ENV{LD_PRELOAD} = $ENV{TEST_NGINX_PRELOAD};
+	$ENV{ASAN_OPTIONS} //= 'detect_leaks=0';
+	$ENV{UBSAN_OPTIONS} //= 'print_stacktrace=1';
 }
 
 sub try_run {
@@ -732,11 +752,12 @@ sub reload {
 	kill 'HUP', $pid or die "Can't signal nginx: $!\n";
 
 	my $deadline = time() + ($opts{timeout} || 10);
+	my ($log, @pending) = ('');
 
 	while (time() < $deadline) {
 		sleep 0.05;
 
-		my $log = substr($self->read_file('error.log'), $offset);
+		$log = substr($self->read_file('error.log'), $offset);
 		next unless $log =~ /reconfiguring/;
 
 		if ($log =~ /^.*\[emerg\].*$/m) {
@@ -752,16 +773,18 @@ sub reload {
 
 		next unless $log =~ /start worker process/;
 
-		my $pending = grep {
+		@pending = grep {
 			my $p = $_;
 			$log !~ /\b$p#\d+: (?:gracefully shutting down|exiting)/
 			&& _is_child($p, $pid);
 		} @old;
 
-		return $self unless $pending;
+		return $self unless @pending;
 	}
 
-	log_core('', 'reload timed out');
+	Test::More::diag("reload timed out (old workers still accepting: "
+		. "@pending), log since HUP:\n"
+		. join("\n", grep { !/\[debug\]/ } split /\n/, $log));
 	return undef;
 }
 
