@@ -67,14 +67,20 @@ asan:
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
 	    LD_OPT="-fsanitize=address,undefined" module
 
-fuzz: $(BUILD)/fuzz/head_fuzz
+FUZZ_BINS   = $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/*_fuzz.c))
+
+fuzz: $(FUZZ_BINS)
 
 $(BUILD)/fuzz/%_fuzz: fuzz/%_fuzz.c $(LIB_SRCS) $(LIB_HDRS)
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_CFLAGS) -o $@ $< src/lib/bottle_$*.c
+	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) -ljansson -lcrypto
 
-test: all
+# the suite, then the nginx-level tests again with the sanitizer build
+test: all asan
 	prove -r t/
+	TEST_NGINX_MODULE=build-asan/ngx_bottle_module.so \
+	TEST_NGINX_PRELOAD="$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so)" \
+	    prove t/
 
 run: module
 	scripts/bottle-gateway start --dir $(RUN_DIR) --policy $(POLICY) \
