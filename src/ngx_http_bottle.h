@@ -61,6 +61,9 @@ extern ngx_module_t  ngx_http_bottle_module;
 
 
 ngx_int_t ngx_http_bottle_handler(ngx_http_request_t *r);
+ngx_http_bottle_ctx_t *ngx_http_bottle_get_ctx(ngx_http_request_t *r);
+char *ngx_http_bottle_upstream_failed(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 
 ngx_table_elt_t *ngx_http_bottle_find_header(ngx_http_request_t *r,
     const char *lowcase, size_t len, ngx_uint_t *count);

@@ -47,6 +47,13 @@ static ngx_command_t  ngx_http_bottle_commands[] = {
       offsetof(ngx_http_bottle_loc_conf_t, realm),
       NULL },
 
+    { ngx_string("bottle_upstream_failed"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_bottle_upstream_failed,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
       ngx_null_command
 };
 
@@ -141,7 +148,7 @@ ngx_http_bottle_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     ngx_str_t               val;
     ngx_http_bottle_ctx_t  *ctx;
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_bottle_module);
+    ctx = ngx_http_bottle_get_ctx(r);
 
     if (ctx == NULL) {
         v->not_found = 1;

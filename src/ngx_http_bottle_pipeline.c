@@ -50,6 +50,7 @@ static ngx_int_t ngx_http_bottle_refuse(ngx_http_request_t *r,
 static ngx_int_t ngx_http_bottle_send(ngx_http_request_t *r,
     ngx_uint_t status, ngx_str_t *type, ngx_str_t *body);
 static void ngx_http_bottle_cleanup(void *data);
+static ngx_int_t ngx_http_bottle_failed_handler(ngx_http_request_t *r);
 
 
 ngx_int_t
@@ -66,7 +67,7 @@ ngx_http_bottle_handler(ngx_http_request_t *r)
         return NGX_DECLINED;
     }
 
-    ctx = ngx_http_get_module_ctx(r, ngx_http_bottle_module);
+    ctx = ngx_http_bottle_get_ctx(r);
 
     if (ctx) {
         switch (ctx->state) {
@@ -932,4 +933,77 @@ ngx_http_bottle_cleanup(void *data)
     ngx_http_bottle_ctx_t  *ctx = data;
 
     ngx_bottle_resolve_cancel(&ctx->resolve);
+}
+
+
+/*
+ * The request's ctx, also after an internal redirect (an error_page to a
+ * named location), which clears module ctxs: it survives as the data of the
+ * pool cleanup the pipeline added, as the realip module keeps its state.
+ */
+
+ngx_http_bottle_ctx_t *
+ngx_http_bottle_get_ctx(ngx_http_request_t *r)
+{
+    ngx_pool_cleanup_t     *cln;
+    ngx_http_bottle_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_bottle_module);
+
+    if (ctx == NULL && (r->internal || r->filter_finalize)) {
+        for (cln = r->pool->cleanup; cln; cln = cln->next) {
+            if (cln->handler == ngx_http_bottle_cleanup) {
+                ctx = cln->data;
+                ngx_http_set_ctx(r, ctx, ngx_http_bottle_module);
+                break;
+            }
+        }
+    }
+
+    return ctx;
+}
+
+
+/*
+ * bottle_upstream_failed: the content of the error_page location for 502
+ * and 504 from the proxy, so that an unreachable upstream is a refusal like
+ * any other: a reason the agent can read and one log line.
+ */
+
+char *
+ngx_http_bottle_upstream_failed(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_bottle_failed_handler;
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_bottle_failed_handler(ngx_http_request_t *r)
+{
+    ngx_http_bottle_ctx_t  *ctx;
+
+    ctx = ngx_http_bottle_get_ctx(r);
+
+    if (ctx == NULL) {
+        ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_bottle_ctx_t));
+        if (ctx == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ngx_http_set_ctx(r, ctx, ngx_http_bottle_module);
+    }
+
+    (void) ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_UPSTREAM,
+                                "the upstream %V did not answer (%ui)",
+                                &ctx->upstream,
+                                r->err_status ? r->err_status
+                                              : (ngx_uint_t) 502);
+
+    return ngx_http_bottle_refuse(r, ctx);
 }

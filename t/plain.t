@@ -63,6 +63,11 @@ http {
             proxy_set_header Host $bottle_host_header;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
+            error_page 502 504 = @failed;
+        }
+
+        location @failed {
+            bottle_upstream_failed;
         }
     }
 }
@@ -99,18 +104,19 @@ write_policy($t, 'policy.json', { bottles => [
 			git => { fetch => $T }),
 		route('other.allowed.test'),
 		{ host => 'pub.allowed.test', port => $P },
+		{ host => 'down.allowed.test', port => port(8082), internal => $T },
 		{ host => '127.0.0.1', port => $P },
 	] },
 ] });
 
 my %names = map { $_ => '127.0.0.1' } qw/api hdr keep ro any allow git fetch
-	other pub x.api/;
+	other pub x.api down/;
 dns_start($t, port => port(8053),
 	hosts => { map { ("$_.allowed.test" => $names{$_}) } keys %names });
 
 fake_upstream($t, port => 8081, name => 'api');
 
-$t->run()->plan(69);
+$t->run()->plan(70);
 
 ###############################################################################
 
@@ -236,6 +242,10 @@ like($r, qr/^HTTP\/1\.1 403 .*X-Bottle-Rule: address/s,
 
 $r = req('GET', "http://127.0.0.2:$P/");
 is(status($r), 403, 'unlisted IP literal: 403');
+
+$r = req('GET', 'http://down.allowed.test:' . port(8082) . '/');
+like($r, qr/^HTTP\/1\.1 502 .*X-Bottle-Rule: upstream.*did not answer/s,
+	'unreachable upstream: 502 with a reason');
 
 is(nreqs(), $n, 'refused requests never reached the upstream');
 ok(!grep({ /unlisted/ } dns_queries($t)), 'unlisted host never resolved');
