@@ -46,6 +46,7 @@ typedef struct {
     ngx_uint_t                   heads;      /* request heads on this conn */
     ngx_uint_t                   connect:1;
     ngx_uint_t                   http_minor;
+    ngx_uint_t                   has_body;
     size_t                       head_len;
     ngx_event_t                  timer;
 

@@ -285,6 +285,7 @@ ngx_stream_bottle_head(ngx_stream_session_t *s, ngx_stream_bottle_ctx_t *ctx)
     ctx->heads++;
     ctx->head_len = head.head_len;
     ctx->http_minor = head.http_minor;
+    ctx->has_body = head.has_body;
 
     /* the host, for the log and the variables, before any check */
 
@@ -725,9 +726,12 @@ ngx_stream_bottle_refuse(ngx_stream_session_t *s,
 
     ngx_bottle_log_verdict(c->log, &ctx->verdict);
 
+    /* a body would be read as the next head: such a request closes */
+
     keepalive = (rule == NGX_BOTTLE_RULE_IDENTITY
                  && ctx->state == NGX_STREAM_BOTTLE_HEAD
                  && ctx->http_minor == 1
+                 && !ctx->has_body
                  && ctx->heads < bscf->max_heads);
 
     /* after "200 Connection established" the bytes belong to the tunnel */
