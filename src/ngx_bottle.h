@@ -102,7 +102,7 @@ const bottle_policy_t *ngx_bottle_cycle_policy(ngx_cycle_t *cycle);
 #define ngx_bottle_policy()  ngx_bottle_cycle_policy((ngx_cycle_t *) ngx_cycle)
 
 const ngx_bottle_rule_t *ngx_bottle_rule(ngx_bottle_rule_e rule);
-void ngx_bottle_log_verdict(ngx_log_t *log, ngx_bottle_verdict_t *v);
+void ngx_bottle_log_verdict(ngx_connection_t *c, ngx_bottle_verdict_t *v);
 ngx_int_t ngx_bottle_refusal_body(ngx_pool_t *pool, ngx_bottle_verdict_t *v,
     ngx_str_t *out);
 size_t ngx_bottle_safe_copy(u_char *dst, size_t cap, const u_char *src,

@@ -97,11 +97,19 @@ ngx_bottle_safe_copy(u_char *dst, size_t cap, const u_char *src, size_t len)
 }
 
 
+/*
+ * One line per refusal.  nginx's own context ("request: ...", "host: ...")
+ * would print the agent's request line, query credentials included, so the
+ * log handler is set aside and the line carries the agent's address itself.
+ */
+
 void
-ngx_bottle_log_verdict(ngx_log_t *log, ngx_bottle_verdict_t *v)
+ngx_bottle_log_verdict(ngx_connection_t *c, ngx_bottle_verdict_t *v)
 {
     size_t                    n;
-    ngx_str_t                 id, host;
+    ngx_str_t                 id, host, client;
+    ngx_log_t                *log;
+    ngx_log_handler_pt        handler;
     const ngx_bottle_rule_t  *rule;
     u_char                    buf[NGX_BOTTLE_LOG_HOST_MAX];
 
@@ -123,10 +131,19 @@ ngx_bottle_log_verdict(ngx_log_t *log, ngx_bottle_verdict_t *v)
         ngx_str_set(&host, "-");
     }
 
+    client = c->proxy_protocol ? c->proxy_protocol->src_addr : c->addr_text;
+
+    log = c->log;
+    handler = log->handler;
+    log->handler = NULL;
+
     ngx_log_error(NGX_LOG_ERR, log, 0,
                   "bottle refused: bottle=\"%V\" host=\"%V\" rule=\"%V\" "
-                  "status=%ui reason=\"%V\"",
-                  &id, &host, &rule->name, rule->status, &v->reason);
+                  "status=%ui reason=\"%V\" client=%V",
+                  &id, &host, &rule->name, rule->status, &v->reason,
+                  &client);
+
+    log->handler = handler;
 }
 
 

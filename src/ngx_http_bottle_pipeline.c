@@ -840,7 +840,7 @@ ngx_http_bottle_refuse(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
     ctx->state = NGX_HTTP_BOTTLE_REFUSED;
     rule = ngx_bottle_rule(ctx->verdict.rule);
 
-    ngx_bottle_log_verdict(r->connection->log, &ctx->verdict);
+    ngx_bottle_log_verdict(r->connection, &ctx->verdict);
 
     if (ngx_bottle_refusal_body(r->pool, &ctx->verdict, &body) != NGX_OK) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;

@@ -724,7 +724,7 @@ ngx_stream_bottle_refuse(ngx_stream_session_t *s,
     ctx->verdict.reason.data = p;
     ctx->verdict.rule = rule;
 
-    ngx_bottle_log_verdict(c->log, &ctx->verdict);
+    ngx_bottle_log_verdict(c, &ctx->verdict);
 
     /* a body would be read as the next head: such a request closes */
 

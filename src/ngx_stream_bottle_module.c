@@ -192,8 +192,12 @@ ngx_stream_bottle_variable(ngx_stream_session_t *s,
         break;
 
     default: /* NGX_STREAM_BOTTLE_VAR_VERDICT */
-        if (ctx->state != NGX_STREAM_BOTTLE_DONE) {
+        if (ctx->verdict.rule != NGX_BOTTLE_RULE_NONE) {
             ngx_str_set(&val, "refused");
+
+        } else if (ctx->state != NGX_STREAM_BOTTLE_DONE) {
+            /* the client left before the front decided */
+            ngx_str_set(&val, "closed");
 
         } else if (ctx->route && ctx->route->passthrough && ctx->connect) {
             ngx_str_set(&val, "passthrough");
