@@ -18,11 +18,30 @@
 #define NGX_BOTTLE_EGRESS_HOST  "_egress.local"
 
 
+#define ngx_bottle_is_egress_host(h)                                         \
+    ((h)->len == sizeof(NGX_BOTTLE_EGRESS_HOST) - 1                          \
+     && ngx_strncmp((h)->data, NGX_BOTTLE_EGRESS_HOST, (h)->len) == 0)
+
+
 /* the core module's conf: the compiled policy of this cycle */
 typedef struct {
     ngx_str_t            path;
     bottle_policy_t     *policy;
+    ngx_shm_zone_t      *zone;       /* CONNECT contexts */
 } ngx_bottle_conf_t;
+
+
+/* a CONNECT's decision, as the http side finds it again */
+typedef struct {
+    ngx_str_t            id;         /* the bottle's id */
+    ngx_str_t            host;       /* canonical target host */
+    in_port_t            port;
+} ngx_bottle_target_t;
+
+
+/* ~1 KiB a tunnel: 4 MiB hold some thousands of open CONNECTs */
+#define NGX_BOTTLE_ZONE_SIZE     (4 * 1024 * 1024)
+#define NGX_BOTTLE_ZONE_KEY_LEN  (NGX_SOCKADDR_STRLEN + sizeof(":65535"))
 
 
 /*
@@ -113,6 +132,16 @@ ngx_int_t ngx_bottle_canonical_host(ngx_pool_t *pool, const u_char *host,
 ngx_int_t ngx_bottle_host_matches(ngx_pool_t *pool, ngx_str_t *value,
     ngx_str_t *host, in_port_t port, in_port_t default_port);
 ngx_int_t ngx_bottle_client_ip(ngx_connection_t *c, bottle_ip_t *out);
+
+ngx_int_t ngx_bottle_zone_add(ngx_conf_t *cf, ngx_bottle_conf_t *bcf,
+    size_t size);
+ngx_int_t ngx_bottle_zone_key(ngx_connection_t *c, u_char *buf, size_t size,
+    ngx_str_t *out);
+ngx_int_t ngx_bottle_zone_insert(ngx_str_t *key, ngx_bottle_target_t *target);
+ngx_int_t ngx_bottle_zone_find(ngx_str_t *key, ngx_pool_t *pool,
+    ngx_bottle_target_t *out);
+void ngx_bottle_zone_delete(ngx_str_t *key);
+ngx_uint_t ngx_bottle_zone_count(void);
 
 ngx_int_t ngx_bottle_resolve(ngx_bottle_resolve_t *res);
 void ngx_bottle_resolve_cancel(ngx_bottle_resolve_t *res);

@@ -21,7 +21,7 @@ static void ngx_bottle_policy_cleanup(void *data);
 static ngx_command_t  ngx_bottle_commands[] = {
 
     { ngx_string("bottle_policy"),
-      NGX_MAIN_CONF|NGX_DIRECT_CONF|NGX_CONF_TAKE1,
+      NGX_MAIN_CONF|NGX_DIRECT_CONF|NGX_CONF_TAKE12,
       ngx_bottle_policy_directive,
       0,
       0,
@@ -78,7 +78,8 @@ ngx_bottle_policy_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_bottle_conf_t *bcf = conf;
 
     char                 err[1024];
-    ngx_str_t           *value;
+    size_t               size;
+    ngx_str_t           *value, s;
     bottle_policy_t     *policy;
     ngx_pool_cleanup_t  *cln;
 
@@ -88,6 +89,25 @@ ngx_bottle_policy_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     value = cf->args->elts;
     bcf->path = value[1];
+    size = NGX_BOTTLE_ZONE_SIZE;
+
+    if (cf->args->nelts == 3) {
+        if (ngx_strncmp(value[2].data, "zone=", 5) != 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid parameter \"%V\"", &value[2]);
+            return NGX_CONF_ERROR;
+        }
+
+        s.data = value[2].data + 5;
+        s.len = value[2].len - 5;
+        size = ngx_parse_size(&s);
+
+        if (size == (size_t) NGX_ERROR || size < 8 * ngx_pagesize) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid zone size \"%V\"", &value[2]);
+            return NGX_CONF_ERROR;
+        }
+    }
 
     if (ngx_conf_full_name(cf->cycle, &bcf->path, 1) != NGX_OK) {
         return NGX_CONF_ERROR;
@@ -111,6 +131,10 @@ ngx_bottle_policy_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     cln->data = policy;
 
     bcf->policy = policy;
+
+    if (ngx_bottle_zone_add(cf, bcf, size) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
 
     ngx_conf_log_error(NGX_LOG_DEBUG, cf, 0,
                        "bottle_policy \"%V\": %uz bottles", &bcf->path,

@@ -42,11 +42,20 @@ typedef struct {
 } ngx_http_bottle_target_t;
 
 
+/* a tunnel: the CONNECT an internal connection belongs to */
+typedef struct {
+    ngx_uint_t               found;
+    ngx_bottle_target_t      target;
+    const bottle_t          *bottle;     /* of this cycle's policy */
+} ngx_http_bottle_conn_t;
+
+
 typedef struct {
     ngx_http_bottle_state_e  state;
     ngx_uint_t               async;      /* the resolver answers later */
     ngx_bottle_verdict_t     verdict;
     const bottle_route_t    *route;
+    ngx_http_bottle_conn_t  *tunnel;     /* NULL: a plain proxy request */
     ngx_http_bottle_target_t target;
 
     ngx_str_t                uri;        /* $bottle_uri: path?stripped args */
@@ -65,6 +74,14 @@ ngx_http_bottle_ctx_t *ngx_http_bottle_get_ctx(ngx_http_request_t *r);
 char *ngx_http_bottle_upstream_failed(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 
+ngx_int_t ngx_http_bottle_target(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+ngx_int_t ngx_http_bottle_identify(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+ngx_int_t ngx_http_bottle_host_check(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+ngx_int_t ngx_http_bottle_deny(ngx_http_bottle_ctx_t *ctx, ngx_pool_t *pool,
+    ngx_bottle_rule_e rule, const char *fmt, ...);
 ngx_table_elt_t *ngx_http_bottle_find_header(ngx_http_request_t *r,
     const char *lowcase, size_t len, ngx_uint_t *count);
 ngx_int_t ngx_http_bottle_strip(ngx_http_request_t *r,

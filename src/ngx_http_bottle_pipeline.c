@@ -13,22 +13,13 @@
 #include <ngx_http.h>
 
 #include "ngx_http_bottle.h"
-#include "bottle_head.h"
 #include "bottle_introspect.h"
 
 
-#define NGX_HTTP_BOTTLE_PASSWORD_MAX  512
 #define NGX_HTTP_BOTTLE_REASON_MAX    256
 
 
 static ngx_int_t ngx_http_bottle_run(ngx_http_request_t *r,
-    ngx_http_bottle_ctx_t *ctx);
-static ngx_int_t ngx_http_bottle_target(ngx_http_request_t *r,
-    ngx_http_bottle_ctx_t *ctx);
-static ngx_uint_t ngx_http_bottle_dot_segment(u_char *p, u_char *last);
-static ngx_int_t ngx_http_bottle_identify(ngx_http_request_t *r,
-    ngx_http_bottle_ctx_t *ctx);
-static ngx_int_t ngx_http_bottle_host_check(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 static ngx_int_t ngx_http_bottle_allowlist(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
@@ -43,8 +34,6 @@ static ngx_uint_t ngx_http_bottle_allow_match(ngx_http_request_t *r,
 static ngx_int_t ngx_http_bottle_upstream(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 static void ngx_http_bottle_resolved(void *data, ngx_int_t rc);
-static ngx_int_t ngx_http_bottle_deny(ngx_http_bottle_ctx_t *ctx,
-    ngx_pool_t *pool, ngx_bottle_rule_e rule, const char *fmt, ...);
 static ngx_int_t ngx_http_bottle_refuse(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 static ngx_int_t ngx_http_bottle_send(ngx_http_request_t *r,
@@ -139,10 +128,7 @@ ngx_http_bottle_run(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
         return rc;
     }
 
-    if (ctx->target.host.len == sizeof(NGX_BOTTLE_EGRESS_HOST) - 1
-        && ngx_strncmp(ctx->target.host.data, NGX_BOTTLE_EGRESS_HOST,
-                       ctx->target.host.len) == 0)
-    {
+    if (ngx_bottle_is_egress_host(&ctx->target.host)) {
         return ngx_http_bottle_allowlist(r, ctx);
     }
 
@@ -174,259 +160,6 @@ ngx_http_bottle_run(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
     }
 
     return ngx_http_bottle_upstream(r, ctx);
-}
-
-
-/*
- * The target is the absolute URI's host and port: policy keys on it, never
- * on the Host header.  The path goes upstream exactly as the agent sent it,
- * so it must be the path the policy saw: dot segments are refused.
- */
-
-static ngx_int_t
-ngx_http_bottle_target(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
-{
-    u_char      *p, *last, *q;
-    ngx_int_t    rc, port;
-    ngx_uint_t   bracketed;
-    ngx_str_t    host;
-
-    if (r->schema_start == NULL || r->host_start == NULL
-        || r->host_end == NULL)
-    {
-        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_BAD_REQUEST,
-                                    "not a proxy request: the target must "
-                                    "be an absolute http:// URI");
-    }
-
-    if (r->schema_end - r->schema_start != 4
-        || ngx_strncasecmp(r->schema_start, (u_char *) "http", 4) != 0)
-    {
-        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_BAD_REQUEST,
-                                    "only http:// URIs are proxied in the "
-                                    "clear; use CONNECT for https");
-    }
-
-    host.data = r->host_start;
-    host.len = r->host_end - r->host_start;
-    bracketed = 0;
-
-    if (host.len > 2 && host.data[0] == '[') {
-        host.data++;
-        host.len -= 2;
-        bracketed = 1;
-    }
-
-    rc = ngx_bottle_canonical_host(r->pool, host.data, host.len, bracketed,
-                                   &ctx->target.host);
-    if (rc == NGX_ERROR) {
-        return NGX_ERROR;
-    }
-
-    ctx->verdict.host = rc == NGX_OK ? ctx->target.host : host;
-
-    if (rc == NGX_DECLINED) {
-        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_BAD_REQUEST,
-                                    "the target host is not a valid host "
-                                    "name or IP address");
-    }
-
-    ctx->target.port = 80;
-    last = r->request_line.data + r->request_line.len;
-
-    if (r->host_end < last && *r->host_end == ':') {
-        for (p = r->host_end + 1, q = p; q < last && *q >= '0' && *q <= '9';
-             q++) { /* void */ }
-
-        port = ngx_atoi(p, q - p);
-
-        if (port < 1 || port > 65535) {
-            return ngx_http_bottle_deny(ctx, r->pool,
-                                        NGX_BOTTLE_RULE_BAD_REQUEST,
-                                        "invalid port in the target");
-        }
-
-        ctx->target.port = (in_port_t) port;
-    }
-
-    /* unparsed_uri starts at the path, or at '?' when the path is empty */
-
-    p = r->unparsed_uri.data;
-    last = p + r->unparsed_uri.len;
-    q = ngx_strlchr(p, last, '?');
-
-    if (q == p || r->unparsed_uri.len == 0) {
-        ngx_str_set(&ctx->target.path, "/");
-
-    } else {
-        ctx->target.path.data = p;
-        ctx->target.path.len = (q ? q : last) - p;
-    }
-
-    if (q) {
-        ctx->target.args.data = q + 1;
-        ctx->target.args.len = last - q - 1;
-    }
-
-    if (ngx_http_bottle_dot_segment(ctx->target.path.data,
-                                    ctx->target.path.data
-                                    + ctx->target.path.len))
-    {
-        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_BAD_REQUEST,
-                                    "dot segments in the path are refused");
-    }
-
-    return NGX_OK;
-}
-
-
-/*
- * A segment that is "." or "..", also when spelled %2e or split by an
- * encoded or backslash separator: servers differ in what they decode, so
- * none of these spellings may reach one.
- */
-
-static ngx_uint_t
-ngx_http_bottle_dot_segment(u_char *p, u_char *last)
-{
-    size_t      n;
-    ngx_uint_t  dots, other;
-
-    dots = 0;
-    other = 0;
-
-    for ( ;; ) {
-        n = 0;
-
-        if (p == last || *p == '/' || *p == '\\') {
-            n = 1;
-
-        } else if (*p == '%' && last - p >= 3
-                   && ((p[1] == '2' && (p[2] | 0x20) == 'f')
-                       || (p[1] == '5' && (p[2] | 0x20) == 'c')))
-        {
-            n = 3;
-        }
-
-        if (n) {
-            if (!other && (dots == 1 || dots == 2)) {
-                return 1;
-            }
-
-            if (p == last) {
-                return 0;
-            }
-
-            dots = 0;
-            other = 0;
-            p += n;
-            continue;
-        }
-
-        if (*p == '.') {
-            dots++;
-            p++;
-
-        } else if (*p == '%' && last - p >= 3 && p[1] == '2'
-                   && (p[2] | 0x20) == 'e')
-        {
-            dots++;
-            p += 3;
-
-        } else {
-            other = 1;
-            p++;
-        }
-    }
-}
-
-
-/*
- * Identity, as on the front: the Proxy-Authorization Basic password is the
- * bottle's token, bound to the bottle's source addresses.  On the internal
- * listeners the agent's address is the one the front wrote in the PROXY
- * protocol header.
- */
-
-static ngx_int_t
-ngx_http_bottle_identify(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
-{
-    ssize_t                 n;
-    ngx_uint_t              count;
-    bottle_ip_t             ip;
-    const bottle_t         *bottle;
-    ngx_table_elt_t        *h;
-    const bottle_policy_t  *policy;
-    u_char                  password[NGX_HTTP_BOTTLE_PASSWORD_MAX];
-
-    h = ngx_http_bottle_find_header(r, "proxy-authorization",
-                                    sizeof("proxy-authorization") - 1,
-                                    &count);
-
-    if (count > 1) {
-        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_BAD_REQUEST,
-                                    "more than one Proxy-Authorization");
-    }
-
-    if (h == NULL) {
-        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_IDENTITY,
-                                    "no proxy credentials");
-    }
-
-    policy = ngx_bottle_policy();
-
-    n = bottle_head_basic_password(password, sizeof(password),
-                                   h->value.data, h->value.len);
-
-    bottle = (n > 0 && policy)
-             ? bottle_policy_find_token(policy, password, (size_t) n) : NULL;
-
-    ngx_explicit_memzero(password, sizeof(password));
-
-    if (bottle == NULL) {
-        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_IDENTITY,
-                                    n < 0 ? "malformed proxy credentials"
-                                          : "no bottle has this token");
-    }
-
-    ctx->verdict.bottle = bottle;
-
-    if (ngx_bottle_client_ip(r->connection, &ip) != NGX_OK
-        || !bottle_source_allowed(bottle, &ip))
-    {
-        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_IDENTITY,
-                                    "the token is not valid from this "
-                                    "address");
-    }
-
-    return NGX_OK;
-}
-
-
-/*
- * The Host header must name the target: same host (case-insensitive, no
- * trailing dot, IP literals canonical) and same port (80 when absent).
- */
-
-static ngx_int_t
-ngx_http_bottle_host_check(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
-{
-    if (r->headers_in.host == NULL) {
-        /* HTTP/1.0 may omit it; nginx refuses HTTP/1.1 without it */
-        return NGX_OK;
-    }
-
-    if (ngx_bottle_host_matches(r->pool, &r->headers_in.host->value,
-                                &ctx->target.host, ctx->target.port, 80)
-        != NGX_OK)
-    {
-        return ngx_http_bottle_deny(ctx, r->pool,
-                                    NGX_BOTTLE_RULE_HOST_MISMATCH,
-                                    "the Host header names another host or "
-                                    "port than the request target");
-    }
-
-    return NGX_OK;
 }
 
 
@@ -800,7 +533,7 @@ ngx_http_bottle_resolved(void *data, ngx_int_t rc)
 }
 
 
-static ngx_int_t
+ngx_int_t
 ngx_http_bottle_deny(ngx_http_bottle_ctx_t *ctx, ngx_pool_t *pool,
     ngx_bottle_rule_e rule, const char *fmt, ...)
 {

@@ -45,6 +45,7 @@ typedef struct {
     ngx_uint_t                   phase;      /* our phase handler index */
     ngx_uint_t                   heads;      /* request heads on this conn */
     ngx_uint_t                   connect:1;
+    ngx_uint_t                   inspect:1;
     ngx_uint_t                   http_minor;
     ngx_uint_t                   has_body;
     size_t                       head_len;
@@ -56,6 +57,9 @@ typedef struct {
 
     ngx_str_t                    upstream;   /* $bottle_upstream */
     ngx_bottle_resolve_t         resolve;
+
+    ngx_str_t                    key;        /* the zone record's, if any */
+    u_char                       key_buf[NGX_BOTTLE_ZONE_KEY_LEN];
 } ngx_stream_bottle_ctx_t;
 
 

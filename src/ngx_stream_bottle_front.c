@@ -47,8 +47,16 @@ static ngx_int_t ngx_stream_bottle_answer(ngx_connection_t *c,
     ngx_str_t *status, ngx_str_t *extra, ngx_str_t *type, ngx_str_t *body,
     ngx_uint_t keepalive);
 static void ngx_stream_bottle_resolved(void *data, ngx_int_t rc);
+static ngx_int_t ngx_stream_bottle_inspect(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx);
+static ngx_int_t ngx_stream_bottle_establish(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx);
 static ngx_int_t ngx_stream_bottle_peek(ngx_stream_session_t *s,
     ngx_stream_bottle_ctx_t *ctx);
+static ngx_int_t ngx_stream_bottle_client_hello(u_char *p, size_t n);
+static ngx_int_t ngx_stream_bottle_request_line(u_char *p, size_t n);
+static ngx_int_t ngx_stream_bottle_record(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx, ngx_str_t *pass);
 static ngx_int_t ngx_stream_bottle_handoff(ngx_stream_session_t *s,
     ngx_stream_bottle_ctx_t *ctx, ngx_str_t *pass);
 static void ngx_stream_bottle_resume(ngx_stream_session_t *s,
@@ -239,6 +247,10 @@ ngx_stream_bottle_cleanup(void *data)
     }
 
     ngx_bottle_resolve_cancel(&ctx->resolve);
+
+    if (ctx->key.len) {
+        ngx_bottle_zone_delete(&ctx->key);
+    }
 }
 
 
@@ -337,10 +349,7 @@ ngx_stream_bottle_plain(ngx_stream_session_t *s, ngx_stream_bottle_ctx_t *ctx,
                                         "the clear; use CONNECT for https");
     }
 
-    if (ctx->verdict.host.len == sizeof(NGX_BOTTLE_EGRESS_HOST) - 1
-        && ngx_strncmp(ctx->verdict.host.data, NGX_BOTTLE_EGRESS_HOST,
-                       ctx->verdict.host.len) == 0)
-    {
+    if (ngx_bottle_is_egress_host(&ctx->verdict.host)) {
         return ngx_stream_bottle_introspect(s, ctx, head);
     }
 
@@ -375,7 +384,15 @@ ngx_stream_bottle_connect(ngx_stream_session_t *s,
         return rc;
     }
 
-    route = bottle_find_route(ctx->verdict.bottle, (const char *) ctx->verdict.host.data,
+    ctx->port = (in_port_t) head->port;
+
+    if (ngx_bottle_is_egress_host(&ctx->verdict.host)) {
+        /* introspection, answered by the http side inside the tunnel */
+        return ngx_stream_bottle_inspect(s, ctx);
+    }
+
+    route = bottle_find_route(ctx->verdict.bottle,
+                              (const char *) ctx->verdict.host.data,
                               ctx->verdict.host.len);
     if (route == NULL) {
         return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_NO_ROUTE,
@@ -384,7 +401,6 @@ ngx_stream_bottle_connect(ngx_stream_session_t *s,
     }
 
     ctx->route = route;
-    ctx->port = (in_port_t) head->port;
 
     if (!bottle_route_port_ok(route, head->port, 1)) {
         return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_PORT,
@@ -393,9 +409,7 @@ ngx_stream_bottle_connect(ngx_stream_session_t *s,
     }
 
     if (!route->passthrough) {
-        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_INSPECT,
-                                        "the route is inspected and TLS "
-                                        "interception is not available");
+        return ngx_stream_bottle_inspect(s, ctx);
     }
 
     cscf = ngx_stream_get_module_srv_conf(s, ngx_stream_core_module);
@@ -551,11 +565,8 @@ ngx_stream_bottle_resolved(void *data, ngx_int_t rc)
 {
     ngx_stream_session_t *s = data;
 
-    ngx_buf_t                *b;
-    ngx_connection_t         *c;
     ngx_stream_bottle_ctx_t  *ctx;
 
-    c = s->connection;
     ctx = ngx_stream_get_module_ctx(s, ngx_stream_bottle_module);
 
     if (rc == NGX_ERROR) {
@@ -573,57 +584,199 @@ ngx_stream_bottle_resolved(void *data, ngx_int_t rc)
     ctx->upstream.data = ctx->resolve.peer.text;
     ctx->upstream.len = ctx->resolve.peer.text_len;
 
-    if (ngx_stream_bottle_send(c, ngx_stream_bottle_established,
-                               sizeof(ngx_stream_bottle_established) - 1)
-        != NGX_OK)
-    {
-        ngx_stream_finalize_session(s, NGX_STREAM_OK);
-        return;
-    }
-
-    b = c->buffer;
-    b->pos += ctx->head_len;
-
-    ctx->state = NGX_STREAM_BOTTLE_PEEK;
-
-    ngx_stream_bottle_read_handler(c->read);
+    (void) ngx_stream_bottle_establish(s, ctx);
 }
 
 
 /*
- * After "200 Connection established" only a TLS ClientHello may follow:
- * a handshake record (0x16), TLS major version 3, a minor version a client
- * may send, and the handshake type client_hello (1).
+ * An inspected route: the gateway terminates the tunnel itself, so there is
+ * no upstream to resolve here; the http side resolves it per request.
+ */
+
+static ngx_int_t
+ngx_stream_bottle_inspect(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx)
+{
+    ngx_stream_bottle_srv_conf_t  *bscf;
+
+    bscf = ngx_stream_get_module_srv_conf(s, ngx_stream_bottle_module);
+
+    if (bscf->tls_pass.len == 0 || bscf->plain_pass.len == 0) {
+        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_INSPECT,
+                                        "the route is inspected and TLS "
+                                        "interception is not configured "
+                                        "(bottle_tls_pass)");
+    }
+
+    ctx->inspect = 1;
+
+    return ngx_stream_bottle_establish(s, ctx);
+}
+
+
+/* "200 Connection established"; what follows is the tunnel's */
+
+static ngx_int_t
+ngx_stream_bottle_establish(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx)
+{
+    ngx_connection_t  *c;
+
+    c = s->connection;
+
+    if (ngx_stream_bottle_send(c, ngx_stream_bottle_established,
+                               sizeof(ngx_stream_bottle_established) - 1)
+        != NGX_OK)
+    {
+        ctx->state = NGX_STREAM_BOTTLE_DONE;
+        ngx_stream_finalize_session(s, NGX_STREAM_OK);
+        return NGX_DONE;
+    }
+
+    c->buffer->pos += ctx->head_len;
+    ctx->state = NGX_STREAM_BOTTLE_PEEK;
+
+    ngx_stream_bottle_read_handler(c->read);
+
+    return NGX_DONE;
+}
+
+
+/*
+ * After "200 Connection established": a TLS ClientHello, or (inspected
+ * routes only) an HTTP request; anything else is raw TCP, refused.
  */
 
 static ngx_int_t
 ngx_stream_bottle_peek(ngx_stream_session_t *s, ngx_stream_bottle_ctx_t *ctx)
 {
-    size_t      n;
-    u_char     *p;
-    ngx_buf_t  *b;
+    size_t                         n;
+    u_char                        *p;
+    ngx_int_t                      rc;
+    ngx_buf_t                     *b;
+    ngx_stream_bottle_srv_conf_t  *bscf;
 
     b = s->connection->buffer;
     p = b->pos;
     n = b->last - b->pos;
 
-    if ((n > 0 && p[0] != 0x16)
-        || (n > 1 && p[1] != 0x03)
-        || (n > 2 && p[2] > 0x04)
-        || (n > 5 && p[5] != 0x01))
-    {
-        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_RAW_TCP,
-                                        "the bytes after CONNECT are not a "
-                                        "TLS ClientHello: raw TCP refused");
+    if (n == 0) {
+        return NGX_AGAIN;
     }
 
-    if (n < 6) {
+    rc = ngx_stream_bottle_client_hello(p, n);
+
+    if (rc == NGX_DECLINED && ctx->inspect) {
+        rc = ngx_stream_bottle_request_line(p, n);
+
+        if (rc == NGX_OK) {
+            bscf = ngx_stream_get_module_srv_conf(s, ngx_stream_bottle_module);
+            return ngx_stream_bottle_record(s, ctx, &bscf->plain_pass);
+        }
+    }
+
+    if (rc == NGX_AGAIN) {
         return NGX_AGAIN;
+    }
+
+    if (rc == NGX_DECLINED) {
+        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_RAW_TCP,
+                                        "the bytes after CONNECT are not %s: "
+                                        "raw TCP refused",
+                                        ctx->inspect ? "TLS or HTTP"
+                                                     : "a TLS ClientHello");
+    }
+
+    if (ctx->inspect) {
+        bscf = ngx_stream_get_module_srv_conf(s, ngx_stream_bottle_module);
+        return ngx_stream_bottle_record(s, ctx, &bscf->tls_pass);
     }
 
     ngx_stream_bottle_resume(s, ctx);
 
     return NGX_DONE;
+}
+
+
+/*
+ * A TLS ClientHello begins with a handshake record (0x16), TLS major version
+ * 3, a minor version a client may send, and the handshake type
+ * client_hello (1).
+ */
+
+static ngx_int_t
+ngx_stream_bottle_client_hello(u_char *p, size_t n)
+{
+    if ((n > 0 && p[0] != 0x16)
+        || (n > 1 && p[1] != 0x03)
+        || (n > 2 && p[2] > 0x04)
+        || (n > 5 && p[5] != 0x01))
+    {
+        return NGX_DECLINED;
+    }
+
+    return n < 6 ? NGX_AGAIN : NGX_OK;
+}
+
+
+/* an HTTP request line starts with a method: uppercase letters, a space */
+
+static ngx_int_t
+ngx_stream_bottle_request_line(u_char *p, size_t n)
+{
+    size_t  i;
+
+    for (i = 0; i < n && i < 21; i++) {
+        if (p[i] == ' ') {
+            return i ? NGX_OK : NGX_DECLINED;
+        }
+
+        if (p[i] < 'A' || p[i] > 'Z') {
+            return NGX_DECLINED;
+        }
+    }
+
+    return i < 21 ? NGX_AGAIN : NGX_DECLINED;
+}
+
+
+/*
+ * The tunnel of an inspected route goes to an internal listener; the
+ * CONNECT's decision goes to the zone, keyed by the agent's address:port,
+ * for as long as this session lives.
+ */
+
+static ngx_int_t
+ngx_stream_bottle_record(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx, ngx_str_t *pass)
+{
+    ngx_int_t            rc;
+    ngx_bottle_target_t  target;
+
+    if (ngx_bottle_zone_key(s->connection, ctx->key_buf, sizeof(ctx->key_buf),
+                            &ctx->key)
+        != NGX_OK)
+    {
+        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_INTERNAL,
+                                        "no client address for the record");
+    }
+
+    target.id.data = (u_char *) ctx->verdict.bottle->id.data;
+    target.id.len = ctx->verdict.bottle->id.len;
+    target.host = ctx->verdict.host;
+    target.port = ctx->port;
+
+    rc = ngx_bottle_zone_insert(&ctx->key, &target);
+
+    if (rc != NGX_OK) {
+        ctx->key.len = 0;
+        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_INTERNAL,
+                                        rc == NGX_DECLINED
+                                        ? "a record for this address exists"
+                                        : "the bottle_connect zone is full");
+    }
+
+    return ngx_stream_bottle_handoff(s, ctx, pass);
 }
 
 

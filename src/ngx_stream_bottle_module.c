@@ -81,6 +81,13 @@ static ngx_command_t  ngx_stream_bottle_commands[] = {
       offsetof(ngx_stream_bottle_srv_conf_t, plain_pass),
       NULL },
 
+    { ngx_string("bottle_tls_pass"),
+      NGX_STREAM_MAIN_CONF|NGX_STREAM_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_stream_bottle_pass,
+      NGX_STREAM_SRV_CONF_OFFSET,
+      offsetof(ngx_stream_bottle_srv_conf_t, tls_pass),
+      NULL },
+
       ngx_null_command
 };
 

@@ -2780,6 +2780,33 @@ bottle_policy_find_token(const bottle_policy_t *p, const unsigned char *token,
 }
 
 
+/*
+ * By id: how the http side finds again the bottle a CONNECT resolved, once
+ * per tunnel.  Ids are unique; a linear scan over the bottles of one gateway
+ * is cheaper than the TLS handshake it accompanies.
+ */
+
+const bottle_t *
+bottle_policy_find_id(const bottle_policy_t *p, const char *id, size_t len)
+{
+    size_t  i;
+
+    if (p == NULL || id == NULL) {
+        return NULL;
+    }
+
+    for (i = 0; i < p->nbottles; i++) {
+        if (p->bottles[i].id.len == len
+            && memcmp(p->bottles[i].id.data, id, len) == 0)
+        {
+            return &p->bottles[i];
+        }
+    }
+
+    return NULL;
+}
+
+
 int
 bottle_source_allowed(const bottle_t *b, const bottle_ip_t *src)
 {

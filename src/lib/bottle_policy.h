@@ -202,6 +202,10 @@ const bottle_t *bottle_policy_find_token(const bottle_policy_t *p,
     const unsigned char *token, size_t len);
 
 /* 1 if the bottle lists no source addresses, or src is in one of them */
+/* the bottle with this id, or NULL */
+const bottle_t *bottle_policy_find_id(const bottle_policy_t *p,
+    const char *id, size_t len);
+
 int bottle_source_allowed(const bottle_t *b, const bottle_ip_t *src);
 
 /*

@@ -587,6 +587,11 @@ test_files(void)
            != NULL, "source names the file");
         ok(by_token(p, "dave-identity-token-0000000")
            == bottle_policy_at(p, 1), "token lookup across files");
+        ok(bottle_policy_find_id(p, "erin", 4) == bottle_policy_at(p, 2),
+           "id lookup");
+        ok(bottle_policy_find_id(p, "eri", 3) == NULL
+           && bottle_policy_find_id(p, "erinx", 5) == NULL,
+           "id lookup is exact");
         ok(route(bottle_policy_at(p, 1), "EXAMPLE.org")
            == &bottle_policy_at(p, 1)->routes[0], "route in second file");
         bottle_policy_free(p);

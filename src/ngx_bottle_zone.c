@@ -1,0 +1,310 @@
+
+/*
+ * The CONNECT context zone.  The front decides a CONNECT (bottle, target
+ * host and port) and hands the tunnel's bytes to an internal listener; the
+ * http side, possibly in another worker, finds that decision again by the
+ * agent's address:port, which the PROXY protocol header carries (nginx 1.22
+ * has no PROXY TLVs).  The record lives exactly as long as the stream
+ * session: a connection on an internal listener with no record is refused.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+#include "ngx_bottle.h"
+
+
+typedef struct {
+    ngx_str_node_t       sn;             /* key: "addr:port" */
+    in_port_t            port;
+    u_char               id_len;
+    u_char               host_len;
+    u_char               data[1];        /* key, id, host */
+} ngx_bottle_record_t;
+
+
+typedef struct {
+    ngx_rbtree_t         rbtree;
+    ngx_rbtree_node_t    sentinel;
+    ngx_atomic_t         count;
+} ngx_bottle_zone_sh_t;
+
+
+typedef struct {
+    ngx_bottle_zone_sh_t  *sh;
+    ngx_slab_pool_t       *shpool;
+} ngx_bottle_zone_t;
+
+
+static ngx_int_t ngx_bottle_zone_init(ngx_shm_zone_t *shm_zone, void *data);
+static ngx_bottle_record_t *ngx_bottle_zone_lookup(ngx_bottle_zone_t *zone,
+    ngx_str_t *key, uint32_t hash);
+
+
+ngx_int_t
+ngx_bottle_zone_add(ngx_conf_t *cf, ngx_bottle_conf_t *bcf, size_t size)
+{
+    ngx_str_t           name;
+    ngx_bottle_zone_t  *zone;
+
+    zone = ngx_pcalloc(cf->pool, sizeof(ngx_bottle_zone_t));
+    if (zone == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_str_set(&name, "bottle_connect");
+
+    bcf->zone = ngx_shared_memory_add(cf, &name, size, &ngx_bottle_module);
+    if (bcf->zone == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (bcf->zone->data) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "the \"bottle_connect\" zone is already defined");
+        return NGX_ERROR;
+    }
+
+    bcf->zone->init = ngx_bottle_zone_init;
+    bcf->zone->data = zone;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_bottle_zone_init(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_bottle_zone_t  *ozone = data;
+
+    ngx_bottle_zone_t  *zone;
+
+    zone = shm_zone->data;
+
+    if (ozone) {
+        /* a reload: the records of running sessions stay valid */
+        zone->sh = ozone->sh;
+        zone->shpool = ozone->shpool;
+        return NGX_OK;
+    }
+
+    zone->shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+
+    if (shm_zone->shm.exists) {
+        zone->sh = zone->shpool->data;
+        return NGX_OK;
+    }
+
+    zone->sh = ngx_slab_alloc(zone->shpool, sizeof(ngx_bottle_zone_sh_t));
+    if (zone->sh == NULL) {
+        return NGX_ERROR;
+    }
+
+    zone->shpool->data = zone->sh;
+
+    ngx_rbtree_init(&zone->sh->rbtree, &zone->sh->sentinel,
+                    ngx_str_rbtree_insert_value);
+
+    zone->shpool->log_ctx = (u_char *) " in the bottle_connect zone";
+    zone->shpool->log_nomem = 1;
+
+    return NGX_OK;
+}
+
+
+static ngx_bottle_zone_t *
+ngx_bottle_zone_get(void)
+{
+    ngx_bottle_conf_t  *bcf;
+
+    bcf = (ngx_bottle_conf_t *) ngx_get_conf(ngx_cycle->conf_ctx,
+                                             ngx_bottle_module);
+
+    if (bcf == NULL || bcf->zone == NULL) {
+        return NULL;
+    }
+
+    return bcf->zone->data;
+}
+
+
+/*
+ * The key of a connection: its peer's address and port as the PROXY
+ * protocol header spells them (ngx_proxy_protocol_write() prints the
+ * address with ngx_sock_ntop(), as here).
+ */
+
+ngx_int_t
+ngx_bottle_zone_key(ngx_connection_t *c, u_char *buf, size_t size,
+    ngx_str_t *out)
+{
+    u_char     *p;
+    size_t      len;
+    in_port_t   port;
+
+    if (c->proxy_protocol) {
+        p = ngx_snprintf(buf, size, "%V:%d", &c->proxy_protocol->src_addr,
+                         (int) c->proxy_protocol->src_port);
+
+    } else {
+        if (c->sockaddr->sa_family == AF_UNIX) {
+            return NGX_DECLINED;
+        }
+
+        len = ngx_sock_ntop(c->sockaddr, c->socklen, buf, size, 0);
+        port = ngx_inet_get_port(c->sockaddr);
+        p = ngx_snprintf(buf + len, size - len, ":%d", (int) port);
+    }
+
+    out->data = buf;
+    out->len = p - buf;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_bottle_zone_insert(ngx_str_t *key, ngx_bottle_target_t *target)
+{
+    size_t                n;
+    uint32_t              hash;
+    ngx_bottle_zone_t    *zone;
+    ngx_bottle_record_t  *rec;
+
+    zone = ngx_bottle_zone_get();
+    if (zone == NULL) {
+        return NGX_ERROR;
+    }
+
+    n = offsetof(ngx_bottle_record_t, data) + key->len + target->id.len
+        + target->host.len;
+
+    hash = ngx_crc32_short(key->data, key->len);
+
+    ngx_shmtx_lock(&zone->shpool->mutex);
+
+    if (ngx_bottle_zone_lookup(zone, key, hash)) {
+        /* two live connections cannot share an address:port */
+        ngx_shmtx_unlock(&zone->shpool->mutex);
+        return NGX_DECLINED;
+    }
+
+    rec = ngx_slab_alloc_locked(zone->shpool, n);
+    if (rec == NULL) {
+        ngx_shmtx_unlock(&zone->shpool->mutex);
+        return NGX_ERROR;
+    }
+
+    rec->sn.node.key = hash;
+    rec->sn.str.data = rec->data;
+    rec->sn.str.len = key->len;
+    rec->port = target->port;
+    rec->id_len = (u_char) target->id.len;
+    rec->host_len = (u_char) target->host.len;
+
+    ngx_memcpy(ngx_cpymem(ngx_cpymem(rec->data, key->data, key->len),
+                          target->id.data, target->id.len),
+               target->host.data, target->host.len);
+
+    ngx_rbtree_insert(&zone->sh->rbtree, &rec->sn.node);
+    zone->sh->count++;
+
+    ngx_shmtx_unlock(&zone->shpool->mutex);
+
+    return NGX_OK;
+}
+
+
+/* the record's contents, copied into the pool */
+
+ngx_int_t
+ngx_bottle_zone_find(ngx_str_t *key, ngx_pool_t *pool,
+    ngx_bottle_target_t *out)
+{
+    u_char               *p;
+    uint32_t              hash;
+    ngx_bottle_zone_t    *zone;
+    ngx_bottle_record_t  *rec;
+
+    zone = ngx_bottle_zone_get();
+    if (zone == NULL) {
+        return NGX_DECLINED;
+    }
+
+    hash = ngx_crc32_short(key->data, key->len);
+
+    ngx_shmtx_lock(&zone->shpool->mutex);
+
+    rec = ngx_bottle_zone_lookup(zone, key, hash);
+
+    if (rec == NULL) {
+        ngx_shmtx_unlock(&zone->shpool->mutex);
+        return NGX_DECLINED;
+    }
+
+    p = ngx_pnalloc(pool, rec->id_len + rec->host_len);
+    if (p == NULL) {
+        ngx_shmtx_unlock(&zone->shpool->mutex);
+        return NGX_ERROR;
+    }
+
+    out->id.data = p;
+    out->id.len = rec->id_len;
+    out->host.data = p + rec->id_len;
+    out->host.len = rec->host_len;
+    out->port = rec->port;
+
+    ngx_memcpy(p, rec->data + key->len, rec->id_len + rec->host_len);
+
+    ngx_shmtx_unlock(&zone->shpool->mutex);
+
+    return NGX_OK;
+}
+
+
+void
+ngx_bottle_zone_delete(ngx_str_t *key)
+{
+    uint32_t              hash;
+    ngx_bottle_zone_t    *zone;
+    ngx_bottle_record_t  *rec;
+
+    zone = ngx_bottle_zone_get();
+    if (zone == NULL) {
+        return;
+    }
+
+    hash = ngx_crc32_short(key->data, key->len);
+
+    ngx_shmtx_lock(&zone->shpool->mutex);
+
+    rec = ngx_bottle_zone_lookup(zone, key, hash);
+
+    if (rec) {
+        ngx_rbtree_delete(&zone->sh->rbtree, &rec->sn.node);
+        ngx_slab_free_locked(zone->shpool, rec);
+        zone->sh->count--;
+    }
+
+    ngx_shmtx_unlock(&zone->shpool->mutex);
+}
+
+
+ngx_uint_t
+ngx_bottle_zone_count(void)
+{
+    ngx_bottle_zone_t  *zone;
+
+    zone = ngx_bottle_zone_get();
+
+    return zone ? zone->sh->count : 0;
+}
+
+
+static ngx_bottle_record_t *
+ngx_bottle_zone_lookup(ngx_bottle_zone_t *zone, ngx_str_t *key,
+    uint32_t hash)
+{
+    return (ngx_bottle_record_t *) ngx_str_rbtree_lookup(&zone->sh->rbtree,
+                                                         key, hash);
+}

@@ -1,0 +1,461 @@
+
+/*
+ * Who asks, and for what: the tunnel a request came through, its target,
+ * its bottle, and the Host and SNI checks.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_bottle.h"
+#include "bottle_head.h"
+
+
+#define NGX_HTTP_BOTTLE_PASSWORD_MAX  512
+
+
+static ngx_int_t ngx_http_bottle_absolute(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx, ngx_uint_t in_tunnel);
+static ngx_int_t ngx_http_bottle_tunnel(ngx_http_request_t *r,
+    ngx_http_bottle_conn_t **out);
+static void ngx_http_bottle_conn_cleanup(void *data);
+static ngx_uint_t ngx_http_bottle_dot_segment(u_char *p, u_char *last);
+
+
+/*
+ * The target: inside a tunnel, the CONNECT's target; otherwise the absolute
+ * URI's host and port.  Policy keys on it, never on the Host header.  The
+ * path goes upstream exactly as the agent sent it, so it must be the path
+ * the policy saw: dot segments are refused.
+ */
+
+ngx_int_t
+ngx_http_bottle_target(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
+{
+    u_char                  *p, *last, *q;
+    ngx_int_t                rc;
+    ngx_http_bottle_conn_t  *bc;
+
+    rc = ngx_http_bottle_tunnel(r, &bc);
+    if (rc == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    if (bc) {
+        ctx->tunnel = bc;
+        ctx->target.host = bc->target.host;
+        ctx->target.port = bc->target.port;
+        ctx->verdict.host = bc->target.host;
+
+        rc = ngx_http_bottle_absolute(r, ctx, 1);
+
+    } else if (r->connection->ssl) {
+        /* the certificate callback refuses this already; fail closed */
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_INTERNAL,
+                                    "no CONNECT record for this connection");
+
+    } else {
+        rc = ngx_http_bottle_absolute(r, ctx, 0);
+    }
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    /* unparsed_uri starts at the path, or at '?' when the path is empty */
+
+    p = r->unparsed_uri.data;
+    last = p + r->unparsed_uri.len;
+    q = ngx_strlchr(p, last, '?');
+
+    if (q == p || r->unparsed_uri.len == 0) {
+        ngx_str_set(&ctx->target.path, "/");
+
+    } else {
+        ctx->target.path.data = p;
+        ctx->target.path.len = (q ? q : last) - p;
+    }
+
+    if (q) {
+        ctx->target.args.data = q + 1;
+        ctx->target.args.len = last - q - 1;
+    }
+
+    if (ngx_http_bottle_dot_segment(ctx->target.path.data,
+                                    ctx->target.path.data
+                                    + ctx->target.path.len))
+    {
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_BAD_REQUEST,
+                                    "dot segments in the path are refused");
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * An absolute URI: the target of a plain proxy request; inside a tunnel
+ * (in_tunnel) it may only name the tunnel's own target.
+ */
+
+static ngx_int_t
+ngx_http_bottle_absolute(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
+    ngx_uint_t in_tunnel)
+{
+    u_char      *p, *last, *q;
+    ngx_int_t    rc, port;
+    ngx_str_t    host, canon;
+    ngx_uint_t   bracketed, tls;
+
+    if (r->schema_start == NULL || r->host_start == NULL
+        || r->host_end == NULL)
+    {
+        if (in_tunnel) {
+            return NGX_OK;
+        }
+
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_BAD_REQUEST,
+                                    "not a proxy request: the target must "
+                                    "be an absolute http:// URI");
+    }
+
+    tls = (r->schema_end - r->schema_start == 5
+           && ngx_strncasecmp(r->schema_start, (u_char *) "https", 5) == 0);
+
+    if (!(r->schema_end - r->schema_start == 4
+          && ngx_strncasecmp(r->schema_start, (u_char *) "http", 4) == 0)
+        && !(tls && in_tunnel))
+    {
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_BAD_REQUEST,
+                                    "only http:// URIs are proxied in the "
+                                    "clear; use CONNECT for https");
+    }
+
+    host.data = r->host_start;
+    host.len = r->host_end - r->host_start;
+    bracketed = 0;
+
+    if (host.len > 2 && host.data[0] == '[') {
+        host.data++;
+        host.len -= 2;
+        bracketed = 1;
+    }
+
+    rc = ngx_bottle_canonical_host(r->pool, host.data, host.len, bracketed,
+                                   &canon);
+    if (rc == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    if (!in_tunnel) {
+        ctx->verdict.host = rc == NGX_OK ? canon : host;
+    }
+
+    if (rc == NGX_DECLINED) {
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_BAD_REQUEST,
+                                    "the target host is not a valid host "
+                                    "name or IP address");
+    }
+
+    port = tls ? 443 : 80;
+    last = r->request_line.data + r->request_line.len;
+
+    if (r->host_end < last && *r->host_end == ':') {
+        for (p = r->host_end + 1, q = p; q < last && *q >= '0' && *q <= '9';
+             q++) { /* void */ }
+
+        port = ngx_atoi(p, q - p);
+
+        if (port < 1 || port > 65535) {
+            return ngx_http_bottle_deny(ctx, r->pool,
+                                        NGX_BOTTLE_RULE_BAD_REQUEST,
+                                        "invalid port in the target");
+        }
+    }
+
+    if (!in_tunnel) {
+        ctx->target.host = canon;
+        ctx->target.port = (in_port_t) port;
+        return NGX_OK;
+    }
+
+    if ((in_port_t) port != ctx->target.port
+        || canon.len != ctx->target.host.len
+        || ngx_strncmp(canon.data, ctx->target.host.data, canon.len) != 0)
+    {
+        return ngx_http_bottle_deny(ctx, r->pool,
+                                    NGX_BOTTLE_RULE_HOST_MISMATCH,
+                                    "the request names another host or port "
+                                    "than the CONNECT target");
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The CONNECT a connection on an internal listener belongs to: looked up in
+ * the zone once, on the connection's first request, and kept with the
+ * connection, so the policy is resolved once per tunnel.  *out is NULL for
+ * a connection that is no tunnel (a plain proxy connection).
+ */
+
+static ngx_int_t
+ngx_http_bottle_tunnel(ngx_http_request_t *r, ngx_http_bottle_conn_t **out)
+{
+    ngx_int_t                rc;
+    ngx_str_t                key;
+    ngx_connection_t        *c;
+    ngx_pool_cleanup_t      *cln;
+    ngx_http_bottle_conn_t  *bc;
+    u_char                   buf[NGX_BOTTLE_ZONE_KEY_LEN];
+
+    *out = NULL;
+    c = r->connection;
+
+    for (cln = c->pool->cleanup; cln; cln = cln->next) {
+        if (cln->handler == ngx_http_bottle_conn_cleanup) {
+            bc = cln->data;
+            *out = bc->found ? bc : NULL;
+            return NGX_OK;
+        }
+    }
+
+    cln = ngx_pool_cleanup_add(c->pool, sizeof(ngx_http_bottle_conn_t));
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_bottle_conn_cleanup;
+    bc = cln->data;
+    ngx_memzero(bc, sizeof(ngx_http_bottle_conn_t));
+
+    if (c->proxy_protocol == NULL
+        || ngx_bottle_zone_key(c, buf, sizeof(buf), &key) != NGX_OK)
+    {
+        return NGX_OK;
+    }
+
+    rc = ngx_bottle_zone_find(&key, c->pool, &bc->target);
+
+    if (rc == NGX_ERROR) {
+        return NGX_ERROR;
+    }
+
+    if (rc == NGX_OK) {
+        bc->found = 1;
+        bc->bottle = bottle_policy_find_id(ngx_bottle_policy(),
+                                           (const char *) bc->target.id.data,
+                                           bc->target.id.len);
+        *out = bc;
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_bottle_conn_cleanup(void *data)
+{
+    /* the marker of the connection's tunnel; nothing to free */
+}
+
+
+/*
+ * A segment that is "." or "..", also when spelled %2e or split by an
+ * encoded or backslash separator: servers differ in what they decode, so
+ * none of these spellings may reach one.
+ */
+
+static ngx_uint_t
+ngx_http_bottle_dot_segment(u_char *p, u_char *last)
+{
+    size_t      n;
+    ngx_uint_t  dots, other;
+
+    dots = 0;
+    other = 0;
+
+    for ( ;; ) {
+        n = 0;
+
+        if (p == last || *p == '/' || *p == '\\') {
+            n = 1;
+
+        } else if (*p == '%' && last - p >= 3
+                   && ((p[1] == '2' && (p[2] | 0x20) == 'f')
+                       || (p[1] == '5' && (p[2] | 0x20) == 'c')))
+        {
+            n = 3;
+        }
+
+        if (n) {
+            if (!other && (dots == 1 || dots == 2)) {
+                return 1;
+            }
+
+            if (p == last) {
+                return 0;
+            }
+
+            dots = 0;
+            other = 0;
+            p += n;
+            continue;
+        }
+
+        if (*p == '.') {
+            dots++;
+            p++;
+
+        } else if (*p == '%' && last - p >= 3 && p[1] == '2'
+                   && (p[2] | 0x20) == 'e')
+        {
+            dots++;
+            p += 3;
+
+        } else {
+            other = 1;
+            p++;
+        }
+    }
+}
+
+
+/*
+ * Identity.  Inside a tunnel: the bottle the CONNECT resolved.  Otherwise as
+ * on the front: the Proxy-Authorization Basic password is the bottle's
+ * token, bound to the bottle's source addresses; the agent's address is the
+ * one the front wrote in the PROXY protocol header.
+ */
+
+ngx_int_t
+ngx_http_bottle_identify(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
+{
+    ssize_t                 n;
+    ngx_uint_t              count;
+    bottle_ip_t             ip;
+    const bottle_t         *bottle;
+    ngx_table_elt_t        *h;
+    const bottle_policy_t  *policy;
+    u_char                  password[NGX_HTTP_BOTTLE_PASSWORD_MAX];
+
+    if (ctx->tunnel) {
+        /* the CONNECT identified the bottle; its credentials are gone */
+
+        if (ctx->tunnel->bottle == NULL) {
+            return ngx_http_bottle_deny(ctx, r->pool,
+                                        NGX_BOTTLE_RULE_IDENTITY,
+                                        "the tunnel's bottle is no longer "
+                                        "in the policy");
+        }
+
+        ctx->verdict.bottle = ctx->tunnel->bottle;
+        return NGX_OK;
+    }
+
+    h = ngx_http_bottle_find_header(r, "proxy-authorization",
+                                    sizeof("proxy-authorization") - 1,
+                                    &count);
+
+    if (count > 1) {
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_BAD_REQUEST,
+                                    "more than one Proxy-Authorization");
+    }
+
+    if (h == NULL) {
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_IDENTITY,
+                                    "no proxy credentials");
+    }
+
+    policy = ngx_bottle_policy();
+
+    n = bottle_head_basic_password(password, sizeof(password),
+                                   h->value.data, h->value.len);
+
+    bottle = (n > 0 && policy)
+             ? bottle_policy_find_token(policy, password, (size_t) n) : NULL;
+
+    ngx_explicit_memzero(password, sizeof(password));
+
+    if (bottle == NULL) {
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_IDENTITY,
+                                    n < 0 ? "malformed proxy credentials"
+                                          : "no bottle has this token");
+    }
+
+    ctx->verdict.bottle = bottle;
+
+    if (ngx_bottle_client_ip(r->connection, &ip) != NGX_OK
+        || !bottle_source_allowed(bottle, &ip))
+    {
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_IDENTITY,
+                                    "the token is not valid from this "
+                                    "address");
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The Host header (HTTP/2: :authority, which nginx turns into Host) and the
+ * TLS SNI must name the target: same host (case-insensitive, no trailing
+ * dot, IP literals canonical) and, for Host, the same port (the scheme's
+ * when absent).
+ */
+
+ngx_int_t
+ngx_http_bottle_host_check(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
+{
+#if (NGX_HTTP_SSL)
+    ngx_str_t    sni, canon;
+    const char  *name;
+#endif
+
+    if (r->headers_in.host
+        && ngx_bottle_host_matches(r->pool, &r->headers_in.host->value,
+                                   &ctx->target.host, ctx->target.port,
+                                   r->connection->ssl ? 443 : 80)
+           != NGX_OK)
+    {
+        return ngx_http_bottle_deny(ctx, r->pool,
+                                    NGX_BOTTLE_RULE_HOST_MISMATCH,
+                                    "the Host header names another host or "
+                                    "port than the %s target",
+                                    ctx->tunnel ? "CONNECT" : "request");
+    }
+
+    /* HTTP/1.0 may omit Host; nginx refuses HTTP/1.1 without it */
+
+#if (NGX_HTTP_SSL)
+
+    if (r->connection->ssl == NULL) {
+        return NGX_OK;
+    }
+
+    name = SSL_get_servername(r->connection->ssl->connection,
+                              TLSEXT_NAMETYPE_host_name);
+    if (name == NULL) {
+        return NGX_OK;
+    }
+
+    sni.data = (u_char *) name;
+    sni.len = ngx_strlen(name);
+
+    if (ngx_bottle_canonical_host(r->pool, sni.data, sni.len, 0, &canon)
+        != NGX_OK
+        || canon.len != ctx->target.host.len
+        || ngx_strncmp(canon.data, ctx->target.host.data, canon.len) != 0)
+    {
+        return ngx_http_bottle_deny(ctx, r->pool,
+                                    NGX_BOTTLE_RULE_HOST_MISMATCH,
+                                    "the TLS SNI names another host than the "
+                                    "CONNECT target");
+    }
+
+#endif
+
+    return NGX_OK;
+}
