@@ -12,11 +12,20 @@
 #include <ngx_http.h>
 
 #include "ngx_bottle.h"
+#include "bottle_mint.h"
 
 
 typedef struct {
     ngx_uint_t               used;       /* some location enables bottle */
 } ngx_http_bottle_main_conf_t;
+
+
+typedef struct {
+    bottle_ca_t             *ca;         /* bottle_ca */
+    bottle_mint_t           *mint;       /* per worker, made on first use */
+    ngx_uint_t               leaf_cache;
+    time_t                   leaf_validity;
+} ngx_http_bottle_srv_conf_t;
 
 
 typedef struct {
@@ -70,6 +79,8 @@ extern ngx_module_t  ngx_http_bottle_module;
 
 
 ngx_int_t ngx_http_bottle_handler(ngx_http_request_t *r);
+char *ngx_http_bottle_ca(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
+ngx_int_t ngx_http_bottle_tls_init(ngx_conf_t *cf);
 ngx_http_bottle_ctx_t *ngx_http_bottle_get_ctx(ngx_http_request_t *r);
 char *ngx_http_bottle_upstream_failed(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);

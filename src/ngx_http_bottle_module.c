@@ -16,6 +16,9 @@ static ngx_int_t ngx_http_bottle_add_variables(ngx_conf_t *cf);
 static ngx_int_t ngx_http_bottle_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static void *ngx_http_bottle_create_main_conf(ngx_conf_t *cf);
+static void *ngx_http_bottle_create_srv_conf(ngx_conf_t *cf);
+static char *ngx_http_bottle_merge_srv_conf(ngx_conf_t *cf, void *parent,
+    void *child);
 static void *ngx_http_bottle_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_bottle_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
@@ -29,6 +32,7 @@ static ngx_int_t ngx_http_bottle_init(ngx_conf_t *cf);
 #define NGX_HTTP_BOTTLE_VAR_HOST         4
 #define NGX_HTTP_BOTTLE_VAR_RULE         5
 #define NGX_HTTP_BOTTLE_VAR_VERDICT      6
+#define NGX_HTTP_BOTTLE_VAR_TUNNELS      7
 
 
 static ngx_command_t  ngx_http_bottle_commands[] = {
@@ -45,6 +49,27 @@ static ngx_command_t  ngx_http_bottle_commands[] = {
       ngx_conf_set_str_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_bottle_loc_conf_t, realm),
+      NULL },
+
+    { ngx_string("bottle_ca"),
+      NGX_HTTP_SRV_CONF|NGX_CONF_TAKE23,
+      ngx_http_bottle_ca,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("bottle_leaf_cache"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_bottle_srv_conf_t, leaf_cache),
+      NULL },
+
+    { ngx_string("bottle_leaf_validity"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_sec_slot,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      offsetof(ngx_http_bottle_srv_conf_t, leaf_validity),
       NULL },
 
     { ngx_string("bottle_upstream_failed"),
@@ -65,8 +90,8 @@ static ngx_http_module_t  ngx_http_bottle_module_ctx = {
     ngx_http_bottle_create_main_conf,      /* create main configuration */
     NULL,                                  /* init main configuration */
 
-    NULL,                                  /* create server configuration */
-    NULL,                                  /* merge server configuration */
+    ngx_http_bottle_create_srv_conf,       /* create server configuration */
+    ngx_http_bottle_merge_srv_conf,        /* merge server configuration */
 
     ngx_http_bottle_create_loc_conf,       /* create location configuration */
     ngx_http_bottle_merge_loc_conf         /* merge location configuration */
@@ -112,6 +137,9 @@ static ngx_http_variable_t  ngx_http_bottle_vars[] = {
     { ngx_string("bottle_verdict"), NULL, ngx_http_bottle_variable,
       NGX_HTTP_BOTTLE_VAR_VERDICT, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
+    { ngx_string("bottle_tunnels"), NULL, ngx_http_bottle_variable,
+      NGX_HTTP_BOTTLE_VAR_TUNNELS, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
       ngx_http_null_variable
 };
 
@@ -145,8 +173,26 @@ static ngx_int_t
 ngx_http_bottle_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     uintptr_t data)
 {
+    u_char                 *p;
     ngx_str_t               val;
     ngx_http_bottle_ctx_t  *ctx;
+
+    if (data == NGX_HTTP_BOTTLE_VAR_TUNNELS) {
+        /* open CONNECT tunnels of inspected routes, in all workers */
+
+        p = ngx_pnalloc(r->pool, NGX_INT_T_LEN);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        v->len = ngx_sprintf(p, "%ui", ngx_bottle_zone_count()) - p;
+        v->valid = 1;
+        v->no_cacheable = 1;
+        v->not_found = 0;
+        v->data = p;
+
+        return NGX_OK;
+    }
 
     ctx = ngx_http_bottle_get_ctx(r);
 
@@ -231,6 +277,56 @@ ngx_http_bottle_create_main_conf(ngx_conf_t *cf)
 
 
 static void *
+ngx_http_bottle_create_srv_conf(ngx_conf_t *cf)
+{
+    ngx_http_bottle_srv_conf_t  *conf;
+
+    conf = ngx_pcalloc(cf->pool, sizeof(ngx_http_bottle_srv_conf_t));
+    if (conf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     conf->ca = NULL;
+     *     conf->mint = NULL;
+     */
+
+    conf->leaf_cache = NGX_CONF_UNSET_UINT;
+    conf->leaf_validity = NGX_CONF_UNSET;
+
+    return conf;
+}
+
+
+static char *
+ngx_http_bottle_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
+{
+    ngx_http_bottle_srv_conf_t *prev = parent;
+    ngx_http_bottle_srv_conf_t *conf = child;
+
+    ngx_conf_merge_uint_value(conf->leaf_cache, prev->leaf_cache, 1024);
+    ngx_conf_merge_sec_value(conf->leaf_validity, prev->leaf_validity,
+                             7 * 86400);
+
+    if (conf->leaf_cache == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"bottle_leaf_cache\" must be at least 1");
+        return NGX_CONF_ERROR;
+    }
+
+    if (conf->leaf_validity < 3600) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"bottle_leaf_validity\" must be at least 1h");
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static void *
 ngx_http_bottle_create_loc_conf(ngx_conf_t *cf)
 {
     ngx_http_bottle_loc_conf_t  *conf;
@@ -294,6 +390,10 @@ ngx_http_bottle_init(ngx_conf_t *cf)
     ngx_http_handler_pt          *h;
     ngx_http_core_main_conf_t    *cmcf;
     ngx_http_bottle_main_conf_t  *bmcf;
+
+    if (ngx_http_bottle_tls_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     bmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_bottle_module);
 

@@ -435,6 +435,27 @@ ngx_http_bottle_upstream(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 
     ctx->uri.len = p - ctx->uri.data;
 
+    /*
+     * nginx prints the request line in its log lines about this request
+     * (an upstream error, $request): from here on it is the one that goes
+     * upstream, without the agent's query credentials.
+     */
+
+    p = ngx_pnalloc(r->pool, r->method_name.len + 1 + ctx->uri.len + 1
+                             + r->http_protocol.len);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    r->request_line.data = p;
+    p = ngx_sprintf(p, "%V %V", &r->method_name, &ctx->uri);
+
+    if (r->http_protocol.len) {
+        p = ngx_sprintf(p, " %V", &r->http_protocol);
+    }
+
+    r->request_line.len = p - r->request_line.data;
+
     /* $bottle_host_header: the target, as the upstream expects it */
 
     p = ngx_pnalloc(r->pool, ctx->target.host.len + sizeof("[]:65535") - 1);
