@@ -310,9 +310,10 @@ ngx_http_bottle_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_conf_merge_sec_value(conf->leaf_validity, prev->leaf_validity,
                              7 * 86400);
 
-    if (conf->leaf_cache == 0) {
+    if (conf->leaf_cache == 0 || conf->leaf_cache > BOTTLE_MINT_MAX_ENTRIES) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"bottle_leaf_cache\" must be at least 1");
+                           "\"bottle_leaf_cache\" must be 1 to %d",
+                           BOTTLE_MINT_MAX_ENTRIES);
         return NGX_CONF_ERROR;
     }
 

@@ -1,0 +1,369 @@
+#!/usr/bin/perl
+
+# TLS interception, end to end with real TLS on both sides: CONNECT to an
+# inspected route, the leaf minted for the target and signed by the gateway
+# CA, the pipeline inside the tunnel (HTTP/1.1 and HTTP/2), the Host,
+# :authority and SNI checks, the verified upstream, streaming, plain HTTP
+# inside a tunnel, and the CONNECT records of the zone.
+
+###############################################################################
+
+use warnings;
+use strict;
+
+use Test::More;
+use Time::HiRes qw/ time sleep /;
+use IO::Socket::UNIX;
+
+BEGIN { use FindBin; chdir($FindBin::Bin); }
+
+use lib 'lib';
+use Test::Nginx;
+use Test::Bottle;
+
+###############################################################################
+
+select STDERR; $| = 1;
+select STDOUT; $| = 1;
+
+my $t = Test::Nginx->new()->has(qw/stream http proxy http_ssl http_v2 bottle/)
+	->has(qw/dnsmasq openssl socket_ssl_sni/)->has_daemon('curl');
+
+$t->write_file_expand('nginx.conf', <<'EOF');
+
+%%TEST_GLOBALS%%
+
+daemon off;
+
+bottle_policy %%TESTDIR%%/policy.json;
+
+events {
+}
+
+stream {
+    %%TEST_GLOBALS_STREAM%%
+
+    server {
+        listen 127.0.0.1:8080;
+        bottle_front on;
+        bottle_plain_pass unix:%%TESTDIR%%/plain.sock;
+        bottle_tls_pass unix:%%TESTDIR%%/tls.sock;
+        proxy_pass $bottle_upstream;
+    }
+}
+
+http {
+    %%TEST_GLOBALS_HTTP%%
+
+    resolver 127.0.0.1:%%PORT_8053_UDP%%;
+    resolver_timeout 3s;
+
+    server {
+        listen unix:%%TESTDIR%%/plain.sock proxy_protocol;
+        bottle on;
+
+        location / {
+            proxy_pass http://$bottle_upstream$bottle_uri;
+            proxy_set_header Host $bottle_host_header;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            error_page 502 504 = @failed;
+        }
+
+        location @failed {
+            bottle_upstream_failed;
+        }
+    }
+
+    server {
+        listen unix:%%TESTDIR%%/tls.sock ssl http2 proxy_protocol;
+        bottle on;
+        bottle_ca %%TESTDIR%%/gwca.crt %%TESTDIR%%/gwca.key;
+        ssl_session_cache shared:bottle_tls:1m;
+
+        location / {
+            proxy_pass https://$bottle_upstream$bottle_uri;
+            proxy_set_header Host $bottle_host_header;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_buffering off;
+            proxy_ssl_server_name on;
+            proxy_ssl_name $bottle_host;
+            proxy_ssl_verify on;
+            proxy_ssl_trusted_certificate %%TESTDIR%%/upca.crt;
+            error_page 502 504 = @failed;
+        }
+
+        location @failed {
+            bottle_upstream_failed;
+        }
+    }
+
+    server {
+        listen 127.0.0.1:8090;
+
+        location /tunnels {
+            return 200 "tunnels=$bottle_tunnels\n";
+        }
+    }
+}
+
+EOF
+
+my $gwca = gen_ca($t, 'gwca');
+my $upca = gen_ca($t, 'upca');
+my $up = gen_cert($t, $upca, 'up', 'api.allowed.test', 'other.allowed.test');
+my $self = gen_cert($t, undef, 'self', 'bad.allowed.test');
+
+my $TOKEN = 'alice-token-0123456789';
+my $API = 'secret-api-value-1';
+my $T = JSON::PP::true;
+
+write_policy($t, 'policy.json', { bottles => [
+	{ id => 'alice', token => $TOKEN, egress_tokens => { API => $API },
+		routes => [
+		{ host => 'api.allowed.test', port => port(8443), internal => $T,
+			methods => [ 'GET', 'POST' ],
+			auth => { type => 'bearer', value => 'secret:API' } },
+		{ host => 'other.allowed.test', port => port(8443),
+			internal => $T },
+		{ host => 'bad.allowed.test', port => port(8444),
+			internal => $T },
+		{ host => 'plain.allowed.test', port => port(8081),
+			internal => $T,
+			auth => { type => 'bearer', value => 'secret:API' } },
+	] },
+] });
+
+dns_start($t, port => port(8053), hosts => { map { ($_ => '127.0.0.1') }
+	qw/api.allowed.test other.allowed.test bad.allowed.test
+	plain.allowed.test/ });
+
+fake_upstream($t, port => 8443, name => 'api', tls => 1,
+	cert => $up->{cert}, key => $up->{key});
+fake_upstream($t, port => 8444, name => 'bad', tls => 1,
+	cert => $self->{cert}, key => $self->{key});
+fake_upstream($t, port => 8081, name => 'plain');
+
+$t->run()->plan(42);
+
+###############################################################################
+
+my $auth = basic('agent', $TOKEN);
+my $PROXY = 'http://agent:' . $TOKEN . '@127.0.0.1:' . port(8080);
+my $API_URL = 'https://api.allowed.test:' . port(8443);
+
+sub curl {
+	my (@args) = @_;
+	open my $fh, '-|', 'curl', '-s', '-S', '-i', '--max-time', '10',
+		'--proxy', $PROXY, '--cacert', $gwca->{cert}, @args
+		or die "curl: $!";
+	local $/;
+	my $out = <$fh>;
+	close $fh;
+	return $out // '';
+}
+
+sub last_req {
+	my ($name) = @_;
+	return upstream_requests($t, $name)->[-1];
+}
+
+sub tunnel {
+	my ($target, %o) = @_;
+	my $s = proxy_session(8080);
+	$s->send("CONNECT $target HTTP/1.1\r\nHost: $target\r\n"
+		. "Proxy-Authorization: $auth\r\n\r\n");
+	my $r = $s->read_response();
+	return undef unless $r =~ /^HTTP\/1\.1 200 /;
+	return $s;
+}
+
+# curl through the tunnel, HTTP/2 by ALPN, the gateway CA trusted
+
+my $r = curl('-H', 'Authorization: Bearer agent-own',
+	'-H', 'X-Api-Key: agent-key', "$API_URL/hello?access_token=x&a=1");
+like($r, qr/^HTTP\/2 200 /m, 'HTTPS through an inspected route: 200');
+like($r, qr/upstream api ok/, 'the upstream answered');
+
+my $q = last_req('api');
+is($q->{target}, '/hello?a=1', 'query credential stripped inside TLS');
+is(header_value($q, 'Authorization'), "Bearer $API",
+	'route credential injected inside TLS');
+is(header_count($q, 'Authorization'), 1, 'agent Authorization replaced');
+is(header_value($q, 'X-Api-Key'), undef, 'agent X-Api-Key stripped');
+is(header_value($q, 'Host'), 'api.allowed.test:' . port(8443),
+	'Host is the target');
+is($q->{sni}, 'api.allowed.test', 'upstream SNI is the target');
+
+$r = curl('--http1.1', "$API_URL/one");
+like($r, qr/^HTTP\/1\.1 200 .*upstream api ok/ms, 'HTTP/1.1 inside TLS');
+
+$r = curl('-X', 'POST', '--data-binary', 'the body', "$API_URL/post");
+like($r, qr/^HTTP\/2 200 /m, 'POST through the tunnel');
+is(last_req('api')->{body}, 'the body', 'body reached the upstream');
+
+# the minted certificate
+
+my $pem = `openssl s_client -connect api.allowed.test:@{[ port(8443) ]} -proxy 127.0.0.1:@{[ port(8080) ]} -proxy_user agent -proxy_pass pass:$TOKEN -servername api.allowed.test -CAfile $gwca->{cert} -verify_return_error -showcerts </dev/null 2>&1`;
+like($pem, qr/Verify return code: 0 \(ok\)/, 'openssl s_client through CONNECT verifies');
+like($pem, qr/ 0 s:CN\s*=\s*api\.allowed\.test.*\n\s*i:CN\s*=\s*gwca.*\n.*BEGIN CERT.*1 s:CN\s*=\s*gwca/s,
+	'chain served: leaf, then the gateway CA');
+
+my $s = tunnel('api.allowed.test:' . port(8443));
+ok($s && $s->start_ssl(SSL_hostname => 'api.allowed.test',
+	SSL_verify_mode => IO::Socket::SSL::SSL_VERIFY_PEER(),
+	SSL_ca_file => $gwca->{cert}, SSL_verifycn_name => 'api.allowed.test',
+	SSL_verifycn_scheme => 'http'),
+	'minted leaf verifies against the gateway CA');
+
+my $cert = $s && $s->{sock}->peer_certificate();
+my $subject = $cert ? Net::SSLeay::X509_NAME_oneline(
+	Net::SSLeay::X509_get_subject_name($cert)) : '';
+my $issuer = $cert ? Net::SSLeay::X509_NAME_oneline(
+	Net::SSLeay::X509_get_issuer_name($cert)) : '';
+like($subject, qr/CN\s*=\s*api\.allowed\.test/, 'leaf subject names the target');
+like($issuer, qr/CN\s*=\s*gwca/, 'leaf issued by the gateway CA');
+my @san = $cert ? Net::SSLeay::X509_get_subjectAltNames($cert) : ();
+is_deeply([ @san[0, 1] ], [ 2, 'api.allowed.test' ], 'leaf SAN DNS name');
+
+$s->send("GET /keep HTTP/1.1\r\nHost: api.allowed.test:" . port(8443)
+	. "\r\n\r\n") if $s;
+like($s ? $s->read_response() : '', qr/upstream api ok/,
+	'request on the verified tunnel');
+
+# Host, :authority and SNI must name the CONNECT target
+
+my $n = @{upstream_requests($t, 'api')};
+
+$r = curl('--http1.1', '-H', 'Host: other.allowed.test:' . port(8443),
+	"$API_URL/x");
+like($r, qr/^HTTP\/1\.1 403 .*X-Bottle-Rule: host_mismatch/msi,
+	'Host names another listed host inside the tunnel: 403');
+
+$r = curl('--http2', '-H', 'Host: other.allowed.test:' . port(8443),
+	"$API_URL/x");
+like($r, qr/^HTTP\/2 403 .*x-bottle-rule: host_mismatch/msi,
+	'HTTP/2 :authority names another host: 403');
+
+$s = tunnel('api.allowed.test:' . port(8443));
+ok($s && $s->start_ssl(SSL_hostname => 'other.allowed.test'),
+	'TLS with SNI naming another host');
+$s->send("GET /sni HTTP/1.1\r\nHost: api.allowed.test:" . port(8443)
+	. "\r\nConnection: close\r\n\r\n") if $s;
+like($s ? $s->read_response() : '', qr/^HTTP\/1\.1 403 .*SNI/s,
+	'SNI names another host: 403');
+
+is(scalar @{upstream_requests($t, 'api')}, $n,
+	'mismatches never reached the upstream');
+
+# the upstream is verified
+
+$r = curl('https://bad.allowed.test:' . port(8444) . '/');
+like($r, qr/^HTTP\/2 502 .*x-bottle-rule: upstream/msi,
+	'untrusted upstream certificate: 502 with a reason');
+is(scalar @{upstream_requests($t, 'bad')}, 0,
+	'nothing sent to the untrusted upstream');
+
+# the policy inside the tunnel
+
+$r = curl('-X', 'DELETE', "$API_URL/x");
+like($r, qr/^HTTP\/2 403 .*x-bottle-rule: method/msi, 'method refused in TLS');
+
+$r = curl("$API_URL/r.git/info/refs?service=git-receive-pack");
+like($r, qr/^HTTP\/2 403 .*x-bottle-rule: git/msi, 'git push refused in TLS');
+
+$r = curl('https://_egress.local/allowlist');
+like($r, qr/^HTTP\/2 200 .*"host": "api.allowed.test"/ms,
+	'allowlist inside TLS');
+unlike($r, qr/\Q$API\E|\Q$TOKEN\E/, 'allowlist holds no secret');
+
+# plain HTTP inside a tunnel of an inspected route
+
+$s = tunnel('plain.allowed.test:' . port(8081));
+$s->send("GET /in-tunnel?token=x HTTP/1.1\r\nHost: plain.allowed.test:"
+	. port(8081) . "\r\nAuthorization: Basic YTpi\r\n"
+	. "Connection: close\r\n\r\n") if $s;
+like($s ? $s->read_response() : '', qr/^HTTP\/1\.1 200 .*upstream plain ok/s,
+	'plain HTTP inside CONNECT: through the pipeline');
+$q = last_req('plain');
+is($q && $q->{target}, '/in-tunnel', 'plain in tunnel: query stripped');
+is($q && header_value($q, 'Authorization'), "Bearer $API",
+	'plain in tunnel: credential injected');
+
+$s = tunnel('plain.allowed.test:' . port(8081));
+$s->send("GET http://other.allowed.test/ HTTP/1.1\r\n"
+	. "Host: other.allowed.test\r\nConnection: close\r\n\r\n") if $s;
+like($s ? $s->read_response() : '', qr/^HTTP\/1\.1 403 .*host_mismatch/s,
+	'absolute URI to another host inside a tunnel: 403');
+
+$s = tunnel('api.allowed.test:' . port(8443));
+$s->send("\x00\x01raw bytes\r\n") if $s;
+is($s ? $s->read_all(3) : 'x', '', 'raw TCP inside an inspected tunnel: closed');
+
+# streaming: a server-sent event arrives before the next is sent
+
+$s = tunnel('api.allowed.test:' . port(8443));
+$s->start_ssl(SSL_hostname => 'api.allowed.test') if $s;
+my $start = time();
+$s->send("GET /sse?n=3&gap_ms=1000 HTTP/1.1\r\nHost: api.allowed.test:"
+	. port(8443) . "\r\nConnection: close\r\n\r\n") if $s;
+my ($first, $all) = ('', '');
+while ($s && time() - $start < 8) {
+	my $chunk = $s->read_raw(1) // '';
+	$all .= $chunk;
+	if (!$first && $all =~ /data:/) {
+		$first = time() - $start;
+	}
+	last if $s->eof;
+}
+ok($first && $first < 1.5, 'first event arrives before the next is sent')
+	or diag("first event after $first s");
+is(() = $all =~ /data:/g, 3, 'all events arrive');
+
+# the CONNECT records live exactly as long as their tunnels
+
+like(http_get('/tunnels', port => 8090), qr/tunnels=0/,
+	'no records left after the tunnels closed');
+
+for (1 .. 300) {
+	my $c = tunnel('plain.allowed.test:' . port(8081)) or last;
+	$c->send("GET /n HTTP/1.1\r\nHost: plain.allowed.test:"
+		. port(8081) . "\r\nConnection: close\r\n\r\n");
+	$c->read_response();
+	$c->close();
+}
+
+my $left;
+for (1 .. 20) {
+	($left) = http_get('/tunnels', port => 8090) =~ /tunnels=(\d+)/;
+	last if defined $left && $left == 0;
+	sleep 0.1;
+}
+is($left, 0, 'no record growth over 300 tunnels');
+
+# an internal listener refuses a connection with no record
+
+my $u = IO::Socket::UNIX->new(Peer => $t->testdir() . '/tls.sock');
+print $u "PROXY TCP4 10.1.1.1 127.0.0.1 1234 443\r\n" if $u;
+ok($u && !IO::Socket::SSL->start_SSL($u, SSL_hostname => 'api.allowed.test',
+	SSL_verify_mode => 0, Timeout => 3),
+	'TLS without a CONNECT record: no handshake');
+
+like($t->read_file('error.log'),
+	qr/TLS on an internal listener without a CONNECT record/,
+	'refusal logged');
+
+# other clients
+
+my $py = `SSL_CERT_FILE=$gwca->{cert} python3 -c '
+import urllib.request as u
+h = u.ProxyHandler({"https": "$PROXY"})
+print(u.build_opener(h).open("$API_URL/py").read().decode())' 2>&1`;
+like($py, qr/upstream api ok/, 'Python urllib through the gateway');
+
+my $tls_log = join "\n", grep { /^\S+ \S+ \[(?!debug)/ }
+	split /\n/, $t->read_file('error.log');
+unlike($tls_log, qr/\Q$TOKEN\E|\Q$API\E|agent-own/, 'no credential logged');
+
+###############################################################################
