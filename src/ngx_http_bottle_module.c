@@ -72,6 +72,13 @@ static ngx_command_t  ngx_http_bottle_commands[] = {
       offsetof(ngx_http_bottle_srv_conf_t, leaf_validity),
       NULL },
 
+    { ngx_string("bottle_upstream"),
+      NGX_HTTP_UPS_CONF|NGX_CONF_ANY,
+      ngx_http_bottle_upstream,
+      0,
+      0,
+      NULL },
+
     { ngx_string("bottle_upstream_failed"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
       ngx_http_bottle_upstream_failed,

@@ -31,7 +31,7 @@ static ngx_int_t ngx_http_bottle_allowed(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 static ngx_uint_t ngx_http_bottle_allow_match(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx, const bottle_allow_t *allow);
-static ngx_int_t ngx_http_bottle_upstream(ngx_http_request_t *r,
+static ngx_int_t ngx_http_bottle_resolve_upstream(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 static void ngx_http_bottle_resolved(void *data, ngx_int_t rc);
 static ngx_int_t ngx_http_bottle_refuse(ngx_http_request_t *r,
@@ -159,7 +159,7 @@ ngx_http_bottle_run(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
         return rc;
     }
 
-    return ngx_http_bottle_upstream(r, ctx);
+    return ngx_http_bottle_resolve_upstream(r, ctx);
 }
 
 
@@ -406,7 +406,8 @@ ngx_http_bottle_allow_match(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
 
 
 static ngx_int_t
-ngx_http_bottle_upstream(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
+ngx_http_bottle_resolve_upstream(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx)
 {
     u_char                    *p;
     ngx_int_t                  rc;
@@ -539,7 +540,7 @@ ngx_http_bottle_resolved(void *data, ngx_int_t rc)
     }
 
     if (!ctx->async) {
-        /* called from ngx_http_bottle_upstream(): it goes on */
+        /* called from ngx_http_bottle_resolve_upstream(): it goes on */
         return;
     }
 

@@ -58,12 +58,20 @@ http {
     resolver 127.0.0.1:%%PORT_8053_UDP%%;
     resolver_timeout 3s;
 
+    upstream bottle_plain {
+        bottle_upstream;
+    }
+
+    upstream bottle_tls {
+        bottle_upstream max=8 max_per_target=2 idle_timeout=30s;
+    }
+
     server {
         listen unix:%%TESTDIR%%/plain.sock proxy_protocol;
         bottle on;
 
         location / {
-            proxy_pass http://$bottle_upstream$bottle_uri;
+            proxy_pass http://bottle_plain$bottle_uri;
             proxy_set_header Host $bottle_host_header;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
@@ -82,7 +90,7 @@ http {
         ssl_session_cache shared:bottle_tls:1m;
 
         location / {
-            proxy_pass https://$bottle_upstream$bottle_uri;
+            proxy_pass https://bottle_tls$bottle_uri;
             proxy_set_header Host $bottle_host_header;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
@@ -145,7 +153,7 @@ fake_upstream($t, port => 8444, name => 'bad', tls => 1,
 	cert => $self->{cert}, key => $self->{key});
 fake_upstream($t, port => 8081, name => 'plain');
 
-$t->run()->plan(42);
+$t->run()->plan(46);
 
 ###############################################################################
 
@@ -202,6 +210,19 @@ like($r, qr/^HTTP\/1\.1 200 .*upstream api ok/ms, 'HTTP/1.1 inside TLS');
 $r = curl('-X', 'POST', '--data-binary', 'the body', "$API_URL/post");
 like($r, qr/^HTTP\/2 200 /m, 'POST through the tunnel');
 is(last_req('api')->{body}, 'the body', 'body reached the upstream');
+
+# upstream connections kept alive per target, across agent connections
+
+curl("$API_URL/ka$_") for 1 .. 5;
+my @ka = grep { $_->{target} =~ m!^/ka\d$! } @{upstream_requests($t, 'api')};
+my %conns = map { ($_->{conn} => 1) } @ka;
+is(scalar @ka, 5, 'five requests over five agent connections');
+is(scalar keys %conns, 1, 'all five over one upstream connection');
+
+curl('https://other.allowed.test:' . port(8443) . '/o');
+$q = last_req('api');
+is($q->{sni}, 'other.allowed.test', 'another host at the same address');
+ok(!$conns{$q->{conn}}, 'never over a connection verified for another name');
 
 # the minted certificate
 

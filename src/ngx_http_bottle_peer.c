@@ -1,0 +1,532 @@
+
+/*
+ * The upstream peer: the address the pipeline resolved and checked, and
+ * connections kept alive per target across requests and across agent
+ * connections.  proxy_pass with variables gets no keepalive pool, and
+ * nginx's keepalive module matches cached connections by address alone: a
+ * TLS connection verified for one name would then carry requests for
+ * another name at the same address.  Here a cached connection is reused
+ * only for the same scheme, host, port and address.
+ *
+ *     upstream bottle_tls {
+ *         bottle_upstream max=256 max_per_target=16 idle_timeout=60s;
+ *     }
+ *
+ *     proxy_pass https://bottle_tls$bottle_uri;
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_bottle.h"
+
+
+typedef struct {
+    ngx_uint_t                   max;
+    ngx_uint_t                   max_per_target;
+    ngx_uint_t                   requests;
+    ngx_msec_t                   idle_timeout;
+
+    ngx_queue_t                  cache;      /* most recently used first */
+    ngx_queue_t                  free;
+} ngx_http_bottle_peer_conf_t;
+
+
+typedef struct {
+    ngx_http_bottle_peer_conf_t *conf;
+    ngx_queue_t                  queue;
+    ngx_connection_t            *connection;
+
+    ngx_uint_t                   tls;
+    in_port_t                    port;
+    size_t                       host_len;
+    u_char                       host[256];
+    socklen_t                    socklen;
+    ngx_sockaddr_t               sockaddr;
+} ngx_http_bottle_peer_item_t;
+
+
+typedef struct {
+    ngx_http_bottle_peer_conf_t *conf;
+    ngx_http_upstream_t         *upstream;
+    ngx_http_bottle_ctx_t       *ctx;
+    ngx_uint_t                   tls;
+} ngx_http_bottle_peer_data_t;
+
+
+static ngx_int_t ngx_http_bottle_peer_init_upstream(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us);
+static ngx_int_t ngx_http_bottle_peer_init(ngx_http_request_t *r,
+    ngx_http_upstream_srv_conf_t *us);
+static ngx_int_t ngx_http_bottle_peer_get(ngx_peer_connection_t *pc,
+    void *data);
+static void ngx_http_bottle_peer_free(ngx_peer_connection_t *pc, void *data,
+    ngx_uint_t state);
+static ngx_uint_t ngx_http_bottle_peer_match(ngx_http_bottle_peer_item_t *item,
+    ngx_http_bottle_peer_data_t *bp, struct sockaddr *sa, socklen_t socklen);
+static ngx_http_bottle_peer_item_t *ngx_http_bottle_peer_slot(
+    ngx_http_bottle_peer_data_t *bp);
+static void ngx_http_bottle_peer_idle_handler(ngx_event_t *ev);
+static void ngx_http_bottle_peer_dummy_handler(ngx_event_t *ev);
+static void ngx_http_bottle_peer_close(ngx_connection_t *c);
+#if (NGX_HTTP_SSL)
+static ngx_int_t ngx_http_bottle_peer_set_session(ngx_peer_connection_t *pc,
+    void *data);
+static void ngx_http_bottle_peer_save_session(ngx_peer_connection_t *pc,
+    void *data);
+#endif
+
+
+/* bottle_upstream [max=N] [max_per_target=N] [idle_timeout=time] */
+
+char *
+ngx_http_bottle_upstream(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_str_t                     *value, s;
+    ngx_int_t                      n;
+    ngx_uint_t                     i;
+    ngx_msec_t                     t;
+    ngx_http_upstream_server_t    *us;
+    ngx_http_bottle_peer_conf_t   *pcf;
+    ngx_http_upstream_srv_conf_t  *uscf;
+
+    uscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_upstream_module);
+
+    if (uscf->peer.init_upstream) {
+        return "is duplicate, or the upstream has another balancer";
+    }
+
+    pcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_bottle_peer_conf_t));
+    if (pcf == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    pcf->max = 256;
+    pcf->max_per_target = 16;
+    pcf->requests = 1000;
+    pcf->idle_timeout = 60000;
+
+    value = cf->args->elts;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "idle_timeout=", 13) == 0) {
+            s.data = value[i].data + 13;
+            s.len = value[i].len - 13;
+            t = ngx_parse_time(&s, 0);
+            if (t == (ngx_msec_t) NGX_ERROR || t == 0) {
+                goto invalid;
+            }
+            pcf->idle_timeout = t;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "max=", 4) == 0) {
+            n = ngx_atoi(value[i].data + 4, value[i].len - 4);
+            if (n <= 0) {
+                goto invalid;
+            }
+            pcf->max = n;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "max_per_target=", 15) == 0) {
+            n = ngx_atoi(value[i].data + 15, value[i].len - 15);
+            if (n <= 0) {
+                goto invalid;
+            }
+            pcf->max_per_target = n;
+            continue;
+        }
+
+        goto invalid;
+    }
+
+    /*
+     * nginx wants a server in every upstream block; this one stands for
+     * "the target the pipeline checked" and is never dialled
+     */
+
+    if (uscf->servers == NULL || uscf->servers->nelts) {
+        return "must come before any \"server\", and excludes them";
+    }
+
+    us = ngx_array_push(uscf->servers);
+    if (us == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(us, sizeof(ngx_http_upstream_server_t));
+    ngx_str_set(&us->name, "bottle_upstream");
+
+    uscf->peer.init_upstream = ngx_http_bottle_peer_init_upstream;
+    uscf->peer.data = pcf;
+
+    return NGX_CONF_OK;
+
+invalid:
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "invalid parameter \"%V\"",
+                       &value[i]);
+    return NGX_CONF_ERROR;
+}
+
+
+static ngx_int_t
+ngx_http_bottle_peer_init_upstream(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us)
+{
+    ngx_uint_t                    i;
+    ngx_http_bottle_peer_conf_t  *pcf;
+    ngx_http_bottle_peer_item_t  *items;
+
+    if (us->servers->nelts != 1) {
+        ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                      "upstream \"%V\" with \"bottle_upstream\" takes no "
+                      "\"server\": its peer is the checked target",
+                      &us->host);
+        return NGX_ERROR;
+    }
+
+    pcf = us->peer.data;
+    us->peer.init = ngx_http_bottle_peer_init;
+
+    items = ngx_pcalloc(cf->pool,
+                        sizeof(ngx_http_bottle_peer_item_t) * pcf->max);
+    if (items == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_queue_init(&pcf->cache);
+    ngx_queue_init(&pcf->free);
+
+    for (i = 0; i < pcf->max; i++) {
+        items[i].conf = pcf;
+        ngx_queue_insert_head(&pcf->free, &items[i].queue);
+    }
+
+    return NGX_OK;
+}
+
+
+/* per request: only a request the pipeline passed has a peer at all */
+
+static ngx_int_t
+ngx_http_bottle_peer_init(ngx_http_request_t *r,
+    ngx_http_upstream_srv_conf_t *us)
+{
+    ngx_http_upstream_t          *u;
+    ngx_http_bottle_ctx_t        *ctx;
+    ngx_http_bottle_peer_data_t  *bp;
+
+    ctx = ngx_http_bottle_get_ctx(r);
+
+    if (ctx == NULL || ctx->state != NGX_HTTP_BOTTLE_PASSED
+        || ctx->resolve.peer.addr.sockaddr == NULL)
+    {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "bottle: upstream \"%V\" used by a request the "
+                      "pipeline did not pass", &us->host);
+        return NGX_ERROR;
+    }
+
+    bp = ngx_palloc(r->pool, sizeof(ngx_http_bottle_peer_data_t));
+    if (bp == NULL) {
+        return NGX_ERROR;
+    }
+
+    u = r->upstream;
+
+    bp->conf = us->peer.data;
+    bp->upstream = u;
+    bp->ctx = ctx;
+    bp->tls = 0;
+
+#if (NGX_HTTP_SSL)
+    bp->tls = (u->ssl != 0);
+    u->peer.set_session = ngx_http_bottle_peer_set_session;
+    u->peer.save_session = ngx_http_bottle_peer_save_session;
+#endif
+
+    u->peer.get = ngx_http_bottle_peer_get;
+    u->peer.free = ngx_http_bottle_peer_free;
+    u->peer.data = bp;
+    u->peer.tries = 1;
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_bottle_peer_get(ngx_peer_connection_t *pc, void *data)
+{
+    ngx_http_bottle_peer_data_t  *bp = data;
+
+    ngx_queue_t                  *q;
+    ngx_connection_t             *c;
+    ngx_bottle_peer_t            *peer;
+    ngx_http_bottle_peer_item_t  *item;
+
+    peer = &bp->ctx->resolve.peer;
+
+    pc->sockaddr = peer->addr.sockaddr;
+    pc->socklen = peer->addr.socklen;
+    pc->name = &peer->addr.name;
+
+    for (q = ngx_queue_head(&bp->conf->cache);
+         q != ngx_queue_sentinel(&bp->conf->cache);
+         q = ngx_queue_next(q))
+    {
+        item = ngx_queue_data(q, ngx_http_bottle_peer_item_t, queue);
+
+        if (!ngx_http_bottle_peer_match(item, bp, pc->sockaddr, pc->socklen))
+        {
+            continue;
+        }
+
+        ngx_queue_remove(q);
+        ngx_queue_insert_head(&bp->conf->free, q);
+
+        c = item->connection;
+        item->connection = NULL;
+
+        c->idle = 0;
+        c->sent = 0;
+        c->data = NULL;
+        c->log = pc->log;
+        c->read->log = pc->log;
+        c->write->log = pc->log;
+        c->pool->log = pc->log;
+
+        if (c->read->timer_set) {
+            ngx_del_timer(c->read);
+        }
+
+        pc->connection = c;
+        pc->cached = 1;
+
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, pc->log, 0,
+                       "bottle upstream: reuse connection %p", c);
+
+        return NGX_DONE;
+    }
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_bottle_peer_free(ngx_peer_connection_t *pc, void *data,
+    ngx_uint_t state)
+{
+    ngx_http_bottle_peer_data_t  *bp = data;
+
+    ngx_connection_t             *c;
+    ngx_http_upstream_t          *u;
+    ngx_http_bottle_peer_item_t  *item;
+
+    u = bp->upstream;
+    c = pc->connection;
+    pc->tries = 0;
+
+    if (state & NGX_PEER_FAILED
+        || c == NULL
+        || c->read->eof
+        || c->read->error
+        || c->read->timedout
+        || c->write->error
+        || c->write->timedout
+        || c->requests >= bp->conf->requests
+        || !u->keepalive
+        || !u->request_body_sent
+        || ngx_terminate
+        || ngx_exiting
+        || ngx_handle_read_event(c->read, 0) != NGX_OK)
+    {
+        return;
+    }
+
+    item = ngx_http_bottle_peer_slot(bp);
+
+    item->connection = c;
+    item->tls = bp->tls;
+    item->port = ngx_inet_get_port(pc->sockaddr);
+    item->host_len = ngx_min(bp->ctx->target.host.len, sizeof(item->host));
+    ngx_memcpy(item->host, bp->ctx->target.host.data, item->host_len);
+    item->socklen = pc->socklen;
+    ngx_memcpy(&item->sockaddr, pc->sockaddr, pc->socklen);
+
+    ngx_queue_insert_head(&bp->conf->cache, &item->queue);
+
+    pc->connection = NULL;
+
+    c->read->delayed = 0;
+    ngx_add_timer(c->read, bp->conf->idle_timeout);
+
+    if (c->write->timer_set) {
+        ngx_del_timer(c->write);
+    }
+
+    c->write->handler = ngx_http_bottle_peer_dummy_handler;
+    c->read->handler = ngx_http_bottle_peer_idle_handler;
+
+    c->data = item;
+    c->idle = 1;
+    c->log = ngx_cycle->log;
+    c->read->log = ngx_cycle->log;
+    c->write->log = ngx_cycle->log;
+    c->pool->log = ngx_cycle->log;
+
+    if (c->read->ready) {
+        ngx_http_bottle_peer_idle_handler(c->read);
+    }
+}
+
+
+static ngx_uint_t
+ngx_http_bottle_peer_match(ngx_http_bottle_peer_item_t *item,
+    ngx_http_bottle_peer_data_t *bp, struct sockaddr *sa, socklen_t socklen)
+{
+    ngx_str_t  *host;
+
+    host = &bp->ctx->target.host;
+
+    return item->tls == bp->tls
+           && item->host_len == host->len
+           && ngx_memcmp(item->host, host->data, host->len) == 0
+           && ngx_memn2cmp((u_char *) &item->sockaddr, (u_char *) sa,
+                           item->socklen, socklen)
+              == 0;
+}
+
+
+/*
+ * A slot for a connection to keep: beyond max_per_target for this target,
+ * or max in all, the least recently used one goes.
+ */
+
+static ngx_http_bottle_peer_item_t *
+ngx_http_bottle_peer_slot(ngx_http_bottle_peer_data_t *bp)
+{
+    ngx_uint_t                    n;
+    ngx_queue_t                  *q, *oldest;
+    ngx_http_bottle_peer_item_t  *item;
+
+    n = 0;
+    oldest = NULL;
+
+    for (q = ngx_queue_head(&bp->conf->cache);
+         q != ngx_queue_sentinel(&bp->conf->cache);
+         q = ngx_queue_next(q))
+    {
+        item = ngx_queue_data(q, ngx_http_bottle_peer_item_t, queue);
+
+        if (ngx_http_bottle_peer_match(item, bp,
+                                       bp->upstream->peer.sockaddr,
+                                       bp->upstream->peer.socklen))
+        {
+            n++;
+            oldest = q;
+        }
+    }
+
+    if (n < bp->conf->max_per_target && !ngx_queue_empty(&bp->conf->free)) {
+        q = ngx_queue_head(&bp->conf->free);
+
+    } else {
+        q = (n >= bp->conf->max_per_target) ? oldest
+                                            : ngx_queue_last(&bp->conf->cache);
+
+        item = ngx_queue_data(q, ngx_http_bottle_peer_item_t, queue);
+        ngx_http_bottle_peer_close(item->connection);
+        item->connection = NULL;
+    }
+
+    ngx_queue_remove(q);
+
+    return ngx_queue_data(q, ngx_http_bottle_peer_item_t, queue);
+}
+
+
+/* an idle connection: closed when the upstream closes it, or after a while */
+
+static void
+ngx_http_bottle_peer_idle_handler(ngx_event_t *ev)
+{
+    int                           n;
+    char                          buf[1];
+    ngx_connection_t             *c;
+    ngx_http_bottle_peer_item_t  *item;
+
+    c = ev->data;
+
+    if (!c->close && !ev->timedout) {
+        n = recv(c->fd, buf, 1, MSG_PEEK);
+
+        if (n == -1 && ngx_socket_errno == NGX_EAGAIN) {
+            ev->ready = 0;
+
+            if (ngx_handle_read_event(c->read, 0) == NGX_OK) {
+                return;
+            }
+        }
+    }
+
+    item = c->data;
+
+    ngx_http_bottle_peer_close(c);
+
+    item->connection = NULL;
+    ngx_queue_remove(&item->queue);
+    ngx_queue_insert_head(&item->conf->free, &item->queue);
+}
+
+
+static void
+ngx_http_bottle_peer_dummy_handler(ngx_event_t *ev)
+{
+    ngx_log_debug0(NGX_LOG_DEBUG_HTTP, ev->log, 0,
+                   "bottle upstream dummy handler");
+}
+
+
+static void
+ngx_http_bottle_peer_close(ngx_connection_t *c)
+{
+#if (NGX_HTTP_SSL)
+
+    if (c->ssl) {
+        c->ssl->no_wait_shutdown = 1;
+        c->ssl->no_send_shutdown = 1;
+
+        if (ngx_ssl_shutdown(c) == NGX_AGAIN) {
+            c->ssl->handler = ngx_http_bottle_peer_close;
+            return;
+        }
+    }
+
+#endif
+
+    ngx_destroy_pool(c->pool);
+    ngx_close_connection(c);
+}
+
+
+#if (NGX_HTTP_SSL)
+
+/* new connections do full handshakes; kept-alive ones need none */
+
+static ngx_int_t
+ngx_http_bottle_peer_set_session(ngx_peer_connection_t *pc, void *data)
+{
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_bottle_peer_save_session(ngx_peer_connection_t *pc, void *data)
+{
+}
+
+#endif
