@@ -56,6 +56,10 @@ static ngx_bottle_rule_t  ngx_bottle_rules[] = {
     { 502, ngx_string("upstream"),
       ngx_string("The upstream could not be reached; retrying later may "
                  "help.") },
+    { 403, ngx_string("websocket"),
+      ngx_string("WebSocket upgrades are refused on this route; its frames "
+                 "would not be inspected. Ask the operator if you need "
+                 "them.") },
     { 500, ngx_string("internal"),
       ngx_string("The gateway could not check this request, so it refused "
                  "it. Tell the operator.") }

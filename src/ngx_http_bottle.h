@@ -70,6 +70,7 @@ typedef struct {
     ngx_str_t                uri;        /* $bottle_uri: path?stripped args */
     ngx_str_t                host_header; /* $bottle_host_header */
     ngx_str_t                upstream;   /* $bottle_upstream */
+    ngx_str_t                upgrade;    /* $bottle_upgrade */
 
     ngx_bottle_resolve_t     resolve;
 } ngx_http_bottle_ctx_t;

@@ -33,6 +33,8 @@ static ngx_int_t ngx_http_bottle_init(ngx_conf_t *cf);
 #define NGX_HTTP_BOTTLE_VAR_RULE         5
 #define NGX_HTTP_BOTTLE_VAR_VERDICT      6
 #define NGX_HTTP_BOTTLE_VAR_TUNNELS      7
+#define NGX_HTTP_BOTTLE_VAR_UPGRADE      8
+#define NGX_HTTP_BOTTLE_VAR_CONNECTION   9
 
 
 static ngx_command_t  ngx_http_bottle_commands[] = {
@@ -144,6 +146,12 @@ static ngx_http_variable_t  ngx_http_bottle_vars[] = {
     { ngx_string("bottle_verdict"), NULL, ngx_http_bottle_variable,
       NGX_HTTP_BOTTLE_VAR_VERDICT, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
+    { ngx_string("bottle_upgrade"), NULL, ngx_http_bottle_variable,
+      NGX_HTTP_BOTTLE_VAR_UPGRADE, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("bottle_connection"), NULL, ngx_http_bottle_variable,
+      NGX_HTTP_BOTTLE_VAR_CONNECTION, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
     { ngx_string("bottle_tunnels"), NULL, ngx_http_bottle_variable,
       NGX_HTTP_BOTTLE_VAR_TUNNELS, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
@@ -227,6 +235,18 @@ ngx_http_bottle_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
     case NGX_HTTP_BOTTLE_VAR_HOST_HEADER:
         if (ctx->state == NGX_HTTP_BOTTLE_PASSED) {
             val = ctx->host_header;
+        }
+        break;
+
+    case NGX_HTTP_BOTTLE_VAR_UPGRADE:
+        if (ctx->state == NGX_HTTP_BOTTLE_PASSED) {
+            val = ctx->upgrade;
+        }
+        break;
+
+    case NGX_HTTP_BOTTLE_VAR_CONNECTION:
+        if (ctx->state == NGX_HTTP_BOTTLE_PASSED && ctx->upgrade.len) {
+            ngx_str_set(&val, "upgrade");
         }
         break;
 

@@ -154,6 +154,22 @@ ngx_http_bottle_run(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
         return rc;
     }
 
+    /*
+     * a WebSocket leaves HTTP: its frames are not inspected, so only a
+     * route that opts in may upgrade
+     */
+
+    if (r->headers_in.upgrade) {
+        if (!ctx->route->websocket) {
+            return ngx_http_bottle_deny(ctx, r->pool,
+                                        NGX_BOTTLE_RULE_WEBSOCKET,
+                                        "upgrade to \"%V\" refused",
+                                        &r->headers_in.upgrade->value);
+        }
+
+        ctx->upgrade = r->headers_in.upgrade->value;
+    }
+
     rc = ngx_http_bottle_inject(r, ctx);
     if (rc != NGX_OK) {
         return rc;

@@ -93,7 +93,8 @@ http {
             proxy_pass https://bottle_tls$bottle_uri;
             proxy_set_header Host $bottle_host_header;
             proxy_http_version 1.1;
-            proxy_set_header Connection "";
+            proxy_set_header Connection $bottle_connection;
+            proxy_set_header Upgrade $bottle_upgrade;
             proxy_buffering off;
             proxy_ssl_server_name on;
             proxy_ssl_name $bottle_host;
@@ -134,7 +135,7 @@ write_policy($t, 'policy.json', { bottles => [
 			methods => [ 'GET', 'POST' ],
 			auth => { type => 'bearer', value => 'secret:API' } },
 		{ host => 'other.allowed.test', port => port(8443),
-			internal => $T },
+			internal => $T, websocket => $T },
 		{ host => 'bad.allowed.test', port => port(8444),
 			internal => $T },
 		{ host => 'plain.allowed.test', port => port(8081),
@@ -153,7 +154,7 @@ fake_upstream($t, port => 8444, name => 'bad', tls => 1,
 	cert => $self->{cert}, key => $self->{key});
 fake_upstream($t, port => 8081, name => 'plain');
 
-$t->run()->plan(46);
+$t->run()->plan(50);
 
 ###############################################################################
 
@@ -277,6 +278,21 @@ like($s ? $s->read_response() : '', qr/^HTTP\/1\.1 403 .*SNI/s,
 
 is(scalar @{upstream_requests($t, 'api')}, $n,
 	'mismatches never reached the upstream');
+
+# WebSocket: only where the route opts in
+
+$r = curl('--http1.1', '-H', 'Upgrade: websocket', '-H', 'Connection: Upgrade',
+	"$API_URL/ws");
+like($r, qr/^HTTP\/1\.1 403 .*X-Bottle-Rule: websocket/msi,
+	'WebSocket upgrade refused on a route without "websocket"');
+
+curl('--http1.1', '-H', 'Upgrade: websocket', '-H', 'Connection: Upgrade',
+	'https://other.allowed.test:' . port(8443) . '/ws');
+$q = last_req('api');
+is($q->{target}, '/ws', 'WebSocket route: upgrade passed upstream');
+is(header_value($q, 'Upgrade'), 'websocket', 'Upgrade header sent');
+like(header_value($q, 'Connection') // '', qr/upgrade/i,
+	'Connection: upgrade sent');
 
 # the upstream is verified
 
