@@ -36,7 +36,8 @@ all: module unit
 
 module: $(NGX_BUILD)/Makefile
 	$(MAKE) -C $(NGX_BUILD) -f objs/Makefile objs/ngx_bottle_module.so
-	cp $(NGX_BUILD)/objs/ngx_bottle_module.so $(MODULE)
+	cp $(NGX_BUILD)/objs/ngx_bottle_module.so $(MODULE).tmp
+	mv -f $(MODULE).tmp $(MODULE)
 
 $(NGX_BUILD)/Makefile: config
 	rm -rf $(NGX_BUILD)

@@ -771,7 +771,9 @@ ngx_http_bottle_failed_handler(ngx_http_request_t *r)
     }
 
     (void) ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_UPSTREAM,
-                                "the upstream %V did not answer (%ui)",
+                                "the upstream %V failed (%ui): unreachable, "
+                                "no answer, or a certificate that did not "
+                                "verify",
                                 &ctx->upstream,
                                 r->err_status ? r->err_status
                                               : (ngx_uint_t) 502);

@@ -244,7 +244,7 @@ $r = req('GET', "http://127.0.0.2:$P/");
 is(status($r), 403, 'unlisted IP literal: 403');
 
 $r = req('GET', 'http://down.allowed.test:' . port(8082) . '/');
-like($r, qr/^HTTP\/1\.1 502 .*X-Bottle-Rule: upstream.*did not answer/s,
+like($r, qr/^HTTP\/1\.1 502 .*X-Bottle-Rule: upstream.*failed \(\d+\): unreachable/s,
 	'unreachable upstream: 502 with a reason');
 
 is(nreqs(), $n, 'refused requests never reached the upstream');

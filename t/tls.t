@@ -154,7 +154,7 @@ fake_upstream($t, port => 8444, name => 'bad', tls => 1,
 	cert => $self->{cert}, key => $self->{key});
 fake_upstream($t, port => 8081, name => 'plain');
 
-$t->run()->plan(50);
+$t->run()->plan(52);
 
 ###############################################################################
 
@@ -231,6 +231,15 @@ my $pem = `openssl s_client -connect api.allowed.test:@{[ port(8443) ]} -proxy 1
 like($pem, qr/Verify return code: 0 \(ok\)/, 'openssl s_client through CONNECT verifies');
 like($pem, qr/ 0 s:CN\s*=\s*api\.allowed\.test.*\n\s*i:CN\s*=\s*gwca.*\n.*BEGIN CERT.*1 s:CN\s*=\s*gwca/s,
 	'chain served: leaf, then the gateway CA');
+
+# session resumption for an agent that reconnects
+
+my $sess = $t->testdir() . '/session.pem';
+my $sc = "openssl s_client -connect api.allowed.test:@{[ port(8443) ]} -proxy 127.0.0.1:@{[ port(8080) ]} -proxy_user agent -proxy_pass pass:$TOKEN -servername api.allowed.test -CAfile $gwca->{cert} -tls1_2";
+like(`$sc -sess_out $sess </dev/null 2>&1`, qr/^New, TLSv1\.2/m,
+	'first handshake: new session');
+like(`$sc -sess_in $sess </dev/null 2>&1`, qr/^Reused, TLSv1\.2/m,
+	'reconnect: session resumed');
 
 my $s = tunnel('api.allowed.test:' . port(8443));
 ok($s && $s->start_ssl(SSL_hostname => 'api.allowed.test',
@@ -363,7 +372,7 @@ is(() = $all =~ /data:/g, 3, 'all events arrive');
 like(http_get('/tunnels', port => 8090), qr/tunnels=0/,
 	'no records left after the tunnels closed');
 
-for (1 .. 300) {
+for (1 .. 1000) {
 	my $c = tunnel('plain.allowed.test:' . port(8081)) or last;
 	$c->send("GET /n HTTP/1.1\r\nHost: plain.allowed.test:"
 		. port(8081) . "\r\nConnection: close\r\n\r\n");
@@ -377,7 +386,7 @@ for (1 .. 20) {
 	last if defined $left && $left == 0;
 	sleep 0.1;
 }
-is($left, 0, 'no record growth over 300 tunnels');
+is($left, 0, 'no record growth over 1000 tunnels');
 
 # an internal listener refuses a connection with no record
 
