@@ -138,6 +138,7 @@ write_policy($t, 'policy.json', { bottles => [
 			internal => $T, websocket => $T },
 		{ host => 'bad.allowed.test', port => port(8444),
 			internal => $T },
+		{ host => '127.0.0.1', port => port(8443) },
 		{ host => 'plain.allowed.test', port => port(8081),
 			internal => $T,
 			auth => { type => 'bearer', value => 'secret:API' } },
@@ -154,7 +155,7 @@ fake_upstream($t, port => 8444, name => 'bad', tls => 1,
 	cert => $self->{cert}, key => $self->{key});
 fake_upstream($t, port => 8081, name => 'plain');
 
-$t->run()->plan(52);
+$t->run()->plan(55);
 
 ###############################################################################
 
@@ -342,6 +343,24 @@ $s->send("GET http://other.allowed.test/ HTTP/1.1\r\n"
 	. "Host: other.allowed.test\r\nConnection: close\r\n\r\n") if $s;
 like($s ? $s->read_response() : '', qr/^HTTP\/1\.1 403 .*host_mismatch/s,
 	'absolute URI to another host inside a tunnel: 403');
+
+# an IP target gets a leaf with an IP SAN
+
+$s = tunnel('127.0.0.1:' . port(8443));
+ok($s && $s->start_ssl(SSL_verify_mode => IO::Socket::SSL::SSL_VERIFY_PEER(),
+	SSL_ca_file => $gwca->{cert}, SSL_verifycn_name => '127.0.0.1',
+	SSL_verifycn_scheme => 'http'), 'IP target: leaf verifies for the IP');
+$cert = $s && $s->{sock}->peer_certificate();
+@san = $cert ? Net::SSLeay::X509_get_subjectAltNames($cert) : ();
+is($san[0], 7, 'IP target: the SAN is an IP address');
+$s->close() if $s;
+
+# inside TLS only HTTP
+
+$s = tunnel('api.allowed.test:' . port(8443));
+$s->start_ssl(SSL_hostname => 'api.allowed.test') if $s;
+$s->send("\x00\x01 not http\r\n\r\n") if $s;
+like($s ? $s->read_all(3) : '', qr/^HTTP\/1\.1 400 /, 'non-HTTP inside TLS: 400');
 
 $s = tunnel('api.allowed.test:' . port(8443));
 $s->send("\x00\x01raw bytes\r\n") if $s;
