@@ -60,6 +60,11 @@ static ngx_bottle_rule_t  ngx_bottle_rules[] = {
       ngx_string("WebSocket upgrades are refused on this route; its frames "
                  "would not be inspected. Ask the operator if you need "
                  "them.") },
+    { 403, ngx_string("canary"),
+      ngx_string("The request carries this bottle's canary secret, which "
+                 "must never leave the bottle.") },
+    { 403, ngx_string("crlf"),
+      ngx_string("Header values may not carry line breaks.") },
     { 500, ngx_string("internal"),
       ngx_string("The gateway could not check this request, so it refused "
                  "it. Tell the operator.") }

@@ -36,6 +36,7 @@ typedef struct {
 
 typedef enum {
     NGX_HTTP_BOTTLE_START = 0,
+    NGX_HTTP_BOTTLE_READING,
     NGX_HTTP_BOTTLE_RESOLVING,
     NGX_HTTP_BOTTLE_PASSED,
     NGX_HTTP_BOTTLE_REFUSED
@@ -93,6 +94,8 @@ ngx_int_t ngx_http_bottle_target(ngx_http_request_t *r,
 ngx_int_t ngx_http_bottle_identify(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 ngx_int_t ngx_http_bottle_host_check(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+ngx_int_t ngx_http_bottle_dlp(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 ngx_int_t ngx_http_bottle_deny(ngx_http_bottle_ctx_t *ctx, ngx_pool_t *pool,
     ngx_bottle_rule_e rule, const char *fmt, ...);

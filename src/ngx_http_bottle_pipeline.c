@@ -21,6 +21,9 @@
 
 static ngx_int_t ngx_http_bottle_run(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
+static void ngx_http_bottle_body_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_bottle_checks(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
 static ngx_int_t ngx_http_bottle_allowlist(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 static ngx_int_t ngx_http_bottle_git(ngx_http_request_t *r,
@@ -63,6 +66,7 @@ ngx_http_bottle_handler(ngx_http_request_t *r)
         case NGX_HTTP_BOTTLE_PASSED:
             return NGX_DECLINED;
         case NGX_HTTP_BOTTLE_RESOLVING:
+        case NGX_HTTP_BOTTLE_READING:
             return NGX_AGAIN;
         default:
             return NGX_HTTP_FORBIDDEN;
@@ -100,9 +104,9 @@ ngx_http_bottle_handler(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    /* NGX_OK: passed, NGX_AGAIN: resolving, NGX_DONE: answered */
+    /* NGX_DONE: answered, or the rest runs once the body is read */
 
-    return rc == NGX_OK ? NGX_DECLINED : rc;
+    return rc;
 }
 
 
@@ -132,9 +136,76 @@ ngx_http_bottle_run(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
         return ngx_http_bottle_allowlist(r, ctx);
     }
 
-    /* outbound DLP runs here, before any credential is touched */
-
     rc = ngx_http_bottle_route(r, ctx);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    /*
+     * The body is read whole before anything else is decided, so that DLP
+     * sees all of the request before any credential is touched and before
+     * any upstream contact.
+     */
+
+    ctx->state = NGX_HTTP_BOTTLE_READING;
+
+    rc = ngx_http_read_client_request_body(r, ngx_http_bottle_body_handler);
+
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        ctx->state = NGX_HTTP_BOTTLE_REFUSED;
+        return rc;
+    }
+
+    ngx_http_finalize_request(r, NGX_DONE);
+
+    return NGX_DONE;
+}
+
+
+/* the request is all here: the rest of the pipeline */
+
+static void
+ngx_http_bottle_body_handler(ngx_http_request_t *r)
+{
+    ngx_int_t               rc;
+    ngx_http_bottle_ctx_t  *ctx;
+
+    ctx = ngx_http_bottle_get_ctx(r);
+
+    r->write_event_handler = ngx_http_core_run_phases;
+
+    rc = ngx_http_bottle_checks(r, ctx);
+
+    switch (rc) {
+
+    case NGX_OK:
+        ngx_http_core_run_phases(r);
+        return;
+
+    case NGX_DECLINED:
+        ngx_http_finalize_request(r, ngx_http_bottle_refuse(r, ctx));
+        return;
+
+    case NGX_AGAIN:
+        /* the resolver goes on */
+        ctx->async = 1;
+        return;
+
+    case NGX_DONE:
+        return;
+
+    default:
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+    }
+}
+
+
+static ngx_int_t
+ngx_http_bottle_checks(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
+{
+    ngx_int_t  rc;
+
+    rc = ngx_http_bottle_dlp(r, ctx);
     if (rc != NGX_OK) {
         return rc;
     }
@@ -520,7 +591,6 @@ ngx_http_bottle_resolve_upstream(ngx_http_request_t *r,
 
     switch (ctx->state) {
     case NGX_HTTP_BOTTLE_RESOLVING:
-        ctx->async = 1;
         return NGX_AGAIN;
     case NGX_HTTP_BOTTLE_PASSED:
         return NGX_OK;
