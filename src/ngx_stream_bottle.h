@@ -68,5 +68,13 @@ extern ngx_module_t  ngx_stream_bottle_module;
 
 ngx_int_t ngx_stream_bottle_preread_handler(ngx_stream_session_t *s);
 
+ngx_int_t ngx_stream_bottle_refuse(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx, ngx_bottle_rule_e rule, const char *fmt,
+    ...);
+ngx_int_t ngx_stream_bottle_answer(ngx_connection_t *c, ngx_str_t *status,
+    ngx_str_t *extra, ngx_str_t *type, ngx_str_t *body, ngx_uint_t keepalive);
+ngx_int_t ngx_stream_bottle_send(ngx_connection_t *c, u_char *data,
+    size_t len);
+
 
 #endif /* _NGX_STREAM_BOTTLE_H_INCLUDED_ */
