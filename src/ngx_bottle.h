@@ -39,8 +39,8 @@ typedef struct {
 } ngx_bottle_target_t;
 
 
-/* ~1 KiB a tunnel: 4 MiB hold some thousands of open CONNECTs */
-#define NGX_BOTTLE_ZONE_SIZE     (4 * 1024 * 1024)
+/* a few hundred bytes a tunnel or a cookie */
+#define NGX_BOTTLE_ZONE_SIZE     (16 * 1024 * 1024)
 #define NGX_BOTTLE_ZONE_KEY_LEN  (NGX_SOCKADDR_STRLEN + sizeof(":65535"))
 
 
@@ -145,6 +145,13 @@ ngx_int_t ngx_bottle_zone_find(ngx_str_t *key, ngx_pool_t *pool,
     ngx_bottle_target_t *out);
 void ngx_bottle_zone_delete(ngx_str_t *key);
 ngx_uint_t ngx_bottle_zone_count(void);
+ngx_int_t ngx_bottle_zone_tree(ngx_slab_pool_t **shpool, ngx_rbtree_t **tree,
+    ngx_uint_t which);
+
+ngx_int_t ngx_bottle_jar_set(ngx_pool_t *pool, ngx_str_t *id,
+    ngx_str_t *host, ngx_str_t *name, ngx_str_t *value, ngx_uint_t del);
+ngx_int_t ngx_bottle_jar_filter(ngx_pool_t *pool, ngx_str_t *id,
+    ngx_str_t *host, ngx_str_t *header, ngx_str_t *out);
 
 ngx_int_t ngx_bottle_resolve(ngx_bottle_resolve_t *res);
 void ngx_bottle_resolve_cancel(ngx_bottle_resolve_t *res);

@@ -1,6 +1,8 @@
 
 /*
- * The CONNECT context zone.  The front decides a CONNECT (bottle, target
+ * The gateway's zone: the CONNECT records and the cookie jars.
+ *
+ * The CONNECT records.  The front decides a CONNECT (bottle, target
  * host and port) and hands the tunnel's bytes to an internal listener; the
  * http side, possibly in another worker, finds that decision again by the
  * agent's address:port, which the PROXY protocol header carries (nginx 1.22
@@ -24,9 +26,11 @@ typedef struct {
 
 
 typedef struct {
-    ngx_rbtree_t         rbtree;
+    ngx_rbtree_t         rbtree;         /* CONNECT records */
     ngx_rbtree_node_t    sentinel;
     ngx_atomic_t         count;
+    ngx_rbtree_t         jars;           /* cookie jars, ngx_bottle_jar.c */
+    ngx_rbtree_node_t    jars_sentinel;
 } ngx_bottle_zone_sh_t;
 
 
@@ -52,7 +56,7 @@ ngx_bottle_zone_add(ngx_conf_t *cf, ngx_bottle_conf_t *bcf, size_t size)
         return NGX_ERROR;
     }
 
-    ngx_str_set(&name, "bottle_connect");
+    ngx_str_set(&name, "bottle");
 
     bcf->zone = ngx_shared_memory_add(cf, &name, size, &ngx_bottle_module);
     if (bcf->zone == NULL) {
@@ -61,7 +65,7 @@ ngx_bottle_zone_add(ngx_conf_t *cf, ngx_bottle_conf_t *bcf, size_t size)
 
     if (bcf->zone->data) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "the \"bottle_connect\" zone is already defined");
+                           "the \"bottle\" zone is already defined");
         return NGX_ERROR;
     }
 
@@ -104,8 +108,10 @@ ngx_bottle_zone_init(ngx_shm_zone_t *shm_zone, void *data)
 
     ngx_rbtree_init(&zone->sh->rbtree, &zone->sh->sentinel,
                     ngx_str_rbtree_insert_value);
+    ngx_rbtree_init(&zone->sh->jars, &zone->sh->jars_sentinel,
+                    ngx_str_rbtree_insert_value);
 
-    zone->shpool->log_ctx = (u_char *) " in the bottle_connect zone";
+    zone->shpool->log_ctx = (u_char *) " in the bottle zone";
     zone->shpool->log_nomem = 1;
 
     return NGX_OK;
@@ -287,6 +293,26 @@ ngx_bottle_zone_delete(ngx_str_t *key)
     }
 
     ngx_shmtx_unlock(&zone->shpool->mutex);
+}
+
+
+/* the zone's slab pool and one of its trees: 0 the records, 1 the jars */
+
+ngx_int_t
+ngx_bottle_zone_tree(ngx_slab_pool_t **shpool, ngx_rbtree_t **tree,
+    ngx_uint_t which)
+{
+    ngx_bottle_zone_t  *zone;
+
+    zone = ngx_bottle_zone_get();
+    if (zone == NULL) {
+        return NGX_ERROR;
+    }
+
+    *shpool = zone->shpool;
+    *tree = which ? &zone->sh->jars : &zone->sh->rbtree;
+
+    return NGX_OK;
 }
 
 

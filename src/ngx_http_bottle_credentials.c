@@ -25,7 +25,7 @@ static ngx_str_t  ngx_http_bottle_gateway_headers[] = {
     ngx_null_string
 };
 
-/* CREDENTIAL_HEADERS of the spec, plus cookies (no jar yet: none set) */
+/* CREDENTIAL_HEADERS of the spec; cookies go through the jar */
 static ngx_str_t  ngx_http_bottle_credential_headers[] = {
     ngx_string("authorization"),
     ngx_string("x-api-key"),
@@ -38,7 +38,6 @@ static ngx_str_t  ngx_http_bottle_credential_headers[] = {
     ngx_string("x-vault-token"),
     ngx_string("x-amz-security-token"),
     ngx_string("ocp-apim-subscription-key"),
-    ngx_string("cookie"),
     ngx_null_string
 };
 
@@ -56,6 +55,10 @@ static ngx_str_t  ngx_http_bottle_credential_args[] = {
 
 static ngx_uint_t ngx_http_bottle_in(ngx_str_t *list, u_char *name,
     size_t len);
+static ngx_http_bottle_fate_e ngx_http_bottle_cookie_fate(
+    ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx, ngx_table_elt_t *h);
+static void ngx_http_bottle_set_cookie(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx, ngx_str_t *value);
 static ngx_http_bottle_fate_e ngx_http_bottle_header_fate(
     ngx_http_bottle_ctx_t *ctx, ngx_table_elt_t *h);
 
@@ -140,6 +143,148 @@ ngx_http_bottle_header_fate(ngx_http_bottle_ctx_t *ctx, ngx_table_elt_t *h)
 
 
 /*
+ * A Cookie header keeps only the pairs the host set for this bottle (the
+ * value is rewritten in place); with none left, it goes.  preserve_auth
+ * keeps the agent's cookies as they are.
+ */
+
+static ngx_http_bottle_fate_e
+ngx_http_bottle_cookie_fate(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
+    ngx_table_elt_t *h)
+{
+    ngx_str_t  id, kept;
+
+    if (ctx->route->preserve_auth
+        || h->key.len != sizeof("cookie") - 1
+        || ngx_strncasecmp(h->key.data, (u_char *) "cookie", h->key.len) != 0)
+    {
+        return NGX_HTTP_BOTTLE_KEEP;
+    }
+
+    id.data = (u_char *) ctx->verdict.bottle->id.data;
+    id.len = ctx->verdict.bottle->id.len;
+
+    if (ngx_bottle_jar_filter(r->pool, &id, &ctx->target.host, &h->value,
+                              &kept)
+        != NGX_OK
+        || kept.len == 0)
+    {
+        /* no jar to check against drops them all: fail closed */
+        return NGX_HTTP_BOTTLE_DROP;
+    }
+
+    h->value = kept;
+
+    return NGX_HTTP_BOTTLE_KEEP;
+}
+
+
+/*
+ * Responses: every Set-Cookie of an inspected route's host goes into the
+ * jar of the bottle that asked.
+ */
+
+void
+ngx_http_bottle_capture_cookies(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    for (part = &r->headers_out.headers.part; part; part = part->next) {
+        h = part->elts;
+
+        for (i = 0; i < part->nelts; i++) {
+            if (h[i].hash != 0
+                && h[i].key.len == sizeof("set-cookie") - 1
+                && ngx_strncasecmp(h[i].key.data, (u_char *) "set-cookie",
+                                   h[i].key.len) == 0)
+            {
+                ngx_http_bottle_set_cookie(r, ctx, &h[i].value);
+            }
+        }
+    }
+}
+
+
+static void
+ngx_http_bottle_set_cookie(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
+    ngx_str_t *value)
+{
+    u_char      *p, *last, *semi, *eq, *a, *ae;
+    time_t       expires;
+    ngx_int_t    age;
+    ngx_str_t    id, name, val;
+    ngx_uint_t   del;
+
+    p = value->data;
+    last = p + value->len;
+
+    semi = ngx_strlchr(p, last, ';');
+    if (semi == NULL) {
+        semi = last;
+    }
+
+    eq = ngx_strlchr(p, semi, '=');
+    if (eq == NULL) {
+        return;
+    }
+
+    for (name.data = p; name.data < eq && *name.data == ' '; name.data++) {
+        /* void */
+    }
+
+    for (p = eq; p > name.data && p[-1] == ' '; p--) { /* void */ }
+    name.len = p - name.data;
+
+    for (val.data = eq + 1; val.data < semi && *val.data == ' '; val.data++) {
+        /* void */
+    }
+
+    for (p = semi; p > val.data && p[-1] == ' '; p--) { /* void */ }
+    val.len = p - val.data;
+
+    /* a Max-Age of zero or less, or an Expires in the past, deletes */
+
+    del = 0;
+
+    for (a = semi; a < last; a = ae) {
+        for (a++; a < last && *a == ' '; a++) { /* void */ }
+
+        ae = ngx_strlchr(a, last, ';');
+        if (ae == NULL) {
+            ae = last;
+        }
+
+        if (ae - a > 8 && ngx_strncasecmp(a, (u_char *) "max-age=", 8) == 0) {
+            p = a + 8;
+            age = (*p == '-') ? -1 : ngx_atoi(p, ae - p);
+            del = (age <= 0);
+
+        } else if (ae - a > 8
+                   && ngx_strncasecmp(a, (u_char *) "expires=", 8) == 0)
+        {
+            expires = ngx_parse_http_time(a + 8, ae - a - 8);
+            if (expires != NGX_ERROR && expires <= ngx_time()) {
+                del = 1;
+            }
+        }
+    }
+
+    id.data = (u_char *) ctx->verdict.bottle->id.data;
+    id.len = ctx->verdict.bottle->id.len;
+
+    if (ngx_bottle_jar_set(r->pool, &id, &ctx->target.host, &name, &val, del)
+        == NGX_ERROR)
+    {
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "bottle: the cookie jar is full");
+    }
+}
+
+
+/*
  * Rebuild the request's header list without the dropped headers, and clear
  * the pointers nginx keeps into it, so no later module sees them.
  */
@@ -163,7 +308,9 @@ ngx_http_bottle_strip(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 
         for (i = 0; i < part->nelts; i++) {
             if (ngx_http_bottle_header_fate(ctx, &h[i])
-                == NGX_HTTP_BOTTLE_DROP)
+                    == NGX_HTTP_BOTTLE_DROP
+                || ngx_http_bottle_cookie_fate(r, ctx, &h[i])
+                   == NGX_HTTP_BOTTLE_DROP)
             {
                 ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                                "bottle: strip header \"%V\"", &h[i].key);

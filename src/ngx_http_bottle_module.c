@@ -23,6 +23,10 @@ static void *ngx_http_bottle_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_bottle_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
 static ngx_int_t ngx_http_bottle_init(ngx_conf_t *cf);
+static ngx_int_t ngx_http_bottle_header_filter(ngx_http_request_t *r);
+
+
+static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
 
 
 #define NGX_HTTP_BOTTLE_VAR_UPSTREAM     0
@@ -438,5 +442,27 @@ ngx_http_bottle_init(ngx_conf_t *cf)
 
     *h = ngx_http_bottle_handler;
 
+    ngx_http_next_header_filter = ngx_http_top_header_filter;
+    ngx_http_top_header_filter = ngx_http_bottle_header_filter;
+
     return NGX_OK;
+}
+
+
+/* the responses of requests the pipeline passed: the cookie jar */
+
+static ngx_int_t
+ngx_http_bottle_header_filter(ngx_http_request_t *r)
+{
+    ngx_http_bottle_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_bottle_module);
+
+    if (ctx && ctx->state == NGX_HTTP_BOTTLE_PASSED && ctx->route
+        && r->upstream)
+    {
+        ngx_http_bottle_capture_cookies(r, ctx);
+    }
+
+    return ngx_http_next_header_filter(r);
 }

@@ -116,7 +116,7 @@ dns_start($t, port => port(8053),
 
 fake_upstream($t, port => 8081, name => 'api');
 
-$t->run()->plan(70);
+$t->run()->plan(74);
 
 ###############################################################################
 
@@ -203,6 +203,27 @@ is(header_value($q, 'Cookie'), 'a=b', 'preserve_auth keeps cookies');
 is($q->{target}, '/?key=k', 'preserve_auth keeps the query');
 is(header_value($q, 'Authorization'), "token $API",
 	'injected header still replaced');
+
+# the cookie jar: only cookies the host set for this bottle go back to it
+
+$r = req('GET', "http://ro.allowed.test:$P/set-cookie?sid=s3cr3t&theme=dark");
+like($r, qr/^Set-Cookie: sid=s3cr3t\r$/m, 'host sets cookies');
+
+req('GET', "http://ro.allowed.test:$P/c1",
+	headers => [ 'Cookie: sid=s3cr3t; evil=attacker; theme=light' ]);
+is(header_value(last_req(), 'Cookie'), 'sid=s3cr3t',
+	'only the cookie the host set, with its value, goes out');
+
+req('GET', "http://any.allowed.test:$P/c2",
+	headers => [ 'Cookie: sid=s3cr3t' ]);
+is(header_value(last_req(), 'Cookie'), undef,
+	'the jar is per host: not sent to another host');
+
+req('GET', "http://ro.allowed.test:$P/set-cookie?sid=gone%3B%20Max-Age%3D0");
+req('GET', "http://ro.allowed.test:$P/c3",
+	headers => [ 'Cookie: sid=s3cr3t; theme=dark' ]);
+is(header_value(last_req(), 'Cookie'), 'theme=dark',
+	'Max-Age=0 deleted the cookie');
 
 # refusals, with nothing reaching the upstream
 
