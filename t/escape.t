@@ -865,7 +865,7 @@ subtest 'row 11: bottle B spoofing bottle A\'s address' => sub {
 	nothing_received($snap, 'spoofed source');
 };
 
-subtest 'row 11: bottle B reaching bottle A directly, and A\'s routes' => sub {
+subtest 'row 11: bottle B reaching bottle A directly, A\'s routes and cookies' => sub {
 	my ($ok) = $e->run('agent-a', [ 'curl', '-sS', '--noproxy', '*',
 		"http://$A{'agent-a'}:8000/control" ]);
 	like($ok, qr/upstream agent-a-svc ok/, 'control: A\'s service answers in A');
@@ -891,6 +891,19 @@ subtest 'row 11: bottle B reaching bottle A directly, and A\'s routes' => sub {
 	my $q = $e->requests('api')->[-1] // {};
 	is(header_value($q, 'Authorization'), "Bearer $S->{API_B}",
 		'with B\'s credential, not A\'s');
+
+	# a cookie the host set for A never goes out with B's requests
+	my $cookie = "sess-a-$HIDDEN";
+	for my $scheme ('https', 'http') {
+		my $up = $scheme eq 'https' ? 'api' : 'api-plain';
+		($r) = curl('agent-a', "$scheme://api.allowed.test/set-cookie?a=$cookie");
+		like($r, qr/^set-cookie: a=\Q$cookie\E/mi, "$scheme: the host sets a cookie for A");
+		($r) = curl('agent-b', "$scheme://api.allowed.test/b-after");
+		is(status($r), 200, "$scheme: B to the same host");
+		$q = $e->requests($up)->[-1] // {};
+		unlike(join(' ', header_value($q, 'Cookie')), qr/\Q$cookie\E/,
+			"$scheme: A's cookie is not sent with B's request");
+	}
 
 	nothing_received($snap, 'B to A', 'agent-a-svc', @ATTACKER, 'forge');
 };
