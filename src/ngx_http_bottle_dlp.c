@@ -2,8 +2,9 @@
 /*
  * Outbound DLP: what the request carries, before any credential is touched
  * and before any upstream contact.  Every part of the request is a field:
- * the hostname, the path, the query, each header (but the agent's value of
- * the header the route injects, which is replaced) and the body.
+ * the hostname, the path, the query, each header and the body.  The canary
+ * is looked for everywhere, also in the agent's value of the header the
+ * route injects (it would be replaced, but carrying it is the attempt).
  *
  * Always on, whatever the route says: the bottle's canary anywhere (also
  * percent-encoded, once or twice), and line breaks in header values.  The
@@ -88,9 +89,6 @@ ngx_http_bottle_dlp_headers(ngx_http_bottle_dlp_t *d)
     ngx_uint_t             i;
     ngx_list_part_t       *part;
     ngx_table_elt_t       *h;
-    const bottle_route_t  *route;
-
-    route = d->ctx->route;
 
     for (part = &d->r->headers_in.headers.part; part; part = part->next) {
         h = part->elts;
@@ -104,17 +102,6 @@ ngx_http_bottle_dlp_headers(ngx_http_bottle_dlp_t *d)
                                             NGX_BOTTLE_RULE_CRLF,
                                             "a line break in the header "
                                             "\"%V\"", &h[i].key);
-            }
-
-            /* the agent's value of the injected header is replaced */
-
-            if (route->auth_type != BOTTLE_AUTH_NONE
-                && h[i].key.len == route->auth_header.len
-                && ngx_strncasecmp(h[i].key.data,
-                                   (u_char *) route->auth_header.data,
-                                   h[i].key.len) == 0)
-            {
-                continue;
             }
 
             rc = ngx_http_bottle_dlp_field(d, "header", &h[i].key,

@@ -317,7 +317,9 @@ ngx_http_bottle_route(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 
     ctx->route = route;
 
-    if (!bottle_route_port_ok(route, ctx->target.port, 0)) {
+    /* inside a tunnel the port is the CONNECT's: CONNECT defaults apply */
+
+    if (!bottle_route_port_ok(route, ctx->target.port, ctx->tunnel != NULL)) {
         return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_PORT,
                                     "port %ui is not allowed for this host",
                                     (ngx_uint_t) ctx->target.port);
