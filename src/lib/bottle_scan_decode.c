@@ -1,0 +1,869 @@
+/*
+ * The scanner's decoded views and the helpers that build a bottle's
+ * literals: streaming decoders (a field arrives in blocks, so an escape may
+ * be cut anywhere and the decoder keeps what it has seen of it), the
+ * triggers that switch a decoded view on, the entropy detector.
+ *
+ * Every decoded byte records the raw span it came from ([map, map + mlen)
+ * in the field), so a match in a decoded view is reported on raw bytes.
+ */
+
+#include <math.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#elif defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "bottle_scan_int.h"
+
+
+/* decoder states */
+#define D_TEXT      0
+#define D_BSLASH    1
+#define D_U0        2       /* "\u" and 0-3 hex digits: D_U0 + digits */
+#define D_PCT       6       /* "%" */
+#define D_PCT1      7       /* "%X" */
+#define D_PCT25     8       /* "%25": a second level */
+#define D_PCT251    9       /* "%25X" */
+
+
+static const char  bottle_scan_b64[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char  bottle_scan_b64url[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+
+static int
+hexval(unsigned c)
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    c |= 0x20;
+    if (c >= 'a' && c <= 'f') {
+        return c - 'a' + 10;
+    }
+    return -1;
+}
+
+
+static int
+is_alnum(unsigned c)
+{
+    return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+}
+
+
+/* a character some token is made of: decoding one changes what matches */
+static int
+is_token_char(unsigned c)
+{
+    return is_alnum(c) || c == '_' || c == '-' || c == '.' || c == '/'
+           || c == '+';
+}
+
+
+static void
+emit(bottle_scan_view_t *v, unsigned c, uint32_t start, unsigned len)
+{
+    size_t  i;
+
+    i = v->keep + v->curlen++;
+    v->buf[i] = (unsigned char) c;
+    v->map[i] = start;
+    v->mlen[i] = (uint8_t) (len > 255 ? 255 : len);
+}
+
+
+/* a run of bytes that decode to themselves */
+static void
+emit_run(bottle_scan_view_t *v, const unsigned char *p, size_t n,
+    uint32_t start)
+{
+    size_t     i, o;
+    uint32_t  *m;
+
+    o = v->keep + v->curlen;
+    memcpy(v->buf + o, p, n);
+    memset(v->mlen + o, 1, n);
+    m = v->map + o;
+    i = 0;
+#if defined(__SSE2__)
+    {
+        __m128i  x, four;
+
+        x = _mm_add_epi32(_mm_set1_epi32((int) start),
+                          _mm_setr_epi32(0, 1, 2, 3));
+        four = _mm_set1_epi32(4);
+        for ( /* void */ ; i + 4 <= n; i += 4) {
+            _mm_storeu_si128((__m128i *) (m + i), x);
+            x = _mm_add_epi32(x, four);
+        }
+    }
+#endif
+    for ( /* void */ ; i < n; i++) {
+        m[i] = start + (uint32_t) i;
+    }
+    v->curlen += n;
+}
+
+
+/* JSON */
+
+static void
+json_text(bottle_scan_view_t *v, unsigned c, uint32_t pos)
+{
+    if (c == '\\') {
+        v->dstate = D_BSLASH;
+        v->pmap[0] = pos;
+        v->dn = 1;
+        return;
+    }
+
+    emit(v, c, pos, 1);
+}
+
+
+static void
+json_flush(bottle_scan_view_t *v)
+{
+    unsigned  i;
+
+    /* an escape that wasn't one: its bytes as they were */
+    for (i = 0; i < v->dn; i++) {
+        emit(v, i == 0 ? '\\' : v->pend[i], v->pmap[0] + i, 1);
+    }
+    v->dstate = D_TEXT;
+    v->dn = 0;
+}
+
+
+static void
+json_utf8(bottle_scan_view_t *v, unsigned cp, uint32_t start)
+{
+    if (cp < 0x80) {
+        emit(v, cp, start, 6);
+    } else if (cp < 0x800) {
+        emit(v, 0xc0 | (cp >> 6), start, 6);
+        emit(v, 0x80 | (cp & 0x3f), start, 6);
+    } else {
+        /* surrogates too, as 3 bytes: nothing matches them anyway */
+        emit(v, 0xe0 | (cp >> 12), start, 6);
+        emit(v, 0x80 | ((cp >> 6) & 0x3f), start, 6);
+        emit(v, 0x80 | (cp & 0x3f), start, 6);
+    }
+}
+
+
+void
+bottle_scan_json_decode(bottle_scan_view_t *v, const unsigned char *in,
+    size_t n, uint32_t off)
+{
+    int                   h;
+    size_t                i, k;
+    unsigned              c, d;
+    const unsigned char  *q;
+
+    for (i = 0; i < n; i++) {
+        c = in[i];
+
+        switch (v->dstate) {
+
+        case D_TEXT:
+            if (c != '\\') {
+                /* up to the next escape in one go */
+                q = memchr(in + i, '\\', n - i);
+                k = q ? (size_t) (q - (in + i)) : n - i;
+                emit_run(v, in + i, k, off + (uint32_t) i);
+                i += k - 1;
+                break;
+            }
+            json_text(v, c, off + (uint32_t) i);
+            break;
+
+        case D_BSLASH:
+            switch (c) {
+            case '"': case '\\': case '/': d = c; break;
+            case 'b': d = '\b'; break;
+            case 'f': d = '\f'; break;
+            case 'n': d = '\n'; break;
+            case 'r': d = '\r'; break;
+            case 't': d = '\t'; break;
+            case 'u':
+                v->pend[v->dn++] = 'u';
+                v->dstate = D_U0;
+                v->dval = 0;
+                continue;
+            default:
+                json_flush(v);
+                json_text(v, c, off + (uint32_t) i);
+                continue;
+            }
+            emit(v, d, v->pmap[0], 2);
+            v->dstate = D_TEXT;
+            v->dn = 0;
+            break;
+
+        default:    /* D_U0 .. D_U0 + 3 */
+            h = hexval(c);
+            if (h < 0) {
+                json_flush(v);
+                json_text(v, c, off + (uint32_t) i);
+                break;
+            }
+            v->pend[v->dn++] = (unsigned char) c;
+            v->dval = v->dval * 16 + (unsigned) h;
+            if (++v->dstate == D_U0 + 4) {
+                json_utf8(v, v->dval, v->pmap[0]);
+                v->dstate = D_TEXT;
+                v->dn = 0;
+            }
+            break;
+        }
+    }
+}
+
+
+/* percent */
+
+static void
+pct_flush(bottle_scan_view_t *v)
+{
+    unsigned  i;
+
+    for (i = 0; i < v->dn; i++) {
+        emit(v, v->pend[i], v->pmap[i], v->plen[i]);
+    }
+    v->dstate = D_TEXT;
+    v->dn = 0;
+}
+
+
+void
+bottle_scan_pct_decode(bottle_scan_view_t *v, const unsigned char *in,
+    size_t n, const uint32_t *imap, const uint8_t *ilen, uint32_t off)
+{
+    int                   h;
+    size_t                i, k;
+    unsigned              c, len;
+    uint32_t              pos;
+    const unsigned char  *q;
+
+    for (i = 0; i < n; i++) {
+        c = in[i];
+        pos = imap ? imap[i] : off + (uint32_t) i;
+        len = ilen ? ilen[i] : 1;
+
+        if (v->dstate != D_TEXT) {
+            h = hexval(c);
+            if (h >= 0) {
+                if (v->dstate == D_PCT) {
+                    v->dval = (unsigned) h;
+                    v->pend[v->dn] = (unsigned char) c;
+                    v->pmap[v->dn] = pos;
+                    v->plen[v->dn++] = (uint8_t) len;
+                    v->dstate = D_PCT1;
+                    continue;
+                }
+                emit(v, v->dval * 16 + (unsigned) h, v->pmap[0],
+                     pos + len - v->pmap[0]);
+                v->dstate = D_TEXT;
+                v->dn = 0;
+                continue;
+            }
+            pct_flush(v);
+        }
+
+        if (c != '%' && imap == NULL) {
+            /* up to the next escape in one go */
+            q = memchr(in + i, '%', n - i);
+            k = q ? (size_t) (q - (in + i)) : n - i;
+            emit_run(v, in + i, k, off + (uint32_t) i);
+            i += k - 1;
+            continue;
+        }
+
+        if (c == '%') {
+            v->dstate = D_PCT;
+            v->pend[0] = '%';
+            v->pmap[0] = pos;
+            v->plen[0] = (uint8_t) len;
+            v->dn = 1;
+            continue;
+        }
+
+        emit(v, c, pos, len);
+    }
+}
+
+
+/* skeleton: JSON-unescaped, percent-decoded up to twice, letters and digits */
+
+static void
+skel_flush(bottle_scan_view_t *v)
+{
+    unsigned  i;
+
+    /* the letters and digits of an escape that wasn't one */
+    for (i = 0; i < v->dn; i++) {
+        if (is_alnum(v->pend[i])) {
+            emit(v, v->pend[i], v->pmap[i], 1);
+        }
+    }
+    v->dstate = D_TEXT;
+    v->dn = 0;
+}
+
+
+static void
+skel_push(bottle_scan_view_t *v, unsigned c, uint32_t pos)
+{
+    v->pend[v->dn] = (unsigned char) c;
+    v->pmap[v->dn++] = pos;
+}
+
+
+/* one byte in an escape; returns 1 if it ended the escape attempt early
+ * and must be read again as text */
+static int
+skel_escape(bottle_scan_view_t *v, unsigned c, uint32_t pos)
+{
+    int  h;
+
+    switch (v->dstate) {
+
+    case D_BSLASH:
+        if (c == 'u') {
+            skel_push(v, c, pos);
+            v->dstate = D_U0;
+            v->dval = 0;
+            return 0;
+        }
+        if (c == '/') {
+            v->s->trig |= BOTTLE_TRIG_JSON;
+        }
+        /* "\n", "\"", "\\": a separator */
+        v->dstate = D_TEXT;
+        v->dn = 0;
+        return 0;
+
+    case D_PCT:
+        if (hexval(c) < 0) {
+            v->dstate = D_TEXT;
+            v->dn = 0;
+            return 1;
+        }
+        skel_push(v, c, pos);
+        v->dval = (unsigned) hexval(c);
+        v->dstate = D_PCT1;
+        return 0;
+
+    case D_PCT1:
+    case D_PCT251:
+        h = hexval(c);
+        if (h < 0) {
+            skel_flush(v);
+            return 1;
+        }
+        v->dval = v->dval * 16 + (unsigned) h;
+        if (v->dval == '%' && v->dstate == D_PCT1) {
+            v->s->trig |= BOTTLE_TRIG_PCT | BOTTLE_TRIG_PCT2;
+            v->dstate = D_PCT25;
+            v->dn = 0;
+            return 0;
+        }
+        if (is_token_char(v->dval)) {
+            v->s->trig |= BOTTLE_TRIG_PCT;
+        }
+        if (is_alnum(v->dval)) {
+            emit(v, v->dval, v->dstart, pos + 1 - v->dstart);
+        }
+        v->dstate = D_TEXT;
+        v->dn = 0;
+        return 0;
+
+    case D_PCT25:
+        if (hexval(c) < 0) {
+            v->dstate = D_TEXT;
+            return 1;
+        }
+        skel_push(v, c, pos);
+        v->dval = (unsigned) hexval(c);
+        v->dstate = D_PCT251;
+        return 0;
+
+    default:    /* D_U0 .. D_U0 + 3 */
+        h = hexval(c);
+        if (h < 0) {
+            skel_flush(v);
+            return 1;
+        }
+        skel_push(v, c, pos);
+        v->dval = v->dval * 16 + (unsigned) h;
+        if (++v->dstate == D_U0 + 4) {
+            if (v->dval < 0x80 && is_token_char(v->dval)) {
+                v->s->trig |= BOTTLE_TRIG_JSON;
+            }
+            if (v->dval < 0x80 && is_alnum(v->dval)) {
+                emit(v, v->dval, v->dstart, 6);
+            }
+            v->dstate = D_TEXT;
+            v->dn = 0;
+        }
+        return 0;
+    }
+}
+
+
+/* 0: dropped, 1: kept, 2: starts an escape */
+static unsigned char  skel_cls[256];
+
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+/* for each 8-bit mask of kept bytes: a pshufb pattern packing them, and
+ * how many there are */
+static uint64_t  skel_shuf[256];
+static uint8_t   skel_count[256];
+static int       skel_simd;
+
+
+static void
+skel_simd_init(void)
+{
+    unsigned  m, b, k;
+    uint64_t  v;
+
+    for (m = 0; m < 256; m++) {
+        v = 0;
+        k = 0;
+        for (b = 0; b < 8; b++) {
+            if (m & (1u << b)) {
+                v |= (uint64_t) b << (8 * k++);
+            }
+        }
+        for (b = k; b < 8; b++) {
+            v |= (uint64_t) 0x80 << (8 * b);
+        }
+        skel_shuf[m] = v;
+        skel_count[m] = (uint8_t) k;
+    }
+
+    __builtin_cpu_init();
+    skel_simd = __builtin_cpu_supports("ssse3");
+}
+
+
+/*
+ * 16 bytes at a time up to the next escape: the letters and digits packed
+ * with pshufb, their offsets likewise.  Writes up to 16
+ * bytes, 16 offsets and 16 lengths past the output: the views have room.
+ * Returns the bytes read; *emitted the bytes written.
+ */
+__attribute__((target("ssse3")))
+static size_t
+skel_run_ssse3(const unsigned char *in, size_t n, uint32_t off,
+    unsigned char *ob, uint32_t *om, uint8_t *ol, size_t *emitted)
+{
+    size_t    i, o;
+    unsigned  keep, spec, lo, hi;
+    __m128i   x, d, l, ok, sp, shuf, idx, packed, pidx, w, base, zero, ones;
+
+    zero = _mm_setzero_si128();
+    ones = _mm_set1_epi8(1);
+    idx = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    o = 0;
+
+    for (i = 0; i + 16 <= n; i += 16) {
+        x = _mm_loadu_si128((const __m128i *) (in + i));
+
+        sp = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\\')),
+                          _mm_cmpeq_epi8(x, _mm_set1_epi8('%')));
+        spec = (unsigned) _mm_movemask_epi8(sp);
+
+        /* unsigned x - '0' <= 9, or (x | 0x20) - 'a' <= 25 */
+        d = _mm_sub_epi8(x, _mm_set1_epi8('0'));
+        d = _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d);
+        l = _mm_sub_epi8(_mm_or_si128(x, _mm_set1_epi8(0x20)),
+                         _mm_set1_epi8('a'));
+        l = _mm_cmpeq_epi8(_mm_min_epu8(l, _mm_set1_epi8(25)), l);
+        ok = _mm_or_si128(d, l);
+        keep = (unsigned) _mm_movemask_epi8(ok);
+        if (spec) {
+            /* the bytes before the escape; the caller decodes it */
+            keep &= (1u << __builtin_ctz(spec)) - 1;
+        }
+        lo = keep & 0xff;
+        hi = keep >> 8;
+
+        shuf = _mm_set_epi64x((long long) skel_shuf[hi],
+                              (long long) skel_shuf[lo]);
+        shuf = _mm_add_epi8(shuf, _mm_set_epi64x(0x0808080808080808LL, 0));
+        packed = _mm_shuffle_epi8(x, shuf);
+        pidx = _mm_shuffle_epi8(idx, shuf);
+        base = _mm_set1_epi32((int) (off + (uint32_t) i));
+
+        _mm_storeu_si128((__m128i *) (ol + o), ones);
+        _mm_storel_epi64((__m128i *) (ob + o), packed);
+        w = _mm_unpacklo_epi8(pidx, zero);
+        _mm_storeu_si128((__m128i *) (om + o),
+                         _mm_add_epi32(_mm_unpacklo_epi16(w, zero), base));
+        _mm_storeu_si128((__m128i *) (om + o + 4),
+                         _mm_add_epi32(_mm_unpackhi_epi16(w, zero), base));
+        o += skel_count[lo];
+
+        _mm_storeu_si128((__m128i *) (ol + o), ones);
+        _mm_storel_epi64((__m128i *) (ob + o), _mm_srli_si128(packed, 8));
+        w = _mm_unpackhi_epi8(pidx, zero);
+        _mm_storeu_si128((__m128i *) (om + o),
+                         _mm_add_epi32(_mm_unpacklo_epi16(w, zero), base));
+        _mm_storeu_si128((__m128i *) (om + o + 4),
+                         _mm_add_epi32(_mm_unpackhi_epi16(w, zero), base));
+        o += skel_count[hi];
+
+        if (spec) {
+            i += (size_t) __builtin_ctz(spec);
+            break;
+        }
+    }
+
+    *emitted = o;
+    return i;
+}
+
+#endif
+
+
+static void
+skel_init(void)
+{
+    static int  ready;
+    unsigned    c;
+
+    if (ready) {
+        return;
+    }
+
+    for (c = 0; c < 256; c++) {
+        skel_cls[c] = is_alnum(c) ? 1 : (c == '\\' || c == '%') ? 2 : 0;
+    }
+#if defined(__x86_64__) && defined(__GNUC__)
+    skel_simd_init();
+#endif
+    ready = 1;
+}
+
+
+void
+bottle_scan_skel_decode(bottle_scan_view_t *v, const unsigned char *in,
+    size_t n, uint32_t off)
+{
+    size_t          i, o, lim, e;
+    unsigned        c, k;
+    unsigned char  *ob;
+    uint32_t       *om;
+    uint8_t        *ol;
+
+    skel_init();
+    i = 0;
+
+    while (i < n) {
+        if (v->dstate != D_TEXT) {
+            if (skel_escape(v, in[i], off + (uint32_t) i) == 0) {
+                i++;
+            }
+            continue;
+        }
+
+        o = v->keep + v->curlen;
+        ob = v->buf + o;
+        om = v->map + o;
+        ol = v->mlen + o;
+        o = 0;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+        if (skel_simd) {
+            i += skel_run_ssse3(in + i, n - i, off + (uint32_t) i, ob, om, ol,
+                                &e);
+            o = e;
+        }
+#else
+        (void) e;
+#endif
+
+        /* up to the next escape, 16 bytes at most, without a branch on the
+         * byte's class */
+        lim = n - i < 16 ? n : i + 16;
+
+        for ( /* void */ ; i < lim; i++) {
+            c = in[i];
+            k = skel_cls[c];
+            if (k == 2) {
+                break;
+            }
+            ob[o] = (unsigned char) c;
+            om[o] = off + (uint32_t) i;
+            ol[o] = 1;
+            o += k;
+        }
+
+        v->curlen += o;
+
+        if (i < n && skel_cls[in[i]] == 2) {
+            v->dstate = in[i] == '\\' ? D_BSLASH : D_PCT;
+            v->dstart = off + (uint32_t) i;
+            v->dn = 0;
+            i++;
+        }
+    }
+}
+
+
+void
+bottle_scan_decode_flush(bottle_scan_view_t *v)
+{
+    if (v->dstate == D_TEXT) {
+        return;
+    }
+
+    if (v->id == BOTTLE_VIEW_SKELETON) {
+        skel_flush(v);
+    } else if (v->id == BOTTLE_VIEW_JSON) {
+        json_flush(v);
+    } else {
+        pct_flush(v);
+    }
+}
+
+
+/* triggers */
+
+int
+bottle_scan_json_trigger(const unsigned char *p, size_t n)
+{
+    int                   a, b;
+    const unsigned char  *q, *end;
+
+    end = p + n;
+
+    /* "\/" and "\u00XX" of a token character change what matches; "\n",
+     * "\"", "\u00e9" or "\u003c" don't (an escape counts as a boundary
+     * in the raw view too) */
+    for (q = p; (q = memchr(q, '\\', end - q)) != NULL; q++) {
+        if (end - q >= 2 && q[1] == '/') {
+            return 1;
+        }
+        if (end - q < 6) {
+            break;          /* cut: the caller looks at the junction */
+        }
+        if (q[1] == 'u' && q[2] == '0' && q[3] == '0') {
+            a = hexval(q[4]);
+            b = hexval(q[5]);
+            if (a >= 0 && b >= 0 && is_token_char((unsigned) (a * 16 + b))) {
+                return 1;
+            }
+        }
+    }
+
+    return 0;
+}
+
+
+int
+bottle_scan_pct_trigger(const unsigned char *p, size_t n, int *twice)
+{
+    int                   a, b, hit;
+    unsigned              c;
+    const unsigned char  *q, *end;
+
+    end = p + n;
+    hit = 0;
+
+    for (q = p; (q = memchr(q, '%', end - q)) != NULL; q++) {
+        if (end - q < 3) {
+            break;          /* cut: the caller looks at the junction */
+        }
+        a = hexval(q[1]);
+        b = hexval(q[2]);
+        if (a < 0 || b < 0) {
+            continue;
+        }
+        c = (unsigned) (a * 16 + b);
+        if (c == '%') {
+            *twice = 1;
+            return 1;
+        }
+        if (is_token_char(c)) {
+            hit = 1;
+        }
+    }
+
+    return hit;
+}
+
+
+/* literals */
+
+size_t
+bottle_scan_alnum(unsigned char *out, const unsigned char *in, size_t n)
+{
+    size_t  i, o;
+
+    for (i = 0, o = 0; i < n; i++) {
+        if (is_alnum(in[i])) {
+            out[o++] = in[i];
+        }
+    }
+
+    return o;
+}
+
+
+/*
+ * The base64 of some data with in at byte offset k (mod 3) of it: the
+ * characters whose 6 bits all come from in, whatever comes before or
+ * after.  out needs n * 4 / 3 + 4 bytes.
+ */
+
+size_t
+bottle_scan_b64_aligned(char *out, const unsigned char *in, size_t n,
+    unsigned k, int url)
+{
+    size_t       bits, i, o, first, last;
+    unsigned     v;
+    const char  *al;
+
+    al = url ? bottle_scan_b64url : bottle_scan_b64;
+
+    /* character j covers bits [6j, 6j + 6) of (k filler bytes + in) */
+    first = (k * 8 + 5) / 6;
+    last = (k + n) * 8 / 6;
+    o = 0;
+
+    for (i = first; i < last; i++) {
+        bits = i * 6;
+        v = 0;
+        for (size_t b = bits; b < bits + 6; b++) {
+            size_t   byte = b / 8;
+            unsigned bit = 7 - (unsigned) (b % 8);
+            v = (v << 1) | ((in[byte - k] >> bit) & 1);
+        }
+        out[o++] = al[v];
+    }
+
+    return o;
+}
+
+
+/* entropy: runs of base64 characters with mixed classes and high entropy */
+
+#define ENT_MIN      32
+#define ENT_MAX      256     /* longer runs are data blobs, not keys */
+/*
+ * Shannon bits per character, at least: 4.2 at 32 characters, 0.03 more
+ * per character, at most 4.9.  That is about the 1st percentile of random
+ * base62 strings of each length, and above long camelCase identifiers.
+ */
+#define ENT_BITS(n)  ((n) >= 55 ? 4.9 : 4.2 + 0.03 * ((double) (n) - 32))
+
+
+static int
+ent_sym(unsigned c)
+{
+    if (c >= 'A' && c <= 'Z') {
+        return (int) (c - 'A');
+    }
+    if (c >= 'a' && c <= 'z') {
+        return (int) (c - 'a' + 26);
+    }
+    if (c >= '0' && c <= '9') {
+        return (int) (c - '0' + 52);
+    }
+    if (c == '+' || c == '-') {
+        return 62;
+    }
+    if (c == '/' || c == '_') {
+        return 63;
+    }
+    return -1;
+}
+
+
+static void
+ent_close(bottle_scan_t *s)
+{
+    bottle_scan_entropy_t  *e;
+    unsigned                cnt[64], i;
+    double                  h;
+
+    e = &s->ent;
+
+    if (e->len >= ENT_MIN && e->len <= ENT_MAX && e->upper && e->lower
+        && e->digit)
+    {
+        memset(cnt, 0, sizeof(cnt));
+        for (i = 0; i < e->len; i++) {
+            cnt[e->sym[i]]++;
+        }
+        h = 0;
+        for (i = 0; i < 64; i++) {
+            if (cnt[i]) {
+                h -= cnt[i] * log2((double) cnt[i] / e->len);
+            }
+        }
+        if (h / e->len >= ENT_BITS(e->len)) {
+            bottle_scan_add(s, BOTTLE_DETECT_ENTROPY, "high_entropy",
+                            e->start, e->start + e->len, 1, 0,
+                            BOTTLE_VIEW_RAW);
+        }
+    }
+
+    e->len = 0;
+    e->upper = e->lower = e->digit = 0;
+}
+
+
+void
+bottle_scan_entropy_feed(bottle_scan_t *s, const unsigned char *p, size_t n)
+{
+    int                     y;
+    size_t                  i;
+    bottle_scan_entropy_t  *e;
+
+    e = &s->ent;
+
+    for (i = 0; i < n; i++) {
+        y = ent_sym(p[i]);
+        if (y < 0) {
+            if (e->len) {
+                ent_close(s);
+            }
+            continue;
+        }
+        if (e->len == 0) {
+            e->start = s->fpos + i;
+            e->upper = e->lower = e->digit = 0;
+        }
+        if (e->len < ENT_MAX) {
+            e->sym[e->len] = (unsigned char) y;
+        }
+        if (e->len <= ENT_MAX) {
+            e->len++;
+        }
+        e->upper |= y < 26;
+        e->lower |= y >= 26 && y < 52;
+        e->digit |= y >= 52 && y < 62;
+    }
+}
+
+
+void
+bottle_scan_entropy_end(bottle_scan_t *s)
+{
+    if (s->ent.len) {
+        ent_close(s);
+    }
+}
