@@ -94,5 +94,12 @@ stop:
 install: module
 	install -m 644 $(MODULE) /usr/lib/nginx/modules/ngx_bottle_module.so
 
+# `make bench`: the gateway side by side with a direct connection, plain
+# nginx and mitmproxy, on loopback (bench/README.md); BENCH_QUICK=1 for a
+# short smoke run
+.PHONY: bench
+bench: module
+	python3 bench/run.py
+
 clean:
 	rm -rf $(BUILD) build-asan
