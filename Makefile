@@ -23,6 +23,7 @@ LIB_HDRS    = $(wildcard src/lib/*.h)
 UNIT_SRCS   = $(wildcard t/unit/*_test.c)
 UNIT_BINS   = $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 UNIT_CFLAGS = -std=c99 -Wall -Wextra -Werror -O1 -g -Isrc/lib
+LIB_LIBS    = -ljansson -lcrypto -lhs -lpcre2-8 -lpthread -lm
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/lib
 
 .PHONY: all module unit test asan fuzz clean run stop install
@@ -59,7 +60,7 @@ unit: $(UNIT_BINS)
 
 $(BUILD)/unit/%_test: t/unit/%_test.c $(LIB_SRCS) $(LIB_HDRS) t/unit/tap.h
 	@mkdir -p $(dir $@)
-	$(CC) $(UNIT_CFLAGS) -o $@ $< $(LIB_SRCS) -ljansson -lcrypto
+	$(CC) $(UNIT_CFLAGS) -o $@ $< $(LIB_SRCS) $(LIB_LIBS)
 
 # The module with AddressSanitizer and UBSan; nginx must then run with the
 # sanitizer runtime preloaded (docs/install.md, docs/testing.md).
@@ -74,7 +75,7 @@ fuzz: $(FUZZ_BINS)
 
 $(BUILD)/fuzz/%_fuzz: fuzz/%_fuzz.c $(LIB_SRCS) $(LIB_HDRS)
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) -ljansson -lcrypto
+	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(LIB_LIBS)
 
 # the suite, then the nginx-level tests again with the sanitizer build
 test: all asan

@@ -12,6 +12,7 @@
 
 #include "bottle_ip.h"
 #include "bottle_policy.h"
+#include "bottle_scan.h"
 
 
 /* the gateway's own host: introspection, never a route */
@@ -27,7 +28,9 @@
 typedef struct {
     ngx_str_t            path;
     bottle_policy_t     *policy;
-    ngx_shm_zone_t      *zone;       /* CONNECT contexts */
+    ngx_shm_zone_t      *zone;       /* CONNECT records, cookie jars */
+    bottle_scan_db_t    *scan_db;    /* vendor rules, for every bottle */
+    bottle_scan_secrets_t  **secrets;    /* by bottle index */
 } ngx_bottle_conf_t;
 
 
@@ -67,6 +70,7 @@ typedef enum {
     NGX_BOTTLE_RULE_WEBSOCKET,
     NGX_BOTTLE_RULE_CANARY,
     NGX_BOTTLE_RULE_CRLF,
+    NGX_BOTTLE_RULE_DLP,
     NGX_BOTTLE_RULE_INTERNAL
 } ngx_bottle_rule_e;
 
@@ -122,6 +126,7 @@ extern ngx_module_t  ngx_bottle_module;
 
 const bottle_policy_t *ngx_bottle_cycle_policy(ngx_cycle_t *cycle);
 #define ngx_bottle_policy()  ngx_bottle_cycle_policy((ngx_cycle_t *) ngx_cycle)
+bottle_scan_secrets_t *ngx_bottle_secrets(const bottle_t *b);
 
 const ngx_bottle_rule_t *ngx_bottle_rule(ngx_bottle_rule_e rule);
 void ngx_bottle_log_verdict(ngx_connection_t *c, ngx_bottle_verdict_t *v);

@@ -16,6 +16,9 @@ static void *ngx_bottle_create_conf(ngx_cycle_t *cycle);
 static char *ngx_bottle_policy_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static void ngx_bottle_policy_cleanup(void *data);
+static char *ngx_bottle_scan_compile(ngx_conf_t *cf, ngx_bottle_conf_t *bcf);
+static void ngx_bottle_scan_db_cleanup(void *data);
+static void ngx_bottle_secrets_cleanup(void *data);
 
 
 static ngx_command_t  ngx_bottle_commands[] = {
@@ -136,6 +139,10 @@ ngx_bottle_policy_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    if (ngx_bottle_scan_compile(cf, bcf) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
+    }
+
     ngx_conf_log_error(NGX_LOG_DEBUG, cf, 0,
                        "bottle_policy \"%V\": %uz bottles", &bcf->path,
                        bottle_policy_count(policy));
@@ -148,6 +155,110 @@ static void
 ngx_bottle_policy_cleanup(void *data)
 {
     bottle_policy_free(data);
+}
+
+
+/*
+ * The secret scanner's databases, compiled once per configuration: the
+ * vendor rules, shared by all bottles, and each bottle's literals (its
+ * canary and egress tokens in every encoding).  Workers share them after
+ * fork; no request compiles anything.
+ */
+
+static char *
+ngx_bottle_scan_compile(ngx_conf_t *cf, ngx_bottle_conf_t *bcf)
+{
+    char                 err[1024];
+    size_t               i, n;
+    ngx_pool_cleanup_t  *cln;
+    const bottle_t      *b;
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (bottle_scan_db_create(&bcf->scan_db, err, sizeof(err)) != 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "bottle_policy: the secret scanner: %s", err);
+        return NGX_CONF_ERROR;
+    }
+
+    cln->handler = ngx_bottle_scan_db_cleanup;
+    cln->data = bcf->scan_db;
+
+    n = bottle_policy_count(bcf->policy);
+
+    bcf->secrets = ngx_pcalloc(cf->pool,
+                               (n ? n : 1) * sizeof(bottle_scan_secrets_t *));
+    if (bcf->secrets == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    for (i = 0; i < n; i++) {
+        b = bottle_policy_at(bcf->policy, i);
+
+        cln = ngx_pool_cleanup_add(cf->pool, 0);
+        if (cln == NULL) {
+            return NGX_CONF_ERROR;
+        }
+
+        if (bottle_scan_secrets_from_bottle(&bcf->secrets[i], bcf->scan_db, b,
+                                            err, sizeof(err))
+            != 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "bottle_policy: bottle \"%s\": the secret "
+                               "scanner: %s", b->id.data, err);
+            return NGX_CONF_ERROR;
+        }
+
+        cln->handler = ngx_bottle_secrets_cleanup;
+        cln->data = bcf->secrets[i];
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static void
+ngx_bottle_scan_db_cleanup(void *data)
+{
+    bottle_scan_db_free(data);
+}
+
+
+static void
+ngx_bottle_secrets_cleanup(void *data)
+{
+    bottle_scan_secrets_free(data);
+}
+
+
+/* the scanner state source of a bottle of the running configuration */
+
+bottle_scan_secrets_t *
+ngx_bottle_secrets(const bottle_t *b)
+{
+    size_t              i;
+    const bottle_t     *first;
+    ngx_bottle_conf_t  *bcf;
+
+    bcf = (ngx_bottle_conf_t *) ngx_get_conf(ngx_cycle->conf_ctx,
+                                             ngx_bottle_module);
+
+    if (bcf == NULL || bcf->policy == NULL || bcf->secrets == NULL) {
+        return NULL;
+    }
+
+    first = bottle_policy_at(bcf->policy, 0);
+    i = b - first;
+
+    if (first == NULL || b < first || i >= bottle_policy_count(bcf->policy)) {
+        return NULL;
+    }
+
+    return bcf->secrets[i];
 }
 
 

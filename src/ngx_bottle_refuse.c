@@ -65,6 +65,10 @@ static ngx_bottle_rule_t  ngx_bottle_rules[] = {
                  "must never leave the bottle.") },
     { 403, ngx_string("crlf"),
       ngx_string("Header values may not carry line breaks.") },
+    { 403, ngx_string("dlp"),
+      ngx_string("The request carries what looks like a secret. If it must "
+                 "go to this host, ask the operator to approve it "
+                 "(supervise: egress-token-allow).") },
     { 500, ngx_string("internal"),
       ngx_string("The gateway could not check this request, so it refused "
                  "it. Tell the operator.") }

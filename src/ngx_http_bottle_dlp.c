@@ -1,15 +1,20 @@
 
 /*
  * Outbound DLP: what the request carries, before any credential is touched
- * and before any upstream contact.  Every part of the request is a field:
- * the hostname, the path, the query, each header and the body.  The canary
- * is looked for everywhere, also in the agent's value of the header the
- * route injects (it would be replaced, but carrying it is the attempt).
+ * and before any upstream contact (gateway.txt "Outbound DLP").  Every part
+ * of the request is a field of one scan (src/lib/bottle_scan.c): the
+ * hostname, the path, the query, each header and the body, so a secret
+ * spread over several fields is seen too.
  *
- * Always on, whatever the route says: the bottle's canary anywhere (also
- * percent-encoded, once or twice), and line breaks in header values.  The
- * secret scanner (token patterns, known secrets, redact / supervise / block)
- * plugs in at ngx_http_bottle_dlp_field().
+ * Always, whatever the route says: the bottle's canary (403) and line
+ * breaks in headers (403).  The route's detectors (token_patterns and
+ * known_secrets by default, entropy when listed, warning only) then meet
+ * its on_match: block (403), supervise (held for the operator: not wired
+ * yet, so it blocks, as the spec says for such a bottle), or redact (each
+ * match replaced by a marker, Content-Length fixed; a match that cannot be
+ * removed, as in the hostname, is refused).  The agent's value of the
+ * header the route injects is only looked at for the canary: it is
+ * replaced anyway.
  */
 
 #include <ngx_config.h>
@@ -17,78 +22,163 @@
 #include <ngx_http.h>
 
 #include "ngx_http_bottle.h"
+#include "bottle_scan.h"
 
 
-#define NGX_HTTP_BOTTLE_DLP_CHUNK  65536
+#define NGX_HTTP_BOTTLE_DLP_CHUNK   65536
+
+#define NGX_HTTP_BOTTLE_F_HOST      0
+#define NGX_HTTP_BOTTLE_F_PATH      1
+#define NGX_HTTP_BOTTLE_F_QUERY     2
+#define NGX_HTTP_BOTTLE_F_BODY      3
+#define NGX_HTTP_BOTTLE_F_HEADER    16      /* + the header's index */
+
+#define NGX_HTTP_BOTTLE_BLOCKING                                             \
+    ((1u << BOTTLE_DETECT_KNOWN_SECRETS) | (1u << BOTTLE_DETECT_TOKEN_PATTERNS))
 
 
 typedef struct {
     ngx_http_request_t      *r;
     ngx_http_bottle_ctx_t   *ctx;
-    ngx_str_t                canary;
-    u_char                  *tail;       /* carried across body chunks */
-    size_t                   tail_len;
+    bottle_scan_t           *scan;
+    ngx_array_t              headers;    /* ngx_table_elt_t *, by field */
+    ngx_str_t                body;       /* when in one memory buffer */
+    ngx_uint_t               injected;   /* field of the injected header */
 } ngx_http_bottle_dlp_t;
 
 
+static ngx_int_t ngx_http_bottle_dlp_scan(ngx_http_bottle_dlp_t *d);
 static ngx_int_t ngx_http_bottle_dlp_headers(ngx_http_bottle_dlp_t *d);
 static ngx_int_t ngx_http_bottle_dlp_body(ngx_http_bottle_dlp_t *d);
-static ngx_int_t ngx_http_bottle_dlp_chunk(ngx_http_bottle_dlp_t *d,
-    u_char *p, size_t len);
-static ngx_int_t ngx_http_bottle_dlp_field(ngx_http_bottle_dlp_t *d,
-    const char *where, ngx_str_t *name, u_char *p, size_t len);
-static ngx_uint_t ngx_http_bottle_dlp_has(ngx_str_t *needle, u_char *p,
-    size_t len);
+static ngx_int_t ngx_http_bottle_dlp_decide(ngx_http_bottle_dlp_t *d);
+static ngx_int_t ngx_http_bottle_dlp_redact(ngx_http_bottle_dlp_t *d,
+    const bottle_scan_match_t *m, size_t n);
+static ngx_int_t ngx_http_bottle_dlp_redact_str(ngx_http_bottle_dlp_t *d,
+    ngx_str_t *s, int field, const bottle_scan_match_t *m, size_t n);
+static ngx_int_t ngx_http_bottle_dlp_redact_body(ngx_http_bottle_dlp_t *d,
+    const bottle_scan_match_t *m, size_t n);
+static ngx_str_t *ngx_http_bottle_dlp_field_value(ngx_http_bottle_dlp_t *d,
+    int field);
+static u_char *ngx_http_bottle_dlp_where(ngx_http_bottle_dlp_t *d,
+    int field, u_char *buf, size_t size);
+static void ngx_http_bottle_dlp_log(ngx_http_bottle_dlp_t *d,
+    const bottle_scan_match_t *m, const char *action);
+static u_char *ngx_http_bottle_dlp_hash(ngx_http_bottle_dlp_t *d,
+    const bottle_scan_match_t *m, u_char *buf);
 static ngx_uint_t ngx_http_bottle_crlf(u_char *p, size_t len);
+static void ngx_http_bottle_dlp_cleanup(void *data);
 
 
 ngx_int_t
 ngx_http_bottle_dlp(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 {
-    ngx_int_t               rc;
-    ngx_http_bottle_dlp_t   d;
+    unsigned                 detectors;
+    ngx_int_t                rc;
+    ngx_pool_cleanup_t      *cln;
+    const bottle_route_t    *route;
+    bottle_scan_secrets_t   *sec;
+    ngx_http_bottle_dlp_t    d;
+
+    route = ctx->route;
+
+    sec = ngx_bottle_secrets(ctx->verdict.bottle);
+    if (sec == NULL) {
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_INTERNAL,
+                                    "the secret scanner is not available");
+    }
+
+    if (route->dlp_off) {
+        detectors = 0;
+
+    } else {
+        detectors = route->dlp_outbound_set ? route->dlp_outbound
+                                            : BOTTLE_DLP_OUTBOUND_DEFAULT;
+    }
 
     ngx_memzero(&d, sizeof(ngx_http_bottle_dlp_t));
-
     d.r = r;
     d.ctx = ctx;
-    d.canary.data = (u_char *) ctx->verdict.bottle->canary.data;
-    d.canary.len = ctx->verdict.bottle->canary.len;
+    d.injected = (ngx_uint_t) -1;
 
-    rc = ngx_http_bottle_dlp_field(&d, "hostname", NULL, ctx->target.host.data,
-                                   ctx->target.host.len);
+    if (ngx_array_init(&d.headers, r->pool, 16, sizeof(ngx_table_elt_t *))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (bottle_scan_acquire(&d.scan, sec, detectors) != 0) {
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_INTERNAL,
+                                    "no scan state could be allocated");
+    }
+
+    cln->handler = ngx_http_bottle_dlp_cleanup;
+    cln->data = d.scan;
+
+    rc = ngx_http_bottle_dlp_scan(&d);
     if (rc != NGX_OK) {
         return rc;
     }
 
-    rc = ngx_http_bottle_dlp_field(&d, "path", NULL, ctx->target.path.data,
-                                   ctx->target.path.len);
+    return ngx_http_bottle_dlp_decide(&d);
+}
+
+
+static void
+ngx_http_bottle_dlp_cleanup(void *data)
+{
+    bottle_scan_release(data);
+}
+
+
+static ngx_int_t
+ngx_http_bottle_dlp_scan(ngx_http_bottle_dlp_t *d)
+{
+    ngx_int_t               rc;
+    ngx_http_bottle_ctx_t  *ctx;
+
+    ctx = d->ctx;
+
+    if (bottle_scan_field(d->scan, NGX_HTTP_BOTTLE_F_HOST,
+                          ctx->target.host.data, ctx->target.host.len)
+        != BOTTLE_SCAN_OK
+        || bottle_scan_field(d->scan, NGX_HTTP_BOTTLE_F_PATH,
+                             ctx->target.path.data, ctx->target.path.len)
+           != BOTTLE_SCAN_OK
+        || bottle_scan_field(d->scan, NGX_HTTP_BOTTLE_F_QUERY,
+                             ctx->target.args.data, ctx->target.args.len)
+           != BOTTLE_SCAN_OK)
+    {
+        goto failed;
+    }
+
+    rc = ngx_http_bottle_dlp_headers(d);
     if (rc != NGX_OK) {
         return rc;
     }
 
-    rc = ngx_http_bottle_dlp_field(&d, "query", NULL, ctx->target.args.data,
-                                   ctx->target.args.len);
-    if (rc != NGX_OK) {
-        return rc;
-    }
+    return ngx_http_bottle_dlp_body(d);
 
-    rc = ngx_http_bottle_dlp_headers(&d);
-    if (rc != NGX_OK) {
-        return rc;
-    }
+failed:
 
-    return ngx_http_bottle_dlp_body(&d);
+    return ngx_http_bottle_deny(ctx, d->r->pool, NGX_BOTTLE_RULE_INTERNAL,
+                                "the secret scan failed");
 }
 
 
 static ngx_int_t
 ngx_http_bottle_dlp_headers(ngx_http_bottle_dlp_t *d)
 {
-    ngx_int_t              rc;
     ngx_uint_t             i;
     ngx_list_part_t       *part;
-    ngx_table_elt_t       *h;
+    ngx_table_elt_t       *h, **hp;
+    const bottle_route_t  *route;
+
+    route = d->ctx->route;
 
     for (part = &d->r->headers_in.headers.part; part; part = part->next) {
         h = part->elts;
@@ -104,10 +194,31 @@ ngx_http_bottle_dlp_headers(ngx_http_bottle_dlp_t *d)
                                             "\"%V\"", &h[i].key);
             }
 
-            rc = ngx_http_bottle_dlp_field(d, "header", &h[i].key,
-                                           h[i].value.data, h[i].value.len);
-            if (rc != NGX_OK) {
-                return rc;
+            hp = ngx_array_push(&d->headers);
+            if (hp == NULL) {
+                return NGX_ERROR;
+            }
+
+            *hp = &h[i];
+
+            if (route->auth_type != BOTTLE_AUTH_NONE
+                && h[i].key.len == route->auth_header.len
+                && ngx_strncasecmp(h[i].key.data,
+                                   (u_char *) route->auth_header.data,
+                                   h[i].key.len) == 0)
+            {
+                d->injected = d->headers.nelts - 1;
+            }
+
+            if (bottle_scan_field(d->scan,
+                                  NGX_HTTP_BOTTLE_F_HEADER
+                                  + d->headers.nelts - 1,
+                                  h[i].value.data, h[i].value.len)
+                != BOTTLE_SCAN_OK)
+            {
+                return ngx_http_bottle_deny(d->ctx, d->r->pool,
+                                            NGX_BOTTLE_RULE_INTERNAL,
+                                            "the secret scan failed");
             }
         }
     }
@@ -116,38 +227,41 @@ ngx_http_bottle_dlp_headers(ngx_http_bottle_dlp_t *d)
 }
 
 
-/* the body, in memory or in the temporary file, in chunks */
+/* the body, in memory or in the temporary file, fed in chunks */
 
 static ngx_int_t
 ngx_http_bottle_dlp_body(ngx_http_bottle_dlp_t *d)
 {
     off_t         off;
     ssize_t       n;
-    ngx_int_t     rc;
     ngx_buf_t    *b;
     ngx_chain_t  *cl;
     u_char       *chunk;
 
-    if (d->r->request_body == NULL) {
+    if (d->r->request_body == NULL || d->r->request_body->bufs == NULL) {
         return NGX_OK;
     }
 
     chunk = NULL;
+    cl = d->r->request_body->bufs;
 
-    if (d->canary.len > 1) {
-        d->tail = ngx_pnalloc(d->r->pool, 2 * d->canary.len);
-        if (d->tail == NULL) {
-            return NGX_ERROR;
-        }
+    if (cl->next == NULL && !cl->buf->in_file) {
+        d->body.data = cl->buf->pos;
+        d->body.len = cl->buf->last - cl->buf->pos;
+    }
+
+    if (bottle_scan_begin(d->scan, NGX_HTTP_BOTTLE_F_BODY) != BOTTLE_SCAN_OK) {
+        goto failed;
     }
 
     for (cl = d->r->request_body->bufs; cl; cl = cl->next) {
         b = cl->buf;
 
         if (!b->in_file) {
-            rc = ngx_http_bottle_dlp_chunk(d, b->pos, b->last - b->pos);
-            if (rc != NGX_OK) {
-                return rc;
+            if (bottle_scan_feed(d->scan, b->pos, b->last - b->pos)
+                != BOTTLE_SCAN_OK)
+            {
+                goto failed;
             }
 
             continue;
@@ -165,124 +279,395 @@ ngx_http_bottle_dlp_body(ngx_http_bottle_dlp_t *d)
                               ngx_min(NGX_HTTP_BOTTLE_DLP_CHUNK,
                                       b->file_last - off),
                               off);
-            if (n <= 0) {
-                /* a body that cannot be read is not forwarded */
-                return ngx_http_bottle_deny(d->ctx, d->r->pool,
-                                            NGX_BOTTLE_RULE_INTERNAL,
-                                            "the request body could not be "
-                                            "scanned");
-            }
 
-            rc = ngx_http_bottle_dlp_chunk(d, chunk, n);
-            if (rc != NGX_OK) {
-                return rc;
+            if (n <= 0
+                || bottle_scan_feed(d->scan, chunk, n) != BOTTLE_SCAN_OK)
+            {
+                goto failed;
             }
         }
     }
 
-    return NGX_OK;
+    if (bottle_scan_end(d->scan) == BOTTLE_SCAN_OK) {
+        return NGX_OK;
+    }
+
+failed:
+
+    /* a body that was not scanned whole is not forwarded */
+
+    return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_INTERNAL,
+                                "the request body could not be scanned");
+}
+
+
+static ngx_int_t
+ngx_http_bottle_dlp_decide(ngx_http_bottle_dlp_t *d)
+{
+    size_t                       i, n, blocking;
+    u_char                       where[64], hash[17];
+    const bottle_scan_match_t   *m, *first;
+    const bottle_route_t        *route;
+
+    route = d->ctx->route;
+    m = bottle_scan_matches(d->scan, &n);
+    first = NULL;
+    blocking = 0;
+
+    for (i = 0; i < n; i++) {
+
+        if (m[i].detector == BOTTLE_DETECT_CANARY) {
+            *ngx_http_bottle_dlp_where(d, m[i].field, where,
+                                       sizeof(where) - 1) = '\0';
+
+            return ngx_http_bottle_deny(d->ctx, d->r->pool,
+                                        NGX_BOTTLE_RULE_CANARY,
+                                        "the bottle's canary in the %s",
+                                        where);
+        }
+
+        if (m[i].detector == BOTTLE_DETECT_ENTROPY) {
+            ngx_http_bottle_dlp_log(d, &m[i], "warn");
+            continue;
+        }
+
+        if (!(NGX_HTTP_BOTTLE_BLOCKING & (1u << m[i].detector))
+            || (ngx_uint_t) m[i].field
+               == NGX_HTTP_BOTTLE_F_HEADER + d->injected)
+        {
+            continue;
+        }
+
+        if (first == NULL) {
+            first = &m[i];
+        }
+
+        blocking++;
+    }
+
+    if (bottle_scan_overflow(d->scan)) {
+        return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_DLP,
+                                    "more secrets than the scanner keeps");
+    }
+
+    if (first == NULL) {
+        return NGX_OK;
+    }
+
+    *ngx_http_bottle_dlp_where(d, first->field, where, sizeof(where) - 1)
+        = '\0';
+
+    if (route->on_match == BOTTLE_ON_MATCH_REDACT) {
+        return ngx_http_bottle_dlp_redact(d, m, n);
+    }
+
+    ngx_http_bottle_dlp_hash(d, first, hash);
+
+    if (route->on_match == BOTTLE_ON_MATCH_SUPERVISE) {
+        return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_DLP,
+                                    "%s (%s) in the %s, value sha256:%s: "
+                                    "held for the operator, who is not "
+                                    "reachable for this bottle, so it is "
+                                    "refused",
+                                    bottle_scan_detector_name(first->detector),
+                                    first->rule, where, hash);
+    }
+
+    return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_DLP,
+                                "%s (%s) in the %s, value sha256:%s "
+                                "(%uz finding%s)",
+                                bottle_scan_detector_name(first->detector),
+                                first->rule, where, hash, blocking,
+                                blocking == 1 ? "" : "s");
 }
 
 
 /*
- * A chunk of the body; the last canary-length bytes of the previous chunk
- * go in front of this one's first, so a canary split across chunks is seen.
+ * Redact: every blocking match replaced by a marker where it is; one that
+ * cannot be removed (in the hostname, across fields, beyond the scanner's
+ * reach) refuses the request instead.
  */
 
 static ngx_int_t
-ngx_http_bottle_dlp_chunk(ngx_http_bottle_dlp_t *d, u_char *p, size_t len)
+ngx_http_bottle_dlp_redact(ngx_http_bottle_dlp_t *d,
+    const bottle_scan_match_t *m, size_t n)
 {
-    size_t     keep, head;
-    ngx_int_t  rc;
+    size_t      i;
+    ngx_int_t   rc;
+    ngx_str_t  *value;
+    int         field;
 
-    if (d->tail && d->tail_len) {
-        head = ngx_min(len, d->canary.len - 1);
-        ngx_memcpy(d->tail + d->tail_len, p, head);
+    for (i = 0; i < n; i++) {
+        if (!(NGX_HTTP_BOTTLE_BLOCKING & (1u << m[i].detector))
+            || (ngx_uint_t) m[i].field
+               == NGX_HTTP_BOTTLE_F_HEADER + d->injected)
+        {
+            continue;
+        }
 
-        rc = ngx_http_bottle_dlp_field(d, "body", NULL, d->tail,
-                                       d->tail_len + head);
+        if (!m[i].removable || m[i].field == NGX_HTTP_BOTTLE_F_HOST) {
+            u_char  hash[17];
+
+            return ngx_http_bottle_deny(d->ctx, d->r->pool,
+                                        NGX_BOTTLE_RULE_DLP,
+                                        "%s (%s), value sha256:%s, where it "
+                                        "cannot be removed",
+                                        bottle_scan_detector_name(
+                                            m[i].detector),
+                                        m[i].rule,
+                                        ngx_http_bottle_dlp_hash(d, &m[i],
+                                                                 hash));
+        }
+
+        ngx_http_bottle_dlp_log(d, &m[i], "redact");
+    }
+
+    field = -1;
+
+    for (i = 0; i < n; i++) {
+        if (!(NGX_HTTP_BOTTLE_BLOCKING & (1u << m[i].detector))
+            || m[i].field == field
+            || (ngx_uint_t) m[i].field
+               == NGX_HTTP_BOTTLE_F_HEADER + d->injected)
+        {
+            continue;
+        }
+
+        field = m[i].field;
+
+        if (field == NGX_HTTP_BOTTLE_F_BODY) {
+            rc = ngx_http_bottle_dlp_redact_body(d, m, n);
+
+        } else {
+            value = ngx_http_bottle_dlp_field_value(d, field);
+            rc = value ? ngx_http_bottle_dlp_redact_str(d, value, field, m, n)
+                       : NGX_ERROR;
+        }
+
         if (rc != NGX_OK) {
             return rc;
         }
     }
 
-    rc = ngx_http_bottle_dlp_field(d, "body", NULL, p, len);
-    if (rc != NGX_OK) {
-        return rc;
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_bottle_dlp_redact_str(ngx_http_bottle_dlp_t *d, ngx_str_t *s,
+    int field, const bottle_scan_match_t *m, size_t n)
+{
+    u_char   *p;
+    ssize_t   len;
+
+    len = bottle_scan_redact_len(s->len, 0, m, n, field,
+                                 NGX_HTTP_BOTTLE_BLOCKING, 0);
+    if (len < 0) {
+        return NGX_ERROR;
     }
 
-    if (d->tail) {
-        keep = ngx_min(len, d->canary.len - 1);
-        ngx_memcpy(d->tail, p + len - keep, keep);
-        d->tail_len = keep;
+    p = ngx_pnalloc(d->r->pool, len);
+    if (p == NULL) {
+        return NGX_ERROR;
     }
+
+    len = bottle_scan_redact(p, len, s->data, s->len, 0, m, n, field,
+                             NGX_HTTP_BOTTLE_BLOCKING, 0);
+    if (len < 0) {
+        return NGX_ERROR;
+    }
+
+    s->data = p;
+    s->len = len;
 
     return NGX_OK;
 }
 
 
 /*
- * One field: the canary as the upstream would see it, raw or decoded once
- * or twice (an encoded canary is the same canary).
+ * The body redacted into one buffer in memory, and its new length where
+ * the proxy takes the Content-Length from.
  */
 
 static ngx_int_t
-ngx_http_bottle_dlp_field(ngx_http_bottle_dlp_t *d, const char *where,
-    ngx_str_t *name, u_char *p, size_t len)
+ngx_http_bottle_dlp_redact_body(ngx_http_bottle_dlp_t *d,
+    const bottle_scan_match_t *m, size_t n)
 {
-    u_char      *buf, *dst, *src;
-    ngx_uint_t   round;
-    ngx_str_t    none;
+    off_t          size;
+    ssize_t        got;
+    ngx_str_t      body;
+    ngx_buf_t     *b, *nb;
+    ngx_chain_t   *cl;
+    u_char        *p;
 
-    if (d->canary.len == 0 || len < d->canary.len) {
-        return NGX_OK;
+    size = 0;
+
+    for (cl = d->r->request_body->bufs; cl; cl = cl->next) {
+        size += ngx_buf_size(cl->buf);
     }
 
-    if (ngx_http_bottle_dlp_has(&d->canary, p, len)) {
-        goto found;
+    body.data = ngx_pnalloc(d->r->pool, size ? size : 1);
+    if (body.data == NULL) {
+        return NGX_ERROR;
     }
 
-    buf = NULL;
+    p = body.data;
 
-    for (round = 0;
-         round < 2 && ngx_strlchr(p, p + len, '%') != NULL;
-         round++)
+    for (cl = d->r->request_body->bufs; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (!b->in_file) {
+            p = ngx_cpymem(p, b->pos, b->last - b->pos);
+            continue;
+        }
+
+        got = ngx_read_file(b->file, p, b->file_last - b->file_pos,
+                            b->file_pos);
+        if (got != b->file_last - b->file_pos) {
+            return NGX_ERROR;
+        }
+
+        p += got;
+    }
+
+    body.len = p - body.data;
+
+    if (ngx_http_bottle_dlp_redact_str(d, &body, NGX_HTTP_BOTTLE_F_BODY, m, n)
+        != NGX_OK)
     {
-        if (buf == NULL) {
-            buf = ngx_pnalloc(d->r->pool, len);
-            if (buf == NULL) {
-                return NGX_ERROR;
-            }
-        }
-
-        dst = buf;
-        src = p;
-        ngx_unescape_uri(&dst, &src, len, 0);
-
-        p = buf;
-        len = dst - buf;
-
-        if (ngx_http_bottle_dlp_has(&d->canary, p, len)) {
-            goto found;
-        }
+        return NGX_ERROR;
     }
+
+    nb = ngx_calloc_buf(d->r->pool);
+    cl = ngx_alloc_chain_link(d->r->pool);
+    if (nb == NULL || cl == NULL) {
+        return NGX_ERROR;
+    }
+
+    nb->pos = body.data;
+    nb->last = body.data + body.len;
+    nb->memory = 1;
+    nb->last_buf = 1;
+
+    cl->buf = nb;
+    cl->next = NULL;
+
+    d->r->request_body->bufs = cl;
+    d->r->request_body->buf = nb;
+    d->r->headers_in.content_length_n = body.len;
 
     return NGX_OK;
-
-found:
-
-    ngx_str_set(&none, "");
-
-    return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_CANARY,
-                                "the bottle's canary in the %s%s%V", where,
-                                name ? " " : "", name ? name : &none);
 }
 
 
-static ngx_uint_t
-ngx_http_bottle_dlp_has(ngx_str_t *needle, u_char *p, size_t len)
+static ngx_str_t *
+ngx_http_bottle_dlp_field_value(ngx_http_bottle_dlp_t *d, int field)
 {
-    return memmem(p, len, needle->data, needle->len) != NULL;
+    ngx_table_elt_t  **hp;
+
+    switch (field) {
+    case NGX_HTTP_BOTTLE_F_HOST:
+        return &d->ctx->target.host;
+    case NGX_HTTP_BOTTLE_F_PATH:
+        return &d->ctx->target.path;
+    case NGX_HTTP_BOTTLE_F_QUERY:
+        return &d->ctx->target.args;
+    case NGX_HTTP_BOTTLE_F_BODY:
+        return d->body.data ? &d->body : NULL;
+    }
+
+    if (field >= NGX_HTTP_BOTTLE_F_HEADER
+        && (ngx_uint_t) (field - NGX_HTTP_BOTTLE_F_HEADER) < d->headers.nelts)
+    {
+        hp = d->headers.elts;
+        return &hp[field - NGX_HTTP_BOTTLE_F_HEADER]->value;
+    }
+
+    return NULL;
+}
+
+
+static u_char *
+ngx_http_bottle_dlp_where(ngx_http_bottle_dlp_t *d, int field, u_char *buf,
+    size_t size)
+{
+    ngx_table_elt_t  **hp;
+
+    switch (field) {
+    case NGX_HTTP_BOTTLE_F_HOST:
+        return ngx_snprintf(buf, size, "hostname");
+    case NGX_HTTP_BOTTLE_F_PATH:
+        return ngx_snprintf(buf, size, "path");
+    case NGX_HTTP_BOTTLE_F_QUERY:
+        return ngx_snprintf(buf, size, "query");
+    case NGX_HTTP_BOTTLE_F_BODY:
+        return ngx_snprintf(buf, size, "body");
+    }
+
+    hp = d->headers.elts;
+
+    if (field >= NGX_HTTP_BOTTLE_F_HEADER
+        && (ngx_uint_t) (field - NGX_HTTP_BOTTLE_F_HEADER) < d->headers.nelts)
+    {
+        return ngx_snprintf(buf, size, "header %V",
+                            &hp[field - NGX_HTTP_BOTTLE_F_HEADER]->key);
+    }
+
+    return ngx_snprintf(buf, size, "request");
+}
+
+
+/*
+ * One line per finding: detector, rule, location and a short hash of the
+ * value (the value itself never: the hash lets an operator match it).
+ */
+
+static void
+ngx_http_bottle_dlp_log(ngx_http_bottle_dlp_t *d,
+    const bottle_scan_match_t *m, const char *action)
+{
+    u_char              where[64], hash[17];
+    ngx_log_t          *log;
+    ngx_log_handler_pt  handler;
+
+    *ngx_http_bottle_dlp_where(d, m->field, where, sizeof(where) - 1) = '\0';
+
+    log = d->r->connection->log;
+    handler = log->handler;
+    log->handler = NULL;
+
+    ngx_log_error(NGX_LOG_WARN, log, 0,
+                  "bottle dlp: bottle=\"%s\" host=\"%V\" detector=%s "
+                  "rule=%s location=\"%s\" value=sha256:%s action=%s",
+                  d->ctx->verdict.bottle->id.data, &d->ctx->target.host,
+                  bottle_scan_detector_name(m->detector), m->rule, where,
+                  ngx_http_bottle_dlp_hash(d, m, hash), action);
+
+    log->handler = handler;
+}
+
+
+/* a short hash of the value: an operator can match it, nobody can read it */
+
+static u_char *
+ngx_http_bottle_dlp_hash(ngx_http_bottle_dlp_t *d,
+    const bottle_scan_match_t *m, u_char *buf)
+{
+    ngx_str_t      *value;
+    unsigned char   md[32];
+
+    value = ngx_http_bottle_dlp_field_value(d, m->field);
+
+    if (value == NULL || m->end > value->len || m->start >= m->end) {
+        ngx_cpystrn(buf, (u_char *) "-", 2);
+        return buf;
+    }
+
+    SHA256(value->data + m->start, m->end - m->start, md);
+    ngx_hex_dump(buf, md, 8);
+    buf[16] = '\0';
+
+    return buf;
 }
 
 

@@ -12,6 +12,7 @@ use warnings;
 use strict;
 
 use Test::More;
+use MIME::Base64 qw/ encode_base64 /;
 
 BEGIN { use FindBin; chdir($FindBin::Bin); }
 
@@ -86,15 +87,24 @@ write_policy($t, 'policy.json', { bottles => [
 			methods => [ '*' ], dlp => JSON::PP::false,
 			auth => { type => 'header', name => 'x-api-key',
 				value => 'secret:API' } },
+		{ host => 'block.allowed.test', port => port(8081), internal => $T,
+			methods => [ '*' ], dlp => { on_match => 'block' } },
+		{ host => 'sup.allowed.test', port => port(8081), internal => $T,
+			methods => [ '*' ] },
+		{ host => 'llm.allowed.test', port => port(8081), internal => $T,
+			methods => [ '*' ], agent_provider => $T },
+		{ host => 'ent.allowed.test', port => port(8081), internal => $T,
+			methods => [ '*' ], dlp => { outbound => [ 'entropy' ],
+				on_match => 'block' } },
 	] },
 ] });
 
-dns_start($t, port => port(8053),
-	hosts => { 'api.allowed.test' => '127.0.0.1' });
+dns_start($t, port => port(8053), hosts => { map { ("$_.allowed.test"
+	=> '127.0.0.1') } qw/api block sup llm ent/ });
 
 fake_upstream($t, port => 8081, name => 'api');
 
-$t->run()->plan(17);
+$t->run()->plan(45);
 
 ###############################################################################
 
@@ -103,8 +113,9 @@ my $URL = 'http://api.allowed.test:' . port(8081);
 
 sub req {
 	my ($method, $path, %o) = @_;
-	my $r = "$method $URL$path HTTP/1.1\r\nHost: api.allowed.test:"
-		. port(8081) . "\r\nConnection: close\r\n$auth";
+	my $host = ($o{host} // 'api') . '.allowed.test:' . port(8081);
+	my $r = "$method http://$host$path HTTP/1.1\r\nHost: $host"
+		. "\r\nConnection: close\r\n$auth";
 	$r .= join '', map { "$_\r\n" } @{$o{headers} || []};
 	if (defined $o{body}) {
 		$r .= "Content-Length: " . length($o{body}) . "\r\n\r\n$o{body}";
@@ -174,5 +185,95 @@ like(req('POST', '/x', body => 'a' x 100000), qr/^HTTP\/1\.1 200 /,
 	'large clean body passes');
 is(length(upstream_requests($t, 'api')->[-1]{body}), 100000,
 	'large body forwarded whole');
+
+# the route's detectors and on_match
+
+my $GHP = 'ghp_' . join('', map { ('A' .. 'Z', 'a' .. 'z', 0 .. 9)[($_ * 7) % 62] }
+	1 .. 36);
+my $AKIA = 'AKIA' . 'QYLPMN5HHHFPZAM2';
+
+$n = nreqs();
+
+like(req('POST', '/x', host => 'block', body => "{\"token\": \"$GHP\"}"),
+	qr/^HTTP\/1\.1 403 .*X-Bottle-Rule: dlp.*token_patterns \(github_pat_classic\) in the body, value sha256:[0-9a-f]{16}/s,
+	'block: a GitHub token in the body: 403 with detector, rule, location, hash');
+like(req('GET', "/x?k=$AKIA", host => 'block'),
+	qr/^HTTP\/1\.1 403 .*aws_access_key_id/s, 'block: an AWS key id in the query');
+like(req('GET', '/x', host => 'block', headers => [ "X-Note: $GHP" ]),
+	qr/^HTTP\/1\.1 403 .*in the header X-Note/s, 'block: a token in a header');
+like(req('GET', '/x', host => 'sup', headers => [ "X-Note: $GHP" ]),
+	qr/^HTTP\/1\.1 403 .*held for the operator/s,
+	'supervise (default for manifest routes): blocks while supervise is not wired');
+
+(my $b64 = encode_base64('secret-api-value-1', '')) =~ s/=+$//;
+like(req('GET', "/x?d=$b64", host => 'block'),
+	qr/^HTTP\/1\.1 403 .*known_secrets/s,
+	'known_secrets: the injected token base64-encoded in the query');
+my $hex = unpack('H*', 'secret-api-value-1');
+like(req('POST', '/x', host => 'block', body => $hex),
+	qr/^HTTP\/1\.1 403 .*known_secrets/s, 'known_secrets: hex in the body');
+
+unlike(join("\n", grep { /^\S+ \S+ \[(?!debug)/ }
+	split /\n/, $t->read_file('error.log')),
+	qr/\Q$GHP\E|\Q$AKIA\E|secret-api-value-1/, 'no finding value in the log');
+
+is(nreqs(), $n, 'blocked findings never reached the upstream');
+
+# redact (default for agent-provider routes): the value replaced, the length
+# fixed, the rest byte for byte
+
+my $body = "{\"messages\": [{\"content\": \"use $GHP please\"}]}";
+like(req('POST', '/v1', host => 'llm', body => $body), qr/^HTTP\/1\.1 200 /,
+	'redact: forwarded');
+my $q = upstream_requests($t, 'api')->[-1];
+(my $want = $body) =~ s/\Q$GHP\E/[REDACTED]/;
+is($q->{body}, $want, 'redact: the body with the token replaced');
+is(header_value($q, 'Content-Length'), length($want),
+	'redact: Content-Length fixed');
+
+req('GET', "/v1?t=$GHP&a=1", host => 'llm');
+is(upstream_requests($t, 'api')->[-1]{target}, '/v1?t=[REDACTED]&a=1',
+	'redact: in the query');
+
+like($t->read_file('error.log'),
+	qr/bottle dlp: bottle="alice" host="llm.allowed.test" detector=token_patterns rule=github_pat_classic location="body" value=sha256:[0-9a-f-]+ action=redact/,
+	'redact logged with detector, location and a hash');
+
+# AWS's documentation key has the shape of a real one: it is refused like
+# one (docs/dlp.md)
+
+like(req('POST', '/x', host => 'block',
+	body => '{"note": "the docs key AKIAIOSFODNN7EXAMPLE"}'),
+	qr/^HTTP\/1\.1 403 .*aws_access_key_id/s,
+	'AWS documentation example key: blocked, as documented');
+
+# dlp: false turns the detectors off (the canary and CRLF checks stay)
+
+like(req('POST', '/x', body => "{\"token\": \"$GHP\"}"), qr/^HTTP\/1\.1 200 /,
+	'dlp: false: a token passes');
+
+# entropy only warns
+
+like(req('POST', '/x', host => 'ent',
+	body => 'k=' . join('', map { ('A' .. 'Z', 'a' .. 'z', 0 .. 9)[($_ * 13 + $_ * $_) % 62] } 1 .. 64)),
+	qr/^HTTP\/1\.1 200 /, 'entropy: warns, never blocks');
+
+# benign traffic passes untouched
+
+my @benign = (
+	'{"code": "def f(x):\n    return x * 2\n", "lang": "python"}',
+	'{"id": "123e4567-e89b-12d3-a456-426614174000"}',
+	'commit 9fceb02d0ae598e95dc970b74767f19372d61af8',
+	'sha256 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+	'{"img": "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="}',
+	'!function(e){var t={};function n(r){if(t[r])return t[r].exports}}([]);',
+);
+
+for my $i (0 .. $#benign) {
+	like(req('POST', "/benign$i", host => 'block', body => $benign[$i]),
+		qr/^HTTP\/1\.1 200 /, "benign body $i passes");
+	is(upstream_requests($t, 'api')->[-1]{body}, $benign[$i],
+		"benign body $i untouched");
+}
 
 ###############################################################################
