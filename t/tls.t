@@ -125,17 +125,22 @@ my $up = gen_cert($t, $upca, 'up', 'api.allowed.test', 'other.allowed.test');
 my $self = gen_cert($t, undef, 'self', 'bad.allowed.test');
 
 my $TOKEN = 'alice-token-0123456789';
+my $CANARY = 'CANARY-5e1d77c0a3b94f28';
+my $GHP = 'ghp_' . join('', map { ('A' .. 'Z', 'a' .. 'z', 0 .. 9)[($_ * 7) % 62] }
+	1 .. 36);
 my $API = 'secret-api-value-1';
 my $T = JSON::PP::true;
 
 write_policy($t, 'policy.json', { bottles => [
 	{ id => 'alice', token => $TOKEN, egress_tokens => { API => $API },
+		canary => $CANARY,
 		routes => [
 		{ host => 'api.allowed.test', port => port(8443), internal => $T,
 			methods => [ 'GET', 'POST' ],
 			auth => { type => 'bearer', value => 'secret:API' } },
 		{ host => 'other.allowed.test', port => port(8443),
-			internal => $T, websocket => $T },
+			internal => $T, websocket => $T, methods => [ '*' ],
+			agent_provider => $T },
 		{ host => 'bad.allowed.test', port => port(8444),
 			internal => $T },
 		{ host => '127.0.0.1', port => port(8443) },
@@ -155,7 +160,7 @@ fake_upstream($t, port => 8444, name => 'bad', tls => 1,
 	cert => $self->{cert}, key => $self->{key});
 fake_upstream($t, port => 8081, name => 'plain');
 
-$t->run()->plan(55);
+$t->run()->plan(60);
 
 ###############################################################################
 
@@ -288,6 +293,23 @@ like($s ? $s->read_response() : '', qr/^HTTP\/1\.1 403 .*SNI/s,
 
 is(scalar @{upstream_requests($t, 'api')}, $n,
 	'mismatches never reached the upstream');
+
+# outbound DLP inside TLS
+
+$n = @{upstream_requests($t, 'api')};
+
+$r = curl("$API_URL/x?q=$CANARY");
+like($r, qr/^HTTP\/2 403 .*x-bottle-rule: canary/msi, 'canary inside TLS: 403');
+$r = curl('-X', 'POST', '--data-binary', "{\"k\": \"$GHP\"}", "$API_URL/x");
+like($r, qr/^HTTP\/2 403 .*x-bottle-rule: dlp.*github_pat_classic/msi,
+	'token inside TLS, supervise route: 403');
+is(scalar @{upstream_requests($t, 'api')}, $n,
+	'DLP refusals inside TLS never reached the upstream');
+
+$r = curl('-X', 'POST', '--data-binary', "{\"k\": \"$GHP\"}",
+	'https://other.allowed.test:' . port(8443) . '/v1');
+like($r, qr/^HTTP\/2 200 /m, 'token inside TLS, provider route: forwarded');
+is(last_req('api')->{body}, '{"k": "[REDACTED]"}', 'redacted inside TLS');
 
 # WebSocket: only where the route opts in
 
