@@ -143,7 +143,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const bottle_scan_match_t *m, *m2;
 
     if (db == NULL) {
-        setup();
+        setup();        /* also the decoders' tables */
     }
     if (size < 2) {
         return 0;

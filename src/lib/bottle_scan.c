@@ -531,55 +531,27 @@ view_commit(bottle_scan_view_t *v)
 
 /*
  * A decoded view switched on in the middle of a field starts with the raw
- * tail (which had nothing to decode that matters) from a non-token byte, so
- * that the view's start isn't taken for a boundary, and so that an escape
- * cut by the last block's end is decoded whole.
+ * tail, which had nothing to decode that matters: a token that began before
+ * the escape is seen whole, and an escape cut by the last block's end is
+ * decoded whole.  The tail is longer than any bounded token, so its start
+ * is a token start only when it is the field's.
  */
-static size_t
-seed_start(const unsigned char *p, size_t n)
-{
-    size_t  i;
-
-    for (i = 0; i < n; i++) {
-        if (!((p[i] >= '0' && p[i] <= '9') || ((p[i] | 0x20) >= 'a'
-              && (p[i] | 0x20) <= 'z') || p[i] == '_' || p[i] == '-'
-              || p[i] == '.' || p[i] == '/' || p[i] == '+'))
-        {
-            return i;
-        }
-    }
-
-    return 0;
-}
-
-
 static void
 view_activate(bottle_scan_view_t *v, const unsigned char *seed, size_t n,
     uint64_t seed_off)
 {
-    size_t  from;
-
     view_clear(v);
     v->active = 1;
-    from = seed_start(seed, n);
-    v->seeded = seed_off + from > 0;
+    v->seeded = seed_off > 0;
 
     if (v->id == BOTTLE_VIEW_JSON) {
-        bottle_scan_json_decode(v, seed + from, n - from,
-                                (uint32_t) (seed_off + from));
+        bottle_scan_json_decode(v, seed, n, (uint32_t) seed_off);
     } else {
-        bottle_scan_pct_decode(v, seed + from, n - from, NULL, NULL,
-                               (uint32_t) (seed_off + from));
+        bottle_scan_pct_decode(v, seed, n, NULL, NULL, (uint32_t) seed_off);
     }
 }
 
 
-/*
- * Switches on the decoded views this block needs.  The skeleton decoder
- * has seen every escape already (trig, with escapes cut by block ends);
- * without it, the block is searched for them, and the junction with the
- * previous block for an escape cut by its end.
- */
 static void
 decoded_triggers(bottle_scan_t *s, const unsigned char *p, size_t n,
     unsigned trig)

@@ -58,13 +58,14 @@
 #define BOTTLE_VIEW_PCT2              3     /* percent-decoded twice */
 #define BOTTLE_VIEW_SKELETON          4     /* decoded, separators stripped */
 
-/* the most matches one request scan keeps (see bottle_scan_overflow) */
+/* the most matches one request scan keeps (bottle_scan_overflow()) */
 #define BOTTLE_SCAN_MAX_MATCHES       128
 
 /* shortest egress token scanned for; the canary is scanned at any length */
 #define BOTTLE_SCAN_SECRET_MIN        8
 
-/* split forms: windows of this many separator-stripped characters */
+/* split forms: any this many consecutive letters and digits of a secret,
+ * alone in a field, are found (windows of 14 at stride 3) */
 #define BOTTLE_SCAN_WINDOW            16
 
 /* longest text a confirm or a decoded-view mapping looks back over */
@@ -94,9 +95,9 @@ typedef struct bottle_scan_s          bottle_scan_t;
 typedef struct {
     int                 detector;   /* BOTTLE_DETECT_* */
     /*
-     * "aws_access_key_id", "canary", "egress_token:NAME", "entropy", ...:
-     * static, or owned by the secrets object the scan was acquired from.
-     * Never the value.
+     * "aws_access_key_id", "canary", "egress_token:NAME", "high_entropy",
+     * ...: static, or owned by the secrets object the scan was acquired
+     * from.  Never the value.
      */
     const char         *rule;
     int                 field;      /* the caller's field id */
@@ -105,9 +106,10 @@ typedef struct {
     /*
      * 1 when deleting [start, end) from the raw field removes the whole
      * match.  0 when the match spans fields, or its start could not be
-     * found exactly (a token longer than BOTTLE_SCAN_LOOKBACK): then
-     * [start, end) covers only the part in this field, or the part the
-     * scanner could see, and the gateway must refuse, not redact.
+     * found exactly (a token longer than its rule's window, at most
+     * BOTTLE_SCAN_LOOKBACK): then [start, end) covers only the part in
+     * this field, or the part the scanner could see, and the gateway must
+     * refuse, not redact.
      */
     unsigned            removable:1;
     unsigned            cross_field:1;  /* pieces in earlier fields too */

@@ -537,8 +537,9 @@ skel_run_ssse3(const unsigned char *in, size_t n, uint32_t off,
 #endif
 
 
-static void
-skel_init(void)
+/* the tables, once, from bottle_scan_db_create(): before any thread scans */
+void
+bottle_scan_decode_init(void)
 {
     static int  ready;
     unsigned    c;
@@ -567,7 +568,6 @@ bottle_scan_skel_decode(bottle_scan_view_t *v, const unsigned char *in,
     uint32_t       *om;
     uint8_t        *ol;
 
-    skel_init();
     i = 0;
 
     while (i < n) {

@@ -192,6 +192,8 @@ struct bottle_scan_s {
 
 /* bottle_scan_decode.c */
 
+void bottle_scan_decode_init(void);
+
 /* JSON-unescape in into v's current block */
 void bottle_scan_json_decode(bottle_scan_view_t *v, const unsigned char *in,
     size_t n, uint32_t off);

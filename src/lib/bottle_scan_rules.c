@@ -471,6 +471,8 @@ bottle_scan_db_create(bottle_scan_db_t **out, char *err, size_t errlen)
     *out = NULL;
     rc = -1;
     nv = 0;
+
+    bottle_scan_decode_init();
     ni = bottle_scan_nrules;
 
     db = calloc(1, sizeof(*db));

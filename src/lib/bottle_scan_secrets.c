@@ -342,7 +342,8 @@ secrets_literals(bottle_scan_secrets_t *sec, const bottle_str_t *canary,
             len = sizeof("egress_token:") + tokens[i - 1].name.len;
             sec->names[sec->nnames] = malloc(len);
             if (sec->names[sec->nnames]) {
-                snprintf(sec->names[sec->nnames], len, "egress_token:%s",
+                snprintf(sec->names[sec->nnames], len, "egress_token:%.*s",
+                         (int) tokens[i - 1].name.len,
                          tokens[i - 1].name.data);
             }
         }
