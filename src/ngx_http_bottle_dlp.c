@@ -232,14 +232,34 @@ ngx_http_bottle_dlp_headers(ngx_http_bottle_dlp_t *d)
 static ngx_int_t
 ngx_http_bottle_dlp_body(ngx_http_bottle_dlp_t *d)
 {
-    off_t         off;
-    ssize_t       n;
-    ngx_buf_t    *b;
-    ngx_chain_t  *cl;
-    u_char       *chunk;
+    off_t             off;
+    ssize_t           n;
+    ngx_buf_t        *b;
+    ngx_uint_t        count;
+    ngx_chain_t      *cl;
+    ngx_table_elt_t  *h;
+    u_char           *chunk;
 
     if (d->r->request_body == NULL || d->r->request_body->bufs == NULL) {
         return NGX_OK;
+    }
+
+    /*
+     * A compressed body would hide what it carries, and it is not decoded
+     * yet: refused rather than forwarded unscanned.
+     */
+
+    h = ngx_http_bottle_find_header(d->r, "content-encoding",
+                                    sizeof("content-encoding") - 1, &count);
+
+    if (h && !(h->value.len == sizeof("identity") - 1
+               && ngx_strncasecmp(h->value.data, (u_char *) "identity",
+                                  h->value.len) == 0))
+    {
+        return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_DLP,
+                                    "a request body with Content-Encoding "
+                                    "\"%V\" cannot be scanned",
+                                    &h->value);
     }
 
     chunk = NULL;

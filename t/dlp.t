@@ -104,7 +104,7 @@ dns_start($t, port => port(8053), hosts => { map { ("$_.allowed.test"
 
 fake_upstream($t, port => 8081, name => 'api');
 
-$t->run()->plan(45);
+$t->run()->plan(46);
 
 ###############################################################################
 
@@ -246,6 +246,13 @@ like(req('POST', '/x', host => 'block',
 	body => '{"note": "the docs key AKIAIOSFODNN7EXAMPLE"}'),
 	qr/^HTTP\/1\.1 403 .*aws_access_key_id/s,
 	'AWS documentation example key: blocked, as documented');
+
+# a body that cannot be decoded for the scan is refused
+
+like(req('POST', '/x', headers => [ 'Content-Encoding: gzip' ],
+	body => "\x1f\x8b\x08\x00compressed"),
+	qr/^HTTP\/1\.1 403 .*Content-Encoding "gzip" cannot be scanned/s,
+	'compressed request body: refused, never forwarded unscanned');
 
 # dlp: false turns the detectors off (the canary and CRLF checks stay)
 
