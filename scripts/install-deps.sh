@@ -11,7 +11,7 @@ libssl-dev libpcre2-dev libjansson-dev zlib1g-dev libvectorscan-dev
 dnsmasq-base redis-server
 perl libio-socket-ssl-perl libjson-pp-perl
 curl git openssl python3 iproute2 valgrind procps
-mitmproxy hey
+mitmproxy hey nodejs node-undici
 "
 
 missing=""

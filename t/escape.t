@@ -1026,7 +1026,9 @@ const dispatcher = new ProxyAgent({ uri: u.origin, token });
     }
 })();
 EOF
-	like($out, qr/^200 upstream api ok\nrefused .*403/,
+	# undici turns a refused CONNECT into an error (Debian's 5.15:
+	# "Request was cancelled"), not a response
+	like($out, qr/^200 upstream api ok\nrefused /,
 		'fetch: allowed (NODE_EXTRA_CA_CERTS), unlisted refused');
 	nothing_received($snap, 'Node.js', @ATTACKER);
 };
