@@ -233,7 +233,12 @@ view_window(bottle_scan_view_t *v, uint64_t from, uint64_t to)
         return v->buf + a;
     }
     memcpy(v->s->win, v->buf + a, t);
-    memcpy(v->s->win + t, v->cur, (size_t) (to - from) - t);
+
+    /* an empty chunk has no bytes, and maybe no pointer either */
+    if ((size_t) (to - from) > t) {
+        memcpy(v->s->win + t, v->cur, (size_t) (to - from) - t);
+    }
+
     return v->s->win;
 }
 
