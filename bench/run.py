@@ -643,7 +643,7 @@ def settle(targets, limit=15.0):
         last = now
 
 
-def measure(target, key, spec, body, load_core):
+def measure(target, spec, body, load_core):
     """One measurement: warm-up, then a window with CPU and peak RSS."""
     if spec is None:                        # SSE: latency only
         samples, errors = sse_round(target)
@@ -1104,7 +1104,7 @@ def main():
             for key, label, spec in SCENARIOS:
                 for t in order:
                     settle(targets)
-                    r = measure(t, key, spec, body, LOAD_CORE)
+                    r = measure(t, spec, body, LOAD_CORE)
                     results[key][t.key].append(r)
                     log(f"round {rnd + 1}/{ROUNDS} {key:8} {t.key:9} "
                         f"req/s {fmt(r['rps'], 0):>7} p50 {fmt(r['p50'])} "
