@@ -16,6 +16,8 @@ use IO::Socket::INET;
 use JSON::PP qw//;
 use MIME::Base64 qw/ decode_base64 /;
 use POSIX qw//;
+
+use Test::Bottle qw//;
 use Time::HiRes qw/ time sleep /;
 
 our $DIR = dirname(Cwd::abs_path(__FILE__));		# t/e2e
@@ -178,19 +180,11 @@ sub tcp {
 # one query; undef on timeout, else { rcode, rcode_name, answers }.
 # Made in whatever namespace the process is in (see in_ns).
 
-my %qtype = (A => 1, AAAA => 28, TXT => 16, ANY => 255);
-my %rcode = (0 => 'NOERROR', 2 => 'SERVFAIL', 3 => 'NXDOMAIN',
-	5 => 'REFUSED');
-
 sub dns_query {
 	my ($server, $name, $type, %o) = @_;
-	my $qt = $qtype{$type // 'A'} // die "query type $type\n";
 	my $port = $o{port} // 53;
 
-	my $id = int(rand(65536));
-	my $q = pack('nnnnnn', $id, 0x0100, 1, 0, 0, 0);
-	$q .= pack('C', length $_) . $_ for split /\./, $name;
-	$q .= pack('Cnn', 0, $qt, 1);
+	my ($id, $q) = Test::Bottle::dns_packet($name, $type);
 
 	my $deadline = time() + ($o{timeout} // 2);
 	my $r;
@@ -224,33 +218,7 @@ sub dns_query {
 	}
 	return undef unless defined $r;
 
-	my ($rid, $flags, $qd, $an) = unpack('nnnn', $r);
-	my $res = { rcode => $flags & 0xf, answers => [] };
-	$res->{rcode_name} = $rcode{$res->{rcode}} // $res->{rcode};
-	my $pos = 12;
-	for (1 .. $qd) { $pos = _skip_name($r, $pos) + 4; }
-	for (1 .. $an) {
-		$pos = _skip_name($r, $pos);
-		last if $pos + 10 > length $r;
-		my ($t, $c, $ttl, $len) = unpack('nnNn', substr($r, $pos, 10));
-		$pos += 10;
-		my $rd = substr($r, $pos, $len);
-		$pos += $len;
-		push @{$res->{answers}}, $t == 1 && $len == 4
-			? join('.', unpack('C4', $rd)) : $rd;
-	}
-	return $res;
-}
-
-sub _skip_name {
-	my ($r, $pos) = @_;
-	while ($pos < length $r) {
-		my $l = unpack('C', substr($r, $pos, 1));
-		return $pos + 2 if ($l & 0xc0) == 0xc0;
-		return $pos + 1 if $l == 0;
-		$pos += $l + 1;
-	}
-	return $pos;
+	return Test::Bottle::dns_parse($r);
 }
 
 ###############################################################################

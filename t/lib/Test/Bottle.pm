@@ -247,16 +247,8 @@ my %rcode = (0 => 'NOERROR', 1 => 'FORMERR', 2 => 'SERVFAIL',
 
 sub dns_lookup {
 	my ($port, $name, $type, %o) = @_;
-	$type //= 'A';
-	my $qt = $type =~ /^\d+$/ ? $type : $qtype{uc $type}
-		// die "unknown query type $type\n";
 
-	my $id = int(rand(65536));
-	my $q = pack('nnnnnn', $id, 0x0100, 1, 0, 0, 0);
-	for my $label (split /\./, $name) {
-		$q .= pack('C', length $label) . $label;
-	}
-	$q .= pack('Cnn', 0, $qt, 1);
+	my ($id, $q) = dns_packet($name, $type);
 
 	my $server = $o{server} // '127.0.0.1';
 	my $s = IO::Socket::INET->new(Proto => 'udp',
@@ -282,6 +274,31 @@ sub dns_lookup {
 	}
 	return undef unless defined $r;
 
+	return dns_parse($r);
+}
+
+# dns_packet($name, $type = 'A'): ($id, $query) of one recursive query;
+# dns_parse($reply): { rcode, rcode_name, answers, ttls, types }.  Shared
+# with t/e2e, which sends its queries from inside network namespaces.
+
+sub dns_packet {
+	my ($name, $type) = @_;
+	$type //= 'A';
+	my $qt = $type =~ /^\d+$/ ? $type : $qtype{uc $type}
+		// die "unknown query type $type\n";
+
+	my $id = int(rand(65536));
+	my $q = pack('nnnnnn', $id, 0x0100, 1, 0, 0, 0);
+	for my $label (split /\./, $name) {
+		$q .= pack('C', length $label) . $label;
+	}
+	$q .= pack('Cnn', 0, $qt, 1);
+
+	return ($id, $q);
+}
+
+sub dns_parse {
+	my ($r) = @_;
 	my ($rid, $flags, $qd, $an) = unpack('nnnn', $r);
 	my $res = { rcode => $flags & 0xf, answers => [], ttls => [],
 		types => [] };
