@@ -23,7 +23,7 @@ LIB_HDRS    = $(wildcard src/lib/*.h)
 UNIT_SRCS   = $(wildcard t/unit/*_test.c)
 UNIT_BINS   = $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 UNIT_CFLAGS = -std=c99 -Wall -Wextra -Werror -O1 -g -Isrc/lib
-LIB_LIBS    = -ljansson -lcrypto -lhs -lpcre2-8 -lpthread -lm
+LIB_LIBS    = -ljansson -lcrypto -lhs -lpcre2-8 -lz -lbrotlidec -lbrotlienc -lpthread -lm
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/lib
 
 .PHONY: all module unit test asan fuzz clean run stop install

@@ -14,7 +14,9 @@
  * match replaced by a marker, Content-Length fixed; a match that cannot be
  * removed, as in the hostname, is refused).  The agent's value of the
  * header the route injects is only looked at for the canary: it is
- * replaced anyway.
+ * replaced anyway.  A body with a Content-Encoding (gzip, deflate, br) is
+ * scanned decoded, and encoded again after a redaction; one that cannot be
+ * decoded is refused.
  */
 
 #include <ngx_config.h>
@@ -22,6 +24,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_bottle.h"
+#include "bottle_coding.h"
 #include "bottle_scan.h"
 
 
@@ -42,14 +45,31 @@ typedef struct {
     ngx_http_bottle_ctx_t   *ctx;
     bottle_scan_t           *scan;
     ngx_array_t              headers;    /* ngx_table_elt_t *, by field */
-    ngx_str_t                body;       /* when in one memory buffer */
+    ngx_str_t                body;       /* decoded, in one buffer */
     ngx_uint_t               injected;   /* field of the injected header */
+    int                      codings[BOTTLE_CODING_MAX];
+    size_t                   ncodings;   /* Content-Encoding, identity: 0 */
+    bottle_decoder_t        *decoder;
+    uint64_t                 limit;      /* of each decoding stage */
+    uint64_t                 decoded;    /* the decoded body's size */
 } ngx_http_bottle_dlp_t;
 
 
 static ngx_int_t ngx_http_bottle_dlp_scan(ngx_http_bottle_dlp_t *d);
 static ngx_int_t ngx_http_bottle_dlp_headers(ngx_http_bottle_dlp_t *d);
 static ngx_int_t ngx_http_bottle_dlp_body(ngx_http_bottle_dlp_t *d);
+static ngx_int_t ngx_http_bottle_dlp_coding(ngx_http_bottle_dlp_t *d);
+static ngx_int_t ngx_http_bottle_dlp_feed(ngx_http_bottle_dlp_t *d,
+    u_char *p, size_t len);
+static int ngx_http_bottle_dlp_sink(void *arg, const unsigned char *p,
+    size_t len);
+static int ngx_http_bottle_dlp_copy(void *arg, const unsigned char *p,
+    size_t len);
+static ngx_int_t ngx_http_bottle_dlp_body_load(ngx_http_bottle_dlp_t *d);
+static ngx_int_t ngx_http_bottle_dlp_raw_body(ngx_http_bottle_dlp_t *d,
+    ngx_str_t *raw);
+static void *ngx_http_bottle_dlp_alloc(void *pool, size_t size);
+static void ngx_http_bottle_dlp_free(void *pool, void *p);
 static ngx_int_t ngx_http_bottle_dlp_decide(ngx_http_bottle_dlp_t *d);
 static ngx_int_t ngx_http_bottle_dlp_redact(ngx_http_bottle_dlp_t *d,
     const bottle_scan_match_t *m, size_t n);
@@ -227,45 +247,35 @@ ngx_http_bottle_dlp_headers(ngx_http_bottle_dlp_t *d)
 }
 
 
-/* the body, in memory or in the temporary file, fed in chunks */
+/*
+ * The body, in memory or in the temporary file, fed in chunks; through the
+ * decoder when it has a Content-Encoding, so that a compressed body is
+ * scanned for what it carries.
+ */
 
 static ngx_int_t
 ngx_http_bottle_dlp_body(ngx_http_bottle_dlp_t *d)
 {
-    off_t             off;
-    ssize_t           n;
-    ngx_buf_t        *b;
-    ngx_uint_t        count;
-    ngx_chain_t      *cl;
-    ngx_table_elt_t  *h;
-    u_char           *chunk;
+    off_t         off;
+    ssize_t       n;
+    ngx_int_t     rc;
+    ngx_buf_t    *b;
+    ngx_chain_t  *cl;
+    u_char       *chunk;
 
     if (d->r->request_body == NULL || d->r->request_body->bufs == NULL) {
         return NGX_OK;
     }
 
-    /*
-     * A compressed body would hide what it carries, and it is not decoded
-     * yet: refused rather than forwarded unscanned.
-     */
-
-    h = ngx_http_bottle_find_header(d->r, "content-encoding",
-                                    sizeof("content-encoding") - 1, &count);
-
-    if (h && !(h->value.len == sizeof("identity") - 1
-               && ngx_strncasecmp(h->value.data, (u_char *) "identity",
-                                  h->value.len) == 0))
-    {
-        return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_DLP,
-                                    "a request body with Content-Encoding "
-                                    "\"%V\" cannot be scanned",
-                                    &h->value);
+    rc = ngx_http_bottle_dlp_coding(d);
+    if (rc != NGX_OK) {
+        return rc;
     }
 
     chunk = NULL;
     cl = d->r->request_body->bufs;
 
-    if (cl->next == NULL && !cl->buf->in_file) {
+    if (d->ncodings == 0 && cl->next == NULL && !cl->buf->in_file) {
         d->body.data = cl->buf->pos;
         d->body.len = cl->buf->last - cl->buf->pos;
     }
@@ -278,10 +288,9 @@ ngx_http_bottle_dlp_body(ngx_http_bottle_dlp_t *d)
         b = cl->buf;
 
         if (!b->in_file) {
-            if (bottle_scan_feed(d->scan, b->pos, b->last - b->pos)
-                != BOTTLE_SCAN_OK)
-            {
-                goto failed;
+            rc = ngx_http_bottle_dlp_feed(d, b->pos, b->last - b->pos);
+            if (rc != NGX_OK) {
+                return rc;
             }
 
             continue;
@@ -299,13 +308,20 @@ ngx_http_bottle_dlp_body(ngx_http_bottle_dlp_t *d)
                               ngx_min(NGX_HTTP_BOTTLE_DLP_CHUNK,
                                       b->file_last - off),
                               off);
-
-            if (n <= 0
-                || bottle_scan_feed(d->scan, chunk, n) != BOTTLE_SCAN_OK)
-            {
+            if (n <= 0) {
                 goto failed;
             }
+
+            rc = ngx_http_bottle_dlp_feed(d, chunk, n);
+            if (rc != NGX_OK) {
+                return rc;
+            }
         }
+    }
+
+    rc = ngx_http_bottle_dlp_feed(d, NULL, 0);
+    if (rc != NGX_OK) {
+        return rc;
     }
 
     if (bottle_scan_end(d->scan) == BOTTLE_SCAN_OK) {
@@ -321,6 +337,253 @@ failed:
 }
 
 
+/* the body's Content-Encoding: a decoder for it, or a refusal */
+
+static ngx_int_t
+ngx_http_bottle_dlp_coding(ngx_http_bottle_dlp_t *d)
+{
+    ngx_uint_t                 count;
+    ngx_table_elt_t           *h;
+    ngx_http_core_loc_conf_t  *clcf;
+    bottle_coding_alloc_t      a;
+
+    h = ngx_http_bottle_find_header(d->r, "content-encoding",
+                                    sizeof("content-encoding") - 1, &count);
+    if (h == NULL) {
+        return NGX_OK;
+    }
+
+    if (count > 1) {
+        return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_DLP,
+                                    "more than one Content-Encoding header");
+    }
+
+    if (bottle_coding_parse((char *) h->value.data, h->value.len, d->codings,
+                            &d->ncodings)
+        != BOTTLE_CODING_OK)
+    {
+        return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_DLP,
+                                    "a request body with Content-Encoding "
+                                    "\"%V\" cannot be decoded for scanning "
+                                    "(gzip, deflate and br can)", &h->value);
+    }
+
+    if (d->ncodings == 0) {
+        return NGX_OK;
+    }
+
+    /* each decoded stage is bounded as the body itself is */
+
+    clcf = ngx_http_get_module_loc_conf(d->r, ngx_http_core_module);
+    d->limit = clcf->client_max_body_size ? clcf->client_max_body_size
+                                          : NGX_MAX_OFF_T_VALUE;
+
+    a.alloc = ngx_http_bottle_dlp_alloc;
+    a.free = ngx_http_bottle_dlp_free;
+    a.opaque = d->r->pool;
+
+    if (bottle_decoder_create(&d->decoder, d->codings, d->ncodings, d->limit,
+                              &a, ngx_http_bottle_dlp_sink, d)
+        != BOTTLE_CODING_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+/* len 0: the end of the body */
+
+static ngx_int_t
+ngx_http_bottle_dlp_feed(ngx_http_bottle_dlp_t *d, u_char *p, size_t len)
+{
+    int  rc;
+
+    if (d->decoder == NULL) {
+        if (len && bottle_scan_feed(d->scan, p, len) != BOTTLE_SCAN_OK) {
+            return ngx_http_bottle_deny(d->ctx, d->r->pool,
+                                        NGX_BOTTLE_RULE_INTERNAL,
+                                        "the request body could not be "
+                                        "scanned");
+        }
+
+        return NGX_OK;
+    }
+
+    rc = len ? bottle_decoder_feed(d->decoder, p, len)
+             : bottle_decoder_finish(d->decoder);
+
+    if (rc == BOTTLE_CODING_OK) {
+        if (len == 0) {
+            d->decoded = bottle_decoder_total(d->decoder);
+            bottle_decoder_destroy(d->decoder);
+            d->decoder = NULL;
+        }
+
+        return NGX_OK;
+    }
+
+    if (rc == BOTTLE_CODING_ESINK) {
+        return ngx_http_bottle_deny(d->ctx, d->r->pool,
+                                    NGX_BOTTLE_RULE_INTERNAL,
+                                    "the request body could not be scanned");
+    }
+
+    /* what cannot be decoded cannot be scanned: never forwarded */
+
+    return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_DLP,
+                                "the %s request body cannot be decoded for "
+                                "scanning: %s",
+                                bottle_coding_name(
+                                    d->codings[d->ncodings - 1]),
+                                bottle_coding_strerror(rc));
+}
+
+
+static int
+ngx_http_bottle_dlp_sink(void *arg, const unsigned char *p, size_t len)
+{
+    ngx_http_bottle_dlp_t  *d = arg;
+
+    return bottle_scan_feed(d->scan, p, len) != BOTTLE_SCAN_OK;
+}
+
+
+/*
+ * The (decoded) body whole in memory, for the hash of a finding in it and
+ * for its redaction: only when the body has a finding.
+ */
+
+static ngx_int_t
+ngx_http_bottle_dlp_body_load(ngx_http_bottle_dlp_t *d)
+{
+    ngx_str_t               raw;
+    bottle_decoder_t       *dec;
+    bottle_coding_alloc_t   a;
+
+    if (d->body.data) {
+        return NGX_OK;
+    }
+
+    if (ngx_http_bottle_dlp_raw_body(d, &raw) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (d->ncodings == 0) {
+        d->body = raw;
+        return NGX_OK;
+    }
+
+    d->body.data = ngx_pnalloc(d->r->pool, d->decoded ? d->decoded : 1);
+    if (d->body.data == NULL) {
+        return NGX_ERROR;
+    }
+
+    a.alloc = ngx_http_bottle_dlp_alloc;
+    a.free = ngx_http_bottle_dlp_free;
+    a.opaque = d->r->pool;
+
+    if (bottle_decoder_create(&dec, d->codings, d->ncodings, d->limit, &a,
+                              ngx_http_bottle_dlp_copy, d)
+        != BOTTLE_CODING_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    if (bottle_decoder_feed(dec, raw.data, raw.len) != BOTTLE_CODING_OK
+        || bottle_decoder_finish(dec) != BOTTLE_CODING_OK
+        || d->body.len != d->decoded)
+    {
+        bottle_decoder_destroy(dec);
+        return NGX_ERROR;
+    }
+
+    bottle_decoder_destroy(dec);
+
+    return NGX_OK;
+}
+
+
+static int
+ngx_http_bottle_dlp_copy(void *arg, const unsigned char *p, size_t len)
+{
+    ngx_http_bottle_dlp_t  *d = arg;
+
+    /* the same bytes as the scan saw, so no more than it counted */
+
+    if (len > d->decoded - d->body.len) {
+        return 1;
+    }
+
+    ngx_memcpy(d->body.data + d->body.len, p, len);
+    d->body.len += len;
+
+    return 0;
+}
+
+
+/* the body as it came, in one buffer */
+
+static ngx_int_t
+ngx_http_bottle_dlp_raw_body(ngx_http_bottle_dlp_t *d, ngx_str_t *raw)
+{
+    off_t          size;
+    ssize_t        got;
+    ngx_buf_t     *b;
+    ngx_chain_t   *cl;
+    u_char        *p;
+
+    size = 0;
+
+    for (cl = d->r->request_body->bufs; cl; cl = cl->next) {
+        size += ngx_buf_size(cl->buf);
+    }
+
+    raw->data = ngx_pnalloc(d->r->pool, size ? size : 1);
+    if (raw->data == NULL) {
+        return NGX_ERROR;
+    }
+
+    p = raw->data;
+
+    for (cl = d->r->request_body->bufs; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (!b->in_file) {
+            p = ngx_cpymem(p, b->pos, b->last - b->pos);
+            continue;
+        }
+
+        got = ngx_read_file(b->file, p, b->file_last - b->file_pos,
+                            b->file_pos);
+        if (got != b->file_last - b->file_pos) {
+            return NGX_ERROR;
+        }
+
+        p += got;
+    }
+
+    raw->len = p - raw->data;
+
+    return NGX_OK;
+}
+
+
+static void *
+ngx_http_bottle_dlp_alloc(void *pool, size_t size)
+{
+    return ngx_palloc(pool, size);
+}
+
+
+static void
+ngx_http_bottle_dlp_free(void *pool, void *p)
+{
+    ngx_pfree(pool, p);
+}
+
+
 static ngx_int_t
 ngx_http_bottle_dlp_decide(ngx_http_bottle_dlp_t *d)
 {
@@ -333,6 +596,18 @@ ngx_http_bottle_dlp_decide(ngx_http_bottle_dlp_t *d)
     m = bottle_scan_matches(d->scan, &n);
     first = NULL;
     blocking = 0;
+
+    /* a finding in the body: the body whole, for its hash and redaction */
+
+    for (i = 0; i < n; i++) {
+        if (m[i].field == NGX_HTTP_BOTTLE_F_BODY) {
+            if (ngx_http_bottle_dlp_body_load(d) != NGX_OK) {
+                return NGX_ERROR;
+            }
+
+            break;
+        }
+    }
 
     for (i = 0; i < n; i++) {
 
@@ -505,57 +780,45 @@ ngx_http_bottle_dlp_redact_str(ngx_http_bottle_dlp_t *d, ngx_str_t *s,
 
 
 /*
- * The body redacted into one buffer in memory, and its new length where
- * the proxy takes the Content-Length from.
+ * The body redacted into one buffer in memory, encoded again the way it
+ * came, and its new length where the proxy takes the Content-Length from.
  */
 
 static ngx_int_t
 ngx_http_bottle_dlp_redact_body(ngx_http_bottle_dlp_t *d,
     const bottle_scan_match_t *m, size_t n)
 {
-    off_t          size;
-    ssize_t        got;
-    ngx_str_t      body;
-    ngx_buf_t     *b, *nb;
-    ngx_chain_t   *cl;
-    u_char        *p;
+    size_t                  len;
+    ngx_str_t               body;
+    ngx_buf_t              *nb;
+    ngx_chain_t            *cl;
+    bottle_coding_alloc_t   a;
 
-    size = 0;
-
-    for (cl = d->r->request_body->bufs; cl; cl = cl->next) {
-        size += ngx_buf_size(cl->buf);
-    }
-
-    body.data = ngx_pnalloc(d->r->pool, size ? size : 1);
-    if (body.data == NULL) {
+    if (ngx_http_bottle_dlp_body_load(d) != NGX_OK) {
         return NGX_ERROR;
     }
 
-    p = body.data;
-
-    for (cl = d->r->request_body->bufs; cl; cl = cl->next) {
-        b = cl->buf;
-
-        if (!b->in_file) {
-            p = ngx_cpymem(p, b->pos, b->last - b->pos);
-            continue;
-        }
-
-        got = ngx_read_file(b->file, p, b->file_last - b->file_pos,
-                            b->file_pos);
-        if (got != b->file_last - b->file_pos) {
-            return NGX_ERROR;
-        }
-
-        p += got;
-    }
-
-    body.len = p - body.data;
+    body = d->body;
 
     if (ngx_http_bottle_dlp_redact_str(d, &body, NGX_HTTP_BOTTLE_F_BODY, m, n)
         != NGX_OK)
     {
         return NGX_ERROR;
+    }
+
+    if (d->ncodings) {
+        a.alloc = ngx_http_bottle_dlp_alloc;
+        a.free = ngx_http_bottle_dlp_free;
+        a.opaque = d->r->pool;
+
+        if (bottle_coding_encode(d->codings, d->ncodings, body.data, body.len,
+                                 &a, &body.data, &len)
+            != BOTTLE_CODING_OK)
+        {
+            return NGX_ERROR;
+        }
+
+        body.len = len;
     }
 
     nb = ngx_calloc_buf(d->r->pool);

@@ -13,6 +13,10 @@ use strict;
 
 use Test::More;
 use MIME::Base64 qw/ encode_base64 /;
+use IO::Compress::Gzip qw/ gzip /;
+use IO::Compress::Deflate qw/ deflate /;
+use IO::Uncompress::Gunzip qw/ gunzip /;
+use IO::Uncompress::Inflate qw/ inflate /;
 
 BEGIN { use FindBin; chdir($FindBin::Bin); }
 
@@ -27,6 +31,8 @@ select STDOUT; $| = 1;
 
 my $t = Test::Nginx->new()->has(qw/stream http proxy bottle/)
 	->has(qw/dnsmasq/);
+
+plan(skip_all => 'no brotli command') unless -x '/usr/bin/brotli';
 
 $t->write_file_expand('nginx.conf', <<'EOF');
 
@@ -104,7 +110,7 @@ dns_start($t, port => port(8053), hosts => { map { ("$_.allowed.test"
 
 fake_upstream($t, port => 8081, name => 'api');
 
-$t->run()->plan(46);
+$t->run()->plan(64);
 
 ###############################################################################
 
@@ -247,12 +253,85 @@ like(req('POST', '/x', host => 'block',
 	qr/^HTTP\/1\.1 403 .*aws_access_key_id/s,
 	'AWS documentation example key: blocked, as documented');
 
-# a body that cannot be decoded for the scan is refused
+# compressed bodies are scanned decoded (gzip, deflate, br, stacked)
+
+sub gz { my $o; gzip(\$_[0] => \$o) or die; $o }
+sub zl { my $o; deflate(\$_[0] => \$o) or die; $o }
+sub br {
+	my ($in) = @_;
+	my $f = $t->testdir() . '/br.in';
+	$t->write_file('br.in', $in);
+	return scalar `brotli -c $f`;
+}
+
+$n = nreqs();
+
+like(req('POST', '/x', host => 'block', headers => [ 'Content-Encoding: gzip' ],
+	body => gz("{\"token\": \"$GHP\"}")),
+	qr/^HTTP\/1\.1 403 .*token_patterns \(github_pat_classic\) in the body, value sha256:[0-9a-f]{16}/s,
+	'gzip body: the token found decoded, with its hash');
+like(req('POST', '/x', headers => [ 'Content-Encoding: deflate' ],
+	body => zl("{\"a\": \"$CANARY\"}")),
+	qr/^HTTP\/1\.1 403 .*canary in the body/s, 'deflate body: the canary');
+like(req('POST', '/x', host => 'block', headers => [ 'Content-Encoding: br' ],
+	body => br($hex)),
+	qr/^HTTP\/1\.1 403 .*known_secrets/s, 'br body: a known secret in hex');
+like(req('POST', '/x', host => 'block',
+	headers => [ 'Content-Encoding: gzip, br' ],
+	body => br(gz("x=$GHP"))),
+	qr/^HTTP\/1\.1 403 .*github_pat_classic/s, 'gzip then br: both undone');
+like(req('POST', '/x', headers => [ 'Content-Encoding: gzip' ],
+	body => gz(('a' x 200000) . $CANARY . ('b' x 200000))),
+	qr/^HTTP\/1\.1 403 .*canary in the body/s,
+	'gzip body in a temporary file, the canary deep in it');
 
 like(req('POST', '/x', headers => [ 'Content-Encoding: gzip' ],
 	body => "\x1f\x8b\x08\x00compressed"),
-	qr/^HTTP\/1\.1 403 .*Content-Encoding "gzip" cannot be scanned/s,
-	'compressed request body: refused, never forwarded unscanned');
+	qr/^HTTP\/1\.1 403 .*X-Bottle-Rule: dlp.*gzip request body cannot be decoded for scanning/s,
+	'corrupt gzip body: refused, never forwarded unscanned');
+like(req('POST', '/x', headers => [ 'Content-Encoding: gzip' ],
+	body => substr(gz("{\"a\": \"$CANARY\"}"), 0, -4)),
+	qr/^HTTP\/1\.1 403 .*ends before its end/s, 'truncated gzip body: refused');
+like(req('POST', '/x', headers => [ 'Content-Encoding: zstd' ],
+	body => 'whatever'),
+	qr/^HTTP\/1\.1 403 .*Content-Encoding "zstd" cannot be decoded/s,
+	'a coding not decoded here: refused');
+like(req('POST', '/x', headers => [ 'Content-Encoding: gzip',
+	'Content-Encoding: br' ], body => gz('x')),
+	qr/^HTTP\/1\.1 403 .*more than one Content-Encoding/s,
+	'two Content-Encoding headers: refused');
+like(req('POST', '/x', headers => [ 'Content-Encoding: gzip' ],
+	body => gz("\0" x (3 << 20))),
+	qr/^HTTP\/1\.1 403 .*more than the size limit/s,
+	'a gzip bomb over client_max_body_size decoded: refused');
+
+is(nreqs(), $n, 'none of the compressed refusals reached the upstream');
+
+my $clean = gz('{"messages": [{"content": "hello"}]}');
+like(req('POST', '/x', host => 'block', headers => [ 'Content-Encoding: gzip' ],
+	body => $clean), qr/^HTTP\/1\.1 200 /, 'clean gzip body passes');
+$q = upstream_requests($t, 'api')->[-1];
+ok($q->{body} eq $clean
+	&& header_value($q, 'Content-Encoding') eq 'gzip',
+	'clean gzip body forwarded byte for byte, still gzip');
+
+$body = "{\"messages\": [{\"content\": \"use $GHP please\"}]}";
+($want = $body) =~ s/\Q$GHP\E/[REDACTED]/;
+for my $c ([ 'gzip', \&gz ], [ 'br', \&br ], [ 'deflate', \&zl ]) {
+	like(req('POST', '/v1', host => 'llm',
+		headers => [ "Content-Encoding: $c->[0]" ],
+		body => $c->[1]->($body)), qr/^HTTP\/1\.1 200 /,
+		"redact in a $c->[0] body: forwarded");
+	$q = upstream_requests($t, 'api')->[-1];
+	my $got = $c->[0] eq 'gzip' ? do { my $o; gunzip(\$q->{body} => \$o); $o }
+		: $c->[0] eq 'deflate' ? do { my $o; inflate(\$q->{body} => \$o); $o }
+		: do { $t->write_file('br.out', $q->{body});
+			my $f = $t->testdir() . '/br.out'; scalar `brotli -dc $f` };
+	ok($got eq $want && header_value($q, 'Content-Length')
+		== length($q->{body}) && header_value($q, 'Content-Encoding')
+		eq $c->[0], "redact in a $c->[0] body: encoded again, "
+		. 'the token replaced, Content-Length fixed');
+}
 
 # dlp: false turns the detectors off (the canary and CRLF checks stay)
 

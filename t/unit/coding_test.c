@@ -1,0 +1,382 @@
+/*
+ * Unit tests of the content codings (src/lib/bottle_coding.c): parsing a
+ * Content-Encoding, decoding gzip, deflate (zlib and raw), br and stacks of
+ * them fed in any chunks, the size limit, truncated and corrupt input,
+ * bytes after the end, and encoding back.  TAP on stdout.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <zlib.h>
+
+#include "tap.h"
+#include "bottle_coding.h"
+
+
+typedef struct {
+    unsigned char  *buf;
+    size_t          len;
+    size_t          cap;
+    size_t          stop_after;     /* 0: never */
+} sink_t;
+
+static long  allocs, frees;
+
+
+static int
+sink(void *arg, const unsigned char *p, size_t len)
+{
+    sink_t  *s = arg;
+
+    if (s->len + len > s->cap) {
+        s->cap = (s->len + len) * 2;
+        s->buf = realloc(s->buf, s->cap);
+    }
+
+    memcpy(s->buf + s->len, p, len);
+    s->len += len;
+
+    return s->stop_after && s->len >= s->stop_after;
+}
+
+
+static void *
+count_alloc(void *opaque, size_t size)
+{
+    (void) opaque;
+    allocs++;
+    return malloc(size);
+}
+
+
+static void
+count_free(void *opaque, void *p)
+{
+    (void) opaque;
+    frees++;
+    free(p);
+}
+
+
+static bottle_coding_alloc_t  counted = { count_alloc, count_free, NULL };
+
+
+/* decode in chunks of step bytes (0: whole); the result code, out in *s */
+
+static int
+decode(const int *codings, size_t n, const unsigned char *in, size_t len,
+    size_t step, uint64_t limit, sink_t *s)
+{
+    int                rc, rc2;
+    size_t             off, k;
+    bottle_decoder_t  *d;
+
+    memset(s, 0, sizeof(sink_t));
+
+    rc = bottle_decoder_create(&d, codings, n, limit, &counted, sink, s);
+    if (rc != BOTTLE_CODING_OK) {
+        return rc;
+    }
+
+    for (off = 0; off < len; off += k) {
+        k = step ? step : len;
+        if (k > len - off) {
+            k = len - off;
+        }
+
+        rc = bottle_decoder_feed(d, in + off, k);
+        if (rc != BOTTLE_CODING_OK) {
+            break;
+        }
+    }
+
+    if (rc == BOTTLE_CODING_OK) {
+        rc = bottle_decoder_finish(d);
+    }
+
+    /* an error sticks */
+    rc2 = bottle_decoder_feed(d, (const unsigned char *) "x", 1);
+    if (rc != BOTTLE_CODING_OK && rc2 != rc) {
+        rc = 99;
+    }
+
+    bottle_decoder_destroy(d);
+
+    return rc;
+}
+
+
+static size_t
+text(unsigned char *buf, size_t len)
+{
+    size_t    i;
+    uint32_t  x = 12345;
+
+    for (i = 0; i < len; i++) {
+        x = x * 1103515245 + 12345;
+        buf[i] = "{\"role\": \"user\", \"content\": \"ghp_ abc 0123 \\n\"}"
+                 [(x >> 16) % 48];
+    }
+
+    return len;
+}
+
+
+static void
+test_parse(void)
+{
+    int     c[BOTTLE_CODING_MAX];
+    size_t  n;
+
+    is_int(bottle_coding_parse("gzip", 4, c, &n), BOTTLE_CODING_OK, "gzip");
+    ok(n == 1 && c[0] == BOTTLE_CODING_GZIP, "gzip: one coding");
+
+    is_int(bottle_coding_parse(" X-Gzip ", 8, c, &n), BOTTLE_CODING_OK,
+           "x-gzip, any case, spaces");
+    ok(n == 1 && c[0] == BOTTLE_CODING_GZIP, "x-gzip is gzip");
+
+    is_int(bottle_coding_parse("deflate,br", 10, c, &n), BOTTLE_CODING_OK,
+           "deflate,br");
+    ok(n == 2 && c[0] == BOTTLE_CODING_DEFLATE && c[1] == BOTTLE_CODING_BR,
+       "in the order applied");
+
+    is_int(bottle_coding_parse("identity", 8, c, &n), BOTTLE_CODING_OK,
+           "identity");
+    is_int(n, 0, "identity: nothing to undo");
+
+    is_int(bottle_coding_parse("gzip, identity,\tbr", 18, c, &n),
+           BOTTLE_CODING_OK, "identity in a list");
+    is_int(n, 2, "identity dropped from a list");
+
+    is_int(bottle_coding_parse("zstd", 4, c, &n), BOTTLE_CODING_EUNKNOWN,
+           "zstd: unknown");
+    is_int(bottle_coding_parse("compress", 8, c, &n), BOTTLE_CODING_EUNKNOWN,
+           "compress: unknown");
+    is_int(bottle_coding_parse("gzipx", 5, c, &n), BOTTLE_CODING_EUNKNOWN,
+           "gzipx: unknown");
+    is_int(bottle_coding_parse("gzip,,br", 8, c, &n), BOTTLE_CODING_EUNKNOWN,
+           "an empty entry");
+    is_int(bottle_coding_parse("", 0, c, &n), BOTTLE_CODING_EUNKNOWN,
+           "an empty value");
+    is_int(bottle_coding_parse("gzip,", 5, c, &n), BOTTLE_CODING_EUNKNOWN,
+           "a trailing comma");
+    is_int(bottle_coding_parse("gzip,br,gzip", 12, c, &n), BOTTLE_CODING_OK,
+           "three stacked");
+    is_int(bottle_coding_parse("gzip,br,gzip,br", 15, c, &n),
+           BOTTLE_CODING_EUNKNOWN, "four stacked: more than decoded here");
+    is_int(bottle_coding_parse("gzip;q=1", 8, c, &n), BOTTLE_CODING_EUNKNOWN,
+           "parameters: unknown");
+}
+
+
+static void
+test_roundtrip(void)
+{
+    static const int  single[][1] = {
+        { BOTTLE_CODING_GZIP }, { BOTTLE_CODING_DEFLATE }, { BOTTLE_CODING_BR }
+    };
+    static const int  stack[] = {
+        BOTTLE_CODING_GZIP, BOTTLE_CODING_BR, BOTTLE_CODING_DEFLATE
+    };
+    static const size_t  steps[] = { 0, 1, 7, 4096 };
+
+    int             rc, all;
+    size_t          i, k, n, out_len;
+    sink_t          s;
+    unsigned char  *in, *out;
+
+    n = 200000;
+    in = malloc(n);
+    text(in, n);
+
+    for (i = 0; i < 3; i++) {
+        rc = bottle_coding_encode(single[i], 1, in, n, NULL, &out, &out_len);
+        is_int(rc, BOTTLE_CODING_OK, "encode %s",
+               bottle_coding_name(single[i][0]));
+        ok(out_len < n * 3 / 4, "%s compresses (%zu to %zu)",
+           bottle_coding_name(single[i][0]), n, out_len);
+
+        all = 1;
+
+        for (k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+            rc = decode(single[i], 1, out, out_len, steps[k], n, &s);
+            all = all && rc == BOTTLE_CODING_OK && s.len == n
+                  && memcmp(s.buf, in, n) == 0;
+            free(s.buf);
+        }
+
+        ok(all, "%s decodes to the input in chunks of 1, 7, 4096 and whole",
+           bottle_coding_name(single[i][0]));
+
+        rc = decode(single[i], 1, out, out_len, 0, n - 1, &s);
+        free(s.buf);
+        is_int(rc, BOTTLE_CODING_ELIMIT, "%s: a limit one byte short",
+               bottle_coding_name(single[i][0]));
+
+        rc = decode(single[i], 1, out, out_len - 1, 0, n, &s);
+        free(s.buf);
+        is_int(rc, BOTTLE_CODING_ETRUNCATED, "%s: the last byte missing",
+               bottle_coding_name(single[i][0]));
+
+        out = realloc(out, out_len + 1);
+        out[out_len] = 'x';
+        rc = decode(single[i], 1, out, out_len + 1, 0, n, &s);
+        free(s.buf);
+        is_int(rc, BOTTLE_CODING_ECORRUPT, "%s: a byte after the end",
+               bottle_coding_name(single[i][0]));
+
+        out[out_len / 2] ^= 0x55;
+        out[out_len / 2 + 1] ^= 0xaa;
+        rc = decode(single[i], 1, out, out_len, 0, n, &s);
+        free(s.buf);
+        ok(rc == BOTTLE_CODING_ECORRUPT || rc == BOTTLE_CODING_ETRUNCATED
+           || rc == BOTTLE_CODING_ELIMIT,
+           "%s: damaged in the middle is refused (%s)",
+           bottle_coding_name(single[i][0]), bottle_coding_strerror(rc));
+
+        free(out);
+    }
+
+    rc = bottle_coding_encode(stack, 3, in, n, &counted, &out, &out_len);
+    is_int(rc, BOTTLE_CODING_OK, "encode gzip, br, deflate");
+
+    all = 1;
+
+    for (k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+        rc = decode(stack, 3, out, out_len, steps[k], n, &s);
+        all = all && rc == BOTTLE_CODING_OK && s.len == n
+              && memcmp(s.buf, in, n) == 0;
+        free(s.buf);
+    }
+
+    ok(all, "a stack of three decodes in any chunks");
+
+    rc = decode(stack, 2, out, out_len, 0, n, &s);
+    free(s.buf);
+    ok(rc != BOTTLE_CODING_OK, "the wrong stack is refused (%s)",
+       bottle_coding_strerror(rc));
+
+    count_free(NULL, out);
+    free(in);
+}
+
+
+static void
+test_forms(void)
+{
+    int             gz[1] = { BOTTLE_CODING_GZIP };
+    int             df[1] = { BOTTLE_CODING_DEFLATE };
+    int             rc;
+    size_t          len, one;
+    sink_t          s;
+    z_stream        z;
+    unsigned char   raw[256], two[512], *out, *bomb;
+    unsigned char   zeros[65536];
+
+    /* two gzip members in a row */
+
+    rc = bottle_coding_encode(gz, 1, (const unsigned char *) "hello ", 6,
+                              NULL, &out, &one);
+    memcpy(two, out, one);
+    free(out);
+    rc = bottle_coding_encode(gz, 1, (const unsigned char *) "world", 5,
+                              NULL, &out, &len);
+    memcpy(two + one, out, len);
+    free(out);
+
+    rc = decode(gz, 1, two, one + len, 3, 100, &s);
+    ok(rc == BOTTLE_CODING_OK && s.len == 11
+       && memcmp(s.buf, "hello world", 11) == 0, "two gzip members");
+    free(s.buf);
+
+    /* raw deflate, as some clients send "deflate" */
+
+    memset(&z, 0, sizeof(z));
+    deflateInit2(&z, 6, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+    z.next_in = (unsigned char *) "raw deflate body";
+    z.avail_in = 16;
+    z.next_out = raw;
+    z.avail_out = sizeof(raw);
+    deflate(&z, Z_FINISH);
+    len = sizeof(raw) - z.avail_out;
+    deflateEnd(&z);
+
+    rc = decode(df, 1, raw, len, 1, 100, &s);
+    ok(rc == BOTTLE_CODING_OK && s.len == 16
+       && memcmp(s.buf, "raw deflate body", 16) == 0,
+       "raw deflate under \"deflate\", one byte at a time");
+    free(s.buf);
+
+    rc = decode(df, 1, raw, 1, 0, 100, &s);
+    free(s.buf);
+    is_int(rc, BOTTLE_CODING_ETRUNCATED, "deflate: one byte");
+
+    rc = decode(gz, 1, raw, 0, 0, 100, &s);
+    free(s.buf);
+    is_int(rc, BOTTLE_CODING_ETRUNCATED, "gzip: no bytes at all");
+
+    rc = decode(gz, 1, (const unsigned char *) "not gzip at all", 15, 0, 100,
+                &s);
+    free(s.buf);
+    is_int(rc, BOTTLE_CODING_ECORRUPT, "gzip: not gzip");
+
+    /* a bomb: 64 MiB of zeros in about 64 KiB, stopped at the limit */
+
+    memset(zeros, 0, sizeof(zeros));
+    memset(&z, 0, sizeof(z));
+    deflateInit2(&z, 9, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY);
+    bomb = malloc(1 << 20);
+    z.next_out = bomb;
+    z.avail_out = 1 << 20;
+
+    for (one = 0; one < 1024; one++) {
+        z.next_in = zeros;
+        z.avail_in = sizeof(zeros);
+        deflate(&z, one == 1023 ? Z_FINISH : Z_NO_FLUSH);
+    }
+
+    len = (1 << 20) - z.avail_out;
+    deflateEnd(&z);
+
+    rc = decode(gz, 1, bomb, len, 16384, 1 << 20, &s);
+    ok(rc == BOTTLE_CODING_ELIMIT && s.len <= (1 << 20),
+       "64 MiB of zeros in %zu bytes stops at a 1 MiB limit (%zu out)",
+       len, s.len);
+    free(s.buf);
+
+    rc = decode(gz, 1, bomb, len, 0, (uint64_t) 64 << 20, &s);
+    ok(rc == BOTTLE_CODING_OK && s.len == (size_t) 64 << 20,
+       "and decodes whole at a 64 MiB limit");
+    free(s.buf);
+
+    /* the sink stops it */
+
+    memset(&s, 0, sizeof(s));
+    {
+        bottle_decoder_t  *d;
+
+        s.stop_after = 1000;
+        bottle_decoder_create(&d, gz, 1, (uint64_t) 64 << 20, NULL, sink, &s);
+        rc = bottle_decoder_feed(d, bomb, len);
+        is_int(rc, BOTTLE_CODING_ESINK, "the sink stops the decoder");
+        ok(bottle_decoder_total(d) >= 1000
+           && bottle_decoder_total(d) < 100000, "soon");
+        bottle_decoder_destroy(d);
+    }
+    free(s.buf);
+    free(bomb);
+}
+
+
+int
+main(void)
+{
+    test_parse();
+    test_roundtrip();
+    test_forms();
+
+    is_int(allocs, frees, "every allocation freed (%ld)", allocs);
+
+    return done_testing();
+}
