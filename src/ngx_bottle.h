@@ -31,6 +31,7 @@ typedef struct {
     ngx_shm_zone_t      *zone;       /* CONNECT records, cookie jars */
     bottle_scan_db_t    *scan_db;    /* vendor rules, for every bottle */
     bottle_scan_secrets_t  **secrets;    /* by bottle index */
+    bottle_scan_secrets_t   *inbound;    /* no secrets: response scans */
 } ngx_bottle_conf_t;
 
 
@@ -127,6 +128,7 @@ extern ngx_module_t  ngx_bottle_module;
 const bottle_policy_t *ngx_bottle_cycle_policy(ngx_cycle_t *cycle);
 #define ngx_bottle_policy()  ngx_bottle_cycle_policy((ngx_cycle_t *) ngx_cycle)
 bottle_scan_secrets_t *ngx_bottle_secrets(const bottle_t *b);
+bottle_scan_secrets_t *ngx_bottle_inbound_secrets(void);
 
 const ngx_bottle_rule_t *ngx_bottle_rule(ngx_bottle_rule_e rule);
 void ngx_bottle_log_verdict(ngx_connection_t *c, ngx_bottle_verdict_t *v);

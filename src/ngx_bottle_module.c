@@ -187,6 +187,25 @@ ngx_bottle_scan_compile(ngx_conf_t *cf, ngx_bottle_conf_t *bcf)
     cln->handler = ngx_bottle_scan_db_cleanup;
     cln->data = bcf->scan_db;
 
+    /* response scans look for no secret, so they get a state without */
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (bottle_scan_secrets_create(&bcf->inbound, bcf->scan_db, NULL, NULL, 0,
+                                   err, sizeof(err))
+        != 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "bottle_policy: the secret scanner: %s", err);
+        return NGX_CONF_ERROR;
+    }
+
+    cln->handler = ngx_bottle_secrets_cleanup;
+    cln->data = bcf->inbound;
+
     n = bottle_policy_count(bcf->policy);
 
     bcf->secrets = ngx_pcalloc(cf->pool,
@@ -259,6 +278,18 @@ ngx_bottle_secrets(const bottle_t *b)
     }
 
     return bcf->secrets[i];
+}
+
+
+bottle_scan_secrets_t *
+ngx_bottle_inbound_secrets(void)
+{
+    ngx_bottle_conf_t  *bcf;
+
+    bcf = (ngx_bottle_conf_t *) ngx_get_conf(ngx_cycle->conf_ctx,
+                                             ngx_bottle_module);
+
+    return bcf ? bcf->inbound : NULL;
 }
 
 

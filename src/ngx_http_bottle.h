@@ -13,6 +13,7 @@
 
 #include "ngx_bottle.h"
 #include "bottle_mint.h"
+#include "bottle_coding.h"
 
 
 typedef struct {
@@ -60,6 +61,9 @@ typedef struct {
 } ngx_http_bottle_conn_t;
 
 
+typedef struct ngx_http_bottle_inbound_s  ngx_http_bottle_inbound_t;
+
+
 typedef struct {
     ngx_http_bottle_state_e  state;
     ngx_uint_t               async;      /* the resolver answers later */
@@ -74,6 +78,8 @@ typedef struct {
     ngx_str_t                upgrade;    /* $bottle_upgrade */
 
     ngx_bottle_resolve_t     resolve;
+
+    ngx_http_bottle_inbound_t  *inbound; /* the response's inbound scan */
 } ngx_http_bottle_ctx_t;
 
 
@@ -95,6 +101,12 @@ ngx_int_t ngx_http_bottle_identify(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 ngx_int_t ngx_http_bottle_host_check(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
+void ngx_http_bottle_coding_alloc(bottle_coding_alloc_t *a, ngx_pool_t *pool);
+ngx_int_t ngx_http_bottle_inbound_init(ngx_conf_t *cf);
+ngx_int_t ngx_http_bottle_inbound_start(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+ngx_int_t ngx_http_bottle_inbound_body_filter(ngx_http_request_t *r,
+    ngx_chain_t *in);
 ngx_int_t ngx_http_bottle_dlp(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 ngx_int_t ngx_http_bottle_deny(ngx_http_bottle_ctx_t *ctx, ngx_pool_t *pool,

@@ -68,8 +68,8 @@ static int ngx_http_bottle_dlp_copy(void *arg, const unsigned char *p,
 static ngx_int_t ngx_http_bottle_dlp_body_load(ngx_http_bottle_dlp_t *d);
 static ngx_int_t ngx_http_bottle_dlp_raw_body(ngx_http_bottle_dlp_t *d,
     ngx_str_t *raw);
-static void *ngx_http_bottle_dlp_alloc(void *pool, size_t size);
-static void ngx_http_bottle_dlp_free(void *pool, void *p);
+static void *ngx_http_bottle_pool_alloc(void *pool, size_t size);
+static void ngx_http_bottle_pool_free(void *pool, void *p);
 static ngx_int_t ngx_http_bottle_dlp_decide(ngx_http_bottle_dlp_t *d);
 static ngx_int_t ngx_http_bottle_dlp_redact(ngx_http_bottle_dlp_t *d,
     const bottle_scan_match_t *m, size_t n);
@@ -378,9 +378,7 @@ ngx_http_bottle_dlp_coding(ngx_http_bottle_dlp_t *d)
     d->limit = clcf->client_max_body_size ? clcf->client_max_body_size
                                           : NGX_MAX_OFF_T_VALUE;
 
-    a.alloc = ngx_http_bottle_dlp_alloc;
-    a.free = ngx_http_bottle_dlp_free;
-    a.opaque = d->r->pool;
+    ngx_http_bottle_coding_alloc(&a, d->r->pool);
 
     if (bottle_decoder_create(&d->decoder, d->codings, d->ncodings, d->limit,
                               &a, ngx_http_bottle_dlp_sink, d)
@@ -480,9 +478,7 @@ ngx_http_bottle_dlp_body_load(ngx_http_bottle_dlp_t *d)
         return NGX_ERROR;
     }
 
-    a.alloc = ngx_http_bottle_dlp_alloc;
-    a.free = ngx_http_bottle_dlp_free;
-    a.opaque = d->r->pool;
+    ngx_http_bottle_coding_alloc(&a, d->r->pool);
 
     if (bottle_decoder_create(&dec, d->codings, d->ncodings, d->limit, &a,
                               ngx_http_bottle_dlp_copy, d)
@@ -570,15 +566,26 @@ ngx_http_bottle_dlp_raw_body(ngx_http_bottle_dlp_t *d, ngx_str_t *raw)
 }
 
 
+/* what zlib and brotli allocate for a request comes from its pool */
+
+void
+ngx_http_bottle_coding_alloc(bottle_coding_alloc_t *a, ngx_pool_t *pool)
+{
+    a->alloc = ngx_http_bottle_pool_alloc;
+    a->free = ngx_http_bottle_pool_free;
+    a->opaque = pool;
+}
+
+
 static void *
-ngx_http_bottle_dlp_alloc(void *pool, size_t size)
+ngx_http_bottle_pool_alloc(void *pool, size_t size)
 {
     return ngx_palloc(pool, size);
 }
 
 
 static void
-ngx_http_bottle_dlp_free(void *pool, void *p)
+ngx_http_bottle_pool_free(void *pool, void *p)
 {
     ngx_pfree(pool, p);
 }
@@ -807,9 +814,7 @@ ngx_http_bottle_dlp_redact_body(ngx_http_bottle_dlp_t *d,
     }
 
     if (d->ncodings) {
-        a.alloc = ngx_http_bottle_dlp_alloc;
-        a.free = ngx_http_bottle_dlp_free;
-        a.opaque = d->r->pool;
+        ngx_http_bottle_coding_alloc(&a, d->r->pool);
 
         if (bottle_coding_encode(d->codings, d->ncodings, body.data, body.len,
                                  &a, &body.data, &len)

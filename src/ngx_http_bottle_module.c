@@ -445,11 +445,14 @@ ngx_http_bottle_init(ngx_conf_t *cf)
     ngx_http_next_header_filter = ngx_http_top_header_filter;
     ngx_http_top_header_filter = ngx_http_bottle_header_filter;
 
-    return NGX_OK;
+    return ngx_http_bottle_inbound_init(cf);
 }
 
 
-/* the responses of requests the pipeline passed: the cookie jar */
+/*
+ * The responses of requests the pipeline passed: the cookie jar, and the
+ * inbound detectors the route names.
+ */
 
 static ngx_int_t
 ngx_http_bottle_header_filter(ngx_http_request_t *r)
@@ -462,6 +465,10 @@ ngx_http_bottle_header_filter(ngx_http_request_t *r)
         && r->upstream)
     {
         ngx_http_bottle_capture_cookies(r, ctx);
+
+        if (ngx_http_bottle_inbound_start(r, ctx) != NGX_OK) {
+            return NGX_ERROR;
+        }
     }
 
     return ngx_http_next_header_filter(r);

@@ -20,6 +20,7 @@ package Test::Bottle::Upstream;
 #   /sse?n=N&gap_ms=M      N server-sent events, M ms apart, chunked
 #   /delay?ms=M            answer after M ms
 #   /bytes?n=N             N bytes of "x" as the body
+#   /say?text=T[&ce=gzip]  T as the body, gzip-compressed with ce=gzip
 #   /drop                  close the connection without an answer
 #
 # One process per connection (forked by the accepting process); the
@@ -30,6 +31,7 @@ use warnings;
 use strict;
 
 use Fcntl qw/ O_WRONLY O_APPEND O_CREAT /;
+use IO::Compress::Gzip qw//;
 use IO::Select;
 use IO::Socket::IP;
 use JSON::PP qw//;
@@ -387,6 +389,15 @@ sub _answer {
 
 	} elsif ($path eq '/bytes') {
 		$body = 'x' x ($q{n} // 0);
+
+	} elsif ($path eq '/say') {
+		$body = $q{text} // '';
+		if (($q{ce} // '') eq 'gzip') {
+			my $z;
+			IO::Compress::Gzip::gzip(\$body => \$z);
+			$body = $z;
+			push @h, [ 'Content-Encoding', 'gzip' ];
+		}
 
 	} elsif ($path eq '/drop') {
 		return 0;
