@@ -28,7 +28,7 @@
 typedef struct {
     ngx_str_t            path;
     bottle_policy_t     *policy;
-    ngx_shm_zone_t      *zone;       /* CONNECT records, cookie jars */
+    ngx_shm_zone_t      *zone;       /* CONNECT records, jars, safelist */
     bottle_scan_db_t    *scan_db;    /* vendor rules, for every bottle */
     bottle_scan_secrets_t  **secrets;    /* by bottle index */
     bottle_scan_secrets_t   *inbound;    /* no secrets: response scans */
@@ -159,6 +159,11 @@ ngx_int_t ngx_bottle_jar_set(ngx_pool_t *pool, ngx_str_t *id,
     ngx_str_t *host, ngx_str_t *name, ngx_str_t *value, ngx_uint_t del);
 ngx_int_t ngx_bottle_jar_filter(ngx_pool_t *pool, ngx_str_t *id,
     ngx_str_t *host, ngx_str_t *header, ngx_str_t *out);
+
+ngx_int_t ngx_bottle_safelist_add(ngx_pool_t *pool, ngx_str_t *id,
+    ngx_str_t *host, const u_char *digest);
+ngx_uint_t ngx_bottle_safelist_has(ngx_pool_t *pool, ngx_str_t *id,
+    ngx_str_t *host, const u_char *digest);
 
 ngx_int_t ngx_bottle_resolve(ngx_bottle_resolve_t *res);
 void ngx_bottle_resolve_cancel(ngx_bottle_resolve_t *res);

@@ -1,6 +1,7 @@
 
 /*
- * The gateway's zone: the CONNECT records and the cookie jars.
+ * The gateway's zone: the CONNECT records, the cookie jars and the
+ * supervise safelist.
  *
  * The CONNECT records.  The front decides a CONNECT (bottle, target
  * host and port) and hands the tunnel's bytes to an internal listener; the
@@ -31,6 +32,8 @@ typedef struct {
     ngx_atomic_t         count;
     ngx_rbtree_t         jars;           /* cookie jars, ngx_bottle_jar.c */
     ngx_rbtree_node_t    jars_sentinel;
+    ngx_rbtree_t         safelist;       /* ngx_bottle_safelist.c */
+    ngx_rbtree_node_t    safelist_sentinel;
 } ngx_bottle_zone_sh_t;
 
 
@@ -109,6 +112,8 @@ ngx_bottle_zone_init(ngx_shm_zone_t *shm_zone, void *data)
     ngx_rbtree_init(&zone->sh->rbtree, &zone->sh->sentinel,
                     ngx_str_rbtree_insert_value);
     ngx_rbtree_init(&zone->sh->jars, &zone->sh->jars_sentinel,
+                    ngx_str_rbtree_insert_value);
+    ngx_rbtree_init(&zone->sh->safelist, &zone->sh->safelist_sentinel,
                     ngx_str_rbtree_insert_value);
 
     zone->shpool->log_ctx = (u_char *) " in the bottle zone";
@@ -296,7 +301,10 @@ ngx_bottle_zone_delete(ngx_str_t *key)
 }
 
 
-/* the zone's slab pool and one of its trees: 0 the records, 1 the jars */
+/*
+ * the zone's slab pool and one of its trees: 0 the records, 1 the jars,
+ * 2 the supervise safelist
+ */
 
 ngx_int_t
 ngx_bottle_zone_tree(ngx_slab_pool_t **shpool, ngx_rbtree_t **tree,
@@ -310,7 +318,8 @@ ngx_bottle_zone_tree(ngx_slab_pool_t **shpool, ngx_rbtree_t **tree,
     }
 
     *shpool = zone->shpool;
-    *tree = which ? &zone->sh->jars : &zone->sh->rbtree;
+    *tree = which == 2 ? &zone->sh->safelist
+            : which == 1 ? &zone->sh->jars : &zone->sh->rbtree;
 
     return NGX_OK;
 }

@@ -101,6 +101,8 @@ ngx_int_t ngx_http_bottle_identify(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 ngx_int_t ngx_http_bottle_host_check(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
+char *ngx_http_bottle_safelist_approve(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 void ngx_http_bottle_coding_alloc(bottle_coding_alloc_t *a, ngx_pool_t *pool);
 ngx_int_t ngx_http_bottle_inbound_init(ngx_conf_t *cf);
 ngx_int_t ngx_http_bottle_inbound_start(ngx_http_request_t *r,

@@ -10,7 +10,8 @@
  * breaks in headers (403).  The route's detectors (token_patterns and
  * known_secrets by default, entropy when listed, warning only) then meet
  * its on_match: block (403), supervise (held for the operator: not wired
- * yet, so it blocks, as the spec says for such a bottle), or redact (each
+ * yet, so it blocks, as the spec says for such a bottle, unless the value
+ * is on the (bottle, host) safelist an approval fills), or redact (each
  * match replaced by a marker, Content-Length fixed; a match that cannot be
  * removed, as in the hostname, is refused).  The agent's value of the
  * header the route injects is only looked at for the canary: it is
@@ -85,6 +86,10 @@ static void ngx_http_bottle_dlp_log(ngx_http_bottle_dlp_t *d,
     const bottle_scan_match_t *m, const char *action);
 static u_char *ngx_http_bottle_dlp_hash(ngx_http_bottle_dlp_t *d,
     const bottle_scan_match_t *m, u_char *buf);
+static ngx_int_t ngx_http_bottle_dlp_digest(ngx_http_bottle_dlp_t *d,
+    const bottle_scan_match_t *m, u_char *md);
+static ngx_uint_t ngx_http_bottle_dlp_safelisted(ngx_http_bottle_dlp_t *d,
+    const bottle_scan_match_t *m);
 static ngx_uint_t ngx_http_bottle_crlf(u_char *p, size_t len);
 static void ngx_http_bottle_dlp_cleanup(void *data);
 
@@ -595,7 +600,8 @@ static ngx_int_t
 ngx_http_bottle_dlp_decide(ngx_http_bottle_dlp_t *d)
 {
     size_t                       i, n, blocking;
-    u_char                       where[64], hash[17];
+    u_char                       where[64], hash[17], full[65];
+    u_char                       digest[32];
     const bottle_scan_match_t   *m, *first;
     const bottle_route_t        *route;
 
@@ -640,6 +646,13 @@ ngx_http_bottle_dlp_decide(ngx_http_bottle_dlp_t *d)
             continue;
         }
 
+        if (route->on_match == BOTTLE_ON_MATCH_SUPERVISE
+            && ngx_http_bottle_dlp_safelisted(d, &m[i]))
+        {
+            ngx_http_bottle_dlp_log(d, &m[i], "safelisted");
+            continue;
+        }
+
         if (first == NULL) {
             first = &m[i];
         }
@@ -663,17 +676,34 @@ ngx_http_bottle_dlp_decide(ngx_http_bottle_dlp_t *d)
         return ngx_http_bottle_dlp_redact(d, m, n);
     }
 
-    ngx_http_bottle_dlp_hash(d, first, hash);
-
     if (route->on_match == BOTTLE_ON_MATCH_SUPERVISE) {
+
+        /*
+         * The seam of the operator channel: here the request would be held
+         * and a proposal queued; an approval adds the value's digest to
+         * the safelist (bottle_safelist_approve) and the request is
+         * scanned again.  No channel is wired, so it is refused, with the
+         * digest an approval names.
+         */
+
+        if (ngx_http_bottle_dlp_digest(d, first, digest) == NGX_OK) {
+            ngx_hex_dump(full, digest, 32);
+            full[64] = '\0';
+
+        } else {
+            ngx_cpystrn(full, (u_char *) "-", 2);
+        }
+
         return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_DLP,
                                     "%s (%s) in the %s, value sha256:%s: "
                                     "held for the operator, who is not "
                                     "reachable for this bottle, so it is "
                                     "refused",
                                     bottle_scan_detector_name(first->detector),
-                                    first->rule, where, hash);
+                                    first->rule, where, full);
     }
+
+    ngx_http_bottle_dlp_hash(d, first, hash);
 
     return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_DLP,
                                 "%s (%s) in the %s, value sha256:%s "
@@ -941,21 +971,57 @@ static u_char *
 ngx_http_bottle_dlp_hash(ngx_http_bottle_dlp_t *d,
     const bottle_scan_match_t *m, u_char *buf)
 {
-    ngx_str_t      *value;
-    unsigned char   md[32];
+    u_char  md[32];
 
-    value = ngx_http_bottle_dlp_field_value(d, m->field);
-
-    if (value == NULL || m->end > value->len || m->start >= m->end) {
+    if (ngx_http_bottle_dlp_digest(d, m, md) != NGX_OK) {
         ngx_cpystrn(buf, (u_char *) "-", 2);
         return buf;
     }
 
-    SHA256(value->data + m->start, m->end - m->start, md);
     ngx_hex_dump(buf, md, 8);
     buf[16] = '\0';
 
     return buf;
+}
+
+
+static ngx_int_t
+ngx_http_bottle_dlp_digest(ngx_http_bottle_dlp_t *d,
+    const bottle_scan_match_t *m, u_char *md)
+{
+    ngx_str_t  *value;
+
+    value = ngx_http_bottle_dlp_field_value(d, m->field);
+
+    if (value == NULL || m->end > value->len || m->start >= m->end) {
+        return NGX_DECLINED;
+    }
+
+    SHA256(value->data + m->start, m->end - m->start, md);
+
+    return NGX_OK;
+}
+
+
+/* approved by the operator for this bottle and this host (supervise) */
+
+static ngx_uint_t
+ngx_http_bottle_dlp_safelisted(ngx_http_bottle_dlp_t *d,
+    const bottle_scan_match_t *m)
+{
+    u_char     md[32];
+    ngx_str_t  id;
+
+    if (!m->removable || m->cross_field
+        || ngx_http_bottle_dlp_digest(d, m, md) != NGX_OK)
+    {
+        return 0;
+    }
+
+    id.data = (u_char *) d->ctx->verdict.bottle->id.data;
+    id.len = d->ctx->verdict.bottle->id.len;
+
+    return ngx_bottle_safelist_has(d->r->pool, &id, &d->ctx->target.host, md);
 }
 
 

@@ -92,6 +92,13 @@ static ngx_command_t  ngx_http_bottle_commands[] = {
       0,
       NULL },
 
+    { ngx_string("bottle_safelist_approve"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_bottle_safelist_approve,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
       ngx_null_command
 };
 

@@ -17,6 +17,8 @@ use IO::Compress::Gzip qw/ gzip /;
 use IO::Compress::Deflate qw/ deflate /;
 use IO::Uncompress::Gunzip qw/ gunzip /;
 use IO::Uncompress::Inflate qw/ inflate /;
+use IO::Socket::UNIX;
+use Digest::SHA qw/ sha256_hex /;
 
 BEGIN { use FindBin; chdir($FindBin::Bin); }
 
@@ -77,6 +79,15 @@ http {
             proxy_set_header Connection $bottle_connection;
         }
     }
+
+    # the supervise channel's side: approvals fill the safelist
+    server {
+        listen unix:%%TESTDIR%%/approve.sock;
+
+        location = /approve {
+            bottle_safelist_approve;
+        }
+    }
 }
 
 EOF
@@ -97,6 +108,8 @@ write_policy($t, 'policy.json', { bottles => [
 			methods => [ '*' ], dlp => { on_match => 'block' } },
 		{ host => 'sup.allowed.test', port => port(8081), internal => $T,
 			methods => [ '*' ] },
+		{ host => 'sup2.allowed.test', port => port(8081), internal => $T,
+			methods => [ '*' ] },
 		{ host => 'llm.allowed.test', port => port(8081), internal => $T,
 			methods => [ '*' ], agent_provider => $T },
 		{ host => 'ent.allowed.test', port => port(8081), internal => $T,
@@ -108,11 +121,11 @@ write_policy($t, 'policy.json', { bottles => [
 ] });
 
 dns_start($t, port => port(8053), hosts => { map { ("$_.allowed.test"
-	=> '127.0.0.1') } qw/api block sup llm ent inj/ });
+	=> '127.0.0.1') } qw/api block sup sup2 llm ent inj/ });
 
 fake_upstream($t, port => 8081, name => 'api');
 
-$t->run()->plan(69);
+$t->run()->plan(79);
 
 ###############################################################################
 
@@ -345,6 +358,44 @@ like(req('POST', '/x', body => "{\"token\": \"$GHP\"}"), qr/^HTTP\/1\.1 200 /,
 like(req('POST', '/x', host => 'ent',
 	body => 'k=' . join('', map { ('A' .. 'Z', 'a' .. 'z', 0 .. 9)[($_ * 13 + $_ * $_) % 62] } 1 .. 64)),
 	qr/^HTTP\/1\.1 200 /, 'entropy: warns, never blocks');
+
+# supervise: an approval puts the value on the (bottle, host) safelist
+
+sub approve {
+	my ($body, $method) = @_;
+	my $s = IO::Socket::UNIX->new(Peer => $t->testdir() . '/approve.sock')
+		or die "approve.sock: $!";
+	print $s ($method // 'POST') . " /approve HTTP/1.0\r\n"
+		. "Content-Type: application/x-www-form-urlencoded\r\n"
+		. 'Content-Length: ' . length($body) . "\r\n\r\n$body";
+	local $/;
+	return scalar <$s>;
+}
+
+my $r = req('GET', '/x', host => 'sup', headers => [ "X-Note: $GHP" ]);
+my $digest = sha256_hex($GHP);
+like($r, qr/value sha256:$digest: held for the operator/s,
+	'supervise: the refusal names the full digest an approval takes');
+like(approve("bottle=alice&host=sup.allowed.test&sha256=$digest"),
+	qr/^HTTP\/1\.1 204 /, 'approval: 204');
+like(req('GET', '/x', host => 'sup', headers => [ "X-Note: $GHP" ]),
+	qr/^HTTP\/1\.1 200 /, 'supervise: the approved value now passes');
+is(header_value(upstream_requests($t, 'api')->[-1], 'X-Note'), $GHP,
+	'supervise: forwarded as it was');
+like($t->read_file('error.log'),
+	qr/bottle dlp: bottle="alice" host="sup.allowed.test" detector=token_patterns rule=github_pat_classic location="header X-Note" value=sha256:${\substr($digest, 0, 16)} action=safelisted/,
+	'supervise: the safelisted finding is logged');
+like(req('GET', '/x', host => 'sup2', headers => [ "X-Note: $GHP" ]),
+	qr/^HTTP\/1\.1 403 .*held for the operator/s,
+	'supervise: the same value to another host is held again');
+like(req('POST', '/x', host => 'sup', body => "a=$GHP&b=$AKIA"),
+	qr/^HTTP\/1\.1 403 .*aws_access_key_id.*held for the operator/s,
+	'supervise: another value with it is held');
+like(approve("bottle=alice&host=sup.allowed.test&sha256=xyz"),
+	qr/^HTTP\/1\.1 400 /, 'approval: a bad digest is 400');
+like(approve("bottle=alice&sha256=$digest"),
+	qr/^HTTP\/1\.1 400 /, 'approval: no host is 400');
+like(approve('', 'GET'), qr/^HTTP\/1\.1 405 /, 'approval: POST only');
 
 # inbound: naive_injection_detection on responses flags (logs) only
 

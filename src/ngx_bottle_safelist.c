@@ -1,0 +1,259 @@
+
+/*
+ * The supervise safelist (gateway.txt "Under supervise"): values an
+ * operator approved for one bottle and one host.  A DLP finding on a
+ * supervise route whose value is on the list for that (bottle, host) no
+ * longer holds the request; the same value to another host is found
+ * again.  Entries are SHA-256 digests of the value, never the value, in
+ * the shared zone (every worker sees them; they last as long as the
+ * gateway runs, across reloads, not across restarts).
+ *
+ * The list is filled by an approval: the `bottle_safelist_approve`
+ * handler, which the supervise channel calls on an internal listener.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_bottle.h"
+
+
+#define NGX_BOTTLE_SAFELIST_MAX_BODY  1024
+
+
+typedef struct {
+    ngx_str_node_t       sn;             /* key: "bottle\0host\0" digest */
+    u_char               data[1];
+} ngx_bottle_safe_t;
+
+
+static ngx_int_t ngx_bottle_safelist_key(ngx_pool_t *pool, ngx_str_t *id,
+    ngx_str_t *host, const u_char *digest, ngx_str_t *out);
+static void ngx_http_bottle_approve_body(ngx_http_request_t *r);
+static ngx_int_t ngx_http_bottle_approve_handler(ngx_http_request_t *r);
+static ngx_int_t ngx_http_bottle_approve_arg(ngx_str_t *body,
+    const char *name, ngx_str_t *out);
+
+
+static ngx_int_t
+ngx_bottle_safelist_key(ngx_pool_t *pool, ngx_str_t *id, ngx_str_t *host,
+    const u_char *digest, ngx_str_t *out)
+{
+    u_char  *p;
+
+    p = ngx_pnalloc(pool, id->len + 1 + host->len + 1 + 32);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    out->data = p;
+    p = ngx_cpymem(p, id->data, id->len);
+    *p++ = '\0';
+    p = ngx_cpymem(p, host->data, host->len);
+    *p++ = '\0';
+    p = ngx_cpymem(p, digest, 32);
+    out->len = p - out->data;
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_bottle_safelist_add(ngx_pool_t *pool, ngx_str_t *id, ngx_str_t *host,
+    const u_char *digest)
+{
+    uint32_t            hash;
+    ngx_str_t           key;
+    ngx_rbtree_t       *tree;
+    ngx_slab_pool_t    *shpool;
+    ngx_bottle_safe_t  *e;
+
+    if (ngx_bottle_zone_tree(&shpool, &tree, 2) != NGX_OK
+        || ngx_bottle_safelist_key(pool, id, host, digest, &key) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    hash = ngx_crc32_short(key.data, key.len);
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    if (ngx_str_rbtree_lookup(tree, &key, hash) == NULL) {
+        e = ngx_slab_alloc_locked(shpool,
+                                  offsetof(ngx_bottle_safe_t, data) + key.len);
+        if (e == NULL) {
+            ngx_shmtx_unlock(&shpool->mutex);
+            return NGX_ERROR;
+        }
+
+        ngx_memcpy(e->data, key.data, key.len);
+        e->sn.node.key = hash;
+        e->sn.str.data = e->data;
+        e->sn.str.len = key.len;
+
+        ngx_rbtree_insert(tree, &e->sn.node);
+    }
+
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    return NGX_OK;
+}
+
+
+ngx_uint_t
+ngx_bottle_safelist_has(ngx_pool_t *pool, ngx_str_t *id, ngx_str_t *host,
+    const u_char *digest)
+{
+    uint32_t          hash;
+    ngx_str_t         key;
+    ngx_uint_t        found;
+    ngx_rbtree_t     *tree;
+    ngx_slab_pool_t  *shpool;
+
+    if (ngx_bottle_zone_tree(&shpool, &tree, 2) != NGX_OK
+        || ngx_bottle_safelist_key(pool, id, host, digest, &key) != NGX_OK)
+    {
+        return 0;
+    }
+
+    hash = ngx_crc32_short(key.data, key.len);
+
+    ngx_shmtx_lock(&shpool->mutex);
+    found = ngx_str_rbtree_lookup(tree, &key, hash) != NULL;
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    return found;
+}
+
+
+/*
+ * bottle_safelist_approve: POST "bottle=ID&host=HOST&sha256=HEX" (64 hex
+ * digits, the digest of the approved value) -> 204.  For the supervise
+ * channel only: put it on a listener the bottles cannot reach.
+ */
+
+char *
+ngx_http_bottle_safelist_approve(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_bottle_approve_handler;
+
+    return NGX_CONF_OK;
+}
+
+
+static ngx_int_t
+ngx_http_bottle_approve_handler(ngx_http_request_t *r)
+{
+    ngx_int_t  rc;
+
+    if (r->method != NGX_HTTP_POST) {
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+
+    r->request_body_in_single_buf = 1;
+
+    rc = ngx_http_read_client_request_body(r, ngx_http_bottle_approve_body);
+    if (rc >= NGX_HTTP_SPECIAL_RESPONSE) {
+        return rc;
+    }
+
+    return NGX_DONE;
+}
+
+
+static void
+ngx_http_bottle_approve_body(ngx_http_request_t *r)
+{
+    u_char      digest[32];
+    ngx_int_t   n;
+    ngx_str_t   body, id, host, hex, canon;
+    ngx_uint_t  i;
+    ngx_buf_t  *b;
+
+    if (r->request_body == NULL || r->request_body->bufs == NULL
+        || r->request_body->bufs->next || r->request_body->bufs->buf->in_file)
+    {
+        ngx_http_finalize_request(r, NGX_HTTP_BAD_REQUEST);
+        return;
+    }
+
+    b = r->request_body->bufs->buf;
+    body.data = b->pos;
+    body.len = b->last - b->pos;
+
+    if (body.len > NGX_BOTTLE_SAFELIST_MAX_BODY
+        || ngx_http_bottle_approve_arg(&body, "bottle", &id) != NGX_OK
+        || ngx_http_bottle_approve_arg(&body, "host", &host) != NGX_OK
+        || ngx_http_bottle_approve_arg(&body, "sha256", &hex) != NGX_OK
+        || hex.len != 64
+        || ngx_bottle_canonical_host(r->pool, host.data, host.len, 0, &canon)
+           != NGX_OK)
+    {
+        ngx_http_finalize_request(r, NGX_HTTP_BAD_REQUEST);
+        return;
+    }
+
+    for (i = 0; i < 32; i++) {
+        n = ngx_hextoi(hex.data + 2 * i, 2);
+        if (n == NGX_ERROR) {
+            ngx_http_finalize_request(r, NGX_HTTP_BAD_REQUEST);
+            return;
+        }
+
+        digest[i] = (u_char) n;
+    }
+
+    if (ngx_bottle_safelist_add(r->pool, &id, &canon, digest) != NGX_OK) {
+        ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_NOTICE, r->connection->log, 0,
+                  "bottle safelist: bottle=\"%V\" host=\"%V\" "
+                  "value=sha256:%*s approved", &id, &canon, (size_t) 16,
+                  hex.data);
+
+    r->headers_out.status = NGX_HTTP_NO_CONTENT;
+    r->header_only = 1;
+    r->headers_out.content_length_n = 0;
+
+    ngx_http_finalize_request(r, ngx_http_send_header(r));
+}
+
+
+/* name=value in an application/x-www-form-urlencoded body, not decoded */
+
+static ngx_int_t
+ngx_http_bottle_approve_arg(ngx_str_t *body, const char *name, ngx_str_t *out)
+{
+    size_t   len;
+    u_char  *p, *last, *end;
+
+    len = ngx_strlen(name);
+    p = body->data;
+    last = body->data + body->len;
+
+    while (p < last) {
+        end = ngx_strlchr(p, last, '&');
+        if (end == NULL) {
+            end = last;
+        }
+
+        if ((size_t) (end - p) > len && p[len] == '='
+            && ngx_strncmp(p, name, len) == 0)
+        {
+            out->data = p + len + 1;
+            out->len = end - out->data;
+            return out->len ? NGX_OK : NGX_ERROR;
+        }
+
+        p = end + 1;
+    }
+
+    return NGX_ERROR;
+}
