@@ -270,6 +270,14 @@ ngx_http_bottle_peer_get(ngx_peer_connection_t *pc, void *data)
 
     peer = &bp->ctx->resolve.peer;
 
+    /*
+     * a retry after a cached connection failed dials anew: nginx gives a
+     * cached connection that failed another try, and would go on doing so
+     */
+
+    pc->cached = 0;
+    pc->connection = NULL;
+
     pc->sockaddr = peer->addr.sockaddr;
     pc->socklen = peer->addr.socklen;
     pc->name = &peer->addr.name;
