@@ -8,8 +8,15 @@
  * another name at the same address.  Here a cached connection is reused
  * only for the same scheme, host, port and address.
  *
+ * TLS sessions are kept per target the same way, and per SSL context (the
+ * proxy_ssl_* settings of a location): a new connection to a target
+ * offers the session last saved for that very target, so that it resumes
+ * instead of doing a full handshake.  A session is never offered to
+ * another name or address.
+ *
  *     upstream bottle_tls {
- *         bottle_upstream max=256 max_per_target=16 idle_timeout=60s;
+ *         bottle_upstream max=256 max_per_target=16 idle_timeout=60s
+ *                         sessions=256;
  *     }
  *
  *     proxy_pass https://bottle_tls$bottle_uri;
@@ -25,26 +32,47 @@
 typedef struct {
     ngx_uint_t                   max;
     ngx_uint_t                   max_per_target;
+    ngx_uint_t                   sessions;
     ngx_uint_t                   requests;
     ngx_msec_t                   idle_timeout;
 
     ngx_queue_t                  cache;      /* most recently used first */
     ngx_queue_t                  free;
+
+    ngx_queue_t                  session_cache;  /* most recent first */
+    ngx_queue_t                  session_free;
 } ngx_http_bottle_peer_conf_t;
+
+
+/* what a cached connection or session is for */
+
+typedef struct {
+    ngx_uint_t                   tls;
+    size_t                       host_len;
+    u_char                       host[256];
+    socklen_t                    socklen;
+    ngx_sockaddr_t               sockaddr;   /* the address and port */
+} ngx_http_bottle_peer_key_t;
 
 
 typedef struct {
     ngx_http_bottle_peer_conf_t *conf;
     ngx_queue_t                  queue;
     ngx_connection_t            *connection;
-
-    ngx_uint_t                   tls;
-    in_port_t                    port;
-    size_t                       host_len;
-    u_char                       host[256];
-    socklen_t                    socklen;
-    ngx_sockaddr_t               sockaddr;
+    ngx_http_bottle_peer_key_t   key;
 } ngx_http_bottle_peer_item_t;
+
+
+#if (NGX_HTTP_SSL)
+
+typedef struct {
+    ngx_queue_t                  queue;
+    ngx_ssl_session_t           *session;
+    SSL_CTX                     *ssl_ctx;
+    ngx_http_bottle_peer_key_t   key;
+} ngx_http_bottle_peer_session_t;
+
+#endif
 
 
 typedef struct {
@@ -52,6 +80,8 @@ typedef struct {
     ngx_http_upstream_t         *upstream;
     ngx_http_bottle_ctx_t       *ctx;
     ngx_uint_t                   tls;
+    unsigned                     offered:1;  /* a session, this connection */
+    unsigned                     retried:1;
 } ngx_http_bottle_peer_data_t;
 
 
@@ -63,7 +93,9 @@ static ngx_int_t ngx_http_bottle_peer_get(ngx_peer_connection_t *pc,
     void *data);
 static void ngx_http_bottle_peer_free(ngx_peer_connection_t *pc, void *data,
     ngx_uint_t state);
-static ngx_uint_t ngx_http_bottle_peer_match(ngx_http_bottle_peer_item_t *item,
+static void ngx_http_bottle_peer_set_key(ngx_http_bottle_peer_key_t *key,
+    ngx_http_bottle_peer_data_t *bp, ngx_peer_connection_t *pc);
+static ngx_uint_t ngx_http_bottle_peer_match(ngx_http_bottle_peer_key_t *key,
     ngx_http_bottle_peer_data_t *bp, struct sockaddr *sa, socklen_t socklen);
 static ngx_http_bottle_peer_item_t *ngx_http_bottle_peer_slot(
     ngx_http_bottle_peer_data_t *bp);
@@ -75,10 +107,18 @@ static ngx_int_t ngx_http_bottle_peer_set_session(ngx_peer_connection_t *pc,
     void *data);
 static void ngx_http_bottle_peer_save_session(ngx_peer_connection_t *pc,
     void *data);
+static ngx_http_bottle_peer_session_t *ngx_http_bottle_peer_find_session(
+    ngx_http_bottle_peer_data_t *bp, ngx_peer_connection_t *pc);
+static void ngx_http_bottle_peer_drop_session(ngx_http_bottle_peer_data_t *bp,
+    ngx_peer_connection_t *pc);
+static void ngx_http_bottle_peer_cleanup(void *data);
 #endif
 
 
-/* bottle_upstream [max=N] [max_per_target=N] [idle_timeout=time] */
+/*
+ * bottle_upstream [max=N] [max_per_target=N] [idle_timeout=time]
+ *                 [sessions=N]
+ */
 
 char *
 ngx_http_bottle_upstream(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
@@ -104,6 +144,7 @@ ngx_http_bottle_upstream(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     pcf->max = 256;
     pcf->max_per_target = 16;
+    pcf->sessions = 256;
     pcf->requests = 1000;
     pcf->idle_timeout = 60000;
 
@@ -128,6 +169,15 @@ ngx_http_bottle_upstream(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                 goto invalid;
             }
             pcf->max = n;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "sessions=", 9) == 0) {
+            n = ngx_atoi(value[i].data + 9, value[i].len - 9);
+            if (n <= 0) {
+                goto invalid;
+            }
+            pcf->sessions = n;
             continue;
         }
 
@@ -177,9 +227,13 @@ static ngx_int_t
 ngx_http_bottle_peer_init_upstream(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us)
 {
-    ngx_uint_t                    i;
-    ngx_http_bottle_peer_conf_t  *pcf;
-    ngx_http_bottle_peer_item_t  *items;
+    ngx_uint_t                       i;
+    ngx_http_bottle_peer_conf_t     *pcf;
+    ngx_http_bottle_peer_item_t     *items;
+#if (NGX_HTTP_SSL)
+    ngx_pool_cleanup_t              *cln;
+    ngx_http_bottle_peer_session_t  *sessions;
+#endif
 
     if (us->servers->nelts != 1) {
         ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
@@ -205,6 +259,37 @@ ngx_http_bottle_peer_init_upstream(ngx_conf_t *cf,
         items[i].conf = pcf;
         ngx_queue_insert_head(&pcf->free, &items[i].queue);
     }
+
+    ngx_queue_init(&pcf->session_cache);
+    ngx_queue_init(&pcf->session_free);
+
+#if (NGX_HTTP_SSL)
+
+    /*
+     * the slots are the cycle's, the sessions each worker's own: the cleanup
+     * frees whatever a worker holds when its cycle goes
+     */
+
+    sessions = ngx_pcalloc(cf->pool,
+                           sizeof(ngx_http_bottle_peer_session_t)
+                           * pcf->sessions);
+    if (sessions == NULL) {
+        return NGX_ERROR;
+    }
+
+    for (i = 0; i < pcf->sessions; i++) {
+        ngx_queue_insert_head(&pcf->session_free, &sessions[i].queue);
+    }
+
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_bottle_peer_cleanup;
+    cln->data = pcf;
+
+#endif
 
     return NGX_OK;
 }
@@ -242,6 +327,8 @@ ngx_http_bottle_peer_init(ngx_http_request_t *r,
     bp->upstream = u;
     bp->ctx = ctx;
     bp->tls = 0;
+    bp->offered = 0;
+    bp->retried = 0;
 
 #if (NGX_HTTP_SSL)
     bp->tls = (u->ssl != 0);
@@ -270,6 +357,15 @@ ngx_http_bottle_peer_get(ngx_peer_connection_t *pc, void *data)
 
     peer = &bp->ctx->resolve.peer;
 
+    /*
+     * a retry after a cached connection failed dials anew: nginx gives a
+     * cached connection that failed another try, and would go on doing so
+     */
+
+    pc->cached = 0;
+    pc->connection = NULL;
+    bp->offered = 0;
+
     pc->sockaddr = peer->addr.sockaddr;
     pc->socklen = peer->addr.socklen;
     pc->name = &peer->addr.name;
@@ -280,7 +376,8 @@ ngx_http_bottle_peer_get(ngx_peer_connection_t *pc, void *data)
     {
         item = ngx_queue_data(q, ngx_http_bottle_peer_item_t, queue);
 
-        if (!ngx_http_bottle_peer_match(item, bp, pc->sockaddr, pc->socklen))
+        if (!ngx_http_bottle_peer_match(&item->key, bp, pc->sockaddr,
+                                        pc->socklen))
         {
             continue;
         }
@@ -330,6 +427,42 @@ ngx_http_bottle_peer_free(ngx_peer_connection_t *pc, void *data,
     c = pc->connection;
     pc->tries = 0;
 
+#if (NGX_HTTP_SSL)
+
+    /*
+     * A new TLS connection that failed before the request went out failed
+     * in the handshake or its verification: its target's session, the one
+     * offered or the one the failed handshake saved, goes.  If the server
+     * refused the offered session by failing the handshake, one more try
+     * dials anew and does a full handshake.
+     */
+
+    if ((state & NGX_PEER_FAILED)
+        && c != NULL
+        && c->ssl != NULL
+        && !pc->cached
+        && !u->request_sent)
+    {
+        ngx_http_bottle_peer_drop_session(bp, pc);
+
+        if (bp->offered
+            && !bp->retried
+            && !c->ssl->handshaked
+            && !c->write->timedout
+            && !c->read->timedout)
+        {
+            ngx_log_error(NGX_LOG_INFO, pc->log, 0,
+                          "bottle upstream: handshake resuming a session "
+                          "with \"%V\" failed, trying a full one",
+                          &bp->ctx->target.host);
+
+            bp->retried = 1;
+            pc->tries = 1;
+        }
+    }
+
+#endif
+
     if (state & NGX_PEER_FAILED
         || c == NULL
         || c->read->eof
@@ -350,12 +483,7 @@ ngx_http_bottle_peer_free(ngx_peer_connection_t *pc, void *data,
     item = ngx_http_bottle_peer_slot(bp);
 
     item->connection = c;
-    item->tls = bp->tls;
-    item->port = ngx_inet_get_port(pc->sockaddr);
-    item->host_len = ngx_min(bp->ctx->target.host.len, sizeof(item->host));
-    ngx_memcpy(item->host, bp->ctx->target.host.data, item->host_len);
-    item->socklen = pc->socklen;
-    ngx_memcpy(&item->sockaddr, pc->sockaddr, pc->socklen);
+    ngx_http_bottle_peer_set_key(&item->key, bp, pc);
 
     ngx_queue_insert_head(&bp->conf->cache, &item->queue);
 
@@ -384,19 +512,35 @@ ngx_http_bottle_peer_free(ngx_peer_connection_t *pc, void *data,
 }
 
 
+/* a name longer than the key holds never matches: host_len is the whole */
+
+static void
+ngx_http_bottle_peer_set_key(ngx_http_bottle_peer_key_t *key,
+    ngx_http_bottle_peer_data_t *bp, ngx_peer_connection_t *pc)
+{
+    key->tls = bp->tls;
+    key->host_len = bp->ctx->target.host.len;
+    ngx_memcpy(key->host, bp->ctx->target.host.data,
+               ngx_min(key->host_len, sizeof(key->host)));
+    key->socklen = pc->socklen;
+    ngx_memcpy(&key->sockaddr, pc->sockaddr, pc->socklen);
+}
+
+
 static ngx_uint_t
-ngx_http_bottle_peer_match(ngx_http_bottle_peer_item_t *item,
+ngx_http_bottle_peer_match(ngx_http_bottle_peer_key_t *key,
     ngx_http_bottle_peer_data_t *bp, struct sockaddr *sa, socklen_t socklen)
 {
     ngx_str_t  *host;
 
     host = &bp->ctx->target.host;
 
-    return item->tls == bp->tls
-           && item->host_len == host->len
-           && ngx_memcmp(item->host, host->data, host->len) == 0
-           && ngx_memn2cmp((u_char *) &item->sockaddr, (u_char *) sa,
-                           item->socklen, socklen)
+    return key->tls == bp->tls
+           && key->host_len == host->len
+           && host->len <= sizeof(key->host)
+           && ngx_memcmp(key->host, host->data, host->len) == 0
+           && ngx_memn2cmp((u_char *) &key->sockaddr, (u_char *) sa,
+                           key->socklen, socklen)
               == 0;
 }
 
@@ -422,7 +566,7 @@ ngx_http_bottle_peer_slot(ngx_http_bottle_peer_data_t *bp)
     {
         item = ngx_queue_data(q, ngx_http_bottle_peer_item_t, queue);
 
-        if (ngx_http_bottle_peer_match(item, bp,
+        if (ngx_http_bottle_peer_match(&item->key, bp,
                                        bp->upstream->peer.sockaddr,
                                        bp->upstream->peer.socklen))
         {
@@ -515,18 +659,208 @@ ngx_http_bottle_peer_close(ngx_connection_t *c)
 
 #if (NGX_HTTP_SSL)
 
-/* new connections do full handshakes; kept-alive ones need none */
+/*
+ * A new connection offers the session last saved for its target and SSL
+ * context.  nginx calls this only with proxy_ssl_session_reuse on, and
+ * calls save_session whenever the connection gets a session: during the
+ * handshake with TLS 1.2, with each ticket after it with TLS 1.3.
+ */
 
 static ngx_int_t
 ngx_http_bottle_peer_set_session(ngx_peer_connection_t *pc, void *data)
 {
+    ngx_http_bottle_peer_data_t  *bp = data;
+
+    ngx_connection_t                *c;
+    ngx_http_bottle_peer_session_t  *s;
+
+    c = pc->connection;
+
+    if (!bp->upstream->conf->ssl_session_reuse
+        || c == NULL || c->ssl == NULL || pc->sockaddr == NULL)
+    {
+        return NGX_OK;
+    }
+
+    s = ngx_http_bottle_peer_find_session(bp, pc);
+
+    if (s == NULL) {
+        return NGX_OK;
+    }
+
+    if (SSL_set_session(c->ssl->connection, s->session) == 0) {
+        ngx_ssl_error(NGX_LOG_INFO, pc->log, 0,
+                      "bottle upstream: SSL_set_session() failed");
+        ngx_http_bottle_peer_drop_session(bp, pc);
+        return NGX_OK;
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, pc->log, 0,
+                   "bottle upstream: set session %p for \"%V\"",
+                   s->session, &bp->ctx->target.host);
+
+    bp->offered = 1;
+
+    ngx_queue_remove(&s->queue);
+    ngx_queue_insert_head(&bp->conf->session_cache, &s->queue);
+
     return NGX_OK;
 }
 
 
+/*
+ * The newest session of a target replaces the one before; beyond
+ * "sessions" targets the least recently used one goes.
+ */
+
 static void
 ngx_http_bottle_peer_save_session(ngx_peer_connection_t *pc, void *data)
 {
+    ngx_http_bottle_peer_data_t  *bp = data;
+
+    ngx_queue_t                     *q;
+    ngx_connection_t                *c;
+    ngx_ssl_session_t               *session, *old;
+    ngx_http_bottle_peer_conf_t     *pcf;
+    ngx_http_bottle_peer_session_t  *s;
+
+    c = pc->connection;
+    pcf = bp->conf;
+
+    if (!bp->upstream->conf->ssl_session_reuse
+        || c == NULL || c->ssl == NULL || pc->sockaddr == NULL
+        || bp->ctx->target.host.len > sizeof(s->key.host))
+    {
+        return;
+    }
+
+    session = ngx_ssl_get_session(c);
+
+    if (session == NULL) {
+        return;
+    }
+
+#if OPENSSL_VERSION_NUMBER >= 0x10101000L
+
+    if (!SSL_SESSION_is_resumable(session)) {
+        ngx_ssl_free_session(session);
+        return;
+    }
+
+#endif
+
+    s = ngx_http_bottle_peer_find_session(bp, pc);
+
+    if (s == NULL) {
+        if (!ngx_queue_empty(&pcf->session_free)) {
+            q = ngx_queue_head(&pcf->session_free);
+
+        } else {
+            q = ngx_queue_last(&pcf->session_cache);
+        }
+
+        s = ngx_queue_data(q, ngx_http_bottle_peer_session_t, queue);
+
+        if (s->session) {
+            ngx_log_debug1(NGX_LOG_DEBUG_HTTP, pc->log, 0,
+                           "bottle upstream: evict session %p", s->session);
+            ngx_ssl_free_session(s->session);
+            s->session = NULL;
+        }
+
+        ngx_http_bottle_peer_set_key(&s->key, bp, pc);
+        s->ssl_ctx = c->ssl->session_ctx;
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, pc->log, 0,
+                   "bottle upstream: save session %p for \"%V\"",
+                   session, &bp->ctx->target.host);
+
+    old = s->session;
+    s->session = session;
+
+    if (old) {
+        ngx_ssl_free_session(old);
+    }
+
+    ngx_queue_remove(&s->queue);
+    ngx_queue_insert_head(&pcf->session_cache, &s->queue);
+}
+
+
+static ngx_http_bottle_peer_session_t *
+ngx_http_bottle_peer_find_session(ngx_http_bottle_peer_data_t *bp,
+    ngx_peer_connection_t *pc)
+{
+    SSL_CTX                         *ssl_ctx;
+    ngx_queue_t                     *q;
+    ngx_http_bottle_peer_session_t  *s;
+
+    ssl_ctx = pc->connection->ssl->session_ctx;
+
+    for (q = ngx_queue_head(&bp->conf->session_cache);
+         q != ngx_queue_sentinel(&bp->conf->session_cache);
+         q = ngx_queue_next(q))
+    {
+        s = ngx_queue_data(q, ngx_http_bottle_peer_session_t, queue);
+
+        if (s->ssl_ctx == ssl_ctx
+            && ngx_http_bottle_peer_match(&s->key, bp, pc->sockaddr,
+                                          pc->socklen))
+        {
+            return s;
+        }
+    }
+
+    return NULL;
+}
+
+
+static void
+ngx_http_bottle_peer_drop_session(ngx_http_bottle_peer_data_t *bp,
+    ngx_peer_connection_t *pc)
+{
+    ngx_http_bottle_peer_session_t  *s;
+
+    s = ngx_http_bottle_peer_find_session(bp, pc);
+
+    if (s == NULL) {
+        return;
+    }
+
+    ngx_log_debug2(NGX_LOG_DEBUG_HTTP, pc->log, 0,
+                   "bottle upstream: drop session %p for \"%V\"",
+                   s->session, &bp->ctx->target.host);
+
+    ngx_ssl_free_session(s->session);
+    s->session = NULL;
+
+    ngx_queue_remove(&s->queue);
+    ngx_queue_insert_head(&bp->conf->session_free, &s->queue);
+}
+
+
+/* when the cycle goes: the sessions a worker holds */
+
+static void
+ngx_http_bottle_peer_cleanup(void *data)
+{
+    ngx_http_bottle_peer_conf_t  *pcf = data;
+
+    ngx_queue_t                     *q;
+    ngx_http_bottle_peer_session_t  *s;
+
+    for (q = ngx_queue_head(&pcf->session_cache);
+         q != ngx_queue_sentinel(&pcf->session_cache);
+         q = ngx_queue_next(q))
+    {
+        s = ngx_queue_data(q, ngx_http_bottle_peer_session_t, queue);
+
+        if (s->session) {
+            ngx_ssl_free_session(s->session);
+            s->session = NULL;
+        }
+    }
 }
 
 #endif
