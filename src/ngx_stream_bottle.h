@@ -20,6 +20,9 @@ typedef struct {
 } ngx_stream_bottle_main_conf_t;
 
 
+typedef struct ngx_stream_bottle_adopt_s  ngx_stream_bottle_adopt_t;
+
+
 typedef struct {
     ngx_flag_t               enable;
     ngx_str_t                realm;
@@ -29,6 +32,7 @@ typedef struct {
     bottle_head_limits_t     limits;
     ngx_str_t                plain_pass;     /* "unix:/path" */
     ngx_str_t                tls_pass;       /* "unix:/path", or empty */
+    ngx_stream_bottle_adopt_t  *adopt;       /* its http listener, per worker */
 } ngx_stream_bottle_srv_conf_t;
 
 
@@ -46,6 +50,7 @@ typedef struct {
     ngx_uint_t                   heads;      /* request heads on this conn */
     ngx_uint_t                   connect:1;
     ngx_uint_t                   inspect:1;
+    ngx_uint_t                   adopted:1;  /* the http side has it */
     ngx_uint_t                   http_minor;
     ngx_uint_t                   has_body;
     size_t                       head_len;
@@ -75,6 +80,8 @@ ngx_int_t ngx_stream_bottle_answer(ngx_connection_t *c, ngx_str_t *status,
     ngx_str_t *extra, ngx_str_t *type, ngx_str_t *body, ngx_uint_t keepalive);
 ngx_int_t ngx_stream_bottle_send(ngx_connection_t *c, u_char *data,
     size_t len);
+ngx_int_t ngx_stream_bottle_adopt(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx);
 
 
 #endif /* _NGX_STREAM_BOTTLE_H_INCLUDED_ */

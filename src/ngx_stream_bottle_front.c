@@ -640,20 +640,47 @@ static ngx_int_t
 ngx_stream_bottle_peek(ngx_stream_session_t *s, ngx_stream_bottle_ctx_t *ctx)
 {
     size_t                         n;
-    u_char                        *p;
+    u_char                        *p, buf[21];
+    ssize_t                        rn;
     ngx_int_t                      rc;
     ngx_buf_t                     *b;
+    ngx_connection_t              *c;
     ngx_stream_bottle_srv_conf_t  *bscf;
 
-    b = s->connection->buffer;
+    c = s->connection;
+    b = c->buffer;
     p = b->pos;
     n = b->last - b->pos;
 
     if (n == 0) {
-        return NGX_AGAIN;
+
+        /*
+         * Nothing came with the CONNECT head: look at what follows without
+         * reading it, so that the socket can go as it is to whoever takes
+         * the tunnel (ngx_stream_bottle_adopt.c).
+         */
+
+        rn = recv(c->fd, (char *) buf, sizeof(buf), MSG_PEEK);
+
+        if (rn == 0 || (rn == -1 && ngx_socket_errno != NGX_EAGAIN
+                                 && ngx_socket_errno != NGX_EINTR))
+        {
+            ngx_log_error(NGX_LOG_INFO, c->log, 0,
+                          "bottle: client closed the tunnel before "
+                          "its first bytes");
+            ctx->state = NGX_STREAM_BOTTLE_DONE;
+            ngx_stream_finalize_session(s, NGX_STREAM_OK);
+            return NGX_DONE;
+        }
+
+        p = buf;
+        n = rn > 0 ? (size_t) rn : 0;
+
+        /* unread bytes: whoever reads next must not wait for an event */
+        c->read->ready = n ? 1 : 0;
     }
 
-    rc = ngx_stream_bottle_client_hello(p, n);
+    rc = n ? ngx_stream_bottle_client_hello(p, n) : NGX_AGAIN;
 
     if (rc == NGX_DECLINED && ctx->inspect) {
         rc = ngx_stream_bottle_request_line(p, n);
@@ -665,7 +692,20 @@ ngx_stream_bottle_peek(ngx_stream_session_t *s, ngx_stream_bottle_ctx_t *ctx)
     }
 
     if (rc == NGX_AGAIN) {
-        return NGX_AGAIN;
+        if (p == b->pos) {
+            return NGX_AGAIN;                   /* read more into c->buffer */
+        }
+
+        /* peeked: wait for more to arrive, it stays in the socket */
+
+        c->read->ready = 0;
+
+        if (ngx_handle_read_event(c->read, 0) != NGX_OK) {
+            ctx->state = NGX_STREAM_BOTTLE_DONE;
+            ngx_stream_finalize_session(s, NGX_STREAM_INTERNAL_SERVER_ERROR);
+        }
+
+        return NGX_DONE;
     }
 
     if (rc == NGX_DECLINED) {
@@ -739,8 +779,11 @@ static ngx_int_t
 ngx_stream_bottle_record(ngx_stream_session_t *s,
     ngx_stream_bottle_ctx_t *ctx, ngx_str_t *pass)
 {
-    ngx_int_t            rc;
-    ngx_bottle_target_t  target;
+    ngx_int_t                      rc;
+    ngx_bottle_target_t            target;
+    ngx_stream_bottle_srv_conf_t  *bscf;
+
+    bscf = ngx_stream_get_module_srv_conf(s, ngx_stream_bottle_module);
 
     if (ngx_bottle_zone_key(s->connection, ctx->key_buf, sizeof(ctx->key_buf),
                             &ctx->key)
@@ -763,6 +806,11 @@ ngx_stream_bottle_record(ngx_stream_session_t *s,
                                         rc == NGX_DECLINED
                                         ? "a record for this address exists"
                                         : "the bottle_connect zone is full");
+    }
+
+    if (pass == &bscf->tls_pass && ngx_stream_bottle_adopt(s, ctx) == NGX_DONE)
+    {
+        return NGX_DONE;
     }
 
     return ngx_stream_bottle_handoff(s, ctx, pass);

@@ -209,6 +209,9 @@ ngx_stream_bottle_variable(ngx_stream_session_t *s,
         } else if (ctx->route && ctx->route->passthrough && ctx->connect) {
             ngx_str_set(&val, "passthrough");
 
+        } else if (ctx->adopted) {
+            ngx_str_set(&val, "adopted");
+
         } else {
             ngx_str_set(&val, "handoff");
         }

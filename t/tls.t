@@ -43,6 +43,9 @@ events {
 stream {
     %%TEST_GLOBALS_STREAM%%
 
+    log_format front '$remote_port verdict=$bottle_verdict up=$upstream_addr';
+    access_log %%TESTDIR%%/stream.log front;
+
     server {
         listen 127.0.0.1:8080;
         bottle_front on;
@@ -160,7 +163,7 @@ fake_upstream($t, port => 8444, name => 'bad', tls => 1,
 	cert => $self->{cert}, key => $self->{key});
 fake_upstream($t, port => 8081, name => 'plain');
 
-$t->run()->plan(60);
+$t->run()->plan(64);
 
 ###############################################################################
 
@@ -346,6 +349,82 @@ $r = curl('https://_egress.local/allowlist');
 like($r, qr/^HTTP\/2 200 .*"host": "api.allowed.test"/ms,
 	'allowlist inside TLS');
 unlike($r, qr/\Q$API\E|\Q$TOKEN\E/, 'allowlist holds no secret');
+
+# a client that sends its ClientHello with the CONNECT, in one write: the
+# tunnel cannot be adopted by the http side in process (bytes were read
+# past the head), it goes through the internal listener; same result
+
+my $pipelined = <<'PY';
+import socket, ssl, sys
+proxy, port, target, ca, auth = sys.argv[1:6]
+ctx = ssl.create_default_context(cafile=ca)
+inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+tls = ctx.wrap_bio(inc, out, server_hostname=target.split(":")[0])
+try:
+    tls.do_handshake()
+except ssl.SSLWantReadError:
+    pass
+s = socket.create_connection((proxy, int(port)), timeout=10)
+s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\nProxy-Authorization: %s"
+           "\r\n\r\n" % (target, target, auth)).encode() + out.read())
+head = b""
+while b"\r\n\r\n" not in head:
+    head += s.recv(4096)
+head, rest = head.split(b"\r\n\r\n", 1)
+print(head.split(b"\r\n")[0].decode())
+inc.write(rest)
+def pump():
+    data = s.recv(65536)
+    if not data:
+        raise SystemExit("closed")
+    inc.write(data)
+while True:
+    try:
+        tls.do_handshake()
+        break
+    except ssl.SSLWantReadError:
+        s.sendall(out.read())
+        pump()
+s.sendall(out.read())
+tls.write(("GET /pipelined HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n"
+           % target).encode())
+s.sendall(out.read())
+resp = b""
+while True:
+    try:
+        chunk = tls.read(65536)
+        if not chunk:
+            break
+        resp += chunk
+    except ssl.SSLWantReadError:
+        try:
+            pump()
+        except SystemExit:
+            break
+    except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+        break
+print(resp.split(b"\r\n")[0].decode())
+PY
+
+$r = do {
+	open my $fh, '-|', 'python3', '-c', $pipelined, '127.0.0.1', port(8080),
+		'api.allowed.test:' . port(8443), $gwca->{cert}, $auth
+		or die "python3: $!";
+	local $/;
+	<$fh> // '';
+};
+like($r, qr/^HTTP\/1\.1 200 Connection established\nHTTP\/1\.1 200 OK$/m,
+	'ClientHello sent with the CONNECT: the tunnel works');
+is(last_req('api')->{target}, '/pipelined', 'and the request reached the upstream');
+
+# the stream log: a tunnel the http side adopted in process, and the one
+# that went through the internal listener
+
+my $slog = $t->read_file('stream.log');
+like($slog, qr/verdict=adopted up=-/,
+	'stream log: tunnels adopted by the http side in process');
+like($slog, qr/verdict=handoff up=unix:\S+tls\.sock/,
+	'stream log: the pipelined ClientHello went through tls.sock');
 
 # plain HTTP inside a tunnel of an inspected route
 
