@@ -74,6 +74,11 @@ TARGETS = [("direct", "direct"),
            ("mitmproxy", "mitmproxy + addon"),
            ("gateway", "ngx_bottle gateway")]
 
+# nginx workers of the ceiling and of the gateway: the proxy under test is
+# pinned to one core, and one worker per core is nginx's own advice (1.22's
+# "auto" counts every CPU of the machine, not the ones it may run on)
+PROXY_WORKERS = 1
+
 SCENARIOS = [
     # key, label, hey arguments
     ("get1", "GET 1 KiB, keep-alive, c=1", dict(c=1, path="/1k")),
@@ -431,7 +436,8 @@ def start_gateway(d, port, dns_port, policy, core):
         "--listen", f"127.0.0.1:{port}",
         "--resolver", f"127.0.0.1:{dns_port}",
         "--trust", os.path.join(d, "certs", "upca.crt"),
-        "--module", MODULE, "--nginx", NGINX]
+        "--module", MODULE, "--nginx", NGINX,
+        "--workers", str(PROXY_WORKERS)]
 
     def stop():
         run([launcher, "stop", "--dir", gw], timeout=30)
@@ -851,7 +857,10 @@ def report(meta, targets, results, chk, scan, scan_err):
       "is utime+stime of all the proxy's processes over the window per "
       "request (ms per request = CPU seconds per 1000 requests); peak RSS "
       "is the sum of VmHWM of its processes, reset before each window. "
-      "Access logs on for every target (mitmdump's flow lines to a file).")
+      "Access logs on for every target (nginx's buffered, 64 KiB or 1 s, "
+      "as the shipped configuration has them; mitmdump's flow lines to a "
+      "file); one nginx worker for the ceiling and for the gateway, on the "
+      "one core they are pinned to.")
     w("")
     w("| scenario | target | req/s | p50 ms | p99 ms | proxy CPU ms/req "
       "| proxy core % | peak RSS MiB | failed |")
@@ -1040,6 +1049,7 @@ def main():
         policy = os.path.join(d, "policy.json")
         write_policy(policy)
         values = {"DIR": d, "UP_ADDR": up_addr, "CEILING_PORT": ceil_port,
+                  "WORKERS": PROXY_WORKERS,
                   "HOST": HOST, "ROUTE_TOKEN": ROUTE_TOKEN}
 
         log("starting the upstream, dnsmasq, the ceiling, mitmproxy and "

@@ -311,6 +311,13 @@ sub received {
 sub gw_log {
 	my ($self, $name) = @_;
 	my $f = "$self->{gateway}{dir}/logs/$name";
+
+	# the access logs are buffered: reopening them writes what is pending
+	if ($name ne 'error.log' && (my $pid = $self->{gateway}{pid})) {
+		kill 'USR1', $pid;
+		select(undef, undef, undef, 0.3);
+	}
+
 	open my $fh, '<', $f or return '';
 	local $/;
 	return <$fh> // '';
