@@ -293,6 +293,10 @@ ngx_http_bottle_dlp_body(ngx_http_bottle_dlp_t *d)
         b = cl->buf;
 
         if (!b->in_file) {
+            if (b->last == b->pos) {
+                continue;
+            }
+
             rc = ngx_http_bottle_dlp_feed(d, b->pos, b->last - b->pos);
             if (rc != NGX_OK) {
                 return rc;
@@ -324,7 +328,7 @@ ngx_http_bottle_dlp_body(ngx_http_bottle_dlp_t *d)
         }
     }
 
-    rc = ngx_http_bottle_dlp_feed(d, NULL, 0);
+    rc = ngx_http_bottle_dlp_feed(d, NULL, 0);      /* the end */
     if (rc != NGX_OK) {
         return rc;
     }
@@ -396,7 +400,7 @@ ngx_http_bottle_dlp_coding(ngx_http_bottle_dlp_t *d)
 }
 
 
-/* len 0: the end of the body */
+/* p NULL: the end of the body (an empty buffer is never fed) */
 
 static ngx_int_t
 ngx_http_bottle_dlp_feed(ngx_http_bottle_dlp_t *d, u_char *p, size_t len)
@@ -414,11 +418,11 @@ ngx_http_bottle_dlp_feed(ngx_http_bottle_dlp_t *d, u_char *p, size_t len)
         return NGX_OK;
     }
 
-    rc = len ? bottle_decoder_feed(d->decoder, p, len)
-             : bottle_decoder_finish(d->decoder);
+    rc = p ? bottle_decoder_feed(d->decoder, p, len)
+           : bottle_decoder_finish(d->decoder);
 
     if (rc == BOTTLE_CODING_OK) {
-        if (len == 0) {
+        if (p == NULL) {
             d->decoded = bottle_decoder_total(d->decoder);
             bottle_decoder_destroy(d->decoder);
             d->decoder = NULL;
@@ -552,7 +556,10 @@ ngx_http_bottle_dlp_raw_body(ngx_http_bottle_dlp_t *d, ngx_str_t *raw)
         b = cl->buf;
 
         if (!b->in_file) {
-            p = ngx_cpymem(p, b->pos, b->last - b->pos);
+            if (b->last != b->pos) {
+                p = ngx_cpymem(p, b->pos, b->last - b->pos);
+            }
+
             continue;
         }
 
