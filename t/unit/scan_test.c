@@ -14,6 +14,7 @@
 
 #include "tap.h"
 #include "bottle_scan.h"
+#include "bottle_scan_int.h"     /* bottle_scan_skel_impl() */
 
 
 #define DEFAULT  (BOTTLE_DLP_TOKEN_PATTERNS | BOTTLE_DLP_KNOWN_SECRETS)
@@ -1121,6 +1122,7 @@ test_api(void)
 int
 main(void)
 {
+    int              level;
     char             err[256];
     bottle_str_t     canary = { CANARY, sizeof(CANARY) - 1 };
     bottle_secret_t  tokens[3] = {
@@ -1153,6 +1155,19 @@ main(void)
     test_hostile();
     test_from_policy();
     test_api();
+
+    /* the skeleton again with each simpler decoder the CPU has (SSSE3,
+     * scalar): they must find the same */
+    for (level = bottle_scan_skel_impl(-1) - 1; level >= 0; level--) {
+        ok(bottle_scan_skel_impl(level) == level, "skeleton decoder %d",
+           level);
+        test_known_encodings();
+        test_split_fields();
+        test_chunks();
+        test_corners();
+        test_benign();
+    }
+    bottle_scan_skel_impl(-1);
 
     bottle_scan_secrets_free(sec);
     bottle_scan_secrets_free(none);
