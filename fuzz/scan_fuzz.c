@@ -42,13 +42,15 @@ setup(void)
 {
     char              err[256];
     bottle_str_t      canary = { "CANARY-7f3a9c1e", 15 };
-    bottle_secret_t   tok[2] = {
+    bottle_secret_t   tok[3] = {
         { { "GH", 2 }, { "Sx9-fK2mQ7xL4pZ8vR1n_B6wY3cJ5hT0dG", 34 } },
         { { "K", 1 }, { "abcdefgh", 8 } },
+        /* punctuation at the ends: raw literals too */
+        { { "PAD", 3 }, { "-Zq8Rt5Wk1Xp0Nv3==", 18 } },
     };
 
     if (bottle_scan_db_create(&db, err, sizeof(err)) != 0
-        || bottle_scan_secrets_create(&sec, db, &canary, tok, 2, err,
+        || bottle_scan_secrets_create(&sec, db, &canary, tok, 3, err,
                                       sizeof(err)) != 0)
     {
         fprintf(stderr, "setup: %s\n", err);

@@ -753,10 +753,14 @@ raw_block(bottle_scan_t *s, const unsigned char *p, size_t n)
     rc = 0;
     trig = (unsigned) -1;
 
-    if (v->ls && want_literals(s)) {
-        rc |= hs_scan_stream(v->ls, (const char *) p, (unsigned) n, 0,
-                             s->scratch, bottle_scan_on_lit, v);
-        if (!(s->detectors & BOTTLE_SCAN_RAW_ONLY)) {
+    if (want_literals(s)) {
+        if (v->ls) {
+            rc |= hs_scan_stream(v->ls, (const char *) p, (unsigned) n, 0,
+                                 s->scratch, bottle_scan_on_lit, v);
+        }
+        if (s->v[BOTTLE_VIEW_SKELETON].ls
+            && !(s->detectors & BOTTLE_SCAN_RAW_ONLY))
+        {
             s->trig = 0;
             rc |= skeleton_block(s, p, n);
             trig = s->trig;

@@ -815,6 +815,15 @@ bottle_scan_skel_decode(bottle_scan_view_t *v, const unsigned char *in,
             continue;
         }
 
+        if (in[i] == '\\' || in[i] == '%') {
+            /* escapes in a row ("\u0067\u0067", "%20%20"): no block */
+            v->dstate = in[i] == '\\' ? D_BSLASH : D_PCT;
+            v->dstart = off + (uint32_t) i;
+            v->dn = 0;
+            i++;
+            continue;
+        }
+
         switch (skel_level) {
 #if defined(__x86_64__) && defined(__GNUC__)
         case 2:

@@ -906,6 +906,61 @@ test_optin(void)
 }
 
 
+/*
+ * Values the skeleton finds at another span, or not at all, keep their raw
+ * literals: punctuation at an end (the whole value is redacted, "==" too),
+ * a '%' or '\\' the skeleton would decode, fewer than 8 letters and digits.
+ */
+static void
+test_raw_literals(void)
+{
+    int                        id = F_BODY, pass;
+    char                       err[256], str[200];
+    size_t                     i, n;
+    const char                *p;
+    bottle_scan_t             *s;
+    bottle_scan_secrets_t     *raw;
+    const bottle_scan_match_t *m;
+
+    static const struct {
+        const char  *name;
+        const char  *value;
+    } v[] = {
+        { "PAD", "-Zq8Rt5Wk1Xp0Nv3==" },
+        { "ESC", "ab%41cd\\nEFgh1234" },
+        { "SYM", "#$a!b@c(d)e*f&g" },
+    };
+    bottle_secret_t  tok[3];
+
+    for (i = 0; i < 3; i++) {
+        tok[i].name.data = (char *) v[i].name;
+        tok[i].name.len = strlen(v[i].name);
+        tok[i].value.data = (char *) v[i].value;
+        tok[i].value.len = strlen(v[i].value);
+    }
+
+    ok(bottle_scan_secrets_create(&raw, db, NULL, tok, 3, err, sizeof(err))
+       == 0, "secrets with punctuation compiled");
+
+    for (i = 0; i < 3; i++) {
+        snprintf(str, sizeof(str), "k=\"%s\";", v[i].value);
+        p = str;
+        s = scan_fields(raw, DEFAULT, 1, &id, &p);
+        m = bottle_scan_matches(s, &n);
+        pass = n == 1 && m[0].start == 3
+               && m[0].end == 3 + strlen(v[i].value) && m[0].removable
+               && m[0].view == BOTTLE_VIEW_RAW;
+        ok(pass, "%s: the whole value, raw", v[i].name);
+        if (!pass) {
+            show(m, n);
+        }
+        bottle_scan_release(s);
+    }
+
+    bottle_scan_secrets_free(raw);
+}
+
+
 /* the pure C decoders against the SIMD skeleton, and other corners */
 static void
 test_corners(void)
@@ -1151,6 +1206,7 @@ main(void)
     test_redact();
     test_optin();
     test_corners();
+    test_raw_literals();
     test_benign();
     test_hostile();
     test_from_policy();
