@@ -906,9 +906,14 @@ bottle_scan_end(bottle_scan_t *s)
         view_commit(v);
     }
 
+    /* a stream this field didn't feed is clean already */
     v = &s->v[BOTTLE_VIEW_RAW];
-    rc |= stream_end(s, v, v->vs);
-    rc |= stream_end(s, v, v->is);
+    if (s->detectors & BOTTLE_DLP_TOKEN_PATTERNS) {
+        rc |= stream_end(s, v, v->vs);
+    }
+    if (s->detectors & BOTTLE_DLP_NAIVE_INJECTION) {
+        rc |= stream_end(s, v, v->is);
+    }
     if (v->ls) {
         rc |= hs_reset_stream(v->ls, 0, NULL, NULL, NULL);
     }

@@ -36,6 +36,11 @@ static const char  bottle_scan_b64url[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 
+/* the decoders' SIMD: 0 none, 1 SSSE3, 2 AVX-512 (BW, VBMI2) */
+static int  skel_best;      /* what the CPU has */
+static int  skel_level;     /* what runs */
+
+
 static int
 hexval(unsigned c)
 {
@@ -111,6 +116,76 @@ emit_run(bottle_scan_view_t *v, const unsigned char *p, size_t n,
 }
 
 
+#if defined(__x86_64__) && defined(__GNUC__)
+
+/* emit_run() up to the first stop byte, 64 bytes at a time; writes up to
+ * 64 bytes (offsets) past the output: the views have room */
+__attribute__((target("avx512f,avx512bw,bmi")))
+static size_t
+emit_until_avx512(bottle_scan_view_t *v, const unsigned char *p, size_t n,
+    uint32_t start, unsigned stop)
+{
+    size_t     i, k, o, len;
+    uint64_t   lm, m;
+    uint32_t  *map;
+    __m512i    x, ix, sixteen;
+
+    o = v->keep + v->curlen;
+    map = v->map + o;
+    ix = _mm512_add_epi32(_mm512_set1_epi32((int) start),
+                          _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+                                            11, 12, 13, 14, 15));
+    sixteen = _mm512_set1_epi32(16);
+
+    for (i = 0; i < n; i += len) {
+        len = n - i < 64 ? n - i : 64;
+        lm = len == 64 ? ~(uint64_t) 0 : ((uint64_t) 1 << len) - 1;
+        x = _mm512_maskz_loadu_epi8(lm, p + i);
+        m = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8((char) stop)) & lm;
+
+        _mm512_storeu_si512((void *) (v->buf + o + i), x);
+        _mm512_storeu_si512((void *) (v->mlen + o + i), _mm512_set1_epi8(1));
+        for (k = 0; k < 64; k += 16) {
+            _mm512_storeu_si512((void *) (map + i + k), ix);
+            ix = _mm512_add_epi32(ix, sixteen);
+        }
+
+        if (m) {
+            i += _tzcnt_u64(m);
+            break;
+        }
+    }
+
+    i = i < n ? i : n;
+    v->curlen += i;
+    return i;
+}
+
+#endif
+
+
+/* bytes that decode to themselves, up to the first stop byte; returns how
+ * many */
+static size_t
+emit_until(bottle_scan_view_t *v, const unsigned char *p, size_t n,
+    uint32_t start, unsigned stop)
+{
+    size_t                k;
+    const unsigned char  *q;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (skel_level == 2) {
+        return emit_until_avx512(v, p, n, start, stop);
+    }
+#endif
+
+    q = memchr(p, (int) stop, n);
+    k = q ? (size_t) (q - p) : n;
+    emit_run(v, p, k, start);
+    return k;
+}
+
+
 /* JSON */
 
 static void
@@ -162,10 +237,9 @@ void
 bottle_scan_json_decode(bottle_scan_view_t *v, const unsigned char *in,
     size_t n, uint32_t off)
 {
-    int                   h;
-    size_t                i, k;
-    unsigned              c, d;
-    const unsigned char  *q;
+    int       h;
+    size_t    i, k;
+    unsigned  c, d;
 
     for (i = 0; i < n; i++) {
         c = in[i];
@@ -175,11 +249,27 @@ bottle_scan_json_decode(bottle_scan_view_t *v, const unsigned char *in,
         case D_TEXT:
             if (c != '\\') {
                 /* up to the next escape in one go */
-                q = memchr(in + i, '\\', n - i);
-                k = q ? (size_t) (q - (in + i)) : n - i;
-                emit_run(v, in + i, k, off + (uint32_t) i);
+                k = emit_until(v, in + i, n - i, off + (uint32_t) i, '\\');
                 i += k - 1;
                 break;
+            }
+            if (i + 1 < n) {
+                /* a two-byte escape whole */
+                d = in[i + 1];
+                switch (d) {
+                case '"': case '\\': case '/': break;
+                case 'b': d = '\b'; break;
+                case 'f': d = '\f'; break;
+                case 'n': d = '\n'; break;
+                case 'r': d = '\r'; break;
+                case 't': d = '\t'; break;
+                default: d = 256;
+                }
+                if (d < 256) {
+                    emit(v, d, off + (uint32_t) i, 2);
+                    i++;
+                    break;
+                }
             }
             json_text(v, c, off + (uint32_t) i);
             break;
@@ -246,11 +336,10 @@ void
 bottle_scan_pct_decode(bottle_scan_view_t *v, const unsigned char *in,
     size_t n, const uint32_t *imap, const uint8_t *ilen, uint32_t off)
 {
-    int                   h;
-    size_t                i, k;
-    unsigned              c, len;
-    uint32_t              pos;
-    const unsigned char  *q;
+    int       h;
+    size_t    i, k;
+    unsigned  c, len;
+    uint32_t  pos;
 
     for (i = 0; i < n; i++) {
         c = in[i];
@@ -279,10 +368,19 @@ bottle_scan_pct_decode(bottle_scan_view_t *v, const unsigned char *in,
 
         if (c != '%' && imap == NULL) {
             /* up to the next escape in one go */
-            q = memchr(in + i, '%', n - i);
-            k = q ? (size_t) (q - (in + i)) : n - i;
-            emit_run(v, in + i, k, off + (uint32_t) i);
+            k = emit_until(v, in + i, n - i, off + (uint32_t) i, '%');
             i += k - 1;
+            continue;
+        }
+
+        if (c == '%' && n - i >= 3 && (h = hexval(in[i + 1])) >= 0
+            && hexval(in[i + 2]) >= 0)
+        {
+            /* "%XX" whole: decoded in one go */
+            k = imap ? imap[i + 2] + ilen[i + 2] - pos : 3;
+            emit(v, (unsigned) (h * 16 + hexval(in[i + 2])), pos,
+                 (unsigned) k);
+            i += 2;
             continue;
         }
 
@@ -491,8 +589,10 @@ skel_escape(bottle_scan_view_t *v, unsigned c, uint32_t pos)
 /* the SK_* classes of each byte */
 static unsigned char  skel_sk[256];
 
-static int  skel_best;      /* what the CPU has */
-static int  skel_level;     /* what runs */
+
+
+static size_t skel_whole_escape(bottle_scan_view_t *v,
+    const unsigned char *p, size_t n, uint32_t pos);
 
 
 /* where the state machine must take over in a block of len bytes (len if
@@ -703,21 +803,26 @@ skel_text_ssse3(bottle_scan_view_t *v, const unsigned char *in, size_t n,
 }
 
 
-/* AVX-512: masks in mask registers, packed with vpcompressb */
+/*
+ * AVX-512: masks in mask registers, packed with vpcompressb.  An escape
+ * in the block that skel_whole_escape() decodes is decoded there, and the
+ * block goes on with the same masks (percent-encoded forms have one every
+ * few bytes); the state machine gets the rest.
+ */
 __attribute__((target("avx512f,avx512bw,avx512vbmi2,popcnt,bmi")))
 static size_t
 skel_text_avx512(bottle_scan_view_t *v, const unsigned char *in, size_t n,
     uint32_t off)
 {
-    size_t          i, len, stop, o;
-    uint64_t        a, b, p, u, sl, keep, lm;
+    size_t          i, len, stop, pos, o, k;
+    uint64_t        a, b, p, u, sl, keep, lm, t, escaped, stops, run;
     unsigned char  *ob;
     __m512i         x;
 
     o = v->keep + v->curlen;
     ob = v->buf;
 
-    for (i = 0; i < n; i += stop) {
+    for (i = 0; i < n; /* void */ ) {
         len = n - i < 64 ? n - i : 64;
         lm = len == 64 ? ~(uint64_t) 0 : ((uint64_t) 1 << len) - 1;
         x = _mm512_maskz_loadu_epi8(lm, in + i);
@@ -733,28 +838,70 @@ skel_text_avx512(bottle_scan_view_t *v, const unsigned char *in, size_t n,
 
         if ((b | p) == 0) {
             /* text without escapes: the common case */
-            keep = a & lm;
-            stop = len;
-        } else {
-            u = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('u'));
-            sl = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('/'));
-            stop = skel_plan(v, a, b, p, u, sl, len, &keep);
+            if (a) {
+                skel_seg(v, o, off + (uint32_t) i, a);
+                _mm512_storeu_si512((void *) (ob + o),
+                                    _mm512_maskz_compress_epi8(a, x));
+                o += (size_t) _mm_popcnt_u64(a);
+            }
+            i += len;
+            continue;
         }
 
-        if (keep) {
-            skel_seg(v, o, off + (uint32_t) i, keep);
-            _mm512_storeu_si512((void *) (ob + o),
-                                _mm512_maskz_compress_epi8(keep, x));
-            o += (size_t) __builtin_popcountll(keep);
-        }
-        if (stop < len) {
-            i += stop;
-            break;
+        u = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('u'));
+        sl = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('/'));
+
+        /* as skel_plan(), for the whole block */
+        t = (((b << 1) | SKEL_ODD) - b) ^ SKEL_ODD;
+        escaped = t ^ b;
+        stops = (p & ~escaped) | ((escaped & u) >> 1)
+                | (t & b & ((uint64_t) 1 << (len - 1)));
+        a &= ~escaped;
+
+        for (pos = 0; /* void */ ; /* void */ ) {
+            t = stops >> pos << pos;
+            stop = t ? (size_t) _tzcnt_u64(t) : 64;
+            stop = stop < len ? stop : len;
+            run = (stop == 64 ? ~(uint64_t) 0 : ((uint64_t) 1 << stop) - 1)
+                  >> pos << pos;
+
+            if (escaped & sl & run) {
+                v->s->trig |= BOTTLE_TRIG_JSON;
+            }
+            keep = a & run;
+            if (keep) {
+                skel_seg(v, o, off + (uint32_t) i, keep);
+                _mm512_storeu_si512((void *) (ob + o),
+                                    _mm512_maskz_compress_epi8(keep, x));
+                o += (size_t) _mm_popcnt_u64(keep);
+            }
+
+            if (stop == len) {
+                i += len;
+                break;
+            }
+
+            v->curlen = o - v->keep;
+            k = skel_whole_escape(v, in + i + stop, n - i - stop,
+                                  off + (uint32_t) (i + stop));
+            o = v->keep + v->curlen;
+
+            if (k == 0) {
+                /* the state machine's */
+                v->curlen = o - v->keep;
+                return i + stop;
+            }
+
+            pos = stop + k;
+            if (pos >= len) {
+                i += pos;
+                break;
+            }
         }
     }
 
     v->curlen = o - v->keep;
-    return i;
+    return i < n ? i : n;
 }
 
 #endif
@@ -799,11 +946,74 @@ bottle_scan_skel_impl(int level)
  * segment per block or decoded byte, so the segments never outnumber the
  * view's bytes.
  */
+/*
+ * An escape that is wholly in the block, decoded in one go as the state
+ * machine would: returns its length, or 0 (cut, not an escape, "%25" not
+ * followed by two hex digits) for the state machine to read it.
+ */
+static size_t
+skel_whole_escape(bottle_scan_view_t *v, const unsigned char *p, size_t n,
+    uint32_t pos)
+{
+    int       a, b, c, d;
+    unsigned  x;
+
+    if (p[0] == '%') {
+        if (n < 3 || (a = hexval(p[1])) < 0 || (b = hexval(p[2])) < 0) {
+            return 0;
+        }
+        x = (unsigned) (a * 16 + b);
+        if (x == '%') {
+            if (n < 5 || (a = hexval(p[3])) < 0 || (b = hexval(p[4])) < 0) {
+                return 0;
+            }
+            v->s->trig |= BOTTLE_TRIG_PCT | BOTTLE_TRIG_PCT2;
+            x = (unsigned) (a * 16 + b);
+            if (is_alnum(x)) {
+                skel_decoded(v, x, pos, 5);
+            }
+            return 5;
+        }
+        if (is_token_char(x)) {
+            v->s->trig |= BOTTLE_TRIG_PCT;
+        }
+        if (is_alnum(x)) {
+            skel_decoded(v, x, pos, 3);
+        }
+        return 3;
+    }
+
+    /* '\\' */
+    if (n < 2) {
+        return 0;
+    }
+    if (p[1] != 'u') {
+        if (p[1] == '/') {
+            v->s->trig |= BOTTLE_TRIG_JSON;
+        }
+        return 2;
+    }
+    if (n < 6 || (a = hexval(p[2])) < 0 || (b = hexval(p[3])) < 0
+        || (c = hexval(p[4])) < 0 || (d = hexval(p[5])) < 0)
+    {
+        return 0;
+    }
+    x = (unsigned) (((a * 16 + b) * 16 + c) * 16 + d);
+    if (x < 0x80 && is_token_char(x)) {
+        v->s->trig |= BOTTLE_TRIG_JSON;
+    }
+    if (x < 0x80 && is_alnum(x)) {
+        skel_decoded(v, x, pos, 6);
+    }
+    return 6;
+}
+
+
 void
 bottle_scan_skel_decode(bottle_scan_view_t *v, const unsigned char *in,
     size_t n, uint32_t off)
 {
-    size_t  i;
+    size_t  i, k;
 
     i = 0;
 
@@ -817,6 +1027,11 @@ bottle_scan_skel_decode(bottle_scan_view_t *v, const unsigned char *in,
 
         if (in[i] == '\\' || in[i] == '%') {
             /* escapes in a row ("\u0067\u0067", "%20%20"): no block */
+            k = skel_whole_escape(v, in + i, n - i, off + (uint32_t) i);
+            if (k) {
+                i += k;
+                continue;
+            }
             v->dstate = in[i] == '\\' ? D_BSLASH : D_PCT;
             v->dstart = off + (uint32_t) i;
             v->dn = 0;
@@ -838,7 +1053,12 @@ bottle_scan_skel_decode(bottle_scan_view_t *v, const unsigned char *in,
         }
 
         if (i < n) {
-            /* '\\' or '%': an escape the state machine decodes */
+            /* '\\' or '%': an escape, whole or for the state machine */
+            k = skel_whole_escape(v, in + i, n - i, off + (uint32_t) i);
+            if (k) {
+                i += k;
+                continue;
+            }
             v->dstate = in[i] == '\\' ? D_BSLASH : D_PCT;
             v->dstart = off + (uint32_t) i;
             v->dn = 0;

@@ -228,9 +228,10 @@ void bottle_scan_view_span(const bottle_scan_view_t *v, size_t i,
     uint32_t *start, uint32_t *end);
 /* drops the skeleton's segments before buf[shift], which becomes buf[0] */
 void bottle_scan_seg_shift(bottle_scan_view_t *v, size_t shift);
-/* the skeleton decoder's implementation: 0 scalar, 1 SSSE3, 2 AVX-512
- * VBMI2; the best the CPU has at most level (-1: the best); returns it.
- * Not thread-safe: for tests, before scanning */
+/* the decoders' implementation: 0 scalar, 1 SSSE3 (skeleton), 2 AVX-512
+ * BW and VBMI2 (skeleton, text runs of the JSON and percent views); the
+ * best the CPU has at most level (-1: the best); returns it.  Not
+ * thread-safe: for tests, before scanning */
 int bottle_scan_skel_impl(int level);
 
 /* 1 if the block needs the JSON view / the percent views */

@@ -1212,11 +1212,12 @@ main(void)
     test_from_policy();
     test_api();
 
-    /* the skeleton again with each simpler decoder the CPU has (SSSE3,
+    /* the views again with each simpler decoder the CPU has (SSSE3,
      * scalar): they must find the same */
     for (level = bottle_scan_skel_impl(-1) - 1; level >= 0; level--) {
-        ok(bottle_scan_skel_impl(level) == level, "skeleton decoder %d",
+        ok(bottle_scan_skel_impl(level) == level, "decoders at level %d",
            level);
+        test_views();
         test_known_encodings();
         test_split_fields();
         test_chunks();
