@@ -42,13 +42,15 @@ setup(void)
 {
     char              err[256];
     bottle_str_t      canary = { "CANARY-7f3a9c1e", 15 };
-    bottle_secret_t   tok[2] = {
+    bottle_secret_t   tok[3] = {
         { { "GH", 2 }, { "Sx9-fK2mQ7xL4pZ8vR1n_B6wY3cJ5hT0dG", 34 } },
         { { "K", 1 }, { "abcdefgh", 8 } },
+        /* punctuation at the ends: raw literals too */
+        { { "PAD", 3 }, { "-Zq8Rt5Wk1Xp0Nv3==", 18 } },
     };
 
     if (bottle_scan_db_create(&db, err, sizeof(err)) != 0
-        || bottle_scan_secrets_create(&sec, db, &canary, tok, 2, err,
+        || bottle_scan_secrets_create(&sec, db, &canary, tok, 3, err,
                                       sizeof(err)) != 0)
     {
         fprintf(stderr, "setup: %s\n", err);
@@ -57,56 +59,97 @@ setup(void)
 }
 
 
-/* a decoder alone: its output maps into the input, in order */
+/* a decoder alone: its output maps into the input, in order; the
+ * implementations (scalar, SSSE3, AVX-512) agree with each other */
 static void
 fuzz_decoder(int which, const uint8_t *in, size_t n)
 {
+    int                  level, best;
     size_t               i, cap, o, k;
-    uint32_t             last;
+    uint32_t             last, st, en;
+    unsigned char       *out0;
+    uint32_t            *span0;
+    unsigned             trig0;
+    size_t               len0;
     bottle_scan_view_t   v;
 
-    memset(&v, 0, sizeof(v));
-    v.id = which == 0 ? BOTTLE_VIEW_JSON : which == 1 ? BOTTLE_VIEW_PCT
-                                                      : BOTTLE_VIEW_SKELETON;
+    best = bottle_scan_skel_impl(-1);
     cap = n + 64;
-    v.buf = malloc(cap);
-    v.map = malloc(cap * sizeof(uint32_t));
-    v.mlen = malloc(cap);
-    v.s = calloc(1, sizeof(bottle_scan_t));
+    out0 = malloc(cap);
+    span0 = malloc(2 * cap * sizeof(uint32_t));
+    len0 = 0;
+    trig0 = 0;
 
-    /* fed in two pieces, cut where the input says */
-    k = n ? in[0] % (n + 1) : 0;
-    for (o = 0; o < 2; o++) {
-        const uint8_t  *p = o ? in + k : in;
-        size_t          len = o ? n - k : k;
-        uint32_t        off = o ? (uint32_t) k : 0;
+    for (level = 0; level <= best; level++) {
+        bottle_scan_skel_impl(level);
 
-        if (v.id == BOTTLE_VIEW_JSON) {
-            bottle_scan_json_decode(&v, p, len, off);
-        } else if (v.id == BOTTLE_VIEW_PCT) {
-            bottle_scan_pct_decode(&v, p, len, NULL, NULL, off);
+        memset(&v, 0, sizeof(v));
+        v.id = which == 0 ? BOTTLE_VIEW_JSON : which == 1 ? BOTTLE_VIEW_PCT
+                                                          : BOTTLE_VIEW_SKELETON;
+        v.buf = malloc(cap);
+        if (v.id == BOTTLE_VIEW_SKELETON) {
+            v.seg = malloc(cap * sizeof(bottle_scan_seg_t));
         } else {
-            bottle_scan_skel_decode(&v, p, len, off);
+            v.map = malloc(cap * sizeof(uint32_t));
+            v.mlen = malloc(cap);
         }
-    }
-    bottle_scan_decode_flush(&v);
+        v.s = calloc(1, sizeof(bottle_scan_t));
 
-    CHECK(v.curlen <= n);
-    last = 0;
-    for (i = 0; i < v.curlen; i++) {
-        CHECK(v.mlen[i] >= 1);
-        CHECK((size_t) v.map[i] + v.mlen[i] <= n);
-        CHECK(v.map[i] >= last);
-        last = v.map[i];
-        if (v.mlen[i] == 1 && v.id != BOTTLE_VIEW_JSON) {
-            CHECK(in[v.map[i]] == v.buf[i]);
+        /* fed in two pieces, cut where the input says */
+        k = n ? in[0] % (n + 1) : 0;
+        for (o = 0; o < 2; o++) {
+            const uint8_t  *p = o ? in + k : in;
+            size_t          len = o ? n - k : k;
+            uint32_t        off = o ? (uint32_t) k : 0;
+
+            if (v.id == BOTTLE_VIEW_JSON) {
+                bottle_scan_json_decode(&v, p, len, off);
+            } else if (v.id == BOTTLE_VIEW_PCT) {
+                bottle_scan_pct_decode(&v, p, len, NULL, NULL, off);
+            } else {
+                bottle_scan_skel_decode(&v, p, len, off);
+            }
         }
+        bottle_scan_decode_flush(&v);
+
+        CHECK(v.curlen <= n);
+        CHECK(v.seg == NULL || v.nseg <= v.curlen);
+        last = 0;
+        for (i = 0; i < v.curlen; i++) {
+            bottle_scan_view_span(&v, i, &st, &en);
+            CHECK(en > st);
+            CHECK(en <= n);
+            CHECK(st >= last);
+            last = st;
+            if (en - st == 1 && v.id != BOTTLE_VIEW_JSON) {
+                CHECK(in[st] == v.buf[i]);
+            }
+            if (level == 0) {
+                span0[2 * i] = st;
+                span0[2 * i + 1] = en;
+            } else {
+                CHECK(span0[2 * i] == st && span0[2 * i + 1] == en);
+            }
+        }
+        if (level == 0) {
+            memcpy(out0, v.buf, v.curlen);
+            len0 = v.curlen;
+            trig0 = v.s->trig;
+        } else {
+            CHECK(v.curlen == len0 && memcmp(out0, v.buf, len0) == 0);
+            CHECK(v.s->trig == trig0);
+        }
+
+        free(v.buf);
+        free(v.map);
+        free(v.mlen);
+        free(v.seg);
+        free(v.s);
     }
 
-    free(v.buf);
-    free(v.map);
-    free(v.mlen);
-    free(v.s);
+    bottle_scan_skel_impl(-1);
+    free(out0);
+    free(span0);
 }
 
 

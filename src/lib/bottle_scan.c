@@ -52,16 +52,19 @@ view_init(bottle_scan_view_t *v, bottle_scan_t *s, int id)
         return v->buf ? 0 : -1;
     }
 
+    /* tail, one decoded sub-block, what a decoder held back and the
+     * skeleton decoder's last store (up to 64 bytes); or a seed (at most a
+     * tail) and a sub-block in an empty view */
     if (id == BOTTLE_VIEW_SKELETON) {
         v->tailcap = s->sec->skel_max + 8;
+        cap = v->tailcap + BOTTLE_SCAN_DBLOCK + 128;
+        v->buf = malloc(cap);
+        /* a segment has a view byte at least */
+        v->seg = malloc(cap * sizeof(bottle_scan_seg_t));
+        return (v->buf && v->seg) ? 0 : -1;
     }
 
-    /* tail, one decoded sub-block, what a decoder held back; or a seed
-     * (at most a tail) and a sub-block in an empty view */
-    cap = v->tailcap + BOTTLE_SCAN_DBLOCK + 64;
-    if (id != BOTTLE_VIEW_SKELETON) {
-        cap += BOTTLE_SCAN_TAIL;
-    }
+    cap = v->tailcap + BOTTLE_SCAN_DBLOCK + 64 + BOTTLE_SCAN_TAIL;
     v->buf = malloc(cap);
     v->map = malloc(cap * sizeof(uint32_t));
     v->mlen = malloc(cap);
@@ -148,6 +151,7 @@ bottle_scan_state_free(bottle_scan_t *s)
         free(v->buf);
         free(v->map);
         free(v->mlen);
+        free(v->seg);
     }
 
     hs_free_scratch(s->scratch);
@@ -161,6 +165,7 @@ static void
 view_clear(bottle_scan_view_t *v)
 {
     v->keep = 0;
+    v->nseg = 0;
     v->cur = NULL;
     v->curlen = 0;
     v->base = 0;
@@ -261,7 +266,7 @@ static void
 view_raw_span(bottle_scan_view_t *v, uint64_t from, uint64_t to,
     uint64_t *start, uint64_t *end)
 {
-    size_t  a, b;
+    uint32_t  s0, e0, s1, e1;
 
     if (v->id == BOTTLE_VIEW_RAW) {
         *start = from;
@@ -269,10 +274,10 @@ view_raw_span(bottle_scan_view_t *v, uint64_t from, uint64_t to,
         return;
     }
 
-    a = (size_t) (from - v->base);
-    b = (size_t) (to - 1 - v->base);
-    *start = v->map[a];
-    *end = (uint64_t) v->map[b] + v->mlen[b];
+    bottle_scan_view_span(v, (size_t) (from - v->base), &s0, &e0);
+    bottle_scan_view_span(v, (size_t) (to - 1 - v->base), &s1, &e1);
+    *start = s0;
+    *end = e1;
 }
 
 
@@ -523,8 +528,12 @@ view_commit(bottle_scan_view_t *v)
     if (total > v->tailcap) {
         shift = total - v->tailcap;
         memmove(v->buf, v->buf + shift, v->tailcap);
-        memmove(v->map, v->map + shift, v->tailcap * sizeof(uint32_t));
-        memmove(v->mlen, v->mlen + shift, v->tailcap);
+        if (v->seg) {
+            bottle_scan_seg_shift(v, shift);
+        } else {
+            memmove(v->map, v->map + shift, v->tailcap * sizeof(uint32_t));
+            memmove(v->mlen, v->mlen + shift, v->tailcap);
+        }
         v->base += shift;
         total = v->tailcap;
     }
@@ -744,10 +753,14 @@ raw_block(bottle_scan_t *s, const unsigned char *p, size_t n)
     rc = 0;
     trig = (unsigned) -1;
 
-    if (v->ls && want_literals(s)) {
-        rc |= hs_scan_stream(v->ls, (const char *) p, (unsigned) n, 0,
-                             s->scratch, bottle_scan_on_lit, v);
-        if (!(s->detectors & BOTTLE_SCAN_RAW_ONLY)) {
+    if (want_literals(s)) {
+        if (v->ls) {
+            rc |= hs_scan_stream(v->ls, (const char *) p, (unsigned) n, 0,
+                                 s->scratch, bottle_scan_on_lit, v);
+        }
+        if (s->v[BOTTLE_VIEW_SKELETON].ls
+            && !(s->detectors & BOTTLE_SCAN_RAW_ONLY))
+        {
             s->trig = 0;
             rc |= skeleton_block(s, p, n);
             trig = s->trig;
@@ -893,9 +906,14 @@ bottle_scan_end(bottle_scan_t *s)
         view_commit(v);
     }
 
+    /* a stream this field didn't feed is clean already */
     v = &s->v[BOTTLE_VIEW_RAW];
-    rc |= stream_end(s, v, v->vs);
-    rc |= stream_end(s, v, v->is);
+    if (s->detectors & BOTTLE_DLP_TOKEN_PATTERNS) {
+        rc |= stream_end(s, v, v->vs);
+    }
+    if (s->detectors & BOTTLE_DLP_NAIVE_INJECTION) {
+        rc |= stream_end(s, v, v->is);
+    }
     if (v->ls) {
         rc |= hs_reset_stream(v->ls, 0, NULL, NULL, NULL);
     }

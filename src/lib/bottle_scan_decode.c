@@ -36,6 +36,11 @@ static const char  bottle_scan_b64url[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 
+/* the decoders' SIMD: 0 none, 1 SSSE3, 2 AVX-512 (BW, VBMI2) */
+static int  skel_best;      /* what the CPU has */
+static int  skel_level;     /* what runs */
+
+
 static int
 hexval(unsigned c)
 {
@@ -111,6 +116,76 @@ emit_run(bottle_scan_view_t *v, const unsigned char *p, size_t n,
 }
 
 
+#if defined(__x86_64__) && defined(__GNUC__)
+
+/* emit_run() up to the first stop byte, 64 bytes at a time; writes up to
+ * 64 bytes (offsets) past the output: the views have room */
+__attribute__((target("avx512f,avx512bw,bmi")))
+static size_t
+emit_until_avx512(bottle_scan_view_t *v, const unsigned char *p, size_t n,
+    uint32_t start, unsigned stop)
+{
+    size_t     i, k, o, len;
+    uint64_t   lm, m;
+    uint32_t  *map;
+    __m512i    x, ix, sixteen;
+
+    o = v->keep + v->curlen;
+    map = v->map + o;
+    ix = _mm512_add_epi32(_mm512_set1_epi32((int) start),
+                          _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+                                            11, 12, 13, 14, 15));
+    sixteen = _mm512_set1_epi32(16);
+
+    for (i = 0; i < n; i += len) {
+        len = n - i < 64 ? n - i : 64;
+        lm = len == 64 ? ~(uint64_t) 0 : ((uint64_t) 1 << len) - 1;
+        x = _mm512_maskz_loadu_epi8(lm, p + i);
+        m = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8((char) stop)) & lm;
+
+        _mm512_storeu_si512((void *) (v->buf + o + i), x);
+        _mm512_storeu_si512((void *) (v->mlen + o + i), _mm512_set1_epi8(1));
+        for (k = 0; k < 64; k += 16) {
+            _mm512_storeu_si512((void *) (map + i + k), ix);
+            ix = _mm512_add_epi32(ix, sixteen);
+        }
+
+        if (m) {
+            i += _tzcnt_u64(m);
+            break;
+        }
+    }
+
+    i = i < n ? i : n;
+    v->curlen += i;
+    return i;
+}
+
+#endif
+
+
+/* bytes that decode to themselves, up to the first stop byte; returns how
+ * many */
+static size_t
+emit_until(bottle_scan_view_t *v, const unsigned char *p, size_t n,
+    uint32_t start, unsigned stop)
+{
+    size_t                k;
+    const unsigned char  *q;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (skel_level == 2) {
+        return emit_until_avx512(v, p, n, start, stop);
+    }
+#endif
+
+    q = memchr(p, (int) stop, n);
+    k = q ? (size_t) (q - p) : n;
+    emit_run(v, p, k, start);
+    return k;
+}
+
+
 /* JSON */
 
 static void
@@ -162,10 +237,9 @@ void
 bottle_scan_json_decode(bottle_scan_view_t *v, const unsigned char *in,
     size_t n, uint32_t off)
 {
-    int                   h;
-    size_t                i, k;
-    unsigned              c, d;
-    const unsigned char  *q;
+    int       h;
+    size_t    i, k;
+    unsigned  c, d;
 
     for (i = 0; i < n; i++) {
         c = in[i];
@@ -175,11 +249,27 @@ bottle_scan_json_decode(bottle_scan_view_t *v, const unsigned char *in,
         case D_TEXT:
             if (c != '\\') {
                 /* up to the next escape in one go */
-                q = memchr(in + i, '\\', n - i);
-                k = q ? (size_t) (q - (in + i)) : n - i;
-                emit_run(v, in + i, k, off + (uint32_t) i);
+                k = emit_until(v, in + i, n - i, off + (uint32_t) i, '\\');
                 i += k - 1;
                 break;
+            }
+            if (i + 1 < n) {
+                /* a two-byte escape whole */
+                d = in[i + 1];
+                switch (d) {
+                case '"': case '\\': case '/': break;
+                case 'b': d = '\b'; break;
+                case 'f': d = '\f'; break;
+                case 'n': d = '\n'; break;
+                case 'r': d = '\r'; break;
+                case 't': d = '\t'; break;
+                default: d = 256;
+                }
+                if (d < 256) {
+                    emit(v, d, off + (uint32_t) i, 2);
+                    i++;
+                    break;
+                }
             }
             json_text(v, c, off + (uint32_t) i);
             break;
@@ -246,11 +336,10 @@ void
 bottle_scan_pct_decode(bottle_scan_view_t *v, const unsigned char *in,
     size_t n, const uint32_t *imap, const uint8_t *ilen, uint32_t off)
 {
-    int                   h;
-    size_t                i, k;
-    unsigned              c, len;
-    uint32_t              pos;
-    const unsigned char  *q;
+    int       h;
+    size_t    i, k;
+    unsigned  c, len;
+    uint32_t  pos;
 
     for (i = 0; i < n; i++) {
         c = in[i];
@@ -279,10 +368,19 @@ bottle_scan_pct_decode(bottle_scan_view_t *v, const unsigned char *in,
 
         if (c != '%' && imap == NULL) {
             /* up to the next escape in one go */
-            q = memchr(in + i, '%', n - i);
-            k = q ? (size_t) (q - (in + i)) : n - i;
-            emit_run(v, in + i, k, off + (uint32_t) i);
+            k = emit_until(v, in + i, n - i, off + (uint32_t) i, '%');
             i += k - 1;
+            continue;
+        }
+
+        if (c == '%' && n - i >= 3 && (h = hexval(in[i + 1])) >= 0
+            && hexval(in[i + 2]) >= 0)
+        {
+            /* "%XX" whole: decoded in one go */
+            k = imap ? imap[i + 2] + ilen[i + 2] - pos : 3;
+            emit(v, (unsigned) (h * 16 + hexval(in[i + 2])), pos,
+                 (unsigned) k);
+            i += 2;
             continue;
         }
 
@@ -302,6 +400,51 @@ bottle_scan_pct_decode(bottle_scan_view_t *v, const unsigned char *in,
 
 /* skeleton: JSON-unescaped, percent-decoded up to twice, letters and digits */
 
+/* a kept raw byte: joins the last segment when it can */
+static void
+skel_byte(bottle_scan_view_t *v, unsigned c, uint32_t pos)
+{
+    size_t              i;
+    bottle_scan_seg_t  *g;
+
+    i = v->keep + v->curlen++;
+    v->buf[i] = (unsigned char) c;
+
+    if (v->nseg) {
+        g = &v->seg[v->nseg - 1];
+        /* a run of raw bytes, and pos after its last one */
+        if ((g->mask & 1) && pos > g->rpos && pos - g->rpos < 64
+            && (g->mask >> (pos - g->rpos)) == 0)
+        {
+            g->mask |= (uint64_t) 1 << (pos - g->rpos);
+            return;
+        }
+    }
+
+    g = &v->seg[v->nseg++];
+    g->vpos = (uint32_t) i;
+    g->rpos = pos;
+    g->mask = 1;
+}
+
+
+/* a decoded byte from the raw span [start, start + len) */
+static void
+skel_decoded(bottle_scan_view_t *v, unsigned c, uint32_t start, unsigned len)
+{
+    size_t              i;
+    bottle_scan_seg_t  *g;
+
+    i = v->keep + v->curlen++;
+    v->buf[i] = (unsigned char) c;
+
+    g = &v->seg[v->nseg++];
+    g->vpos = (uint32_t) i;
+    g->rpos = start;
+    g->mask = (uint64_t) (len > 255 ? 255 : len) << 1;
+}
+
+
 static void
 skel_flush(bottle_scan_view_t *v)
 {
@@ -310,7 +453,7 @@ skel_flush(bottle_scan_view_t *v)
     /* the letters and digits of an escape that wasn't one */
     for (i = 0; i < v->dn; i++) {
         if (is_alnum(v->pend[i])) {
-            emit(v, v->pend[i], v->pmap[i], 1);
+            skel_byte(v, v->pend[i], v->pmap[i]);
         }
     }
     v->dstate = D_TEXT;
@@ -379,7 +522,7 @@ skel_escape(bottle_scan_view_t *v, unsigned c, uint32_t pos)
             v->s->trig |= BOTTLE_TRIG_PCT;
         }
         if (is_alnum(v->dval)) {
-            emit(v, v->dval, v->dstart, pos + 1 - v->dstart);
+            skel_decoded(v, v->dval, v->dstart, pos + 1 - v->dstart);
         }
         v->dstate = D_TEXT;
         v->dn = 0;
@@ -408,7 +551,7 @@ skel_escape(bottle_scan_view_t *v, unsigned c, uint32_t pos)
                 v->s->trig |= BOTTLE_TRIG_JSON;
             }
             if (v->dval < 0x80 && is_alnum(v->dval)) {
-                emit(v, v->dval, v->dstart, 6);
+                skel_decoded(v, v->dval, v->dstart, 6);
             }
             v->dstate = D_TEXT;
             v->dn = 0;
@@ -418,8 +561,130 @@ skel_escape(bottle_scan_view_t *v, unsigned c, uint32_t pos)
 }
 
 
-/* 0: dropped, 1: kept, 2: starts an escape */
-static unsigned char  skel_cls[256];
+/*
+ * Text, 64 bytes at a time.  The masks of a block (bit i: byte i) are
+ * built by one of the implementations below; the rest is plain C:
+ *
+ *   a   letters and digits       b   '\\'
+ *   p   '%'                      u   'u'       sl  '/'
+ *
+ * A backslash escapes the byte after it, whatever it is ("\\\\" is one
+ * escaped backslash): the escaped bytes are found for the whole block at
+ * once with the carry trick of simdjson (an odd run of backslashes escapes
+ * the byte after it).  "\n", "\"" and the like are separators, dropped
+ * here; "\/" is one too and wants the JSON view.  The state machine above
+ * takes over at a "\u", a '%' that isn't escaped, or a backslash that
+ * escapes the next block's first byte.
+ */
+
+#define SKEL_ODD  0xAAAAAAAAAAAAAAAAULL
+
+/* classes for the scalar masks */
+#define SK_A      1
+#define SK_B      2
+#define SK_P      4
+#define SK_U      8
+#define SK_SL     16
+
+/* the SK_* classes of each byte */
+static unsigned char  skel_sk[256];
+
+
+
+static size_t skel_whole_escape(bottle_scan_view_t *v,
+    const unsigned char *p, size_t n, uint32_t pos);
+
+
+/* where the state machine must take over in a block of len bytes (len if
+ * nowhere), and the bytes to keep before that */
+static inline size_t
+skel_plan(bottle_scan_view_t *v, uint64_t a, uint64_t b, uint64_t p,
+    uint64_t u, uint64_t sl, size_t len, uint64_t *keep)
+{
+    size_t    stop;
+    uint64_t  t, escaped, escape, stops, lim;
+
+    escaped = 0;
+    escape = 0;
+    if (b) {
+        t = (((b << 1) | SKEL_ODD) - b) ^ SKEL_ODD;
+        escaped = t ^ b;
+        escape = t & b;
+    }
+
+    stops = (p & ~escaped) | ((escaped & u) >> 1)
+            | (escape & ((uint64_t) 1 << (len - 1)));
+    stop = stops ? (size_t) __builtin_ctzll(stops) : 64;
+    stop = stop < len ? stop : len;
+    lim = stop == 64 ? ~(uint64_t) 0 : ((uint64_t) 1 << stop) - 1;
+
+    if (escaped & sl & lim) {
+        v->s->trig |= BOTTLE_TRIG_JSON;
+    }
+
+    *keep = a & ~escaped & lim;
+    return stop;
+}
+
+
+/* kept bytes at view index o came from raw bytes at pos + the bits of keep */
+static inline void
+skel_seg(bottle_scan_view_t *v, size_t o, uint32_t pos, uint64_t keep)
+{
+    unsigned            z;
+    bottle_scan_seg_t  *g;
+
+    z = (unsigned) __builtin_ctzll(keep);
+    g = &v->seg[v->nseg++];
+    g->vpos = (uint32_t) o;
+    g->rpos = pos + z;
+    g->mask = keep >> z;
+}
+
+
+static size_t
+skel_text_scalar(bottle_scan_view_t *v, const unsigned char *in, size_t n,
+    uint32_t off)
+{
+    size_t          i, j, len, stop, o;
+    unsigned        k;
+    uint64_t        a, b, p, u, sl, keep, bit;
+    unsigned char  *ob;
+
+    o = v->keep + v->curlen;
+    ob = v->buf;
+
+    for (i = 0; i < n; i += stop) {
+        len = n - i < 64 ? n - i : 64;
+        a = b = p = u = sl = 0;
+        for (j = 0; j < len; j++) {
+            k = skel_sk[in[i + j]];
+            bit = (uint64_t) 1 << j;
+            a |= k & SK_A ? bit : 0;
+            b |= k & SK_B ? bit : 0;
+            p |= k & SK_P ? bit : 0;
+            u |= k & SK_U ? bit : 0;
+            sl |= k & SK_SL ? bit : 0;
+        }
+
+        stop = skel_plan(v, a, b, p, u, sl, len, &keep);
+        if (keep) {
+            skel_seg(v, o, off + (uint32_t) i, keep);
+            for (j = 0; j < len; j++) {
+                if (keep & ((uint64_t) 1 << j)) {
+                    ob[o++] = in[i + j];
+                }
+            }
+        }
+        if (stop < len) {
+            i += stop;
+            break;
+        }
+    }
+
+    v->curlen = o - v->keep;
+    return i;
+}
 
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -428,7 +693,6 @@ static unsigned char  skel_cls[256];
  * how many there are */
 static uint64_t  skel_shuf[256];
 static uint8_t   skel_count[256];
-static int       skel_simd;
 
 
 static void
@@ -453,85 +717,191 @@ skel_simd_init(void)
     }
 
     __builtin_cpu_init();
-    skel_simd = __builtin_cpu_supports("ssse3");
+    skel_best = 0;
+    if (__builtin_cpu_supports("ssse3")) {
+        skel_best = 1;
+    }
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+        && __builtin_cpu_supports("avx512vbmi2")
+        && __builtin_cpu_supports("popcnt"))
+    {
+        skel_best = 2;
+    }
 }
 
 
-/*
- * 16 bytes at a time up to the next escape: the letters and digits packed
- * with pshufb, their offsets likewise.  Writes up to 16
- * bytes, 16 offsets and 16 lengths past the output: the views have room.
- * Returns the bytes read; *emitted the bytes written.
- */
-__attribute__((target("ssse3")))
-static size_t
-skel_run_ssse3(const unsigned char *in, size_t n, uint32_t off,
-    unsigned char *ob, uint32_t *om, uint8_t *ol, size_t *emitted)
+__attribute__((target("ssse3,popcnt")))
+static inline unsigned
+skel_mask16(__m128i x, __m128i c)
 {
-    size_t    i, o;
-    unsigned  keep, spec, lo, hi;
-    __m128i   x, d, l, ok, sp, shuf, idx, packed, pidx, w, base, zero, ones;
+    return (unsigned) _mm_movemask_epi8(_mm_cmpeq_epi8(x, c));
+}
 
-    zero = _mm_setzero_si128();
-    ones = _mm_set1_epi8(1);
-    idx = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    o = 0;
 
-    for (i = 0; i + 16 <= n; i += 16) {
-        x = _mm_loadu_si128((const __m128i *) (in + i));
+/* SSE2 masks, 8 bytes at a time packed with pshufb */
+__attribute__((target("ssse3,popcnt")))
+static size_t
+skel_text_ssse3(bottle_scan_view_t *v, const unsigned char *in, size_t n,
+    uint32_t off)
+{
+    size_t          i, j, len, stop, o;
+    uint64_t        a, b, p, u, sl, keep, k8;
+    unsigned char   pad[64];
+    unsigned char  *ob;
+    const unsigned char  *q;
+    __m128i         x, d, l, packed;
 
-        sp = _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\\')),
-                          _mm_cmpeq_epi8(x, _mm_set1_epi8('%')));
-        spec = (unsigned) _mm_movemask_epi8(sp);
+    o = v->keep + v->curlen;
+    ob = v->buf;
 
-        /* unsigned x - '0' <= 9, or (x | 0x20) - 'a' <= 25 */
-        d = _mm_sub_epi8(x, _mm_set1_epi8('0'));
-        d = _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d);
-        l = _mm_sub_epi8(_mm_or_si128(x, _mm_set1_epi8(0x20)),
-                         _mm_set1_epi8('a'));
-        l = _mm_cmpeq_epi8(_mm_min_epu8(l, _mm_set1_epi8(25)), l);
-        ok = _mm_or_si128(d, l);
-        keep = (unsigned) _mm_movemask_epi8(ok);
-        if (spec) {
-            /* the bytes before the escape; the caller decodes it */
-            keep &= (1u << __builtin_ctz(spec)) - 1;
+    for (i = 0; i < n; i += stop) {
+        len = n - i < 64 ? n - i : 64;
+        q = in + i;
+        if (len < 64) {
+            memset(pad, 0, sizeof(pad));
+            memcpy(pad, q, len);
+            q = pad;
         }
-        lo = keep & 0xff;
-        hi = keep >> 8;
 
-        shuf = _mm_set_epi64x((long long) skel_shuf[hi],
-                              (long long) skel_shuf[lo]);
-        shuf = _mm_add_epi8(shuf, _mm_set_epi64x(0x0808080808080808LL, 0));
-        packed = _mm_shuffle_epi8(x, shuf);
-        pidx = _mm_shuffle_epi8(idx, shuf);
-        base = _mm_set1_epi32((int) (off + (uint32_t) i));
+        a = b = p = u = sl = 0;
+        for (j = 0; j < 64; j += 16) {
+            x = _mm_loadu_si128((const __m128i *) (q + j));
+            /* unsigned x - '0' <= 9, or (x | 0x20) - 'a' <= 25 */
+            d = _mm_sub_epi8(x, _mm_set1_epi8('0'));
+            d = _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d);
+            l = _mm_sub_epi8(_mm_or_si128(x, _mm_set1_epi8(0x20)),
+                             _mm_set1_epi8('a'));
+            l = _mm_cmpeq_epi8(_mm_min_epu8(l, _mm_set1_epi8(25)), l);
+            a |= (uint64_t) (unsigned) _mm_movemask_epi8(_mm_or_si128(d, l))
+                 << j;
+            b |= (uint64_t) skel_mask16(x, _mm_set1_epi8('\\')) << j;
+            p |= (uint64_t) skel_mask16(x, _mm_set1_epi8('%')) << j;
+            u |= (uint64_t) skel_mask16(x, _mm_set1_epi8('u')) << j;
+            sl |= (uint64_t) skel_mask16(x, _mm_set1_epi8('/')) << j;
+        }
 
-        _mm_storeu_si128((__m128i *) (ol + o), ones);
-        _mm_storel_epi64((__m128i *) (ob + o), packed);
-        w = _mm_unpacklo_epi8(pidx, zero);
-        _mm_storeu_si128((__m128i *) (om + o),
-                         _mm_add_epi32(_mm_unpacklo_epi16(w, zero), base));
-        _mm_storeu_si128((__m128i *) (om + o + 4),
-                         _mm_add_epi32(_mm_unpackhi_epi16(w, zero), base));
-        o += skel_count[lo];
-
-        _mm_storeu_si128((__m128i *) (ol + o), ones);
-        _mm_storel_epi64((__m128i *) (ob + o), _mm_srli_si128(packed, 8));
-        w = _mm_unpackhi_epi8(pidx, zero);
-        _mm_storeu_si128((__m128i *) (om + o),
-                         _mm_add_epi32(_mm_unpacklo_epi16(w, zero), base));
-        _mm_storeu_si128((__m128i *) (om + o + 4),
-                         _mm_add_epi32(_mm_unpackhi_epi16(w, zero), base));
-        o += skel_count[hi];
-
-        if (spec) {
-            i += (size_t) __builtin_ctz(spec);
+        stop = skel_plan(v, a, b, p, u, sl, len, &keep);
+        if (keep) {
+            skel_seg(v, o, off + (uint32_t) i, keep);
+            for (j = 0; j < 64 && (keep >> j); j += 8) {
+                k8 = (keep >> j) & 0xff;
+                x = _mm_loadl_epi64((const __m128i *) (q + j));
+                packed = _mm_shuffle_epi8(x,
+                             _mm_cvtsi64_si128((long long) skel_shuf[k8]));
+                _mm_storel_epi64((__m128i *) (ob + o), packed);
+                o += skel_count[k8];
+            }
+        }
+        if (stop < len) {
+            i += stop;
             break;
         }
     }
 
-    *emitted = o;
+    v->curlen = o - v->keep;
     return i;
+}
+
+
+/*
+ * AVX-512: masks in mask registers, packed with vpcompressb.  An escape
+ * in the block that skel_whole_escape() decodes is decoded there, and the
+ * block goes on with the same masks (percent-encoded forms have one every
+ * few bytes); the state machine gets the rest.
+ */
+__attribute__((target("avx512f,avx512bw,avx512vbmi2,popcnt,bmi")))
+static size_t
+skel_text_avx512(bottle_scan_view_t *v, const unsigned char *in, size_t n,
+    uint32_t off)
+{
+    size_t          i, len, stop, pos, o, k;
+    uint64_t        a, b, p, u, sl, keep, lm, t, escaped, stops, run;
+    unsigned char  *ob;
+    __m512i         x;
+
+    o = v->keep + v->curlen;
+    ob = v->buf;
+
+    for (i = 0; i < n; /* void */ ) {
+        len = n - i < 64 ? n - i : 64;
+        lm = len == 64 ? ~(uint64_t) 0 : ((uint64_t) 1 << len) - 1;
+        x = _mm512_maskz_loadu_epi8(lm, in + i);
+
+        a = _mm512_cmple_epu8_mask(_mm512_sub_epi8(x, _mm512_set1_epi8('0')),
+                                   _mm512_set1_epi8(9))
+            | _mm512_cmple_epu8_mask(
+                  _mm512_sub_epi8(_mm512_or_si512(x, _mm512_set1_epi8(0x20)),
+                                  _mm512_set1_epi8('a')),
+                  _mm512_set1_epi8(25));
+        b = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('\\'));
+        p = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('%'));
+
+        if ((b | p) == 0) {
+            /* text without escapes: the common case */
+            if (a) {
+                skel_seg(v, o, off + (uint32_t) i, a);
+                _mm512_storeu_si512((void *) (ob + o),
+                                    _mm512_maskz_compress_epi8(a, x));
+                o += (size_t) _mm_popcnt_u64(a);
+            }
+            i += len;
+            continue;
+        }
+
+        u = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('u'));
+        sl = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('/'));
+
+        /* as skel_plan(), for the whole block */
+        t = (((b << 1) | SKEL_ODD) - b) ^ SKEL_ODD;
+        escaped = t ^ b;
+        stops = (p & ~escaped) | ((escaped & u) >> 1)
+                | (t & b & ((uint64_t) 1 << (len - 1)));
+        a &= ~escaped;
+
+        for (pos = 0; /* void */ ; /* void */ ) {
+            t = stops >> pos << pos;
+            stop = t ? (size_t) _tzcnt_u64(t) : 64;
+            stop = stop < len ? stop : len;
+            run = (stop == 64 ? ~(uint64_t) 0 : ((uint64_t) 1 << stop) - 1)
+                  >> pos << pos;
+
+            if (escaped & sl & run) {
+                v->s->trig |= BOTTLE_TRIG_JSON;
+            }
+            keep = a & run;
+            if (keep) {
+                skel_seg(v, o, off + (uint32_t) i, keep);
+                _mm512_storeu_si512((void *) (ob + o),
+                                    _mm512_maskz_compress_epi8(keep, x));
+                o += (size_t) _mm_popcnt_u64(keep);
+            }
+
+            if (stop == len) {
+                i += len;
+                break;
+            }
+
+            v->curlen = o - v->keep;
+            k = skel_whole_escape(v, in + i + stop, n - i - stop,
+                                  off + (uint32_t) (i + stop));
+            o = v->keep + v->curlen;
+
+            if (k == 0) {
+                /* the state machine's */
+                v->curlen = o - v->keep;
+                return i + stop;
+            }
+
+            pos = stop + k;
+            if (pos >= len) {
+                i += pos;
+                break;
+            }
+        }
+    }
+
+    v->curlen = o - v->keep;
+    return i < n ? i : n;
 }
 
 #endif
@@ -549,12 +919,93 @@ bottle_scan_decode_init(void)
     }
 
     for (c = 0; c < 256; c++) {
-        skel_cls[c] = is_alnum(c) ? 1 : (c == '\\' || c == '%') ? 2 : 0;
+        skel_sk[c] = (is_alnum(c) ? SK_A : 0) | (c == '\\' ? SK_B : 0)
+                     | (c == '%' ? SK_P : 0) | (c == 'u' ? SK_U : 0)
+                     | (c == '/' ? SK_SL : 0);
     }
 #if defined(__x86_64__) && defined(__GNUC__)
     skel_simd_init();
 #endif
+    skel_level = skel_best;
     ready = 1;
+}
+
+
+int
+bottle_scan_skel_impl(int level)
+{
+    bottle_scan_decode_init();
+    skel_level = level < 0 || level > skel_best ? skel_best : level;
+    return skel_level;
+}
+
+
+/*
+ * The skeleton of in: text in blocks, escapes through the state machine.
+ * Writes up to 64 bytes past the view's output (the views have room); one
+ * segment per block or decoded byte, so the segments never outnumber the
+ * view's bytes.
+ */
+/*
+ * An escape that is wholly in the block, decoded in one go as the state
+ * machine would: returns its length, or 0 (cut, not an escape, "%25" not
+ * followed by two hex digits) for the state machine to read it.
+ */
+static size_t
+skel_whole_escape(bottle_scan_view_t *v, const unsigned char *p, size_t n,
+    uint32_t pos)
+{
+    int       a, b, c, d;
+    unsigned  x;
+
+    if (p[0] == '%') {
+        if (n < 3 || (a = hexval(p[1])) < 0 || (b = hexval(p[2])) < 0) {
+            return 0;
+        }
+        x = (unsigned) (a * 16 + b);
+        if (x == '%') {
+            if (n < 5 || (a = hexval(p[3])) < 0 || (b = hexval(p[4])) < 0) {
+                return 0;
+            }
+            v->s->trig |= BOTTLE_TRIG_PCT | BOTTLE_TRIG_PCT2;
+            x = (unsigned) (a * 16 + b);
+            if (is_alnum(x)) {
+                skel_decoded(v, x, pos, 5);
+            }
+            return 5;
+        }
+        if (is_token_char(x)) {
+            v->s->trig |= BOTTLE_TRIG_PCT;
+        }
+        if (is_alnum(x)) {
+            skel_decoded(v, x, pos, 3);
+        }
+        return 3;
+    }
+
+    /* '\\' */
+    if (n < 2) {
+        return 0;
+    }
+    if (p[1] != 'u') {
+        if (p[1] == '/') {
+            v->s->trig |= BOTTLE_TRIG_JSON;
+        }
+        return 2;
+    }
+    if (n < 6 || (a = hexval(p[2])) < 0 || (b = hexval(p[3])) < 0
+        || (c = hexval(p[4])) < 0 || (d = hexval(p[5])) < 0)
+    {
+        return 0;
+    }
+    x = (unsigned) (((a * 16 + b) * 16 + c) * 16 + d);
+    if (x < 0x80 && is_token_char(x)) {
+        v->s->trig |= BOTTLE_TRIG_JSON;
+    }
+    if (x < 0x80 && is_alnum(x)) {
+        skel_decoded(v, x, pos, 6);
+    }
+    return 6;
 }
 
 
@@ -562,11 +1013,7 @@ void
 bottle_scan_skel_decode(bottle_scan_view_t *v, const unsigned char *in,
     size_t n, uint32_t off)
 {
-    size_t          i, o, lim, e;
-    unsigned        c, k;
-    unsigned char  *ob;
-    uint32_t       *om;
-    uint8_t        *ol;
+    size_t  i, k;
 
     i = 0;
 
@@ -578,47 +1025,137 @@ bottle_scan_skel_decode(bottle_scan_view_t *v, const unsigned char *in,
             continue;
         }
 
-        o = v->keep + v->curlen;
-        ob = v->buf + o;
-        om = v->map + o;
-        ol = v->mlen + o;
-        o = 0;
-
-#if defined(__x86_64__) && defined(__GNUC__)
-        if (skel_simd) {
-            i += skel_run_ssse3(in + i, n - i, off + (uint32_t) i, ob, om, ol,
-                                &e);
-            o = e;
-        }
-#else
-        (void) e;
-#endif
-
-        /* up to the next escape, 16 bytes at most, without a branch on the
-         * byte's class */
-        lim = n - i < 16 ? n : i + 16;
-
-        for ( /* void */ ; i < lim; i++) {
-            c = in[i];
-            k = skel_cls[c];
-            if (k == 2) {
-                break;
+        if (in[i] == '\\' || in[i] == '%') {
+            /* escapes in a row ("\u0067\u0067", "%20%20"): no block */
+            k = skel_whole_escape(v, in + i, n - i, off + (uint32_t) i);
+            if (k) {
+                i += k;
+                continue;
             }
-            ob[o] = (unsigned char) c;
-            om[o] = off + (uint32_t) i;
-            ol[o] = 1;
-            o += k;
+            v->dstate = in[i] == '\\' ? D_BSLASH : D_PCT;
+            v->dstart = off + (uint32_t) i;
+            v->dn = 0;
+            i++;
+            continue;
         }
 
-        v->curlen += o;
+        switch (skel_level) {
+#if defined(__x86_64__) && defined(__GNUC__)
+        case 2:
+            i += skel_text_avx512(v, in + i, n - i, off + (uint32_t) i);
+            break;
+        case 1:
+            i += skel_text_ssse3(v, in + i, n - i, off + (uint32_t) i);
+            break;
+#endif
+        default:
+            i += skel_text_scalar(v, in + i, n - i, off + (uint32_t) i);
+        }
 
-        if (i < n && skel_cls[in[i]] == 2) {
+        if (i < n) {
+            /* '\\' or '%': an escape, whole or for the state machine */
+            k = skel_whole_escape(v, in + i, n - i, off + (uint32_t) i);
+            if (k) {
+                i += k;
+                continue;
+            }
             v->dstate = in[i] == '\\' ? D_BSLASH : D_PCT;
             v->dstart = off + (uint32_t) i;
             v->dn = 0;
             i++;
         }
     }
+}
+
+
+/* the raw span of the view byte at buf[i] */
+void
+bottle_scan_view_span(const bottle_scan_view_t *v, size_t i, uint32_t *start,
+    uint32_t *end)
+{
+    size_t                    lo, hi, mid, k;
+    uint64_t                  m;
+    const bottle_scan_seg_t  *g;
+
+    if (v->seg == NULL) {
+        *start = v->map[i];
+        *end = v->map[i] + v->mlen[i];
+        return;
+    }
+
+    /* the last segment starting at or before i */
+    lo = 0;
+    hi = v->nseg;
+    while (hi - lo > 1) {
+        mid = lo + (hi - lo) / 2;
+        if (v->seg[mid].vpos <= i) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    g = &v->seg[lo];
+
+    if (!(g->mask & 1)) {
+        *start = g->rpos;
+        *end = g->rpos + (uint32_t) (g->mask >> 1);
+        return;
+    }
+
+    /* the (i - vpos)th set bit */
+    m = g->mask;
+    for (k = i - g->vpos; k > 0; k--) {
+        m &= m - 1;
+    }
+    *start = g->rpos + (uint32_t) __builtin_ctzll(m);
+    *end = *start + 1;
+}
+
+
+void
+bottle_scan_seg_shift(bottle_scan_view_t *v, size_t shift)
+{
+    size_t              lo, hi, mid, k, j;
+    unsigned            z;
+    bottle_scan_seg_t  *g;
+
+    if (v->nseg == 0) {
+        return;
+    }
+
+    lo = 0;
+    hi = v->nseg;
+    while (hi - lo > 1) {
+        mid = lo + (hi - lo) / 2;
+        if (v->seg[mid].vpos <= shift) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+
+    g = &v->seg[lo];
+    if (g->vpos < shift) {
+        /* a run that starts before: drop its first bytes */
+        for (k = shift - g->vpos; k > 0; k--) {
+            g->mask &= g->mask - 1;
+        }
+        if (g->mask == 0) {
+            /* it ended before the shift: no view byte is left before it */
+            lo++;
+        } else {
+            z = (unsigned) __builtin_ctzll(g->mask);
+            g->mask >>= z;
+            g->rpos += z;
+            g->vpos = (uint32_t) shift;
+        }
+    }
+
+    for (j = 0; lo + j < v->nseg; j++) {
+        v->seg[j] = v->seg[lo + j];
+        v->seg[j].vpos -= (uint32_t) shift;
+    }
+    v->nseg = j;
 }
 
 

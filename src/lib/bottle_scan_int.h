@@ -112,6 +112,21 @@ struct bottle_scan_secrets_s {
 };
 
 
+/*
+ * The skeleton view's map to raw bytes, a run of view bytes at a time:
+ * with bit 0 of mask set, the view bytes from vpos on are the raw bytes at
+ * rpos + each set bit of mask, in order (letters and digits kept from up to
+ * 64 raw bytes); with bit 0 clear, one decoded byte at vpos whose raw span
+ * is [rpos, rpos + (mask >> 1)).  vpos is an index into the view's buf.
+ * Every view byte is in exactly one segment, in order.
+ */
+typedef struct {
+    uint64_t            mask;
+    uint32_t            vpos;
+    uint32_t            rpos;
+} bottle_scan_seg_t;
+
+
 typedef struct {
     bottle_scan_t          *s;
     int                     id;         /* BOTTLE_VIEW_* */
@@ -123,11 +138,14 @@ typedef struct {
      * buf[0, keep) is the tail of earlier blocks, at view offsets
      * [base, base + keep); the current block follows at buf + keep (decoded
      * views) or is the caller's memory (raw).  map and mlen give each
-     * decoded byte's raw span in the field: [map, map + mlen).
+     * decoded byte's raw span in the field: [map, map + mlen); the skeleton
+     * has segments instead (seg, nseg).
      */
     unsigned char          *buf;
     uint32_t               *map;
     uint8_t                *mlen;
+    bottle_scan_seg_t      *seg;
+    size_t                  nseg;
     size_t                  keep;
     size_t                  tailcap;    /* most bytes kept */
     const unsigned char    *cur;
@@ -205,6 +223,16 @@ void bottle_scan_skel_decode(bottle_scan_view_t *v, const unsigned char *in,
     size_t n, uint32_t off);
 /* emit what a decoder holds at the end of a field */
 void bottle_scan_decode_flush(bottle_scan_view_t *v);
+/* the raw span of the decoded view byte at buf[i] */
+void bottle_scan_view_span(const bottle_scan_view_t *v, size_t i,
+    uint32_t *start, uint32_t *end);
+/* drops the skeleton's segments before buf[shift], which becomes buf[0] */
+void bottle_scan_seg_shift(bottle_scan_view_t *v, size_t shift);
+/* the decoders' implementation: 0 scalar, 1 SSSE3 (skeleton), 2 AVX-512
+ * BW and VBMI2 (skeleton, text runs of the JSON and percent views); the
+ * best the CPU has at most level (-1: the best); returns it.  Not
+ * thread-safe: for tests, before scanning */
+int bottle_scan_skel_impl(int level);
 
 /* 1 if the block needs the JSON view / the percent views */
 int bottle_scan_json_trigger(const unsigned char *p, size_t n);

@@ -14,6 +14,7 @@
 
 #include "tap.h"
 #include "bottle_scan.h"
+#include "bottle_scan_int.h"     /* bottle_scan_skel_impl() */
 
 
 #define DEFAULT  (BOTTLE_DLP_TOKEN_PATTERNS | BOTTLE_DLP_KNOWN_SECRETS)
@@ -905,6 +906,61 @@ test_optin(void)
 }
 
 
+/*
+ * Values the skeleton finds at another span, or not at all, keep their raw
+ * literals: punctuation at an end (the whole value is redacted, "==" too),
+ * a '%' or '\\' the skeleton would decode, fewer than 8 letters and digits.
+ */
+static void
+test_raw_literals(void)
+{
+    int                        id = F_BODY, pass;
+    char                       err[256], str[200];
+    size_t                     i, n;
+    const char                *p;
+    bottle_scan_t             *s;
+    bottle_scan_secrets_t     *raw;
+    const bottle_scan_match_t *m;
+
+    static const struct {
+        const char  *name;
+        const char  *value;
+    } v[] = {
+        { "PAD", "-Zq8Rt5Wk1Xp0Nv3==" },
+        { "ESC", "ab%41cd\\nEFgh1234" },
+        { "SYM", "#$a!b@c(d)e*f&g" },
+    };
+    bottle_secret_t  tok[3];
+
+    for (i = 0; i < 3; i++) {
+        tok[i].name.data = (char *) v[i].name;
+        tok[i].name.len = strlen(v[i].name);
+        tok[i].value.data = (char *) v[i].value;
+        tok[i].value.len = strlen(v[i].value);
+    }
+
+    ok(bottle_scan_secrets_create(&raw, db, NULL, tok, 3, err, sizeof(err))
+       == 0, "secrets with punctuation compiled");
+
+    for (i = 0; i < 3; i++) {
+        snprintf(str, sizeof(str), "k=\"%s\";", v[i].value);
+        p = str;
+        s = scan_fields(raw, DEFAULT, 1, &id, &p);
+        m = bottle_scan_matches(s, &n);
+        pass = n == 1 && m[0].start == 3
+               && m[0].end == 3 + strlen(v[i].value) && m[0].removable
+               && m[0].view == BOTTLE_VIEW_RAW;
+        ok(pass, "%s: the whole value, raw", v[i].name);
+        if (!pass) {
+            show(m, n);
+        }
+        bottle_scan_release(s);
+    }
+
+    bottle_scan_secrets_free(raw);
+}
+
+
 /* the pure C decoders against the SIMD skeleton, and other corners */
 static void
 test_corners(void)
@@ -1121,6 +1177,7 @@ test_api(void)
 int
 main(void)
 {
+    int              level;
     char             err[256];
     bottle_str_t     canary = { CANARY, sizeof(CANARY) - 1 };
     bottle_secret_t  tokens[3] = {
@@ -1149,10 +1206,25 @@ main(void)
     test_redact();
     test_optin();
     test_corners();
+    test_raw_literals();
     test_benign();
     test_hostile();
     test_from_policy();
     test_api();
+
+    /* the views again with each simpler decoder the CPU has (SSSE3,
+     * scalar): they must find the same */
+    for (level = bottle_scan_skel_impl(-1) - 1; level >= 0; level--) {
+        ok(bottle_scan_skel_impl(level) == level, "decoders at level %d",
+           level);
+        test_views();
+        test_known_encodings();
+        test_split_fields();
+        test_chunks();
+        test_corners();
+        test_benign();
+    }
+    bottle_scan_skel_impl(-1);
 
     bottle_scan_secrets_free(sec);
     bottle_scan_secrets_free(none);
