@@ -149,6 +149,31 @@ make_repeat(char *b, size_t len, const char *unit)
 }
 
 
+/* English-like words, "token" every 6th: LLM prompts talk of tokens */
+
+static size_t
+make_prose(char *b, size_t len)
+{
+    size_t       i, n, w;
+    static const char  *words[] = {
+        "the", "model", "returns", "a", "summary", "token", "of", "each",
+        "file", "when", "budget", "token", "stream", "is", "long", "and",
+        "window", "token",
+    };
+
+    for (i = 0, n = 0; i < len; n++) {
+        w = strlen(words[n % 18]);
+        if (i + w + 1 > len) {
+            break;
+        }
+        memcpy(b + i, words[n % 18], w);
+        b[i + w] = ' ';
+        i += w + 1;
+    }
+    return i;
+}
+
+
 static size_t
 make_jwt_chain(char *b, size_t len)
 {
@@ -413,7 +438,8 @@ main(int argc, char **argv)
     char                   *buf, err[256], names[20][16], values[20][48];
     size_t                  i, len, nm;
     double                  t0;
-    int                     limited, fixed;
+    int                     limited, fixed, file;
+    FILE                   *f;
     const char             *rows;
     double                  full, mbs, base;
     bottle_secret_t         toks[20];
@@ -438,6 +464,8 @@ main(int argc, char **argv)
         { "256 KiB `aws ` + 40 chars repeated", 4,
           "aws wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY " },
         { "256 KiB JWT chain (every dot ends a JWT)", 5, NULL },
+        { "256 KiB `s.` repeated", 4, "s." },
+        { "256 KiB prose with `token` every 6th word", 6, NULL },
     };
 
     if (argc > 2 && strcmp(argv[1], "--dump") == 0) {
@@ -452,6 +480,27 @@ main(int argc, char **argv)
         fwrite(buf, 1, len, stdout);
         free(buf);
         return 0;
+    }
+
+    file = 0;
+    len = 0;
+
+    if (argc > 2 && strcmp(argv[1], "--file") == 0) {
+        /* one row: a body of one's own, e.g. the gateway bench's */
+        f = fopen(argv[2], "rb");
+        if (f == NULL) {
+            perror(argv[2]);
+            return 1;
+        }
+        buf = malloc(MiB + 4096);
+        len = fread(buf, 1, MiB, f);
+        fclose(f);
+        argv += 2;
+        argc -= 2;
+        file = 1;
+
+    } else {
+        buf = malloc(MiB + 4096);
     }
 
     fixed = argc > 1 && strcmp(argv[1], "--fixed") == 0;
@@ -489,8 +538,6 @@ main(int argc, char **argv)
     printf("20-secret bottle database compiled in %.1f ms\n\n",
            (now() - t0) * 1e3);
 
-    buf = malloc(MiB + 4096);
-
     if (fixed) {
         return fixed_costs(five, buf);
     }
@@ -500,20 +547,22 @@ main(int argc, char **argv)
            "PCRE2, 5 secrets | default / naive |\n");
     printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
 
-    for (i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
-        if (rows && !row_listed(rows, i)) {
+    for (i = 0; i < (file ? 1 : sizeof(in) / sizeof(in[0])); i++) {
+        if (!file && rows && !row_listed(rows, i)) {
             continue;
         }
-        switch (in[i].kind) {
+        switch (file ? -1 : in[i].kind) {
+        case -1: break;
         case 0: len = make_json(buf, MiB, 0); break;
         case 1: len = make_json(buf, MiB, 1); break;
         case 2: len = make_b64(buf, MiB); break;
         case 3: len = make_form(buf, MiB); break;
         case 4: len = make_repeat(buf, HOSTILE, in[i].unit); break;
+        case 6: len = make_prose(buf, HOSTILE); break;
         default: len = make_jwt_chain(buf, HOSTILE); break;
         }
 
-        printf("| %s |", in[i].name);
+        printf("| %s |", file ? "the file" : in[i].name);
         mbs = run_scan(none, BOTTLE_DLP_TOKEN_PATTERNS | BOTTLE_SCAN_RAW_ONLY,
                        buf, len, &nm);
         printf(" %.0f |", mbs);

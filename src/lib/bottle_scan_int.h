@@ -56,6 +56,12 @@ typedef struct {
     unsigned            caseless:1;
     unsigned            jwt:1;      /* confirmed by bottle_scan_jwt() */
     unsigned            dotted:1;   /* has characters outside cs */
+    /*
+     * vectorscan looks for the token alone, the confirm for the context:
+     * a context word common in prose ("token") made the gap after it the
+     * database's main cost
+     */
+    unsigned            ctx_apart:1;
 } bottle_scan_rule_t;
 
 extern const bottle_scan_rule_t  bottle_scan_rules[];

@@ -1060,7 +1060,8 @@ test_hostile(void)
 {
     static const char  *unit[] = {
         "-eyJ", "AKIA", "%25", "\\u00", "eyJhbGciOiJIUzI1NiJ9.", "ghp_",
-        "a", "aws ", "%2", "\\", "sk-ant-api03-", "glpat-x",
+        "a", "aws ", "%2", "\\", "sk-ant-api03-", "glpat-x", "s.",
+        "token s.",
     };
     char      *b;
     size_t     i, j, len, n;
