@@ -176,7 +176,7 @@ fake_upstream($t, port => 8444, name => 'bad', tls => 1,
 	cert => $self->{cert}, key => $self->{key});
 fake_upstream($t, port => 8081, name => 'plain');
 
-$t->run()->plan(77);
+$t->run()->plan(78);
 
 ###############################################################################
 
@@ -328,6 +328,10 @@ like($r, qr/^HTTP\/2 200 /m, 'token inside TLS, provider route: forwarded');
 is(last_req('api')->{body}, '{"k": "[REDACTED]"}', 'redacted inside TLS');
 
 # the other detectors and policies inside TLS
+
+$r = curl('--http1.1', '-H', 'X-Inject: a%0d%0aEvil: yes', "$API_URL/x");
+like($r, qr/^HTTP\/1\.1 403 .*x-bottle-rule: crlf/msi,
+	'an encoded CRLF in a header inside TLS: 403');
 
 my $DLP_URL = 'https://dlp.allowed.test:' . port(8443);
 (my $b64 = MIME::Base64::encode_base64($API, '')) =~ s/=+$//;
