@@ -1068,22 +1068,12 @@ bottle_scan_skel_decode(bottle_scan_view_t *v, const unsigned char *in,
 }
 
 
-/* the raw span of the view byte at buf[i] */
-void
-bottle_scan_view_span(const bottle_scan_view_t *v, size_t i, uint32_t *start,
-    uint32_t *end)
+/* the last segment starting at or before view byte i */
+static size_t
+seg_find(const bottle_scan_view_t *v, size_t i)
 {
-    size_t                    lo, hi, mid, k;
-    uint64_t                  m;
-    const bottle_scan_seg_t  *g;
+    size_t  lo, hi, mid;
 
-    if (v->seg == NULL) {
-        *start = v->map[i];
-        *end = v->map[i] + v->mlen[i];
-        return;
-    }
-
-    /* the last segment starting at or before i */
     lo = 0;
     hi = v->nseg;
     while (hi - lo > 1) {
@@ -1094,7 +1084,26 @@ bottle_scan_view_span(const bottle_scan_view_t *v, size_t i, uint32_t *start,
             hi = mid;
         }
     }
-    g = &v->seg[lo];
+    return lo;
+}
+
+
+/* the raw span of the view byte at buf[i] */
+void
+bottle_scan_view_span(const bottle_scan_view_t *v, size_t i, uint32_t *start,
+    uint32_t *end)
+{
+    size_t                    k;
+    uint64_t                  m;
+    const bottle_scan_seg_t  *g;
+
+    if (v->seg == NULL) {
+        *start = v->map[i];
+        *end = v->map[i] + v->mlen[i];
+        return;
+    }
+
+    g = &v->seg[seg_find(v, i)];
 
     if (!(g->mask & 1)) {
         *start = g->rpos;
@@ -1115,7 +1124,7 @@ bottle_scan_view_span(const bottle_scan_view_t *v, size_t i, uint32_t *start,
 void
 bottle_scan_seg_shift(bottle_scan_view_t *v, size_t shift)
 {
-    size_t              lo, hi, mid, k, j;
+    size_t              lo, k, j;
     unsigned            z;
     bottle_scan_seg_t  *g;
 
@@ -1123,17 +1132,7 @@ bottle_scan_seg_shift(bottle_scan_view_t *v, size_t shift)
         return;
     }
 
-    lo = 0;
-    hi = v->nseg;
-    while (hi - lo > 1) {
-        mid = lo + (hi - lo) / 2;
-        if (v->seg[mid].vpos <= shift) {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-
+    lo = seg_find(v, shift);
     g = &v->seg[lo];
     if (g->vpos < shift) {
         /* a run that starts before: drop its first bytes */
