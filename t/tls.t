@@ -51,6 +51,7 @@ stream {
 
     server {
         listen 127.0.0.1:8080;
+        listen [::1]:%%PORT_8086%%;
         bottle_front on;
         bottle_plain_pass unix:%%TESTDIR%%/plain.sock;
         bottle_tls_pass unix:%%TESTDIR%%/tls.sock;
@@ -176,7 +177,7 @@ fake_upstream($t, port => 8444, name => 'bad', tls => 1,
 	cert => $self->{cert}, key => $self->{key});
 fake_upstream($t, port => 8081, name => 'plain');
 
-$t->run()->plan(78);
+$t->run()->plan(80);
 
 ###############################################################################
 
@@ -490,6 +491,19 @@ $r = do {
 like($r, qr/^HTTP\/1\.1 200 Connection established\nHTTP\/1\.1 200 OK$/m,
 	'ClientHello sent with the CONNECT: the tunnel works');
 is(last_req('api')->{target}, '/pipelined', 'and the request reached the upstream');
+
+# an agent on IPv6: the tunnel is adopted all the same
+
+$r = do {
+	open my $fh, '-|', 'curl', '-s', '-S', '-i', '--max-time', '10',
+		'--proxy', 'http://agent:' . $TOKEN . '@[::1]:' . port(8086),
+		'--cacert', $gwca->{cert}, "$API_URL/over-v6"
+		or die "curl: $!";
+	local $/;
+	<$fh> // '';
+};
+like($r, qr/^HTTP\/2 200 /m, 'an agent on IPv6: HTTPS through an adopted tunnel');
+is(last_req('api')->{target}, '/over-v6', 'an agent on IPv6: reached the upstream');
 
 # the stream log: a tunnel the http side adopted in process, and the one
 # that went through the internal listener
