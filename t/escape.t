@@ -26,6 +26,9 @@ use E2E;
 
 use IO::Socket::INET;
 use MIME::Base64 qw/ encode_base64 /;
+use File::Temp qw//;
+use IO::Compress::Gzip qw//;
+use IO::Compress::Deflate qw//;
 use Time::HiRes qw/ time sleep /;
 
 ###############################################################################
@@ -539,6 +542,27 @@ subtest 'row 3: an injected token, encoded, to an allowlisted host' => sub {
 		[ 'injected token, base64, in plain HTTP', 'plain',
 			'--data-binary', $b64, 'http://api.allowed.test/x' ],
 	);
+
+	# compressed so that no byte of it shows: decoded and found, or refused
+	my $dir = File::Temp::tempdir(CLEANUP => 1);
+	my %body;
+	IO::Compress::Gzip::gzip(\"{\"k\": \"$tok\"}" => \$body{gzip}) or die;
+	IO::Compress::Deflate::deflate(\"k=$tok" => \$body{deflate}) or die;
+	IO::Compress::Gzip::gzip(\$body{deflate} => \$body{'deflate, gzip'})
+		or die;
+	for my $c (sort keys %body) {
+		(my $f = "$dir/$c") =~ s/, /-/;
+		open my $fh, '>:raw', $f or die "$f: $!";
+		print $fh $body{$c};
+		close $fh;
+		my $r = curl('agent-a', '-H', "Content-Encoding: $c",
+			'--data-binary', "\@$f", "$api/x");
+		is(status($r), 403, "injected token in a $c body: 403");
+	}
+	my $r = curl('agent-a', '-H', 'Content-Encoding: zstd',
+		'--data-binary', "\@$dir/gzip", "$api/x");
+	like($r, qr/cannot be decoded for scanning/,
+		'a body in a coding the gateway does not decode: refused');
 
 	local $TODO = 'DLP: known_secrets is not in the gateway yet'
 		unless $landed{tls} && $landed{plain};
