@@ -137,6 +137,8 @@ ngx_int_t ngx_bottle_refusal_body(ngx_pool_t *pool, ngx_bottle_verdict_t *v,
 size_t ngx_bottle_safe_copy(u_char *dst, size_t cap, const u_char *src,
     size_t len);
 
+void ngx_cdecl ngx_bottle_log(ngx_uint_t level, ngx_log_t *log,
+    const char *fmt, ...);
 ngx_int_t ngx_bottle_canonical_host(ngx_pool_t *pool, const u_char *host,
     size_t len, ngx_uint_t bracketed, ngx_str_t *out);
 ngx_int_t ngx_bottle_host_matches(ngx_pool_t *pool, ngx_str_t *value,
@@ -152,6 +154,8 @@ ngx_int_t ngx_bottle_zone_find(ngx_str_t *key, ngx_pool_t *pool,
     ngx_bottle_target_t *out);
 void ngx_bottle_zone_delete(ngx_str_t *key);
 ngx_uint_t ngx_bottle_zone_count(void);
+ngx_int_t ngx_bottle_zone_pair_key(ngx_pool_t *pool, ngx_str_t *id,
+    ngx_str_t *host, const u_char *tail, size_t tail_len, ngx_str_t *out);
 ngx_int_t ngx_bottle_zone_tree(ngx_slab_pool_t **shpool, ngx_rbtree_t **tree,
     ngx_uint_t which);
 

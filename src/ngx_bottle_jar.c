@@ -40,29 +40,6 @@ static ngx_bottle_jar_t *ngx_bottle_jar_find(ngx_slab_pool_t *shpool,
     ngx_rbtree_t *tree, ngx_str_t *key, uint32_t hash);
 static ngx_bottle_cookie_t *ngx_bottle_jar_cookie(ngx_bottle_jar_t *jar,
     u_char *name, size_t len);
-static ngx_int_t ngx_bottle_jar_key(ngx_pool_t *pool, ngx_str_t *id,
-    ngx_str_t *host, ngx_str_t *out);
-
-
-static ngx_int_t
-ngx_bottle_jar_key(ngx_pool_t *pool, ngx_str_t *id, ngx_str_t *host,
-    ngx_str_t *out)
-{
-    u_char  *p;
-
-    p = ngx_pnalloc(pool, id->len + 1 + host->len);
-    if (p == NULL) {
-        return NGX_ERROR;
-    }
-
-    out->data = p;
-    p = ngx_cpymem(p, id->data, id->len);
-    *p++ = '\0';
-    p = ngx_cpymem(p, host->data, host->len);
-    out->len = p - out->data;
-
-    return NGX_OK;
-}
 
 
 /* remember (or, delete) one cookie a host set for a bottle */
@@ -85,7 +62,7 @@ ngx_bottle_jar_set(ngx_pool_t *pool, ngx_str_t *id, ngx_str_t *host,
     }
 
     if (ngx_bottle_zone_tree(&shpool, &tree, 1) != NGX_OK
-        || ngx_bottle_jar_key(pool, id, host, &key) != NGX_OK)
+        || ngx_bottle_zone_pair_key(pool, id, host, NULL, 0, &key) != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -184,7 +161,7 @@ ngx_bottle_jar_filter(ngx_pool_t *pool, ngx_str_t *id, ngx_str_t *host,
     out->len = 0;
 
     if (ngx_bottle_zone_tree(&shpool, &tree, 1) != NGX_OK
-        || ngx_bottle_jar_key(pool, id, host, &key) != NGX_OK)
+        || ngx_bottle_zone_pair_key(pool, id, host, NULL, 0, &key) != NGX_OK)
     {
         return NGX_ERROR;
     }

@@ -121,8 +121,6 @@ ngx_bottle_log_verdict(ngx_connection_t *c, ngx_bottle_verdict_t *v)
 {
     size_t                    n;
     ngx_str_t                 id, host, client;
-    ngx_log_t                *log;
-    ngx_log_handler_pt        handler;
     const ngx_bottle_rule_t  *rule;
     u_char                    buf[NGX_BOTTLE_LOG_HOST_MAX];
 
@@ -146,15 +144,38 @@ ngx_bottle_log_verdict(ngx_connection_t *c, ngx_bottle_verdict_t *v)
 
     client = c->proxy_protocol ? c->proxy_protocol->src_addr : c->addr_text;
 
-    log = c->log;
+    ngx_bottle_log(NGX_LOG_ERR, c->log,
+                   "bottle refused: bottle=\"%V\" host=\"%V\" rule=\"%V\" "
+                   "status=%ui reason=\"%V\" client=%V",
+                   &id, &host, &rule->name, rule->status, &v->reason,
+                   &client);
+}
+
+
+/*
+ * One line with no request context: nginx would append the request line,
+ * whose query may hold a credential, and a bottle line says all it needs.
+ */
+
+void ngx_cdecl
+ngx_bottle_log(ngx_uint_t level, ngx_log_t *log, const char *fmt, ...)
+{
+    u_char              buf[NGX_MAX_ERROR_STR], *p;
+    va_list             args;
+    ngx_log_handler_pt  handler;
+
+    if (log->log_level < level) {
+        return;
+    }
+
+    va_start(args, fmt);
+    p = ngx_vslprintf(buf, buf + sizeof(buf), fmt, args);
+    va_end(args);
+
     handler = log->handler;
     log->handler = NULL;
 
-    ngx_log_error(NGX_LOG_ERR, log, 0,
-                  "bottle refused: bottle=\"%V\" host=\"%V\" rule=\"%V\" "
-                  "status=%ui reason=\"%V\" client=%V",
-                  &id, &host, &rule->name, rule->status, &v->reason,
-                  &client);
+    ngx_log_error(level, log, 0, "%*s", (size_t) (p - buf), buf);
 
     log->handler = handler;
 }

@@ -28,35 +28,10 @@ typedef struct {
 } ngx_bottle_safe_t;
 
 
-static ngx_int_t ngx_bottle_safelist_key(ngx_pool_t *pool, ngx_str_t *id,
-    ngx_str_t *host, const u_char *digest, ngx_str_t *out);
 static void ngx_http_bottle_approve_body(ngx_http_request_t *r);
 static ngx_int_t ngx_http_bottle_approve_handler(ngx_http_request_t *r);
 static ngx_int_t ngx_http_bottle_approve_arg(ngx_str_t *body,
     const char *name, ngx_str_t *out);
-
-
-static ngx_int_t
-ngx_bottle_safelist_key(ngx_pool_t *pool, ngx_str_t *id, ngx_str_t *host,
-    const u_char *digest, ngx_str_t *out)
-{
-    u_char  *p;
-
-    p = ngx_pnalloc(pool, id->len + 1 + host->len + 1 + 32);
-    if (p == NULL) {
-        return NGX_ERROR;
-    }
-
-    out->data = p;
-    p = ngx_cpymem(p, id->data, id->len);
-    *p++ = '\0';
-    p = ngx_cpymem(p, host->data, host->len);
-    *p++ = '\0';
-    p = ngx_cpymem(p, digest, 32);
-    out->len = p - out->data;
-
-    return NGX_OK;
-}
 
 
 ngx_int_t
@@ -70,7 +45,7 @@ ngx_bottle_safelist_add(ngx_pool_t *pool, ngx_str_t *id, ngx_str_t *host,
     ngx_bottle_safe_t  *e;
 
     if (ngx_bottle_zone_tree(&shpool, &tree, 2) != NGX_OK
-        || ngx_bottle_safelist_key(pool, id, host, digest, &key) != NGX_OK)
+        || ngx_bottle_zone_pair_key(pool, id, host, digest, 32, &key) != NGX_OK)
     {
         return NGX_ERROR;
     }
@@ -112,7 +87,7 @@ ngx_bottle_safelist_has(ngx_pool_t *pool, ngx_str_t *id, ngx_str_t *host,
     ngx_slab_pool_t  *shpool;
 
     if (ngx_bottle_zone_tree(&shpool, &tree, 2) != NGX_OK
-        || ngx_bottle_safelist_key(pool, id, host, digest, &key) != NGX_OK)
+        || ngx_bottle_zone_pair_key(pool, id, host, digest, 32, &key) != NGX_OK)
     {
         return 0;
     }

@@ -302,6 +302,38 @@ ngx_bottle_zone_delete(ngx_str_t *key)
 
 
 /*
+ * The key of a (bottle, host) entry: "id\0host", and "\0tail" after it
+ * when there is one (the cookie jars, the safelist).
+ */
+
+ngx_int_t
+ngx_bottle_zone_pair_key(ngx_pool_t *pool, ngx_str_t *id, ngx_str_t *host,
+    const u_char *tail, size_t tail_len, ngx_str_t *out)
+{
+    u_char  *p;
+
+    p = ngx_pnalloc(pool, id->len + 1 + host->len + 1 + tail_len);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    out->data = p;
+    p = ngx_cpymem(p, id->data, id->len);
+    *p++ = '\0';
+    p = ngx_cpymem(p, host->data, host->len);
+
+    if (tail) {
+        *p++ = '\0';
+        p = ngx_cpymem(p, tail, tail_len);
+    }
+
+    out->len = p - out->data;
+
+    return NGX_OK;
+}
+
+
+/*
  * the zone's slab pool and one of its trees: 0 the records, 1 the jars,
  * 2 the supervise safelist
  */

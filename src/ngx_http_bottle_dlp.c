@@ -492,24 +492,16 @@ static void
 ngx_http_bottle_dlp_log(ngx_http_bottle_dlp_t *d,
     const bottle_scan_match_t *m, const char *action)
 {
-    u_char              where[64], hash[17];
-    ngx_log_t          *log;
-    ngx_log_handler_pt  handler;
+    u_char  where[64], hash[17];
 
     *ngx_http_bottle_dlp_where(d, m->field, where, sizeof(where) - 1) = '\0';
 
-    log = d->r->connection->log;
-    handler = log->handler;
-    log->handler = NULL;
-
-    ngx_log_error(NGX_LOG_WARN, log, 0,
-                  "bottle dlp: bottle=\"%s\" host=\"%V\" detector=%s "
-                  "rule=%s location=\"%s\" value=sha256:%s action=%s",
-                  d->ctx->verdict.bottle->id.data, &d->ctx->target.host,
-                  bottle_scan_detector_name(m->detector), m->rule, where,
-                  ngx_http_bottle_dlp_hash(d, m, hash), action);
-
-    log->handler = handler;
+    ngx_bottle_log(NGX_LOG_WARN, d->r->connection->log,
+                   "bottle dlp: bottle=\"%s\" host=\"%V\" detector=%s "
+                   "rule=%s location=\"%s\" value=sha256:%s action=%s",
+                   d->ctx->verdict.bottle->id.data, &d->ctx->target.host,
+                   bottle_scan_detector_name(m->detector), m->rule, where,
+                   ngx_http_bottle_dlp_hash(d, m, hash), action);
 }
 
 

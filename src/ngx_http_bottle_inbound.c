@@ -245,8 +245,6 @@ static void
 ngx_http_bottle_inbound_end(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 {
     size_t                      i, n;
-    ngx_log_t                  *log;
-    ngx_log_handler_pt          handler;
     const bottle_scan_match_t  *m;
     ngx_http_bottle_inbound_t  *in;
 
@@ -267,24 +265,18 @@ ngx_http_bottle_inbound_end(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 
     m = bottle_scan_matches(in->scan, &n);
 
-    log = r->connection->log;
-    handler = log->handler;
-    log->handler = NULL;
-
     for (i = 0; i < n; i++) {
         if (m[i].detector != BOTTLE_DETECT_INJECTION) {
             continue;
         }
 
-        ngx_log_error(NGX_LOG_WARN, log, 0,
-                      "bottle dlp: bottle=\"%s\" host=\"%V\" "
-                      "detector=naive_injection_detection rule=%s "
-                      "location=\"response body\" at=%uz-%uz action=flag",
-                      ctx->verdict.bottle->id.data, &ctx->target.host,
-                      m[i].rule, m[i].start, m[i].end);
+        ngx_bottle_log(NGX_LOG_WARN, r->connection->log,
+                       "bottle dlp: bottle=\"%s\" host=\"%V\" "
+                       "detector=naive_injection_detection rule=%s "
+                       "location=\"response body\" at=%uz-%uz action=flag",
+                       ctx->verdict.bottle->id.data, &ctx->target.host,
+                       m[i].rule, m[i].start, m[i].end);
     }
-
-    log->handler = handler;
 }
 
 
@@ -294,23 +286,14 @@ static void
 ngx_http_bottle_inbound_stop(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
     const char *why, const char *detail)
 {
-    ngx_log_t           *log;
-    ngx_log_handler_pt   handler;
-
     ctx->inbound->done = 1;
 
-    log = r->connection->log;
-    handler = log->handler;
-    log->handler = NULL;
-
-    ngx_log_error(NGX_LOG_NOTICE, log, 0,
-                  "bottle dlp: bottle=\"%s\" host=\"%V\" "
-                  "detector=naive_injection_detection location=\"response "
-                  "body\" not scanned further: %s%s%s",
-                  ctx->verdict.bottle->id.data, &ctx->target.host, why,
-                  detail ? ": " : "", detail ? detail : "");
-
-    log->handler = handler;
+    ngx_bottle_log(NGX_LOG_NOTICE, r->connection->log,
+                   "bottle dlp: bottle=\"%s\" host=\"%V\" "
+                   "detector=naive_injection_detection location=\"response "
+                   "body\" not scanned further: %s%s%s",
+                   ctx->verdict.bottle->id.data, &ctx->target.host, why,
+                   detail ? ": " : "", detail ? detail : "");
 }
 
 

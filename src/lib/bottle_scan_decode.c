@@ -1052,18 +1052,7 @@ bottle_scan_skel_decode(bottle_scan_view_t *v, const unsigned char *in,
             i += skel_text_scalar(v, in + i, n - i, off + (uint32_t) i);
         }
 
-        if (i < n) {
-            /* '\\' or '%': an escape, whole or for the state machine */
-            k = skel_whole_escape(v, in + i, n - i, off + (uint32_t) i);
-            if (k) {
-                i += k;
-                continue;
-            }
-            v->dstate = in[i] == '\\' ? D_BSLASH : D_PCT;
-            v->dstart = off + (uint32_t) i;
-            v->dn = 0;
-            i++;
-        }
+        /* it stopped at a '\\' or '%': the branch above takes it */
     }
 }
 
