@@ -400,7 +400,13 @@ def start_dns(d, port, up_addr, core):
     wait_port(port, p, what="dnsmasq")
 
 
-def start_nginx(name, d, template, values, core):
+# what the module's ngx_bottle_init_process() sets with mallopt(), for the
+# ceiling: a freed body buffer is reused, not unmapped
+MALLOC_TUNABLES = ("glibc.malloc.mmap_threshold=4194304:"
+                   "glibc.malloc.trim_threshold=33554432")
+
+
+def start_nginx(name, d, template, values, core, env=None):
     os.makedirs(os.path.join(d, name))
     conf = os.path.join(d, name, "nginx.conf")
     fill(template, conf, values)
@@ -408,7 +414,8 @@ def start_nginx(name, d, template, values, core):
     p = PROCS.popen(name, pin(core) + [NGINX, "-p", os.path.join(d, name),
                                        "-c", conf, "-e",
                                        os.path.join(d, name, "error.log")],
-                    stdout=err, stderr=err)
+                    stdout=err, stderr=err,
+                    env=dict(os.environ, **env) if env else None)
     return p
 
 
@@ -1057,7 +1064,8 @@ def main():
         up = start_nginx("upstream", d, "upstream.conf", values, LOAD_CORE)
         wait_port(443, up, what="upstream nginx", addr=up_addr)
         start_dns(d, dns_port, up_addr, LOAD_CORE)
-        ceil = start_nginx("ceiling", d, "ceiling.conf", values, PROXY_CORE)
+        ceil = start_nginx("ceiling", d, "ceiling.conf", values, PROXY_CORE,
+                           {"GLIBC_TUNABLES": MALLOC_TUNABLES})
         wait_port(ceil_port, ceil, what="ceiling nginx")
         mitm, mitm_ca = start_mitm(d, mitm_port, up_addr, policy,
                                    PROXY_CORE)

@@ -11,6 +11,10 @@
 
 #include "ngx_bottle.h"
 
+#if (NGX_LINUX && defined __GLIBC__)
+#include <malloc.h>
+#endif
+
 
 static void *ngx_bottle_create_conf(ngx_cycle_t *cycle);
 static char *ngx_bottle_policy_directive(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -19,6 +23,7 @@ static void ngx_bottle_policy_cleanup(void *data);
 static char *ngx_bottle_scan_compile(ngx_conf_t *cf, ngx_bottle_conf_t *bcf);
 static void ngx_bottle_scan_db_cleanup(void *data);
 static void ngx_bottle_secrets_cleanup(void *data);
+static ngx_int_t ngx_bottle_init_process(ngx_cycle_t *cycle);
 
 
 static ngx_command_t  ngx_bottle_commands[] = {
@@ -48,13 +53,46 @@ ngx_module_t  ngx_bottle_module = {
     NGX_CORE_MODULE,                       /* module type */
     NULL,                                  /* init master */
     NULL,                                  /* init module */
-    NULL,                                  /* init process */
+    ngx_bottle_init_process,               /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
     NULL,                                  /* exit process */
     NULL,                                  /* exit master */
     NGX_MODULE_V1_PADDING
 };
+
+
+/*
+ * A request body the size of an LLM prompt is read into one buffer of up to
+ * client_body_buffer_size (the shipped configuration keeps bodies of up to
+ * 512 KiB in memory, to be scanned there rather than from a temporary
+ * file).  glibc maps an allocation that large afresh each time and unmaps
+ * it when the request ends, or trims the heap top it came from: a page
+ * fault per 4 KiB of every body.  Above the thresholds set here it still
+ * does; below them freed buffers are reused.
+ */
+
+#define NGX_BOTTLE_MMAP_THRESHOLD  (4 * 1024 * 1024)
+#define NGX_BOTTLE_TRIM_THRESHOLD  (32 * 1024 * 1024)
+
+
+static ngx_int_t
+ngx_bottle_init_process(ngx_cycle_t *cycle)
+{
+#if (NGX_LINUX && defined __GLIBC__)
+
+    if (mallopt(M_MMAP_THRESHOLD, NGX_BOTTLE_MMAP_THRESHOLD) != 1
+        || mallopt(M_TRIM_THRESHOLD, NGX_BOTTLE_TRIM_THRESHOLD) != 1)
+    {
+        ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
+                      "bottle: mallopt() failed, large request bodies "
+                      "will be allocated afresh each time");
+    }
+
+#endif
+
+    return NGX_OK;
+}
 
 
 static void *

@@ -66,7 +66,7 @@ dns_start($t, port => $DNS, hosts => {
 
 my $policy = write_policy($t, 'policy.json', policy());
 
-plan(tests => 49);
+plan(tests => 55);
 
 ###############################################################################
 
@@ -152,6 +152,34 @@ $r = curl('-x', "http://u:wrong-token-0123456789\@127.0.0.1:$GWPORT",
 like($r, qr/^HTTP\/1\.1 407 .*^X-Bottle-Rule: identity\r$/ms, 'wrong token: 407');
 
 is(upstream_connects($t, 'api'), $connects, 'refused: nothing upstream');
+
+###############################################################################
+
+# request bodies: one of up to 512 KiB (over HTTP/1.1 nginx takes a
+# quarter more) is scanned in memory, a larger one from a temporary file
+# (nginx warns when it writes one); both reach the upstream whole
+
+for my $kib (300, 1000) {
+	my $body = join('', map { "{\"role\": \"user\", \"n\": $_}\n" }
+		1 .. 60000);
+	$body = substr($body, 0, $kib * 1024);
+	$t->write_file("body$kib.json", $body);
+
+	$mark = log_mark();
+	$r = curl('-x', "http://u:$TOKEN\@127.0.0.1:$GWPORT",
+		'--data-binary', "\@$d/body$kib.json",
+		"http://api.internal.test:$UP/body$kib");
+	like($r, qr/^HTTP\/1\.1 200 /, "body $kib KiB: 200");
+
+	$req = upstream_requests($t, 'api')->[-1] // {};
+	ok(($req->{target} // '') eq "/body$kib"
+		&& ($req->{body} // '') eq $body, "body $kib KiB: upstream got it whole");
+
+	my $temp = substr(read_log('error.log'), $mark)
+		=~ /a client request body is buffered to a temporary file/;
+	ok($kib > 512 ? $temp : !$temp, "body $kib KiB: "
+		. ($kib > 512 ? 'from a temporary file' : 'in memory'));
+}
 
 ###############################################################################
 
@@ -242,6 +270,7 @@ sub policy {
 		routes => [
 			{ host => 'api.internal.test', port => $UP,
 				internal => JSON::PP::true(),
+				methods => [ 'GET', 'POST' ],
 				auth => { type => 'bearer',
 					value => 'secret:API' } },
 			@more,
