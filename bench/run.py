@@ -54,6 +54,9 @@ MODULE = os.environ.get("BENCH_MODULE",
                         os.path.join(TOP, "build", "ngx_bottle_module.so"))
 RESULTS = os.environ.get("BENCH_RESULTS", os.path.join(BENCH, "results"))
 NGINX = os.environ.get("TEST_NGINX_BINARY", "/usr/sbin/nginx")
+# the load generator: ours (bench/load.c), or Debian's hey to compare with
+LOADGEN = os.environ.get("BENCH_LOAD", "bottle-load")
+LOAD_EXE = None                           # bottle-load, once built
 
 HOST = "api.bench.test"
 TOKEN = "bench-agent-token-0123456789"
@@ -80,7 +83,7 @@ TARGETS = [("direct", "direct"),
 PROXY_WORKERS = 1
 
 SCENARIOS = [
-    # key, label, hey arguments
+    # key, label, load (concurrency, path, POST, a new connection each)
     ("get1", "GET 1 KiB, keep-alive, c=1", dict(c=1, path="/1k")),
     ("get16", "GET 1 KiB, keep-alive, c=16", dict(c=16, path="/1k")),
     ("get64", "GET 1 KiB, keep-alive, c=64", dict(c=64, path="/1k")),
@@ -465,7 +468,68 @@ def start_gateway(d, port, dns_port, policy, core):
 
 
 ###############################################################################
-# load: hey for the request scenarios, our client for SSE
+# load: bottle-load (or hey) for the request scenarios, our client for SSE
+
+def build_load(d):
+    """bench/load.c, the load generator, built into the run directory."""
+    exe = os.path.join(d, "bottle-load")
+    r = run(["cc", "-std=gnu99", "-O2", "-Wall", "-Wextra", "-Werror", "-o",
+             exe, os.path.join(BENCH, "load.c"), "-lssl", "-lcrypto"])
+    if r.returncode:
+        raise RuntimeError("bench/load.c did not build: " +
+                           r.stderr.strip()[-500:])
+    return exe
+
+
+def load_cmd(target, spec, core, body, warmup, window):
+    cmd = pin(core) + [LOAD_EXE, "-c", str(spec["c"]), "-t", "30",
+                       "-w", f"{warmup}", "-z", f"{window}"]
+    if spec.get("new_conn"):
+        cmd.append("--no-keepalive")
+    if spec.get("post"):
+        cmd += ["-m", "POST", "-D", body, "-T", "application/json"]
+    for h in AGENT_HEADERS:
+        cmd += ["-H", h]
+    if target.proxy:
+        cmd += ["-x", target.proxy]
+    return cmd + [target.url(spec["path"])]
+
+
+def load_run(target, spec, warmup, window, core, body, at_window=None,
+             at_end=None):
+    """One bottle-load process: warm-up, then the window, on the same
+    connections; at_window() and at_end() run when it says the window
+    starts and ends.  Its figures, as parse_hey() gives hey's."""
+    cmd = load_cmd(target, spec, core, body, warmup, window)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    timer = threading.Timer(warmup + window + 120, p.kill)
+    timer.start()
+    res, marks = None, {}
+    try:
+        for line in p.stdout:
+            line = line.strip()
+            if line == "window":
+                marks["window"] = at_window() if at_window else None
+            elif line == "end":
+                marks["end"] = at_end() if at_end else None
+            elif line.startswith("{"):
+                res = json.loads(line)
+        err = p.stderr.read()
+        p.wait()
+    finally:
+        timer.cancel()
+    if res is None:
+        raise RuntimeError(f"bottle-load exited {p.returncode}: "
+                           f"{err.strip()[-300:]}")
+    status = {int(k): v for k, v in res["status"].items()}
+    return {"total_s": res["seconds"], "rps": res["rps"],
+            "lat": {50: res["p50_ms"], 99: res["p99_ms"]},
+            "status": status, "errors": res["errors"],
+            "error_lines": [f"{k}: {v}" for k, v in
+                            res["error_kinds"].items()],
+            "conns": res["connections"], "marks": marks}
+
 
 def hey(target, spec, seconds, core, body):
     cmd = pin(core) + ["hey", "-cpus", "1", "-z", f"{seconds}s",
@@ -663,14 +727,28 @@ def measure(target, spec, body, load_core):
         return {"rps": None, "p50": pct(samples, 50), "p99": pct(samples, 99),
                 "cpu_ms": None, "core": None, "rss": None,
                 "bad": len(errors), "n": len(samples), "notes": errors[:3]}
-    hey(target, spec, WARMUP, load_core, body)
+
+    def start():
+        pids = target.pids()
+        reset_peak_rss(pids)
+        return cpu_seconds(pids), time.time()
+
+    def end():
+        return cpu_seconds(target.pids()), time.time()
+
+    if LOADGEN == "hey":
+        hey(target, spec, WARMUP, load_core, body)
+        c0, t0 = start()
+        r = hey(target, spec, WINDOW, load_core, body)
+        c1, t1 = end()
+    else:
+        # the same connections through warm-up and window: the proxy's CPU
+        # is read when bottle-load says the window starts and ends
+        r = load_run(target, spec, WARMUP, WINDOW, load_core, body,
+                     start, end)
+        (c0, t0), (c1, t1) = r["marks"]["window"], r["marks"]["end"]
+    cpu, wall = c1 - c0, t1 - t0
     pids = target.pids()
-    reset_peak_rss(pids)
-    c0, t0 = cpu_seconds(pids), time.time()
-    r = hey(target, spec, WINDOW, load_core, body)
-    wall = time.time() - t0
-    pids = target.pids()
-    cpu = cpu_seconds(pids) - c0
     n = sum(r["status"].values())
     ok = r["status"].get(200, 0)
     notes = [f"{k}: {v}" for k, v in r["status"].items() if k != 200]
@@ -680,6 +758,7 @@ def measure(target, spec, body, load_core):
             "cpu_ms": cpu / n * 1000 if target.root and n else None,
             "core": cpu / wall * 100 if target.root else None,
             "rss": peak_rss_mib(pids) if target.root else None,
+            "conns": r.get("conns"),
             "bad": (n - ok) + r["errors"], "n": n, "notes": notes}
 
 
@@ -851,8 +930,11 @@ def report(meta, targets, results, chk, scan, scan_err):
       f"{meta['proxy_core']}, load generator, upstream and DNS to core "
       f"{meta['load_core']}")
     v = meta["versions"]
-    w(f"- nginx {v['nginx']}, {v['mitmproxy']}, hey {v['hey']}, "
-      f"{v['openssl']}")
+    load = meta.get("load", "hey")
+    w(f"- nginx {v['nginx']}, {v['mitmproxy']}, "
+      + (f"hey {v['hey']}" if load == "hey" else
+         "load from bottle-load (bench/load.c)")
+      + f", {v['openssl']}")
     pr = meta["processes"]
     w(f"- processes: ceiling {pr['ceiling']} (master and workers), "
       f"mitmproxy {pr['mitmproxy']}, gateway {pr['gateway']}; 1-minute "
@@ -867,11 +949,18 @@ def report(meta, targets, results, chk, scan, scan_err):
       "Access logs on for every target (nginx's buffered, 64 KiB or 1 s, "
       "as the shipped configuration has them; mitmdump's flow lines to a "
       "file); one nginx worker for the ceiling and for the gateway, on the "
-      "one core they are pinned to.")
+      "one core they are pinned to. "
+      + ("Load from hey: a fresh hey for the warm-up and another for the "
+         "window, and hey opens new connections now and then while kept "
+         "alive." if load == "hey" else
+         "Load from bottle-load: one process for warm-up and window, each "
+         "of its N connections kept alive across both (a kept-alive "
+         "scenario opens no connection in the window; see the conns "
+         "column)."))
     w("")
     w("| scenario | target | req/s | p50 ms | p99 ms | proxy CPU ms/req "
-      "| proxy core % | peak RSS MiB | failed |")
-    w("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+      "| proxy core % | peak RSS MiB | conns | failed |")
+    w("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for key, label, spec in SCENARIOS:
         for t in targets:
             rs = results[key][t.key]
@@ -881,13 +970,16 @@ def report(meta, targets, results, chk, scan, scan_err):
               f"| {fmt(median(rs, 'p50'))} | {fmt(median(rs, 'p99'))} "
               f"| {fmt(median(rs, 'cpu_ms'), 3)} "
               f"| {fmt(median(rs, 'core'), 0)} "
-              f"| {fmt(max(rss) if rss else None, 1)} | {bad} |")
+              f"| {fmt(max(rss) if rss else None, 1)} "
+              f"| {fmt(median(rs, 'conns'), 0)} | {bad} |")
     w("")
     w(f"The SSE rows give the time to the first event in the p50/p99 "
       f"columns: {SSE_CLIENTS} clients at once, each on its own kept-alive "
       f"connection, {SSE_PER_CLIENT} streams each after one to warm it; "
       "the upstream sends the first event at once and the rest over about "
-      "a second. hey reports latency to 0.1 ms.")
+      "a second. The conns column: connections the load generator opened "
+      "in the window (median)"
+      + ("; hey reports latency to 0.1 ms." if load == "hey" else "."))
     w("")
     w("## Ratios")
     w("")
@@ -1004,6 +1096,7 @@ PROXY_CORE, LOAD_CORE = cores()
 
 
 def main():
+    global LOAD_EXE
     import argparse
     ap = argparse.ArgumentParser(description="make bench (bench/README.md)")
     ap.add_argument("--serve", action="store_true",
@@ -1025,7 +1118,10 @@ def main():
             ap.error(f"unknown scenario '{k}'")
     SCENARIOS[:] = [s for s in SCENARIOS if s[0] in wanted]
 
-    for tool in ("hey", "mitmdump", "dnsmasq", "curl", "openssl", NGINX):
+    if LOADGEN not in ("bottle-load", "hey"):
+        sys.exit("bench: BENCH_LOAD is bottle-load or hey")
+    for tool in (("cc" if LOADGEN == "bottle-load" else "hey"), "mitmdump",
+                 "dnsmasq", "curl", "openssl", NGINX):
         if not shutil.which(tool):
             sys.exit(f"bench: cannot find {tool} (bench/README.md: install)")
     if not os.path.exists(MODULE):
@@ -1048,6 +1144,9 @@ def main():
                 "quick": QUICK, "rounds": ROUNDS, "warmup": WARMUP,
                 "window": WINDOW, "loadavg_start": os.getloadavg()[0]}
         log(f"run directory {d}")
+        if LOADGEN == "bottle-load":
+            LOAD_EXE = build_load(d)
+        meta["load"] = LOADGEN
         make_certs(os.path.join(d, "certs"))
         write_payloads(d)
         up_addr = upstream_address()
@@ -1113,7 +1212,12 @@ def main():
         body = os.path.join(d, "body.json")
         log("warming up")
         for t in targets:
-            hey(t, {"c": 16, "path": "/1k"}, FIRST_WARMUP, LOAD_CORE, body)
+            if LOADGEN == "hey":
+                hey(t, {"c": 16, "path": "/1k"}, FIRST_WARMUP, LOAD_CORE,
+                    body)
+            else:
+                load_run(t, {"c": 16, "path": "/1k"}, 0, FIRST_WARMUP,
+                         LOAD_CORE, body)
 
         results = {key: {t.key: [] for t in targets}
                    for key, _, _ in SCENARIOS}
@@ -1129,7 +1233,7 @@ def main():
                         f"p99 {fmt(r['p99'])} cpu/req "
                         f"{fmt(r['cpu_ms'], 3)} ms core "
                         f"{fmt(r['core'], 0)}% rss {fmt(r['rss'], 1)} "
-                        f"failed {r['bad']}")
+                        f"conns {r.get('conns', '-')} failed {r['bad']}")
 
         log("scanner benchmark")
         scan, scan_err = scanner(d)
