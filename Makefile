@@ -35,12 +35,12 @@ RESOLVER   ?=
 
 all: module unit
 
-module: $(NGX_BUILD)/Makefile
+module: $(NGX_BUILD)/objs/Makefile
 	$(MAKE) -C $(NGX_BUILD) -f objs/Makefile objs/ngx_bottle_module.so
 	cp $(NGX_BUILD)/objs/ngx_bottle_module.so $(MODULE).tmp
 	mv -f $(MODULE).tmp $(MODULE)
 
-$(NGX_BUILD)/Makefile: config
+$(NGX_BUILD)/objs/Makefile: config
 	rm -rf $(NGX_BUILD)
 	mkdir -p $(BUILD)
 	cp -a $(NGX_SRC) $(NGX_BUILD)

@@ -6,13 +6,15 @@
  * nginx's keepalive module matches cached connections by address alone: a
  * TLS connection verified for one name would then carry requests for
  * another name at the same address.  Here a cached connection is reused
- * only for the same scheme, host, port and address.
+ * only for the same scheme, host, port and address, and the same SSL
+ * context (the proxy_ssl_* settings of the location: a connection whose
+ * certificate one location verified never carries a request of a location
+ * that trusts other CAs, or verifies another name).
  *
- * TLS sessions are kept per target the same way, and per SSL context (the
- * proxy_ssl_* settings of a location): a new connection to a target
- * offers the session last saved for that very target, so that it resumes
- * instead of doing a full handshake.  A session is never offered to
- * another name or address.
+ * TLS sessions are kept per target the same way: a new connection to a
+ * target offers the session last saved for that very target and SSL
+ * context, so that it resumes instead of doing a full handshake.  A
+ * session is never offered to another name or address.
  *
  *     upstream bottle_tls {
  *         bottle_upstream max=256 max_per_target=16 idle_timeout=60s
@@ -48,6 +50,7 @@ typedef struct {
 
 typedef struct {
     ngx_uint_t                   tls;
+    void                        *ssl_ctx;    /* the location's, or NULL */
     size_t                       host_len;
     u_char                       host[256];
     socklen_t                    socklen;
@@ -68,7 +71,6 @@ typedef struct {
 typedef struct {
     ngx_queue_t                  queue;
     ngx_ssl_session_t           *session;
-    SSL_CTX                     *ssl_ctx;
     ngx_http_bottle_peer_key_t   key;
 } ngx_http_bottle_peer_session_t;
 
@@ -80,6 +82,7 @@ typedef struct {
     ngx_http_upstream_t         *upstream;
     ngx_http_bottle_ctx_t       *ctx;
     ngx_uint_t                   tls;
+    void                        *ssl_ctx;
     unsigned                     offered:1;  /* a session, this connection */
     unsigned                     retried:1;
 } ngx_http_bottle_peer_data_t;
@@ -327,11 +330,17 @@ ngx_http_bottle_peer_init(ngx_http_request_t *r,
     bp->upstream = u;
     bp->ctx = ctx;
     bp->tls = 0;
+    bp->ssl_ctx = NULL;
     bp->offered = 0;
     bp->retried = 0;
 
 #if (NGX_HTTP_SSL)
     bp->tls = (u->ssl != 0);
+
+    if (u->ssl && u->conf->ssl) {
+        bp->ssl_ctx = u->conf->ssl->ctx;
+    }
+
     u->peer.set_session = ngx_http_bottle_peer_set_session;
     u->peer.save_session = ngx_http_bottle_peer_save_session;
 #endif
@@ -519,6 +528,7 @@ ngx_http_bottle_peer_set_key(ngx_http_bottle_peer_key_t *key,
     ngx_http_bottle_peer_data_t *bp, ngx_peer_connection_t *pc)
 {
     key->tls = bp->tls;
+    key->ssl_ctx = bp->ssl_ctx;
     key->host_len = bp->ctx->target.host.len;
     ngx_memcpy(key->host, bp->ctx->target.host.data,
                ngx_min(key->host_len, sizeof(key->host)));
@@ -536,6 +546,7 @@ ngx_http_bottle_peer_match(ngx_http_bottle_peer_key_t *key,
     host = &bp->ctx->target.host;
 
     return key->tls == bp->tls
+           && key->ssl_ctx == bp->ssl_ctx
            && key->host_len == host->len
            && host->len <= sizeof(key->host)
            && ngx_memcmp(key->host, host->data, host->len) == 0
@@ -769,7 +780,6 @@ ngx_http_bottle_peer_save_session(ngx_peer_connection_t *pc, void *data)
         }
 
         ngx_http_bottle_peer_set_key(&s->key, bp, pc);
-        s->ssl_ctx = c->ssl->session_ctx;
     }
 
     ngx_log_debug2(NGX_LOG_DEBUG_HTTP, pc->log, 0,
@@ -792,11 +802,8 @@ static ngx_http_bottle_peer_session_t *
 ngx_http_bottle_peer_find_session(ngx_http_bottle_peer_data_t *bp,
     ngx_peer_connection_t *pc)
 {
-    SSL_CTX                         *ssl_ctx;
     ngx_queue_t                     *q;
     ngx_http_bottle_peer_session_t  *s;
-
-    ssl_ctx = pc->connection->ssl->session_ctx;
 
     for (q = ngx_queue_head(&bp->conf->session_cache);
          q != ngx_queue_sentinel(&bp->conf->session_cache);
@@ -804,9 +811,8 @@ ngx_http_bottle_peer_find_session(ngx_http_bottle_peer_data_t *bp,
     {
         s = ngx_queue_data(q, ngx_http_bottle_peer_session_t, queue);
 
-        if (s->ssl_ctx == ssl_ctx
-            && ngx_http_bottle_peer_match(&s->key, bp, pc->sockaddr,
-                                          pc->socklen))
+        if (ngx_http_bottle_peer_match(&s->key, bp, pc->sockaddr,
+                                       pc->socklen))
         {
             return s;
         }

@@ -100,6 +100,14 @@ http {
             error_page 502 504 = @failed;
         }
 
+        # trusts another CA than the upstream's: never gets a connection
+        # that / verified and kept alive
+        location /otherca/ {
+            proxy_pass https://bottle_tls$bottle_uri;
+            proxy_ssl_trusted_certificate %%TESTDIR%%/gwca.crt;
+            error_page 502 504 = @failed;
+        }
+
         location /noreuse/ {
             proxy_pass https://bottle_tls$bottle_uri;
             proxy_ssl_session_reuse off;
@@ -164,6 +172,16 @@ http {
         access_log $d/up/access.log reused;
         return 200 "up ok\\n";
     }
+
+    # keeps connections alive: which one each request came on
+    log_format conn '\$connection \$connection_requests \$request_uri';
+
+    server {
+        listen 127.0.0.1:%%PORT_8446%% ssl;
+        keepalive_timeout 60s;
+        access_log $d/up/conn.log conn;
+        return 200 "up ok\\n";
+    }
 }
 
 EOF
@@ -173,7 +191,7 @@ my $TOKEN = 'alice-token-0123456789';
 
 write_policy($t, 'policy.json', { bottles => [
 	{ id => 'alice', token => $TOKEN, routes => [
-		map { { host => $_, ports => [ map { port($_) } 8443, 8444, 8445 ],
+		map { { host => $_, ports => [ map { port($_) } 8443, 8444, 8445, 8446 ],
 			internal => $T } } qw/a.test b.test d.test/
 	] },
 ] });
@@ -195,7 +213,7 @@ $t->run_daemon(\&psk_killer, port(8445), port(8444), "$d/killed.log");
 $t->waitforsocket('127.0.0.1:' . port(8445))
 	or die "no proxy on " . port(8445) . "\n";
 
-$t->run()->plan(18);
+$t->run()->plan(24);
 
 ###############################################################################
 
@@ -298,7 +316,46 @@ is(() = $log =~ /handshake resuming a session with "d\.test" failed/g, 2,
 unlike($log, qr/\[error\].*"[ab]\.test/,
 	'no errors for the resuming targets');
 
+# a kept-alive connection serves the location that verified it, not one
+# with other proxy_ssl_* settings (here: trusting another CA)
+
+my $mark = length($log);
+
+like(get('a.test', 8446, '/ka1'), qr/^HTTP\/1\.1 200 .*up ok/s, 'keepalive: 200');
+like(get('a.test', 8446, '/ka2'), qr/^HTTP\/1\.1 200 .*up ok/s,
+	'keepalive: 200 again');
+
+my $r = get('a.test', 8446, '/otherca/1');
+like($r, qr/^HTTP\/1\.1 502 .*^X-Bottle-Rule: upstream\r$/ms,
+	'another SSL context: the kept-alive connection not reused, refused');
+like(substr($t->read_file('error.log'), $mark),
+	qr/upstream SSL certificate verify error/,
+	'another SSL context: its own handshake, which fails verification');
+
+like(get('a.test', 8446, '/ka3'), qr/^HTTP\/1\.1 200 /, 'keepalive: 200 once more');
+is(conn_log(), 'A 1 /ka1, A 2 /ka2, A 3 /ka3',
+	'keepalive: one upstream connection for the location that verified it');
+
 ###############################################################################
+
+# the upstream's conn.log: connections named A, B, ... in order of appearance
+
+sub conn_log {
+	my %name;
+	my $next = 'A';
+	my $log = '';
+
+	for (1 .. 50) {
+		$log = -e "$d/up/conn.log" ? $t->read_file("$d/up/conn.log") : '';
+		last if (() = $log =~ /\n/g) >= 3;
+		select undef, undef, undef, 0.05;
+	}
+
+	return join ', ', map {
+		my ($c, $n, $uri) = split / /;
+		($name{$c} //= $next++) . " $n $uri";
+	} split /\n/, $log;
+}
 
 sub killed {
 	return 0 unless -e "$d/killed.log";
