@@ -754,7 +754,7 @@ raw_block(bottle_scan_t *s, const unsigned char *p, size_t n)
     trig = (unsigned) -1;
 
     if (want_literals(s)) {
-        if (v->ls) {
+        if (v->ls && !(s->skip & BOTTLE_SKIP_LITS)) {
             rc |= hs_scan_stream(v->ls, (const char *) p, (unsigned) n, 0,
                                  s->scratch, bottle_scan_on_lit, v);
         }
@@ -767,7 +767,9 @@ raw_block(bottle_scan_t *s, const unsigned char *p, size_t n)
         }
     }
 
-    if (s->detectors & BOTTLE_DLP_TOKEN_PATTERNS) {
+    if ((s->detectors & BOTTLE_DLP_TOKEN_PATTERNS)
+        && !(s->skip & BOTTLE_SKIP_VENDOR))
+    {
         rc |= hs_scan_stream(v->vs, (const char *) p, (unsigned) n, 0,
                              s->scratch, bottle_scan_on_rule, v);
         if (!(s->detectors & BOTTLE_SCAN_RAW_ONLY)) {
@@ -809,6 +811,7 @@ bottle_scan_begin(bottle_scan_t *s, int field)
     s->field = field;
     s->ordinal++;
     s->fpos = 0;
+    s->skip = 0;
     s->ent.len = 0;
 
     view_clear(&s->v[BOTTLE_VIEW_RAW]);
@@ -908,13 +911,15 @@ bottle_scan_end(bottle_scan_t *s)
 
     /* a stream this field didn't feed is clean already */
     v = &s->v[BOTTLE_VIEW_RAW];
-    if (s->detectors & BOTTLE_DLP_TOKEN_PATTERNS) {
+    if ((s->detectors & BOTTLE_DLP_TOKEN_PATTERNS)
+        && !(s->skip & BOTTLE_SKIP_VENDOR))
+    {
         rc |= stream_end(s, v, v->vs);
     }
     if (s->detectors & BOTTLE_DLP_NAIVE_INJECTION) {
         rc |= stream_end(s, v, v->is);
     }
-    if (v->ls) {
+    if (v->ls && !(s->skip & BOTTLE_SKIP_LITS)) {
         rc |= hs_reset_stream(v->ls, 0, NULL, NULL, NULL);
     }
 
@@ -939,7 +944,23 @@ bottle_scan_field(bottle_scan_t *s, int field, const void *data, size_t len)
     int  rc;
 
     rc = bottle_scan_begin(s, field);
+
+    /*
+     * Whole, a field shorter than every vendor pattern, or than every raw
+     * literal, is not fed to those streams: they start over with each
+     * field, so nothing of theirs can match in it.  Most header fields
+     * are that short, and each stream costs a scan and a reset per field.
+     * The skeleton runs across fields and is always fed.
+     */
+
     if (rc == BOTTLE_SCAN_OK) {
+        if (len < s->db->vendor_min) {
+            s->skip |= BOTTLE_SKIP_VENDOR;
+        }
+        if (len < s->sec->raw_min) {
+            s->skip |= BOTTLE_SKIP_LITS;
+        }
+
         rc = bottle_scan_feed(s, data, len);
     }
     if (rc == BOTTLE_SCAN_OK) {

@@ -81,6 +81,8 @@ typedef struct {
 struct bottle_scan_db_s {
     hs_database_t          *vendor;     /* ids: index into rules */
     hs_database_t          *inject;
+    size_t                  vendor_min; /* the fewest bytes a vendor
+                                           pattern matches */
     bottle_scan_crule_t    *rules;
     size_t                  nrules;
     pcre2_match_context    *mctx;
@@ -105,6 +107,7 @@ struct bottle_scan_secrets_s {
     size_t              nraw;
     size_t              nskel;
     size_t              skel_max;   /* longest skeleton literal */
+    size_t              raw_min;    /* shortest raw literal */
     int                 has_canary;
     char              **names;      /* "canary", "egress_token:NAME" */
     size_t              nnames;
@@ -198,6 +201,8 @@ struct bottle_scan_s {
     uint64_t                fpos;       /* raw bytes of the field so far */
     unsigned                trig;       /* BOTTLE_TRIG_*, from the skeleton
                                            decoder, for this block */
+    unsigned                skip;       /* BOTTLE_SKIP_*: streams a field
+                                           too short for them leaves out */
     uint64_t                p2_in;      /* once-decoded view offset the
                                            twice-decoded view has read to */
 
@@ -212,6 +217,11 @@ struct bottle_scan_s {
     size_t                  dropped;    /* warnings dropped, hits lost */
     bottle_scan_match_t     sorted[BOTTLE_SCAN_MAX_MATCHES];
 };
+
+
+/* bottle_scan_s.skip */
+#define BOTTLE_SKIP_VENDOR  1
+#define BOTTLE_SKIP_LITS    2
 
 
 /* bottle_scan_decode.c */

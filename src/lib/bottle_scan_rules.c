@@ -456,6 +456,46 @@ db_compile(hs_database_t **out, const char **pats, const unsigned *flags,
 }
 
 
+/*
+ * The fewest bytes any of the patterns matches: a whole field shorter than
+ * that cannot hold a match of theirs, as the streams start over with each
+ * field (bottle_scan_field() leaves them out).
+ */
+static int
+min_width(size_t *out, const char **pats, const unsigned *flags, size_t n,
+    char *err, size_t errlen)
+{
+    size_t               i;
+    hs_expr_info_t      *info;
+    hs_compile_error_t  *ce;
+
+    *out = (size_t) -1;
+
+    for (i = 0; i < n; i++) {
+        if (hs_expression_info(pats[i], flags[i], &info, &ce)
+            != HS_SUCCESS)
+        {
+            snprintf(err, errlen, "cannot analyse rule \"%s\": %s",
+                     bottle_scan_rules[i].name, ce->message);
+            hs_free_compile_error(ce);
+            return -1;
+        }
+
+        if (info->min_width < *out) {
+            *out = info->min_width;
+        }
+
+        free(info);
+    }
+
+    if (n == 0) {
+        *out = 0;
+    }
+
+    return 0;
+}
+
+
 int
 bottle_scan_db_create(bottle_scan_db_t **out, char *err, size_t errlen)
 {
@@ -538,6 +578,10 @@ bottle_scan_db_create(bottle_scan_db_t **out, char *err, size_t errlen)
         }
     }
     ni = bottle_scan_nrules - nv;
+
+    if (min_width(&db->vendor_min, pats, flags, nv, err, errlen) != 0) {
+        goto cleanup;
+    }
 
     if (db_compile(&db->vendor, pats, flags, ids, nv, err, errlen) != 0
         || db_compile(&db->inject, pats + nv, flags + nv, ids + nv, ni, err,

@@ -440,6 +440,12 @@ secrets_literals(bottle_scan_secrets_t *sec, const bottle_str_t *canary,
         }
     }
 
+    for (i = 0; i < raw.n; i++) {
+        if (i == 0 || raw.a[i].len < sec->raw_min) {
+            sec->raw_min = raw.a[i].len;
+        }
+    }
+
     if (lit_compile(&sec->raw, &sec->raw_lits, &sec->nraw, &raw, err,
                     errlen) != 0
         || lit_compile(&sec->skel, &sec->skel_lits, &sec->nskel, &skel, err,

@@ -327,6 +327,16 @@ test_rules(void)
         ok(seen, "rule %s has samples", name);
     }
 
+    /*
+     * a whole field as short as the shortest vendor pattern (an AWS key
+     * id, 20 bytes) is still scanned; bottle_scan_field() leaves out only
+     * fields shorter than that
+     */
+    gen(tok, "AKIA{16A}");
+    ok(strlen(tok) == 20
+       && one_match(tok, BOTTLE_DLP_TOKEN_PATTERNS, "aws_access_key_id", 0,
+                    20), "a 20-byte field that is a token: found");
+
     /* the secret key near an access key id, in either context */
     gen(tok, "AKIA{16A} wJ7{34b}Q9z");
     ok(has_match(tok, BOTTLE_DLP_TOKEN_PATTERNS, "aws_secret_access_key", 21,
