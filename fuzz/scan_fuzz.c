@@ -158,6 +158,12 @@ scan(bottle_scan_t *s, const uint8_t *p, size_t n, unsigned seed, size_t *nm)
 {
     size_t  o, k;
 
+    if (seed == 0) {
+        /* whole: as the module scans a header, short fields left out */
+        CHECK(bottle_scan_field(s, 7, p, n) == 0);
+        return bottle_scan_matches(s, nm);
+    }
+
     CHECK(bottle_scan_begin(s, 7) == 0);
     for (o = 0; o < n; o += k) {
         if (seed == 0) {
@@ -243,6 +249,25 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 }
             }
             CHECK(j < n2);
+        }
+    }
+
+    /*
+     * a field too short for the vendor patterns, or for the raw literals,
+     * which bottle_scan_field() does not feed them: fed in chunks, they
+     * find nothing in it either
+     */
+    for (j = 0; j < n2; j++) {
+        if (m2[j].view != BOTTLE_VIEW_RAW) {
+            continue;
+        }
+        if (m2[j].detector == BOTTLE_DETECT_TOKEN_PATTERNS) {
+            CHECK(n >= s->db->vendor_min);
+        }
+        if (m2[j].detector == BOTTLE_DETECT_CANARY
+            || m2[j].detector == BOTTLE_DETECT_KNOWN_SECRETS)
+        {
+            CHECK(n >= sec->raw_min);
         }
     }
 
