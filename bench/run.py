@@ -481,18 +481,22 @@ def build_load(d):
     return exe
 
 
-def load_cmd(target, spec, core, body, warmup, window):
-    cmd = pin(core) + [LOAD_EXE, "-c", str(spec["c"]), "-t", "30",
-                       "-w", f"{warmup}", "-z", f"{window}"]
-    if spec.get("new_conn"):
-        cmd.append("--no-keepalive")
+def request_args(target, spec, body, no_keepalive):
+    """What bottle-load and hey both take: the scenario's request."""
+    args = [no_keepalive] if spec.get("new_conn") else []
     if spec.get("post"):
-        cmd += ["-m", "POST", "-D", body, "-T", "application/json"]
+        args += ["-m", "POST", "-D", body, "-T", "application/json"]
     for h in AGENT_HEADERS:
-        cmd += ["-H", h]
+        args += ["-H", h]
     if target.proxy:
-        cmd += ["-x", target.proxy]
-    return cmd + [target.url(spec["path"])]
+        args += ["-x", target.proxy]
+    return args + [target.url(spec["path"])]
+
+
+def load_cmd(target, spec, core, body, warmup, window):
+    return pin(core) + [LOAD_EXE, "-c", str(spec["c"]), "-t", "30",
+                        "-w", f"{warmup}", "-z", f"{window}"] \
+        + request_args(target, spec, body, "--no-keepalive")
 
 
 def load_run(target, spec, warmup, window, core, body, at_window=None,
@@ -533,16 +537,8 @@ def load_run(target, spec, warmup, window, core, body, at_window=None,
 
 def hey(target, spec, seconds, core, body):
     cmd = pin(core) + ["hey", "-cpus", "1", "-z", f"{seconds}s",
-                       "-c", str(spec["c"]), "-t", "30"]
-    if spec.get("new_conn"):
-        cmd.append("-disable-keepalive")
-    if spec.get("post"):
-        cmd += ["-m", "POST", "-D", body, "-T", "application/json"]
-    for h in AGENT_HEADERS:
-        cmd += ["-H", h]
-    if target.proxy:
-        cmd += ["-x", target.proxy]
-    cmd.append(target.url(spec["path"]))
+                       "-c", str(spec["c"]), "-t", "30"] \
+        + request_args(target, spec, body, "-disable-keepalive")
     r = run(cmd, timeout=seconds + 120)
     return parse_hey(r.stdout + r.stderr)
 
@@ -1028,7 +1024,7 @@ def report(meta, targets, results, chk, scan, scan_err):
                             ("newconn", "newconn_cpu",
                              "new CONNECT + TLS per request c=16")):
         v = m[key]["gateway"]["cpu_ms"]
-        each = [r["cpu_ms"] for r in results[key]["gateway"]
+        each = [r["cpu_ms"] for r in results.get(key, {}).get("gateway", [])
                 if r.get("cpu_ms") is not None]
         spread = (f"; rounds {', '.join(fmt(x, 3) for x in each)}"
                   if len(each) > 1 else "")
@@ -1080,6 +1076,7 @@ def rerender(path):
     with open(path) as f:
         saved = json.load(f)
     targets = [Target(k, label, None, None) for k, label in TARGETS]
+    SCENARIOS[:] = [sc for sc in SCENARIOS if sc[0] in saved["results"]]
     scan = saved.get("scanner")
     text = report(saved["meta"], targets, saved["results"], saved["checks"],
                   scan, None if scan else "none in this run")
@@ -1237,7 +1234,7 @@ def main():
                         f"p99 {fmt(r['p99'])} cpu/req "
                         f"{fmt(r['cpu_ms'], 3)} ms core "
                         f"{fmt(r['core'], 0)}% rss {fmt(r['rss'], 1)} "
-                        f"conns {r.get('conns', '-')} failed {r['bad']}")
+                        f"conns {fmt(r.get('conns'), 0)} failed {r['bad']}")
 
         log("scanner benchmark")
         scan, scan_err = scanner(d)
