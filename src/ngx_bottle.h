@@ -115,6 +115,7 @@ typedef struct {
 
     /* results */
     ngx_bottle_peer_t        peer;
+    time_t                   valid;      /* the answer holds until then */
     ngx_bottle_rule_e        rule;       /* on failure: RESOLVE or ADDRESS */
     ngx_str_t                reason;
 

@@ -93,6 +93,7 @@ ngx_bottle_resolve_handler(ngx_resolver_ctx_t *rctx)
 
     } else {
         rc = ngx_bottle_pick(res, rctx->addrs, rctx->naddrs);
+        res->valid = rctx->valid;
     }
 
     ngx_resolve_name_done(rctx);
@@ -152,6 +153,8 @@ ngx_bottle_literal(ngx_bottle_resolve_t *res, bottle_ip_t *ip)
         ngx_str_set(&res->reason, "the address is internal");
         return NGX_DECLINED;
     }
+
+    res->valid = NGX_MAX_TIME_T_VALUE;
 
     if (ip->family == AF_INET) {
         ngx_memzero(&sin, sizeof(sin));

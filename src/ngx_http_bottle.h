@@ -58,6 +58,13 @@ typedef struct {
     ngx_uint_t               found;
     ngx_bottle_target_t      target;
     const bottle_t          *bottle;     /* of this cycle's policy */
+
+    /* the target's address, as a request of the tunnel resolved and
+     * checked it for its route, until the resolver's answer expires */
+    const bottle_route_t    *peer_route;
+    time_t                   peer_valid;
+    ngx_sockaddr_t           peer_sockaddr;
+    ngx_bottle_peer_t        peer;
 } ngx_http_bottle_conn_t;
 
 

@@ -37,6 +37,8 @@ static ngx_uint_t ngx_http_bottle_allow_match(ngx_http_request_t *r,
 static ngx_int_t ngx_http_bottle_resolve_upstream(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 static void ngx_http_bottle_resolved(void *data, ngx_int_t rc);
+static ngx_int_t ngx_http_bottle_tunnel_peer(ngx_http_bottle_ctx_t *ctx);
+static void ngx_http_bottle_tunnel_keep(ngx_http_bottle_ctx_t *ctx);
 static ngx_int_t ngx_http_bottle_refuse(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 static ngx_int_t ngx_http_bottle_send(ngx_http_request_t *r,
@@ -585,7 +587,11 @@ ngx_http_bottle_resolve_upstream(ngx_http_request_t *r,
 
     ctx->state = NGX_HTTP_BOTTLE_RESOLVING;
 
-    rc = ngx_bottle_resolve(res);
+    rc = ngx_http_bottle_tunnel_peer(ctx);
+
+    if (rc == NGX_DECLINED) {
+        rc = ngx_bottle_resolve(res);
+    }
 
     if (rc != NGX_AGAIN) {
         ngx_http_bottle_resolved(r, rc);
@@ -614,6 +620,7 @@ ngx_http_bottle_resolved(void *data, ngx_int_t rc)
     ctx = ngx_http_get_module_ctx(r, ngx_http_bottle_module);
 
     if (rc == NGX_OK) {
+        ngx_http_bottle_tunnel_keep(ctx);
         ctx->upstream.data = ctx->resolve.peer.text;
         ctx->upstream.len = ctx->resolve.peer.text_len;
         ctx->state = NGX_HTTP_BOTTLE_PASSED;
@@ -640,6 +647,68 @@ ngx_http_bottle_resolved(void *data, ngx_int_t rc)
     }
 
     ngx_http_run_posted_requests(c);
+}
+
+
+/*
+ * Every request of a tunnel goes to its CONNECT target (the host check saw
+ * to it): the address the first one resolved and checked for its route
+ * serves the next ones for as long as the resolver's answer holds, as its
+ * cache would give it, without a lookup per request.  NGX_DECLINED: none
+ * kept, resolve.
+ */
+
+static ngx_int_t
+ngx_http_bottle_tunnel_peer(ngx_http_bottle_ctx_t *ctx)
+{
+    ngx_http_bottle_conn_t  *bc;
+
+    bc = ctx->tunnel;
+
+    if (bc == NULL
+        || bc->peer_route != ctx->route
+        || bc->peer_valid < ngx_time()
+        || bc->target.host.len != ctx->target.host.len
+        || ngx_strncmp(bc->target.host.data, ctx->target.host.data,
+                       ctx->target.host.len) != 0
+        || bc->target.port != ctx->target.port)
+    {
+        return NGX_DECLINED;
+    }
+
+    ctx->resolve.peer = bc->peer;
+    ctx->resolve.peer.addr.name.data = ctx->resolve.peer.text;
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_bottle_tunnel_keep(ngx_http_bottle_ctx_t *ctx)
+{
+    ngx_bottle_peer_t       *peer;
+    ngx_http_bottle_conn_t  *bc;
+
+    bc = ctx->tunnel;
+    peer = &ctx->resolve.peer;
+
+    if (bc == NULL
+        || peer->addr.sockaddr == &bc->peer_sockaddr.sockaddr
+        || peer->addr.socklen > sizeof(ngx_sockaddr_t)
+        || bc->target.port != ctx->target.port
+        || bc->target.host.len != ctx->target.host.len
+        || ngx_strncmp(bc->target.host.data, ctx->target.host.data,
+                       ctx->target.host.len) != 0)
+    {
+        return;
+    }
+
+    ngx_memcpy(&bc->peer_sockaddr, peer->addr.sockaddr, peer->addr.socklen);
+    bc->peer = *peer;
+    bc->peer.addr.sockaddr = &bc->peer_sockaddr.sockaddr;
+    bc->peer.addr.name.data = bc->peer.text;
+    bc->peer_route = ctx->route;
+    bc->peer_valid = ctx->resolve.valid;
 }
 
 

@@ -177,7 +177,7 @@ fake_upstream($t, port => 8444, name => 'bad', tls => 1,
 	cert => $self->{cert}, key => $self->{key});
 fake_upstream($t, port => 8081, name => 'plain');
 
-$t->run()->plan(80);
+$t->run()->plan(83);
 
 ###############################################################################
 
@@ -526,6 +526,35 @@ $q = last_req('plain');
 is($q && $q->{target}, '/in-tunnel', 'plain in tunnel: query stripped');
 is($q && header_value($q, 'Authorization'), "Bearer $API",
 	'plain in tunnel: credential injected');
+
+# the requests of a tunnel go to the address its first request resolved
+# and checked until the resolver's answer expires (dnsmasq gives TTL 0
+# here: the rest of the second); the next one then resolves anew
+
+my %hosts = map { ($_ => '127.0.0.1') } qw/api.allowed.test
+	other.allowed.test bad.allowed.test plain.allowed.test dlp.allowed.test/;
+
+$s = tunnel('plain.allowed.test:' . port(8081));
+
+sub in_tunnel {
+	my ($path) = @_;
+	return '' unless $s;
+	$s->send("GET $path HTTP/1.1\r\nHost: plain.allowed.test:" . port(8081)
+		. "\r\n\r\n");
+	return $s->read_response() // '';
+}
+
+like(in_tunnel('/dns1'), qr/^HTTP\/1\.1 200 .*upstream plain ok/s,
+	'tunnel: the first request resolves its target');
+dns_update($t, hosts => { %hosts, 'plain.allowed.test' => '127.0.0.3' });
+select undef, undef, undef, 1.1;
+like(in_tunnel('/dns2'), qr/^HTTP\/1\.1 502 .*X-Bottle-Rule: upstream/s,
+	'tunnel: once the answer expired, the next request resolves anew '
+	. '(nothing listens on the new address)');
+dns_update($t, hosts => \%hosts);
+select undef, undef, undef, 1.1;
+like(in_tunnel('/dns3'), qr/^HTTP\/1\.1 200 .*upstream plain ok/s,
+	'tunnel: and again');
 
 $s = tunnel('plain.allowed.test:' . port(8081));
 $s->send("GET http://other.allowed.test/ HTTP/1.1\r\n"
