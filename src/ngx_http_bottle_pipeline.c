@@ -651,11 +651,11 @@ ngx_http_bottle_resolved(void *data, ngx_int_t rc)
 
 
 /*
- * Every request of a tunnel goes to its CONNECT target (the host check saw
- * to it): the address the first one resolved and checked for its route
- * serves the next ones for as long as the resolver's answer holds, as its
- * cache would give it, without a lookup per request.  NGX_DECLINED: none
- * kept, resolve.
+ * Every request of a tunnel goes to its CONNECT target (ctx->target is the
+ * tunnel's, and the request must name it): the address the first one
+ * resolved and checked for its route serves the next ones for as long as
+ * the resolver's answer holds, as its cache would give it, without a
+ * lookup per request.  NGX_DECLINED: none kept, resolve.
  */
 
 static ngx_int_t
@@ -667,11 +667,7 @@ ngx_http_bottle_tunnel_peer(ngx_http_bottle_ctx_t *ctx)
 
     if (bc == NULL
         || bc->peer_route != ctx->route
-        || bc->peer_valid < ngx_time()
-        || bc->target.host.len != ctx->target.host.len
-        || ngx_strncmp(bc->target.host.data, ctx->target.host.data,
-                       ctx->target.host.len) != 0
-        || bc->target.port != ctx->target.port)
+        || bc->peer_valid < ngx_time())
     {
         return NGX_DECLINED;
     }
@@ -694,11 +690,7 @@ ngx_http_bottle_tunnel_keep(ngx_http_bottle_ctx_t *ctx)
 
     if (bc == NULL
         || peer->addr.sockaddr == &bc->peer_sockaddr.sockaddr
-        || peer->addr.socklen > sizeof(ngx_sockaddr_t)
-        || bc->target.port != ctx->target.port
-        || bc->target.host.len != ctx->target.host.len
-        || ngx_strncmp(bc->target.host.data, ctx->target.host.data,
-                       ctx->target.host.len) != 0)
+        || peer->addr.socklen > sizeof(ngx_sockaddr_t))
     {
         return;
     }
