@@ -44,6 +44,7 @@ static ngx_int_t ngx_http_bottle_dlp_digest(ngx_http_bottle_dlp_t *d,
     const bottle_scan_match_t *m, u_char *md);
 static ngx_uint_t ngx_http_bottle_dlp_safelisted(ngx_http_bottle_dlp_t *d,
     const bottle_scan_match_t *m);
+static ngx_uint_t ngx_http_bottle_dlp_redactable(int field);
 static ngx_uint_t ngx_http_bottle_crlf(u_char *p, size_t len);
 static void ngx_http_bottle_dlp_cleanup(void *data);
 
@@ -130,6 +131,9 @@ ngx_http_bottle_dlp_scan(ngx_http_bottle_dlp_t *d)
            != BOTTLE_SCAN_OK
         || bottle_scan_field(d->scan, NGX_HTTP_BOTTLE_F_QUERY,
                              ctx->target.args.data, ctx->target.args.len)
+           != BOTTLE_SCAN_OK
+        || bottle_scan_field(d->scan, NGX_HTTP_BOTTLE_F_METHOD,
+                             d->r->method_name.data, d->r->method_name.len)
            != BOTTLE_SCAN_OK)
     {
         goto failed;
@@ -189,11 +193,17 @@ ngx_http_bottle_dlp_headers(ngx_http_bottle_dlp_t *d)
                 d->injected = d->headers.nelts - 1;
             }
 
+            /* a name is agent data too: "<canary>: x" is a header */
+
             if (bottle_scan_field(d->scan,
-                                  NGX_HTTP_BOTTLE_F_HEADER
-                                  + d->headers.nelts - 1,
-                                  h[i].value.data, h[i].value.len)
-                != BOTTLE_SCAN_OK)
+                                  ngx_http_bottle_f_name(d->headers.nelts - 1),
+                                  h[i].key.data, h[i].key.len)
+                != BOTTLE_SCAN_OK
+                || bottle_scan_field(d->scan,
+                                     ngx_http_bottle_f_value(
+                                         d->headers.nelts - 1),
+                                     h[i].value.data, h[i].value.len)
+                   != BOTTLE_SCAN_OK)
             {
                 return ngx_http_bottle_deny(d->ctx, d->r->pool,
                                             NGX_BOTTLE_RULE_INTERNAL,
@@ -250,8 +260,7 @@ ngx_http_bottle_dlp_decide(ngx_http_bottle_dlp_t *d)
         }
 
         if (!(NGX_HTTP_BOTTLE_BLOCKING & (1u << m[i].detector))
-            || (ngx_uint_t) m[i].field
-               == NGX_HTTP_BOTTLE_F_HEADER + d->injected)
+            || m[i].field == ngx_http_bottle_f_value(d->injected))
         {
             continue;
         }
@@ -341,13 +350,14 @@ ngx_http_bottle_dlp_redact(ngx_http_bottle_dlp_t *d,
 
     for (i = 0; i < n; i++) {
         if (!(NGX_HTTP_BOTTLE_BLOCKING & (1u << m[i].detector))
-            || (ngx_uint_t) m[i].field
-               == NGX_HTTP_BOTTLE_F_HEADER + d->injected)
+            || m[i].field == ngx_http_bottle_f_value(d->injected))
         {
             continue;
         }
 
-        if (!m[i].removable || m[i].field == NGX_HTTP_BOTTLE_F_HOST) {
+        if (!m[i].removable
+            || !ngx_http_bottle_dlp_redactable(m[i].field))
+        {
             u_char  hash[17];
 
             return ngx_http_bottle_deny(d->ctx, d->r->pool,
@@ -369,8 +379,7 @@ ngx_http_bottle_dlp_redact(ngx_http_bottle_dlp_t *d,
     for (i = 0; i < n; i++) {
         if (!(NGX_HTTP_BOTTLE_BLOCKING & (1u << m[i].detector))
             || m[i].field == field
-            || (ngx_uint_t) m[i].field
-               == NGX_HTTP_BOTTLE_F_HEADER + d->injected)
+            || m[i].field == ngx_http_bottle_f_value(d->injected))
         {
             continue;
         }
@@ -429,6 +438,7 @@ ngx_http_bottle_dlp_redact_str(ngx_http_bottle_dlp_t *d, ngx_str_t *s,
 static ngx_str_t *
 ngx_http_bottle_dlp_field_value(ngx_http_bottle_dlp_t *d, int field)
 {
+    int                i;
     ngx_table_elt_t  **hp;
 
     switch (field) {
@@ -440,13 +450,16 @@ ngx_http_bottle_dlp_field_value(ngx_http_bottle_dlp_t *d, int field)
         return &d->ctx->target.args;
     case NGX_HTTP_BOTTLE_F_BODY:
         return d->body.data ? &d->body : NULL;
+    case NGX_HTTP_BOTTLE_F_METHOD:
+        return &d->r->method_name;
     }
 
-    if (field >= NGX_HTTP_BOTTLE_F_HEADER
-        && (ngx_uint_t) (field - NGX_HTTP_BOTTLE_F_HEADER) < d->headers.nelts)
+    i = (field - NGX_HTTP_BOTTLE_F_HEADER) / 2;
+
+    if (field >= NGX_HTTP_BOTTLE_F_HEADER && (ngx_uint_t) i < d->headers.nelts)
     {
         hp = d->headers.elts;
-        return &hp[field - NGX_HTTP_BOTTLE_F_HEADER]->value;
+        return (field & 1) ? &hp[i]->key : &hp[i]->value;
     }
 
     return NULL;
@@ -457,6 +470,7 @@ static u_char *
 ngx_http_bottle_dlp_where(ngx_http_bottle_dlp_t *d, int field, u_char *buf,
     size_t size)
 {
+    int                i;
     ngx_table_elt_t  **hp;
 
     switch (field) {
@@ -468,15 +482,20 @@ ngx_http_bottle_dlp_where(ngx_http_bottle_dlp_t *d, int field, u_char *buf,
         return ngx_snprintf(buf, size, "query");
     case NGX_HTTP_BOTTLE_F_BODY:
         return ngx_snprintf(buf, size, "body");
+    case NGX_HTTP_BOTTLE_F_METHOD:
+        return ngx_snprintf(buf, size, "method");
     }
 
     hp = d->headers.elts;
+    i = (field - NGX_HTTP_BOTTLE_F_HEADER) / 2;
 
-    if (field >= NGX_HTTP_BOTTLE_F_HEADER
-        && (ngx_uint_t) (field - NGX_HTTP_BOTTLE_F_HEADER) < d->headers.nelts)
+    if (field >= NGX_HTTP_BOTTLE_F_HEADER && (ngx_uint_t) i < d->headers.nelts)
     {
-        return ngx_snprintf(buf, size, "header %V",
-                            &hp[field - NGX_HTTP_BOTTLE_F_HEADER]->key);
+        /* the name that carries a finding is not repeated */
+
+        return (field & 1)
+               ? ngx_snprintf(buf, size, "name of header %d", i + 1)
+               : ngx_snprintf(buf, size, "header %V", &hp[i]->key);
     }
 
     return ngx_snprintf(buf, size, "request");
@@ -562,6 +581,19 @@ ngx_http_bottle_dlp_safelisted(ngx_http_bottle_dlp_t *d,
     id.len = d->ctx->verdict.bottle->id.len;
 
     return ngx_bottle_safelist_has(d->r->pool, &id, &d->ctx->target.host, md);
+}
+
+
+/* a header's value, the path, the query, the body: not a name or the host */
+
+static ngx_uint_t
+ngx_http_bottle_dlp_redactable(int field)
+{
+    if (field >= NGX_HTTP_BOTTLE_F_HEADER) {
+        return !(field & 1);
+    }
+
+    return field != NGX_HTTP_BOTTLE_F_HOST && field != NGX_HTTP_BOTTLE_F_METHOD;
 }
 
 

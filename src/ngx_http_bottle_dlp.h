@@ -25,7 +25,12 @@
 #define NGX_HTTP_BOTTLE_F_PATH      1
 #define NGX_HTTP_BOTTLE_F_QUERY     2
 #define NGX_HTTP_BOTTLE_F_BODY      3
-#define NGX_HTTP_BOTTLE_F_HEADER    16      /* + the header's index */
+#define NGX_HTTP_BOTTLE_F_METHOD    4
+#define NGX_HTTP_BOTTLE_F_HEADER    16
+
+/* each header is two fields: its value, then its name */
+#define ngx_http_bottle_f_value(i)  (NGX_HTTP_BOTTLE_F_HEADER + 2 * (int) (i))
+#define ngx_http_bottle_f_name(i)   (ngx_http_bottle_f_value(i) + 1)
 
 #define NGX_HTTP_BOTTLE_BLOCKING                                             \
     ((1u << BOTTLE_DETECT_KNOWN_SECRETS) | (1u << BOTTLE_DETECT_TOKEN_PATTERNS))

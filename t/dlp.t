@@ -98,7 +98,9 @@ my $T = JSON::PP::true;
 
 write_policy($t, 'policy.json', { bottles => [
 	{ id => 'alice', token => $TOKEN, canary => $CANARY,
-		egress_tokens => { API => 'secret-api-value-1' },
+		egress_tokens => { API => 'secret-api-value-1',
+			SHOUT => 'SHOUTED-SECRET-VALUE',
+			UNDER => 'under_score_token_42' },
 		routes => [
 		{ host => 'api.allowed.test', port => port(8081), internal => $T,
 			methods => [ '*' ], dlp => JSON::PP::false,
@@ -125,7 +127,7 @@ dns_start($t, port => port(8053), hosts => { map { ("$_.allowed.test"
 
 fake_upstream($t, port => 8081, name => 'api');
 
-$t->run()->plan(80);
+$t->run()->plan(86);
 
 ###############################################################################
 
@@ -181,6 +183,28 @@ like(req('POST', '/x', body => $big), qr/^HTTP\/1\.1 403 .*canary in the body/s,
 $big = ('a' x (65536 - 5)) . $CANARY . ('b' x 1000);
 like(req('POST', '/x', body => $big), qr/^HTTP\/1\.1 403 .*canary in the body/s,
 	'canary split across body chunks');
+
+# header names and the method are agent data too
+
+like(req('GET', '/x', headers => [ "$CANARY: x" ]),
+	qr/^HTTP\/1\.1 403 .*canary in the name of header \d+/s,
+	'canary as a header name: 403');
+like(req('GET', '/x', headers => [ "X-$CANARY-Y: x" ]),
+	qr/^HTTP\/1\.1 403 .*X-Bottle-Rule: canary/s,
+	'canary inside a header name: 403');
+unlike(req('GET', '/x', headers => [ "$CANARY: x" ]), qr/\Q$CANARY\E/,
+	'the refusal does not echo the name');
+like(req('SHOUTED-SECRET-VALUE', '/x', host => 'block'),
+	qr/^HTTP\/1\.1 403 .*known_secrets.*in the method/s,
+	'an injected token as the method on a methods: ["*"] route: 403');
+like(req('GET', '/x', host => 'block',
+	headers => [ "secret-api-value-1: x" ]),
+	qr/^HTTP\/1\.1 403 .*known_secrets.*name of header/s,
+	'the injected token as a header name: 403');
+like(req('GET', '/x', host => 'block',
+	headers => [ "under-score-token-42: x" ]),
+	qr/^HTTP\/1\.1 403 .*known_secrets.*name of header/s,
+	'an injected token with _ written as - in a header name: 403');
 
 is(nreqs(), $n, 'refused requests never reached the upstream');
 

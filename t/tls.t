@@ -177,7 +177,7 @@ fake_upstream($t, port => 8444, name => 'bad', tls => 1,
 	cert => $self->{cert}, key => $self->{key});
 fake_upstream($t, port => 8081, name => 'plain');
 
-$t->run()->plan(83);
+$t->run()->plan(85);
 
 ###############################################################################
 
@@ -317,6 +317,12 @@ $n = @{upstream_requests($t, 'api')};
 
 $r = curl("$API_URL/x?q=$CANARY");
 like($r, qr/^HTTP\/2 403 .*x-bottle-rule: canary/msi, 'canary inside TLS: 403');
+$r = curl('--http2', '-H', "$CANARY: x", "$API_URL/x");
+like($r, qr/^HTTP\/2 403 .*x-bottle-rule: canary.*name of header/msi,
+	'HTTP/2: the canary as a header name: 403');
+$r = curl('--http1.1', '-H', "x-$CANARY: x", "$API_URL/x");
+like($r, qr/^HTTP\/1\.1 403 .*X-Bottle-Rule: canary/msi,
+	'HTTP/1.1 in TLS: the canary in a header name: 403');
 $r = curl('-X', 'POST', '--data-binary', "{\"k\": \"$GHP\"}", "$API_URL/x");
 like($r, qr/^HTTP\/2 403 .*x-bottle-rule: dlp.*github_pat_classic/msi,
 	'token inside TLS, supervise route: 403');
