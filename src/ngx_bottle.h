@@ -72,6 +72,7 @@ typedef enum {
     NGX_BOTTLE_RULE_CANARY,
     NGX_BOTTLE_RULE_CRLF,
     NGX_BOTTLE_RULE_DLP,
+    NGX_BOTTLE_RULE_TOO_LARGE,
     NGX_BOTTLE_RULE_INTERNAL
 } ngx_bottle_rule_e;
 

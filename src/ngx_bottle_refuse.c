@@ -69,6 +69,9 @@ static ngx_bottle_rule_t  ngx_bottle_rules[] = {
       ngx_string("The request carries what looks like a secret. If it must "
                  "go to this host, ask the operator to approve it "
                  "(supervise: egress-token-allow).") },
+    { 413, ngx_string("too_large"),
+      ngx_string("Send a smaller request body, or ask the operator to raise "
+                 "the gateway's limit.") },
     { 500, ngx_string("internal"),
       ngx_string("The gateway could not check this request, so it refused "
                  "it. Tell the operator.") }

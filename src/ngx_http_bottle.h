@@ -18,6 +18,7 @@
 
 typedef struct {
     ngx_uint_t               used;       /* some location enables bottle */
+    ngx_array_t              error_logs; /* ngx_log_t **: of bottle locations */
 } ngx_http_bottle_main_conf_t;
 
 
@@ -87,6 +88,7 @@ typedef struct {
     ngx_bottle_resolve_t     resolve;
 
     ngx_http_bottle_inbound_t  *inbound; /* the response's inbound scan */
+    ngx_str_t                refusal;    /* in place of nginx's own page */
 } ngx_http_bottle_ctx_t;
 
 
@@ -104,6 +106,13 @@ char *ngx_http_bottle_upstream_failed(ngx_conf_t *cf, ngx_command_t *cmd,
 
 ngx_int_t ngx_http_bottle_target(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
+ngx_int_t ngx_http_bottle_tunnel(ngx_http_request_t *r,
+    ngx_http_bottle_conn_t **out);
+ngx_int_t ngx_http_bottle_errors_init(ngx_conf_t *cf);
+ngx_int_t ngx_http_bottle_errors_init_module(ngx_cycle_t *cycle);
+ngx_int_t ngx_http_bottle_errors_location(ngx_conf_t *cf,
+    ngx_http_bottle_main_conf_t *bmcf);
+void ngx_http_bottle_init_connection(ngx_connection_t *c);
 ngx_int_t ngx_http_bottle_identify(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 ngx_int_t ngx_http_bottle_host_check(ngx_http_request_t *r,

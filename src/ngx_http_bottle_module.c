@@ -124,7 +124,7 @@ ngx_module_t  ngx_http_bottle_module = {
     ngx_http_bottle_commands,              /* module directives */
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
-    NULL,                                  /* init module */
+    ngx_http_bottle_errors_init_module,    /* init module */
     NULL,                                  /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
@@ -304,13 +304,26 @@ ngx_http_bottle_variable(ngx_http_request_t *r, ngx_http_variable_value_t *v,
 static void *
 ngx_http_bottle_create_main_conf(ngx_conf_t *cf)
 {
+    ngx_http_bottle_main_conf_t  *bmcf;
+
     /*
      * set by ngx_pcalloc():
      *
      *     bmcf->used = 0;
      */
 
-    return ngx_pcalloc(cf->pool, sizeof(ngx_http_bottle_main_conf_t));
+    bmcf = ngx_pcalloc(cf->pool, sizeof(ngx_http_bottle_main_conf_t));
+    if (bmcf == NULL) {
+        return NULL;
+    }
+
+    if (ngx_array_init(&bmcf->error_logs, cf->pool, 8, sizeof(ngx_log_t **))
+        != NGX_OK)
+    {
+        return NULL;
+    }
+
+    return bmcf;
 }
 
 
@@ -412,6 +425,10 @@ ngx_http_bottle_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     bmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_bottle_module);
     bmcf->used = 1;
 
+    if (ngx_http_bottle_errors_location(cf, bmcf) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
     return NGX_CONF_OK;
 }
 
@@ -451,6 +468,10 @@ ngx_http_bottle_init(ngx_conf_t *cf)
 
     ngx_http_next_header_filter = ngx_http_top_header_filter;
     ngx_http_top_header_filter = ngx_http_bottle_header_filter;
+
+    if (ngx_http_bottle_errors_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     return ngx_http_bottle_inbound_init(cf);
 }

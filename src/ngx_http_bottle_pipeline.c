@@ -119,6 +119,12 @@ ngx_http_bottle_run(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 {
     ngx_int_t  rc;
 
+    if (r->http_version < NGX_HTTP_VERSION_10) {
+        /* no headers: no Host to check, no way to answer with a rule */
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_BAD_REQUEST,
+                                    "an HTTP/0.9 request");
+    }
+
     rc = ngx_http_bottle_target(r, ctx);
     if (rc != NGX_OK) {
         return rc;

@@ -17,8 +17,6 @@
 
 static ngx_int_t ngx_http_bottle_absolute(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx, ngx_uint_t in_tunnel);
-static ngx_int_t ngx_http_bottle_tunnel(ngx_http_request_t *r,
-    ngx_http_bottle_conn_t **out);
 static void ngx_http_bottle_conn_cleanup(void *data);
 static ngx_uint_t ngx_http_bottle_dot_segment(u_char *p, u_char *last);
 
@@ -201,7 +199,7 @@ ngx_http_bottle_absolute(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
  * a connection that is no tunnel (a plain proxy connection).
  */
 
-static ngx_int_t
+ngx_int_t
 ngx_http_bottle_tunnel(ngx_http_request_t *r, ngx_http_bottle_conn_t **out)
 {
     ngx_int_t                rc;

@@ -24,6 +24,7 @@
 #include <ngx_http.h>
 
 #include "ngx_stream_bottle.h"
+#include "ngx_http_bottle.h"
 
 
 struct ngx_stream_bottle_adopt_s {
@@ -135,7 +136,7 @@ ngx_stream_bottle_adopt(ngx_stream_session_t *s, ngx_stream_bottle_ctx_t *ctx)
     /* the ClientHello waits in the socket: peeked, not read */
     c->read->ready = 1;
 
-    ngx_http_init_connection(c);
+    ngx_http_bottle_init_connection(c);
 
     return NGX_DONE;
 }
@@ -176,7 +177,8 @@ ngx_stream_bottle_adopt_find(ngx_stream_bottle_srv_conf_t *bscf)
     ls = ngx_cycle->listening.elts;
 
     for (i = 0; i < ngx_cycle->listening.nelts; i++) {
-        if (ls[i].handler == ngx_http_init_connection
+        if ((ls[i].handler == ngx_http_init_connection
+             || ls[i].handler == ngx_http_bottle_init_connection)
             && ls[i].addr_text.len == bscf->tls_pass.len
             && ngx_strncmp(ls[i].addr_text.data, bscf->tls_pass.data,
                            bscf->tls_pass.len) == 0)
