@@ -115,6 +115,7 @@ my $TOKEN = 'alice-token-0123456789';
 my $P = port(8081);
 my $S = port(8443);
 my $T = JSON::PP::true;
+my $PROXY;
 my @ALLOW = ({ path => '/public/*' }, { path => '/repos/*/issues' });
 
 write_policy($t, 'policy.json', { bottles => [
@@ -184,7 +185,7 @@ my @QUERY = (
 	[ 'tokens=1&my_key=2&key_id=3&a.b=4', 'tokens=1&my_key=2&key_id=3&a.b=4' ],
 );
 
-$t->run()->plan(2 * @BAD + 2 * @GOOD + @QUERY + 16);
+$t->run()->plan(2 * @BAD + 2 * @GOOD + @QUERY + 19);
 
 ###############################################################################
 
@@ -287,7 +288,27 @@ like($s ? $s->read_response() // '' : '', qr/^HTTP\/1\.1 400 /,
 	'tunnel: matrix dot segment refused');
 $s->close() if $s;
 
-my $PROXY = "http://agent:$TOKEN\@127.0.0.1:" . port(8080);
+# plain HTTP inside a tunnel of an inspected route: the second request
+
+$n = @{targets('plain')};
+$s = proxy_session(8080);
+$s->send("CONNECT pub.allowed.test:$P HTTP/1.1\r\n"
+	. "Host: pub.allowed.test:$P\r\n$auth\r\n");
+$s->read_response();
+$s->send("GET /public/x?a=1;access_token=K HTTP/1.1\r\n"
+	. "Host: pub.allowed.test:$P\r\n\r\n");
+like($s->read_response() // '', qr/^HTTP\/1\.1 200 /,
+	'plain tunnel: first request');
+$s->send("GET /repos/x/admin#/issues HTTP/1.1\r\n"
+	. "Host: pub.allowed.test:$P\r\n\r\n");
+like($s->read_response() // '',
+	qr/^HTTP\/1\.1 400 .*X-Bottle-Rule: bad_request/s,
+	'plain tunnel: # in the second request refused');
+$s->close();
+is(join(' ', @{targets('plain')}[$n .. $#{targets('plain')}]),
+	'/public/x?a=1', 'plain tunnel: credential after ; stripped, no admin');
+
+$PROXY = "http://agent:$TOKEN\@127.0.0.1:" . port(8080);
 
 sub curl {
 	my (@args) = @_;
@@ -315,8 +336,8 @@ ok(!grep({ /admin/ } @{targets('tls')}), 'tunnels: nothing for admin upstream');
 
 my $log = $t->read_file('error.log');
 my @lines = grep { /bottle refused: .*rule="bad_request"/ } split /\n/, $log;
-# @BAD, two on keep-alive, three in HTTP/1.1 tunnels, two over HTTP/2
-is(scalar @lines, @BAD + 7, 'each refusal logged once');
+# @BAD, two on keep-alive, four in HTTP/1.1 tunnels, two over HTTP/2
+is(scalar @lines, @BAD + 8, 'each refusal logged once');
 ok(!grep({ /admin/ } @lines), 'the refused path is not in the log line');
 
 # item 8: query credentials after ';' and under mangled names
