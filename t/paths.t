@@ -154,15 +154,16 @@ my @BAD = (
 	'/public/x\\..\\..\\admin',
 	'/public/%c0%ae%c0%ae/admin',
 	'/public/%2525252e%2525252e/admin',
+	'/public/...;v=1/admin',
 );
 
 my @GOOD = (
 	'/public/a..b/x',
 	'/public/.well-known/x',
 	'/public/x;v=1',
-	'/public/...;v=1/x',
 	'/public/%2e%2e.x/y',
 	'/public/x%20y/z',
+	'/public/main...feature',
 );
 
 # query: what the agent sends, what the upstream must receive

@@ -205,12 +205,16 @@ bottle_uri_encoded(const unsigned char *b, size_t n)
 }
 
 
-/* segments split on '/' and '\', each cut at ';' and trimmed */
+/*
+ * Segments split on '/' and '\', each cut at ';' and trimmed.  Any run of
+ * dots counts, not only "." and "..", also with spaces between them:
+ * Windows drops trailing dots and spaces, and no name is made of them.
+ */
 
 static int
 bottle_uri_dot_segment(const unsigned char *b, size_t n)
 {
-    size_t  s, e, l, r;
+    size_t  s, e, l, r, i;
 
     for (s = 0; s <= n; s = e + 1) {
         for (e = s; e < n && b[e] != '/' && b[e] != '\\'; e++) {
@@ -229,9 +233,13 @@ bottle_uri_dot_segment(const unsigned char *b, size_t n)
             r--;
         }
 
-        if ((r - l == 1 && b[l] == '.')
-            || (r - l == 2 && b[l] == '.' && b[l + 1] == '.'))
+        for (i = l; i < r && (b[i] == '.' || b[i] <= 0x20 || b[i] == 0x7f);
+             i++)
         {
+            /* void */
+        }
+
+        if (r > l && i == r) {
             return 1;
         }
     }

@@ -29,7 +29,8 @@
 int bottle_uri_check_target(const unsigned char *p, size_t n);
 
 /*
- * The path: BOTTLE_URI_E_DOT when some segment is "." or ".." once the
+ * The path: BOTTLE_URI_E_DOT when some segment is all dots (".", "..",
+ * "...") once the
  * path is percent-decoded up to BOTTLE_URI_DECODE_ROUNDS times (overlong
  * UTF-8 for '.', '/' and '\' read as those), split on '/' and '\', each
  * segment cut at its first ';' (matrix parameters) and trimmed of
