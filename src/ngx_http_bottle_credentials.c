@@ -10,6 +10,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_bottle.h"
+#include "bottle_uri.h"
 
 
 typedef enum {
@@ -40,18 +41,6 @@ static ngx_str_t  ngx_http_bottle_credential_headers[] = {
     ngx_string("ocp-apim-subscription-key"),
     ngx_null_string
 };
-
-/* CREDENTIAL_QUERY_PARAMS of the spec */
-static ngx_str_t  ngx_http_bottle_credential_args[] = {
-    ngx_string("access_token"),
-    ngx_string("token"),
-    ngx_string("key"),
-    ngx_string("api_key"),
-    ngx_string("apikey"),
-    ngx_string("private_token"),
-    ngx_null_string
-};
-
 
 static ngx_uint_t ngx_http_bottle_in(ngx_str_t *list, u_char *name,
     size_t len);
@@ -423,18 +412,18 @@ ngx_http_bottle_inject(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 
 
 /*
- * The query without credential parameters: names are compared
- * case-insensitively after URL-decoding, as the upstream would decode them.
- * Kept parameters go out byte for byte as the agent sent them.
+ * The query without credential parameters (CREDENTIAL_QUERY_PARAMS of the
+ * spec): split on '&' and ';', names compared as frameworks normalise them
+ * (bottle_query_is_credential).  Kept parameters go out byte for byte as
+ * the agent sent them.
  */
 
 ngx_int_t
 ngx_http_bottle_strip_args(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
     ngx_str_t *out)
 {
-    u_char      *p, *last, *amp, *eq, *dst, *src, *o;
-    u_char       name[64];
-    ngx_uint_t   first;
+    u_char  *o;
+    size_t   stripped;
 
     *out = ctx->target.args;
 
@@ -447,49 +436,12 @@ ngx_http_bottle_strip_args(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
         return NGX_ERROR;
     }
 
+    out->len = bottle_query_strip(o, ctx->target.args.data,
+                                  ctx->target.args.len, &stripped);
     out->data = o;
-    first = 1;
-    p = ctx->target.args.data;
-    last = p + ctx->target.args.len;
 
-    while (p < last) {
-        amp = ngx_strlchr(p, last, '&');
-        if (amp == NULL) {
-            amp = last;
-        }
-
-        eq = ngx_strlchr(p, amp, '=');
-        if (eq == NULL) {
-            eq = amp;
-        }
-
-        /* a name longer than any listed one is not a listed one */
-
-        if ((size_t) (eq - p) <= sizeof(name)) {
-            dst = name;
-            src = p;
-            ngx_unescape_uri(&dst, &src, eq - p, 0);
-
-            if (ngx_http_bottle_in(ngx_http_bottle_credential_args, name,
-                                   dst - name))
-            {
-                ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
-                               "bottle: strip query parameter");
-                p = amp + 1;
-                continue;
-            }
-        }
-
-        if (!first) {
-            *o++ = '&';
-        }
-
-        o = ngx_cpymem(o, p, amp - p);
-        first = 0;
-        p = amp + 1;
-    }
-
-    out->len = o - out->data;
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "bottle: %uz query parameters stripped", stripped);
 
     return NGX_OK;
 }

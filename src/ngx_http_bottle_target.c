@@ -10,6 +10,7 @@
 
 #include "ngx_http_bottle.h"
 #include "bottle_head.h"
+#include "bottle_uri.h"
 
 
 #define NGX_HTTP_BOTTLE_PASSWORD_MAX  512
@@ -18,14 +19,15 @@
 static ngx_int_t ngx_http_bottle_absolute(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx, ngx_uint_t in_tunnel);
 static void ngx_http_bottle_conn_cleanup(void *data);
-static ngx_uint_t ngx_http_bottle_dot_segment(u_char *p, u_char *last);
+static ngx_int_t ngx_http_bottle_path(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
 
 
 /*
  * The target: inside a tunnel, the CONNECT's target; otherwise the absolute
  * URI's host and port.  Policy keys on it, never on the Host header.  The
  * path goes upstream exactly as the agent sent it, so it must be the path
- * the policy saw: dot segments are refused.
+ * the policy saw (ngx_http_bottle_path).
  */
 
 ngx_int_t
@@ -80,12 +82,50 @@ ngx_http_bottle_target(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
         ctx->target.args.len = last - q - 1;
     }
 
-    if (ngx_http_bottle_dot_segment(ctx->target.path.data,
-                                    ctx->target.path.data
-                                    + ctx->target.path.len))
+    return ngx_http_bottle_path(r, ctx);
+}
+
+
+/*
+ * Every request, not only a connection's first: a '#' anywhere in the
+ * target (servers that drop a fragment serve the path before it, which
+ * no allow entry saw), and a "." or ".." segment in any spelling a server
+ * may undo (matrix parameters, nested percent-encoding, whitespace,
+ * encoded or backslash separators; bottle_uri.h).
+ */
+
+static ngx_int_t
+ngx_http_bottle_path(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
+{
+    int      rc;
+    u_char  *scratch;
+
+    if (bottle_uri_check_target(r->unparsed_uri.data, r->unparsed_uri.len)
+        != BOTTLE_URI_OK)
     {
         return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_BAD_REQUEST,
-                                    "dot segments in the path are refused");
+                                    "a '#' in the request target is "
+                                    "refused");
+    }
+
+    scratch = ngx_pnalloc(r->pool, ctx->target.path.len);
+    if (scratch == NULL) {
+        return NGX_ERROR;
+    }
+
+    rc = bottle_uri_check_path(ctx->target.path.data, ctx->target.path.len,
+                               scratch);
+
+    if (rc == BOTTLE_URI_E_DOT) {
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_BAD_REQUEST,
+                                    "dot segments in the path are refused, "
+                                    "in any spelling");
+    }
+
+    if (rc != BOTTLE_URI_OK) {
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_BAD_REQUEST,
+                                    "the path is percent-encoded more than "
+                                    "%d times over", BOTTLE_URI_DECODE_ROUNDS);
     }
 
     return NGX_OK;
@@ -257,67 +297,6 @@ static void
 ngx_http_bottle_conn_cleanup(void *data)
 {
     /* the marker of the connection's tunnel; nothing to free */
-}
-
-
-/*
- * A segment that is "." or "..", also when spelled %2e or split by an
- * encoded or backslash separator: servers differ in what they decode, so
- * none of these spellings may reach one.
- */
-
-static ngx_uint_t
-ngx_http_bottle_dot_segment(u_char *p, u_char *last)
-{
-    size_t      n;
-    ngx_uint_t  dots, other;
-
-    dots = 0;
-    other = 0;
-
-    for ( ;; ) {
-        n = 0;
-
-        if (p == last || *p == '/' || *p == '\\') {
-            n = 1;
-
-        } else if (*p == '%' && last - p >= 3
-                   && ((p[1] == '2' && (p[2] | 0x20) == 'f')
-                       || (p[1] == '5' && (p[2] | 0x20) == 'c')))
-        {
-            n = 3;
-        }
-
-        if (n) {
-            if (!other && (dots == 1 || dots == 2)) {
-                return 1;
-            }
-
-            if (p == last) {
-                return 0;
-            }
-
-            dots = 0;
-            other = 0;
-            p += n;
-            continue;
-        }
-
-        if (*p == '.') {
-            dots++;
-            p++;
-
-        } else if (*p == '%' && last - p >= 3 && p[1] == '2'
-                   && (p[2] | 0x20) == 'e')
-        {
-            dots++;
-            p += 3;
-
-        } else {
-            other = 1;
-            p++;
-        }
-    }
 }
 
 
