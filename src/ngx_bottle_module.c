@@ -173,6 +173,11 @@ ngx_bottle_policy_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     bcf->policy = policy;
 
+    if (bottle_policy_unsupported(policy, err, sizeof(err)) != 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "bottle_policy: %s", err);
+        return NGX_CONF_ERROR;
+    }
+
     if (ngx_bottle_zone_add(cf, bcf, size) != NGX_OK) {
         return NGX_CONF_ERROR;
     }

@@ -125,7 +125,7 @@ write_policy($t, 'policies/20-bob.json', { bottles => [ {
 write_policy($t, 'policies/.10-alice.json', '{ "not": json');
 write_policy($t, 'policies/notes.txt', 'not a policy');
 
-$t->run()->plan(73);
+$t->run()->plan(82);
 
 ###############################################################################
 
@@ -175,6 +175,22 @@ bad_policy('missing secret',
 	{ bottles => [ alice({ host => 'a.example', auth => { type => 'bearer',
 		value => 'secret:NOPE' } }) ] },
 	qr/\Q$CHECK\E: bottle "alice": routes\[0\]\.auth\.value: secret "NOPE" is not in egress_tokens/);
+
+# fields parsed but not acted on yet: refused, never silently ignored
+
+bad_policy('log full',
+	{ bottles => [ alice({ host => 'a.example', log => 'full' }) ] },
+	qr/\Q$CHECK\E: bottle "alice": routes\[0\]\.log: "full" is not supported yet: there is no full log/);
+
+bad_policy('audit delivery required',
+	{ bottles => [ { %{alice(route_one())},
+		audit => { delivery => 'required' } } ] },
+	qr/\Q$CHECK\E: bottle "alice": audit\.delivery: "required" is not supported yet/);
+
+bad_policy('held secrets',
+	{ bottles => [ { %{alice(route_one())},
+		held_secrets => { DEPLOY => $SECRET } } ] },
+	qr/\Q$CHECK\E: bottle "alice": held_secrets is not supported yet: git-gate/);
 
 # the syntax error right after the token: jansson's "near ..." excerpt
 # would quote it

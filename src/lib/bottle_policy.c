@@ -1943,7 +1943,7 @@ bottle_parse_audit(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
 /* repo grants belong to git-gate; here they are only type-checked */
 
 static int
-bottle_check_repos(bottle_ctx_t *ctx, json_t *obj)
+bottle_check_repos(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
 {
     size_t   i;
     json_t  *v, *item;
@@ -1964,6 +1964,8 @@ bottle_check_repos(bottle_ctx_t *ctx, json_t *obj)
             return bottle_fail(ctx, "must be a non-empty string");
         }
     }
+
+    b->nrepos = v ? json_array_size(v) : 0;
 
     return 0;
 }
@@ -2073,7 +2075,7 @@ bottle_parse_bottle(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
         || bottle_parse_secrets(&b->held_secrets, &b->nheld_secrets, ctx,
                                 obj, "held_secrets", 0) != 0
         || bottle_parse_audit(ctx, obj, b) != 0
-        || bottle_check_repos(ctx, obj) != 0
+        || bottle_check_repos(ctx, obj, b) != 0
         || bottle_parse_routes(ctx, obj, b) != 0
         || bottle_index_routes(ctx, b) != 0)
     {
@@ -2710,6 +2712,53 @@ cleanup:
     free(files);
 
     return rc;
+}
+
+
+int
+bottle_policy_unsupported(const bottle_policy_t *p, char *err, size_t errlen)
+{
+    size_t           i, k;
+    char             route[64];
+    const char      *field, *why;
+    const bottle_t  *b;
+
+    for (i = 0; i < bottle_policy_count(p); i++) {
+        b = bottle_policy_at(p, i);
+        field = NULL;
+        why = "git-gate is not built yet";
+
+        if (b->audit_required) {
+            field = "audit.delivery: \"required\"";
+            why = "there is no audit journal to wait for";
+
+        } else if (b->firehose != BOTTLE_FIREHOSE_OFF) {
+            field = "audit.firehose";
+            why = "there is no firehose";
+
+        } else if (b->nheld_secrets) {
+            field = "held_secrets";
+
+        } else if (b->nrepos) {
+            field = "repos";
+        }
+
+        for (k = 0; field == NULL && k < b->nroutes; k++) {
+            if (b->routes[k].log_full) {
+                snprintf(route, sizeof(route), "routes[%zu].log: \"full\"", k);
+                field = route;
+                why = "there is no full log";
+            }
+        }
+
+        if (field) {
+            snprintf(err, errlen, "%s: bottle \"%s\": %s is not supported "
+                     "yet: %s", b->source.data, b->id.data, field, why);
+            return -1;
+        }
+    }
+
+    return 0;
 }
 
 

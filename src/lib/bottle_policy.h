@@ -162,6 +162,7 @@ typedef struct bottle_s {
 
     int                 audit_required; /* audit.delivery: "required" */
     int                 firehose;       /* BOTTLE_FIREHOSE_* */
+    size_t              nrepos;         /* repos granted to git-gate */
 
     bottle_route_t     *routes;
     size_t              nroutes;
@@ -182,6 +183,14 @@ typedef struct bottle_policy_s  bottle_policy_t;
  * never appear in it.
  */
 int bottle_policy_load(bottle_policy_t **out, const char *path, char *err,
+    size_t errlen);
+
+/*
+ * The fields this build parses but does not act on yet (a field that
+ * promises something and does nothing fails open): -1 and one line in err,
+ * in bottle_policy_load's form, for the first bottle that sets one.
+ */
+int bottle_policy_unsupported(const bottle_policy_t *p, char *err,
     size_t errlen);
 
 /* as bottle_policy_load, from memory; source_name prefixes errors */

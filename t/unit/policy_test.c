@@ -660,6 +660,63 @@ test_glob(void)
 }
 
 
+/* parsed, but refused by the gateway until something acts on them */
+
+static const char *
+unsupported_of(const char *fields, const char *routes)
+{
+    bottle_policy_t  *p;
+    static char       json[4096];
+
+    snprintf(json, sizeof(json), "{\"id\":\"alice\",\"token\":\"" TOKEN
+             "\",%s\"routes\":[%s]}", fields, routes);
+    err[0] = '\0';
+
+    if (bottle_policy_parse(&p, json, strlen(json), "policy.json", err,
+                            sizeof(err)) != 0)
+    {
+        return "parse failed";
+    }
+
+    if (bottle_policy_unsupported(p, err, sizeof(err)) == 0) {
+        err[0] = '\0';
+    }
+
+    bottle_policy_free(p);
+
+    return err;
+}
+
+
+static void
+test_unsupported(void)
+{
+    const char  *route = "{\"host\":\"a.test\"}";
+
+    is_str(unsupported_of("", route), "", "a plain bottle is supported");
+    is_str(unsupported_of("\"audit\":{\"delivery\":\"best_effort\","
+                          "\"firehose\":\"off\"},\"repos\":[],"
+                          "\"held_secrets\":{},", route), "",
+           "the defaults and empty lists are supported");
+    check_error(unsupported_of("\"audit\":{\"delivery\":\"required\"},",
+                               route),
+                "policy.json: bottle \"alice\": audit.delivery: \"required\" "
+                "is not supported yet", "audit.delivery required refused");
+    check_error(unsupported_of("\"audit\":{\"firehose\":\"metadata\"},",
+                               route),
+                "audit.firehose is not supported yet", "firehose refused");
+    check_error(unsupported_of("\"held_secrets\":{\"K\":\"v\"},", route),
+                "held_secrets is not supported yet", "held_secrets refused");
+    check_error(unsupported_of("\"repos\":[\"x/y\"],", route),
+                "repos is not supported yet", "repos refused");
+    check_error(unsupported_of("", "{\"host\":\"a.test\",\"log\":\"full\"}"),
+                "routes[0].log: \"full\" is not supported yet",
+                "log full refused");
+    is_str(unsupported_of("", "{\"host\":\"a.test\",\"log\":\"blocked\"}"),
+           "", "log blocked is supported");
+}
+
+
 static void
 test_methods(void)
 {
@@ -690,6 +747,7 @@ main(int argc, char **argv)
     test_files();
     test_glob();
     test_methods();
+    test_unsupported();
 
     return done_testing();
 }
