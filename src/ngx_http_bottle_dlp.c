@@ -115,13 +115,27 @@ ngx_http_bottle_dlp_cleanup(void *data)
 }
 
 
+/*
+ * The order of the fields is the order of the skeleton view, which runs
+ * across fields: the method and the header names first, then the hostname,
+ * the path, the query, the header values and the body in a row, so that a
+ * secret cut over adjacent parts of the request is still seen whole.
+ */
+
 static ngx_int_t
 ngx_http_bottle_dlp_scan(ngx_http_bottle_dlp_t *d)
 {
     ngx_int_t               rc;
+    ngx_uint_t              i;
+    ngx_table_elt_t       **hp;
     ngx_http_bottle_ctx_t  *ctx;
 
     ctx = d->ctx;
+
+    rc = ngx_http_bottle_dlp_headers(d);
+    if (rc != NGX_OK) {
+        return rc;
+    }
 
     if (bottle_scan_field(d->scan, NGX_HTTP_BOTTLE_F_HOST,
                           ctx->target.host.data, ctx->target.host.len)
@@ -131,17 +145,20 @@ ngx_http_bottle_dlp_scan(ngx_http_bottle_dlp_t *d)
            != BOTTLE_SCAN_OK
         || bottle_scan_field(d->scan, NGX_HTTP_BOTTLE_F_QUERY,
                              ctx->target.args.data, ctx->target.args.len)
-           != BOTTLE_SCAN_OK
-        || bottle_scan_field(d->scan, NGX_HTTP_BOTTLE_F_METHOD,
-                             d->r->method_name.data, d->r->method_name.len)
            != BOTTLE_SCAN_OK)
     {
         goto failed;
     }
 
-    rc = ngx_http_bottle_dlp_headers(d);
-    if (rc != NGX_OK) {
-        return rc;
+    hp = d->headers.elts;
+
+    for (i = 0; i < d->headers.nelts; i++) {
+        if (bottle_scan_field(d->scan, ngx_http_bottle_f_value(i),
+                              hp[i]->value.data, hp[i]->value.len)
+            != BOTTLE_SCAN_OK)
+        {
+            goto failed;
+        }
     }
 
     return ngx_http_bottle_dlp_body(d);
@@ -153,6 +170,8 @@ failed:
 }
 
 
+/* line breaks, the array of headers by field, the method and the names */
+
 static ngx_int_t
 ngx_http_bottle_dlp_headers(ngx_http_bottle_dlp_t *d)
 {
@@ -163,14 +182,29 @@ ngx_http_bottle_dlp_headers(ngx_http_bottle_dlp_t *d)
 
     route = d->ctx->route;
 
+    /* the method and a header's name are agent data too: "<canary>: x" */
+
+    if (bottle_scan_field(d->scan, NGX_HTTP_BOTTLE_F_METHOD,
+                          d->r->method_name.data, d->r->method_name.len)
+        != BOTTLE_SCAN_OK)
+    {
+        goto failed;
+    }
+
     for (part = &d->r->headers_in.headers.part; part; part = part->next) {
         h = part->elts;
 
         for (i = 0; i < part->nelts; i++) {
 
-            if (ngx_http_bottle_crlf(h[i].key.data, h[i].key.len)
-                || ngx_http_bottle_crlf(h[i].value.data, h[i].value.len))
-            {
+            if (ngx_http_bottle_crlf(h[i].key.data, h[i].key.len)) {
+                return ngx_http_bottle_deny(d->ctx, d->r->pool,
+                                            NGX_BOTTLE_RULE_CRLF,
+                                            "a line break in the name of "
+                                            "header %ui",
+                                            d->headers.nelts + 1);
+            }
+
+            if (ngx_http_bottle_crlf(h[i].value.data, h[i].value.len)) {
                 return ngx_http_bottle_deny(d->ctx, d->r->pool,
                                             NGX_BOTTLE_RULE_CRLF,
                                             "a line break in the header "
@@ -193,26 +227,22 @@ ngx_http_bottle_dlp_headers(ngx_http_bottle_dlp_t *d)
                 d->injected = d->headers.nelts - 1;
             }
 
-            /* a name is agent data too: "<canary>: x" is a header */
-
             if (bottle_scan_field(d->scan,
                                   ngx_http_bottle_f_name(d->headers.nelts - 1),
                                   h[i].key.data, h[i].key.len)
-                != BOTTLE_SCAN_OK
-                || bottle_scan_field(d->scan,
-                                     ngx_http_bottle_f_value(
-                                         d->headers.nelts - 1),
-                                     h[i].value.data, h[i].value.len)
-                   != BOTTLE_SCAN_OK)
+                != BOTTLE_SCAN_OK)
             {
-                return ngx_http_bottle_deny(d->ctx, d->r->pool,
-                                            NGX_BOTTLE_RULE_INTERNAL,
-                                            "the secret scan failed");
+                goto failed;
             }
         }
     }
 
     return NGX_OK;
+
+failed:
+
+    return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_INTERNAL,
+                                "the secret scan failed");
 }
 
 
