@@ -177,7 +177,7 @@ fake_upstream($t, port => 8444, name => 'bad', tls => 1,
 	cert => $self->{cert}, key => $self->{key});
 fake_upstream($t, port => 8081, name => 'plain');
 
-$t->run()->plan(83);
+$t->run()->plan(85);
 
 ###############################################################################
 
@@ -583,6 +583,18 @@ like($s ? $s->read_all(3) : '', qr/^HTTP\/1\.1 400 /, 'non-HTTP inside TLS: 400'
 $s = tunnel('api.allowed.test:' . port(8443));
 $s->send("\x00\x01raw bytes\r\n") if $s;
 is($s ? $s->read_all(3) : 'x', '', 'raw TCP inside an inspected tunnel: closed');
+
+# a TLS record header is no ClientHello: the front reads the whole
+# ClientHello before the tunnel goes to the TLS listener
+
+$s = tunnel('api.allowed.test:' . port(8443));
+$s->send("\x16\x03\x01\x00\x05\x01GET / HTTP/1.1\r\n\r\n") if $s;
+is($s ? $s->read_all(3) : 'x', '',
+	'fake TLS record header in an inspected tunnel: closed, no answer');
+is(scalar(grep { /bottle refused: .*host="api\.allowed\.test" rule="raw_tcp"/
+		&& /not a valid TLS ClientHello/ }
+	split /\n/, $t->read_file('error.log')), 1,
+	'fake TLS record header in an inspected tunnel: logged as raw TCP');
 
 # streaming: a server-sent event arrives before the next is sent
 
