@@ -224,7 +224,8 @@ $bad = $HELLO . "X";
 substr($bad, 3, 2, pack('n', length($HELLO) - 4));
 $s = tunnel($RAW_TARGET);
 $s->send($bad) if $s;
-is($s ? $s->read_all(3) : 'x', '', 'bytes after the ClientHello in its record: closed');
+is($s ? $s->read_all(3) : 'x', '',
+	'bytes after the ClientHello in its record: closed');
 
 # a ClientHello over 16 KiB
 
@@ -269,7 +270,8 @@ for my $case (
 	[ 'one record', $HELLO ],
 	[ 'split over records of 1, 2 and 3 bytes', reframe($HELLO, 1, 2, 3) ],
 	[ 'split over 100-byte records', reframe($HELLO, 100) ],
-	[ 'of 12000 bytes (over the 9 KiB head buffer)', padded($HELLO, 11600) ],
+	[ 'of 12000 bytes (over the 9 KiB head buffer)',
+		padded($HELLO, 11600) ],
 	[ 'of 16384 bytes', padded($HELLO, 16384 - length($HELLO) + 5 - 4) ],
 )
 {
@@ -277,7 +279,8 @@ for my $case (
 
 	for my $with (0, 1) {
 		my $before = raw_log();
-		my $name = "ClientHello $what" . ($with ? ', with the CONNECT' : '');
+		my $name = "ClientHello $what"
+			. ($with ? ', with the CONNECT' : '');
 
 		$s = proxy_session(8080);
 		if ($with) {
