@@ -5,9 +5,12 @@
  * until it has decided; then it resumes the phases, and `proxy_pass
  * $bottle_upstream` carries the session to where the decision points:
  *
- *   CONNECT, passthrough route -> 200, a TLS ClientHello, then the checked
- *                                 address of the target
- *   CONNECT, inspected route   -> refused until TLS interception lands
+ *   CONNECT, passthrough route -> 200, a whole, well-formed TLS
+ *                                 ClientHello, then the checked address of
+ *                                 the target
+ *   CONNECT, inspected route   -> 200, the same ClientHello, then the
+ *                                 internal TLS listener; or an HTTP
+ *                                 request, then the plain one
  *   absolute-URI request       -> the internal plain listener, bytes untouched
  *                                 behind a PROXY protocol header
  *
@@ -20,6 +23,7 @@
 #include <ngx_stream.h>
 
 #include "ngx_stream_bottle.h"
+#include "bottle_hello.h"
 #include "bottle_introspect.h"
 
 
@@ -49,7 +53,10 @@ static ngx_int_t ngx_stream_bottle_establish(ngx_stream_session_t *s,
     ngx_stream_bottle_ctx_t *ctx);
 static ngx_int_t ngx_stream_bottle_peek(ngx_stream_session_t *s,
     ngx_stream_bottle_ctx_t *ctx);
-static ngx_int_t ngx_stream_bottle_client_hello(u_char *p, size_t n);
+static ngx_int_t ngx_stream_bottle_sniff(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx, ngx_uint_t *http);
+static ngx_int_t ngx_stream_bottle_more(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx, ngx_uint_t read, size_t need);
 static ngx_int_t ngx_stream_bottle_request_line(u_char *p, size_t n);
 static ngx_int_t ngx_stream_bottle_record(ngx_stream_session_t *s,
     ngx_stream_bottle_ctx_t *ctx, ngx_str_t *pass);
@@ -639,25 +646,68 @@ ngx_stream_bottle_establish(ngx_stream_session_t *s,
 static ngx_int_t
 ngx_stream_bottle_peek(ngx_stream_session_t *s, ngx_stream_bottle_ctx_t *ctx)
 {
-    size_t                         n;
-    u_char                        *p, buf[21];
-    ssize_t                        rn;
     ngx_int_t                      rc;
-    ngx_buf_t                     *b;
-    ngx_connection_t              *c;
+    ngx_uint_t                     http;
     ngx_stream_bottle_srv_conf_t  *bscf;
+
+    rc = ngx_stream_bottle_sniff(s, ctx, &http);
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    bscf = ngx_stream_get_module_srv_conf(s, ngx_stream_bottle_module);
+
+    if (http) {
+        return ngx_stream_bottle_record(s, ctx, &bscf->plain_pass);
+    }
+
+    if (ctx->inspect) {
+        return ngx_stream_bottle_record(s, ctx, &bscf->tls_pass);
+    }
+
+    ngx_stream_bottle_resume(s, ctx);
+
+    return NGX_DONE;
+}
+
+
+/*
+ * What the tunnel carries.  NGX_OK: a whole ClientHello that every length
+ * in it agrees with (bottle_hello.c), or, *http set, an HTTP request line;
+ * NGX_AGAIN: read more into c->buffer; NGX_DONE: waiting for more bytes in
+ * the socket, or refused.  Nothing is relayed before NGX_OK: behind a
+ * record header that is not checked to its end, any bytes would pass.
+ */
+
+static ngx_int_t
+ngx_stream_bottle_sniff(ngx_stream_session_t *s, ngx_stream_bottle_ctx_t *ctx,
+    ngx_uint_t *http)
+{
+    int                rc;
+    size_t             n;
+    u_char            *p;
+    ssize_t            rn;
+    ngx_buf_t         *b;
+    bottle_hello_t     hello;
+    ngx_connection_t  *c;
+    u_char             buf[BOTTLE_HELLO_MAX_WIRE];
 
     c = s->connection;
     b = c->buffer;
     p = b->pos;
     n = b->last - b->pos;
 
+    *http = 0;
+
     if (n == 0) {
 
         /*
          * Nothing came with the CONNECT head: look at what follows without
          * reading it, so that the socket can go as it is to whoever takes
-         * the tunnel (ngx_stream_bottle_adopt.c).
+         * the tunnel (ngx_stream_bottle_adopt.c).  All of it, up to the
+         * largest ClientHello taken: a partial answer means the rest has
+         * not arrived, and only its arrival wakes us up again.
          */
 
         rn = recv(c->fd, (char *) buf, sizeof(buf), MSG_PEEK);
@@ -680,71 +730,86 @@ ngx_stream_bottle_peek(ngx_stream_session_t *s, ngx_stream_bottle_ctx_t *ctx)
         c->read->ready = n ? 1 : 0;
     }
 
-    rc = n ? ngx_stream_bottle_client_hello(p, n) : NGX_AGAIN;
+    if (n && p[0] != 0x16 && ctx->inspect) {
+        switch (ngx_stream_bottle_request_line(p, n)) {
 
-    if (rc == NGX_DECLINED && ctx->inspect) {
-        rc = ngx_stream_bottle_request_line(p, n);
+        case NGX_OK:
+            *http = 1;
+            return NGX_OK;
 
-        if (rc == NGX_OK) {
-            bscf = ngx_stream_get_module_srv_conf(s, ngx_stream_bottle_module);
-            return ngx_stream_bottle_record(s, ctx, &bscf->plain_pass);
+        case NGX_AGAIN:
+            return ngx_stream_bottle_more(s, ctx, p == b->pos, 0);
+
+        default:
+            return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_RAW_TCP,
+                                            "the bytes after CONNECT are not "
+                                            "TLS or HTTP: raw TCP refused");
         }
     }
 
-    if (rc == NGX_AGAIN) {
-        if (p == b->pos) {
-            return NGX_AGAIN;                   /* read more into c->buffer */
-        }
+    rc = bottle_hello_parse(&hello, p, n);
 
-        /* peeked: wait for more to arrive, it stays in the socket */
-
-        c->read->ready = 0;
-
-        if (ngx_handle_read_event(c->read, 0) != NGX_OK) {
-            ctx->state = NGX_STREAM_BOTTLE_DONE;
-            ngx_stream_finalize_session(s, NGX_STREAM_INTERNAL_SERVER_ERROR);
-        }
-
-        return NGX_DONE;
+    if (rc == BOTTLE_HELLO_OK) {
+        return NGX_OK;
     }
 
-    if (rc == NGX_DECLINED) {
+    if (rc == BOTTLE_HELLO_AGAIN) {
+        return ngx_stream_bottle_more(s, ctx, p == b->pos, hello.need);
+    }
+
+    if (p[0] != 0x16) {
         return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_RAW_TCP,
-                                        "the bytes after CONNECT are not %s: "
-                                        "raw TCP refused",
-                                        ctx->inspect ? "TLS or HTTP"
-                                                     : "a TLS ClientHello");
+                                        "the bytes after CONNECT are not "
+                                        "a TLS ClientHello: raw TCP refused");
     }
 
-    if (ctx->inspect) {
-        bscf = ngx_stream_get_module_srv_conf(s, ngx_stream_bottle_module);
-        return ngx_stream_bottle_record(s, ctx, &bscf->tls_pass);
-    }
-
-    ngx_stream_bottle_resume(s, ctx);
-
-    return NGX_DONE;
+    return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_RAW_TCP,
+                                    "the bytes after CONNECT are not a valid "
+                                    "TLS ClientHello (%s): raw TCP refused",
+                                    bottle_hello_strerror(rc));
 }
 
 
 /*
- * A TLS ClientHello begins with a handshake record (0x16), TLS major version
- * 3, a minor version a client may send, and the handshake type
- * client_hello (1).
+ * Wait for more of the tunnel's first bytes: in c->buffer, which must hold
+ * "need" bytes (a ClientHello may be larger than a request head), or, when
+ * they were peeked, in the socket.
  */
 
 static ngx_int_t
-ngx_stream_bottle_client_hello(u_char *p, size_t n)
+ngx_stream_bottle_more(ngx_stream_session_t *s, ngx_stream_bottle_ctx_t *ctx,
+    ngx_uint_t read, size_t need)
 {
-    if ((n > 0 && p[0] != 0x16)
-        || (n > 1 && p[1] != 0x03)
-        || (n > 2 && p[2] > 0x04)
-        || (n > 5 && p[5] != 0x01))
-    {
-        return NGX_DECLINED;
+    ngx_buf_t         *b, *nb;
+    ngx_connection_t  *c;
+
+    c = s->connection;
+    b = c->buffer;
+
+    if (read) {
+        if ((size_t) (b->end - b->start) < need) {
+            nb = ngx_create_temp_buf(c->pool, need);
+            if (nb == NULL) {
+                return ngx_stream_bottle_refuse(s, ctx,
+                                                NGX_BOTTLE_RULE_INTERNAL,
+                                                "out of memory");
+            }
+
+            nb->last = ngx_cpymem(nb->last, b->pos, b->last - b->pos);
+            c->buffer = nb;
+        }
+
+        return NGX_AGAIN;
     }
 
-    return n < 6 ? NGX_AGAIN : NGX_OK;
+    c->read->ready = 0;
+
+    if (ngx_handle_read_event(c->read, 0) != NGX_OK) {
+        ctx->state = NGX_STREAM_BOTTLE_DONE;
+        ngx_stream_finalize_session(s, NGX_STREAM_INTERNAL_SERVER_ERROR);
+    }
+
+    return NGX_DONE;
 }
 
 

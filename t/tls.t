@@ -590,6 +590,18 @@ $s = tunnel('api.allowed.test:' . port(8443));
 $s->send("\x00\x01raw bytes\r\n") if $s;
 is($s ? $s->read_all(3) : 'x', '', 'raw TCP inside an inspected tunnel: closed');
 
+# a TLS record header is no ClientHello: the front reads the whole
+# ClientHello before the tunnel goes to the TLS listener
+
+$s = tunnel('api.allowed.test:' . port(8443));
+$s->send("\x16\x03\x01\x00\x05\x01GET / HTTP/1.1\r\n\r\n") if $s;
+is($s ? $s->read_all(3) : 'x', '',
+	'fake TLS record header in an inspected tunnel: closed, no answer');
+is(scalar(grep { /bottle refused: .*host="api\.allowed\.test" rule="raw_tcp"/
+		&& /not a valid TLS ClientHello/ }
+	split /\n/, $t->read_file('error.log')), 1,
+	'fake TLS record header in an inspected tunnel: logged as raw TCP');
+
 # streaming: a server-sent event arrives before the next is sent
 
 $s = tunnel('api.allowed.test:' . port(8443));
