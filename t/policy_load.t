@@ -442,8 +442,8 @@ sub nginx_t {
 
 	if ($pid == 0) {
 		open STDERR, '>&', \*STDOUT;
-		$ENV{LD_PRELOAD} = $ENV{TEST_NGINX_PRELOAD}
-			if $ENV{TEST_NGINX_PRELOAD};
+		# the sanitizer runtime as the harness gives it, leak checks off
+		Test::Nginx::_sanitizer_env();
 		exec($Test::Nginx::NGINX, '-t', '-p', "$d/", '-c', $name,
 			'-e', "$d/t.log") or POSIX::_exit(127);
 	}
