@@ -177,7 +177,7 @@ fake_upstream($t, port => 8444, name => 'bad', tls => 1,
 	cert => $self->{cert}, key => $self->{key});
 fake_upstream($t, port => 8081, name => 'plain');
 
-$t->run()->plan(85);
+$t->run()->plan(87);
 
 ###############################################################################
 
