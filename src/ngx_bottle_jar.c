@@ -93,6 +93,7 @@ typedef struct {
     ngx_queue_t              glru;           /* in sh->lru */
     ngx_bottle_jar_t        *jar;
     time_t                   expires;        /* 0: while the gateway runs */
+    uint32_t                 hash;           /* of the name */
     u_short                  name_len;
     u_short                  value_len;
     u_char                   data[1];        /* name, value */
@@ -112,7 +113,7 @@ static ngx_int_t ngx_bottle_jar_zone_init(ngx_shm_zone_t *shm_zone,
 static ngx_bottle_jar_zone_t *ngx_bottle_jar_zone(void);
 static size_t ngx_bottle_jar_charge(size_t size);
 static ngx_bottle_cookie_t *ngx_bottle_jar_cookie(ngx_bottle_jar_t *jar,
-    const u_char *name, size_t len);
+    const u_char *name, size_t len, uint32_t hash);
 static int ngx_bottle_jar_keep(void *data, const unsigned char *name,
     size_t name_len, const unsigned char *value, size_t value_len);
 static ngx_uint_t ngx_bottle_jar_free_cookie(ngx_bottle_jar_zone_t *zone,
@@ -298,7 +299,7 @@ ngx_bottle_jar_set(ngx_pool_t *pool, ngx_str_t *id, ngx_str_t *host,
     ngx_str_t *name, ngx_str_t *value, time_t expires, ngx_uint_t del)
 {
     size_t                   need, csize, jsize, osize;
-    uint32_t                 hash, ohash;
+    uint32_t                 hash, ohash, chash;
     ngx_str_t                key;
     ngx_int_t                rc;
     ngx_bottle_jar_t        *jar, *nj;
@@ -322,6 +323,7 @@ ngx_bottle_jar_set(ngx_pool_t *pool, ngx_str_t *id, ngx_str_t *host,
 
     hash = ngx_crc32_short(key.data, key.len);
     ohash = ngx_crc32_short(id->data, id->len);
+    chash = ngx_crc32_short(name->data, name->len);
 
     csize = offsetof(ngx_bottle_cookie_t, data) + name->len + value->len;
     jsize = offsetof(ngx_bottle_jar_t, data) + key.len;
@@ -344,7 +346,8 @@ ngx_bottle_jar_set(ngx_pool_t *pool, ngx_str_t *id, ngx_str_t *host,
                           ngx_str_rbtree_lookup(&zone->sh->jars, &key, hash)
                     : NULL;
 
-        cookie = jar ? ngx_bottle_jar_cookie(jar, name->data, name->len)
+        cookie = jar ? ngx_bottle_jar_cookie(jar, name->data, name->len,
+                                             chash)
                      : NULL;
 
         if (cookie) {
@@ -458,6 +461,7 @@ ngx_bottle_jar_set(ngx_pool_t *pool, ngx_str_t *id, ngx_str_t *host,
     cookie = nc;
     cookie->jar = jar;
     cookie->expires = expires;
+    cookie->hash = chash;
     cookie->name_len = (u_short) name->len;
     cookie->value_len = (u_short) value->len;
     ngx_memcpy(ngx_cpymem(cookie->data, name->data, name->len),
@@ -561,7 +565,8 @@ ngx_bottle_jar_keep(void *data, const unsigned char *name, size_t name_len,
 
     ngx_bottle_cookie_t  *cookie;
 
-    cookie = ngx_bottle_jar_cookie(k->jar, name, name_len);
+    cookie = ngx_bottle_jar_cookie(k->jar, name, name_len,
+                                   ngx_crc32_short((u_char *) name, name_len));
 
     if (cookie == NULL
         || (cookie->expires && cookie->expires <= k->now)
@@ -580,8 +585,14 @@ ngx_bottle_jar_keep(void *data, const unsigned char *name, size_t name_len,
 }
 
 
+/*
+ * The agent picks the names the filter looks up, thousands a header, under
+ * the zone's lock: the names' hashes are compared first.
+ */
+
 static ngx_bottle_cookie_t *
-ngx_bottle_jar_cookie(ngx_bottle_jar_t *jar, const u_char *name, size_t len)
+ngx_bottle_jar_cookie(ngx_bottle_jar_t *jar, const u_char *name, size_t len,
+    uint32_t hash)
 {
     ngx_queue_t          *q;
     ngx_bottle_cookie_t  *cookie;
@@ -592,7 +603,7 @@ ngx_bottle_jar_cookie(ngx_bottle_jar_t *jar, const u_char *name, size_t len)
     {
         cookie = ngx_queue_data(q, ngx_bottle_cookie_t, queue);
 
-        if (cookie->name_len == len
+        if (cookie->hash == hash && cookie->name_len == len
             && ngx_memcmp(cookie->data, name, len) == 0)
         {
             return cookie;

@@ -10,8 +10,29 @@
 #include "bottle_cookie.h"
 
 
+/*
+ * The names written so far, by the offset of their pair in the output: an
+ * open-addressing table on the stack, so that asking whether a name was
+ * written costs its length, not a scan of the output (the jar asks under
+ * its shared lock, once per pair of a header the agent may fill with
+ * thousands).  Beyond BOTTLE_COOKIE_SEEN_FILL names the table is full and
+ * the output is scanned instead: a jar keeps at most 256 names a host.
+ */
+#define BOTTLE_COOKIE_SEEN       512
+#define BOTTLE_COOKIE_SEEN_FILL  384
+
+typedef struct {
+    uint32_t  off[BOTTLE_COOKIE_SEEN];    /* offset + 1; 0: empty */
+    size_t    n;
+} bottle_cookie_seen_t;
+
+
 static void bottle_cookie_trim(const unsigned char **b,
     const unsigned char **e);
+static uint32_t bottle_cookie_hash(const unsigned char *name, size_t len);
+static int bottle_cookie_seen(bottle_cookie_seen_t *seen,
+    const unsigned char *out, size_t len, const unsigned char *name,
+    size_t name_len, int add, size_t at);
 static int bottle_cookie_written(const unsigned char *out, size_t len,
     const unsigned char *name, size_t name_len);
 static int bottle_cookie_pair(const unsigned char *p,
@@ -38,8 +59,13 @@ bottle_cookie_filter(unsigned char *out, size_t cap,
     size_t                i, o, need;
     const unsigned char  *p, *last, *semi;
     bottle_cookie_str_t   name, value;
+    bottle_cookie_seen_t  seen;
 
     o = 0;
+
+    /* offsets are kept in 32 bits: a larger output is only scanned */
+    memset(&seen, 0, sizeof(seen));
+    seen.n = cap > UINT32_MAX ? BOTTLE_COOKIE_SEEN_FILL : 0;
 
     for (i = 0; i < n; i++) {
         if (in[i].len == 0) {
@@ -56,7 +82,8 @@ bottle_cookie_filter(unsigned char *out, size_t cap,
             }
 
             if (bottle_cookie_pair(p, semi, &name, &value) != 0
-                || bottle_cookie_written(out, o, name.data, name.len)
+                || bottle_cookie_seen(&seen, out, o, name.data, name.len, 0,
+                                      0)
                 || !keep(data, name.data, name.len, value.data, value.len))
             {
                 continue;
@@ -74,6 +101,8 @@ bottle_cookie_filter(unsigned char *out, size_t cap,
                 out[o++] = ';';
                 out[o++] = ' ';
             }
+
+            bottle_cookie_seen(&seen, out, o, name.data, name.len, 1, o);
 
             memcpy(out + o, name.data, name.len);
             o += name.len;
@@ -134,6 +163,66 @@ bottle_cookie_trim(const unsigned char **b, const unsigned char **e)
     while (*e > *b && ((*e)[-1] == ' ' || (*e)[-1] == '\t')) {
         (*e)--;
     }
+}
+
+
+/*
+ * Whether the name was written; add: remember that its pair starts at
+ * `at` (the caller has checked it was not written).
+ */
+
+static int
+bottle_cookie_seen(bottle_cookie_seen_t *seen, const unsigned char *out,
+    size_t len, const unsigned char *name, size_t name_len, int add,
+    size_t at)
+{
+    size_t                i;
+    uint32_t              h;
+    const unsigned char  *p;
+
+    if (seen->n >= BOTTLE_COOKIE_SEEN_FILL) {
+        return add ? 0 : bottle_cookie_written(out, len, name, name_len);
+    }
+
+    h = bottle_cookie_hash(name, name_len);
+
+    for (i = h % BOTTLE_COOKIE_SEEN; seen->off[i];
+         i = (i + 1) % BOTTLE_COOKIE_SEEN)
+    {
+        p = out + seen->off[i] - 1;
+
+        /* a written name is followed by its '=' */
+        if (!add && (size_t) (seen->off[i] - 1) + name_len < len
+            && p[name_len] == '=' && memcmp(p, name, name_len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    if (add) {
+        seen->off[i] = (uint32_t) at + 1;
+        seen->n++;
+    }
+
+    return 0;
+}
+
+
+/* FNV-1a */
+
+static uint32_t
+bottle_cookie_hash(const unsigned char *name, size_t len)
+{
+    size_t    i;
+    uint32_t  h;
+
+    h = 2166136261u;
+
+    for (i = 0; i < len; i++) {
+        h = (h ^ name[i]) * 16777619u;
+    }
+
+    return h;
 }
 
 

@@ -250,6 +250,29 @@ test_filter(void)
        "distinct pairs: longer than the input, within the bound");
     ok(subset(r, big), "distinct pairs: every output pair is an input pair");
 
+    /*
+     * more distinct names than the table of written names holds (384):
+     * those after it are found by a scan; each name still once
+     */
+
+    free(big);
+    big = malloc(65536);
+    for (i = 0, p = big; i < 2 * 676; i++) {
+        p += sprintf(p, "%c%c=%d;", 'a' + (int) (i % 676 / 26),
+                     'a' + (int) (i % 26), (int) i);
+    }
+    *p = '\0';
+
+    r = filter_n((const char **) &big, 1, NULL, 65536, NULL);
+    len = 0;
+    for (p = (char *) r; (p = strchr(p, '=')) != NULL; p++) {
+        len++;
+    }
+    is_int(len, 676, "676 distinct names twice: each once");
+    ok(strncmp(r, "aa=0; ab=1; ", 12) == 0
+       && strcmp(r + strlen(r) - 8, "; zz=675") == 0,
+       "676 distinct names: the first pair of each, in order");
+
     free(big);
 
     /* cap: whole pairs or an error, never a byte past cap */
