@@ -118,6 +118,14 @@ http {
             bottle_upstream_failed;
         }
     }
+
+    server {
+        listen 127.0.0.1:8090;
+
+        location = /approve {
+            bottle_safelist_approve;
+        }
+    }
 }
 
 EOF
@@ -162,7 +170,7 @@ fake_upstream($t, port => 8081, name => 'plain');
 fake_upstream($t, port => 8443, name => 'tls', tls => 1,
 	cert => $up->{cert}, key => $up->{key});
 
-$t->run()->plan(42);
+$t->run()->plan(44);
 
 ###############################################################################
 
@@ -350,6 +358,23 @@ ok($evicted >= 16, "A: at most its budget of cookies is kept ($evicted of "
 
 unlike($t->read_file('error.log'), qr/cookie jar is full/,
 	'A was held to its budget, never to a full zone');
+
+# the supervise safelist shares the tunnels' zone: a quarter of it at most
+
+my ($approved, $full) = (0, 0);
+
+for my $i (1 .. 200) {
+	my $r = http_post('/approve', 'bottle=bottle-b&host=b.allowed.test&sha256='
+		. sprintf('%064x', $i), port => 8090) // '';
+	$approved++ if $r =~ /^HTTP\/1\.1 204 /;
+	$full = $i, last if $r =~ /^HTTP\/1\.1 507 /;
+}
+
+ok($approved >= 32 && $full == $approved + 1,
+	"the safelist stops at a quarter of the zone ($approved approvals, "
+	. 'then 507)');
+like($t->read_file('error.log'), qr/bottle safelist: full/,
+	'the refused approval is logged');
 
 # B is untouched: its cookie, HTTPS and tunnels
 
