@@ -10,6 +10,7 @@
 #include <ngx_config.h>
 #include <ngx_core.h>
 
+#include "bottle_cookie.h"
 #include "bottle_ip.h"
 #include "bottle_policy.h"
 #include "bottle_scan.h"
@@ -28,7 +29,10 @@
 typedef struct {
     ngx_str_t            path;
     bottle_policy_t     *policy;
-    ngx_shm_zone_t      *zone;       /* CONNECT records, jars, safelist */
+    ngx_shm_zone_t      *zone;       /* CONNECT records, safelist */
+    ngx_shm_zone_t      *jar_zone;   /* the cookie jars */
+    size_t               jar_size;   /* bottle_jar_zone */
+    size_t               jar_bottle_max;  /* bottle_jar_bottle_max */
     bottle_scan_db_t    *scan_db;    /* vendor rules, for every bottle */
     bottle_scan_secrets_t  **secrets;    /* by bottle index */
     bottle_scan_secrets_t   *inbound;    /* no secrets: response scans */
@@ -43,9 +47,13 @@ typedef struct {
 } ngx_bottle_target_t;
 
 
-/* a few hundred bytes a tunnel or a cookie */
+/* a few hundred bytes a tunnel or a safelist entry */
 #define NGX_BOTTLE_ZONE_SIZE     (16 * 1024 * 1024)
 #define NGX_BOTTLE_ZONE_KEY_LEN  (NGX_SOCKADDR_STRLEN + sizeof(":65535"))
+
+/* the cookie jars: the zone, and what one bottle may hold of it */
+#define NGX_BOTTLE_JAR_ZONE_SIZE   (8 * 1024 * 1024)
+#define NGX_BOTTLE_JAR_BOTTLE_MAX  (256 * 1024)
 
 
 /*
@@ -158,13 +166,18 @@ void ngx_bottle_zone_delete(ngx_str_t *key);
 ngx_uint_t ngx_bottle_zone_count(void);
 ngx_int_t ngx_bottle_zone_pair_key(ngx_pool_t *pool, ngx_str_t *id,
     ngx_str_t *host, const u_char *tail, size_t tail_len, ngx_str_t *out);
-ngx_int_t ngx_bottle_zone_tree(ngx_slab_pool_t **shpool, ngx_rbtree_t **tree,
-    ngx_uint_t which);
+ngx_int_t ngx_bottle_zone_safelist(ngx_slab_pool_t **shpool,
+    ngx_rbtree_t **tree);
+ngx_int_t ngx_bottle_zone_safelist_grow(size_t size);
 
+ngx_int_t ngx_bottle_jar_zone_add(ngx_conf_t *cf, ngx_bottle_conf_t *bcf);
+char *ngx_bottle_jar_init_conf(ngx_cycle_t *cycle, ngx_bottle_conf_t *bcf);
+ngx_int_t ngx_bottle_jar_init_process(ngx_cycle_t *cycle);
 ngx_int_t ngx_bottle_jar_set(ngx_pool_t *pool, ngx_str_t *id,
-    ngx_str_t *host, ngx_str_t *name, ngx_str_t *value, ngx_uint_t del);
+    ngx_str_t *host, ngx_str_t *name, ngx_str_t *value, time_t expires,
+    ngx_uint_t del);
 ngx_int_t ngx_bottle_jar_filter(ngx_pool_t *pool, ngx_str_t *id,
-    ngx_str_t *host, ngx_str_t *header, ngx_str_t *out);
+    ngx_str_t *host, bottle_cookie_str_t *in, ngx_uint_t n, ngx_str_t *out);
 
 ngx_int_t ngx_bottle_safelist_add(ngx_pool_t *pool, ngx_str_t *id,
     ngx_str_t *host, const u_char *digest);

@@ -17,6 +17,7 @@
 
 
 static void *ngx_bottle_create_conf(ngx_cycle_t *cycle);
+static char *ngx_bottle_init_conf(ngx_cycle_t *cycle, void *conf);
 static char *ngx_bottle_policy_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static void ngx_bottle_policy_cleanup(void *data);
@@ -24,6 +25,17 @@ static char *ngx_bottle_scan_compile(ngx_conf_t *cf, ngx_bottle_conf_t *bcf);
 static void ngx_bottle_scan_db_cleanup(void *data);
 static void ngx_bottle_secrets_cleanup(void *data);
 static ngx_int_t ngx_bottle_init_process(ngx_cycle_t *cycle);
+
+
+/* the smallest jar zone nginx's slab allocator is useful in */
+static ngx_conf_num_bounds_t  ngx_bottle_jar_size_bounds = {
+    ngx_conf_check_num_bounds, 64 * 1024, NGX_MAX_INT_T_VALUE
+};
+
+/* one cookie of 4 KB name and 4 KB value */
+static ngx_conf_num_bounds_t  ngx_bottle_jar_bottle_bounds = {
+    ngx_conf_check_num_bounds, 16 * 1024, NGX_MAX_INT_T_VALUE
+};
 
 
 static ngx_command_t  ngx_bottle_commands[] = {
@@ -35,6 +47,20 @@ static ngx_command_t  ngx_bottle_commands[] = {
       0,
       NULL },
 
+    { ngx_string("bottle_jar_zone"),
+      NGX_MAIN_CONF|NGX_DIRECT_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      0,
+      offsetof(ngx_bottle_conf_t, jar_size),
+      &ngx_bottle_jar_size_bounds },
+
+    { ngx_string("bottle_jar_bottle_max"),
+      NGX_MAIN_CONF|NGX_DIRECT_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      0,
+      offsetof(ngx_bottle_conf_t, jar_bottle_max),
+      &ngx_bottle_jar_bottle_bounds },
+
       ngx_null_command
 };
 
@@ -42,7 +68,7 @@ static ngx_command_t  ngx_bottle_commands[] = {
 static ngx_core_module_t  ngx_bottle_module_ctx = {
     ngx_string("bottle"),
     ngx_bottle_create_conf,                /* create conf */
-    NULL                                   /* init conf */
+    ngx_bottle_init_conf                   /* init conf */
 };
 
 
@@ -91,7 +117,7 @@ ngx_bottle_init_process(ngx_cycle_t *cycle)
 
 #endif
 
-    return NGX_OK;
+    return ngx_bottle_jar_init_process(cycle);
 }
 
 
@@ -105,11 +131,28 @@ ngx_bottle_create_conf(ngx_cycle_t *cycle)
      *
      *     bcf->path = { 0, NULL };
      *     bcf->policy = NULL;
+     *     bcf->zone = NULL;
+     *     bcf->jar_zone = NULL;
      */
 
     bcf = ngx_pcalloc(cycle->pool, sizeof(ngx_bottle_conf_t));
+    if (bcf == NULL) {
+        return NULL;
+    }
+
+    bcf->jar_size = NGX_CONF_UNSET_SIZE;
+    bcf->jar_bottle_max = NGX_CONF_UNSET_SIZE;
 
     return bcf;
+}
+
+
+static char *
+ngx_bottle_init_conf(ngx_cycle_t *cycle, void *conf)
+{
+    ngx_bottle_conf_t *bcf = conf;
+
+    return ngx_bottle_jar_init_conf(cycle, bcf);
 }
 
 
@@ -178,7 +221,9 @@ ngx_bottle_policy_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    if (ngx_bottle_zone_add(cf, bcf, size) != NGX_OK) {
+    if (ngx_bottle_zone_add(cf, bcf, size) != NGX_OK
+        || ngx_bottle_jar_zone_add(cf, bcf) != NGX_OK)
+    {
         return NGX_CONF_ERROR;
     }
 

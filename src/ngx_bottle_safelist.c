@@ -44,7 +44,7 @@ ngx_bottle_safelist_add(ngx_pool_t *pool, ngx_str_t *id, ngx_str_t *host,
     ngx_slab_pool_t    *shpool;
     ngx_bottle_safe_t  *e;
 
-    if (ngx_bottle_zone_tree(&shpool, &tree, 2) != NGX_OK
+    if (ngx_bottle_zone_safelist(&shpool, &tree) != NGX_OK
         || ngx_bottle_zone_pair_key(pool, id, host, digest, 32, &key) != NGX_OK)
     {
         return NGX_ERROR;
@@ -55,6 +55,14 @@ ngx_bottle_safelist_add(ngx_pool_t *pool, ngx_str_t *id, ngx_str_t *host,
     ngx_shmtx_lock(&shpool->mutex);
 
     if (ngx_str_rbtree_lookup(tree, &key, hash) == NULL) {
+        if (ngx_bottle_zone_safelist_grow(offsetof(ngx_bottle_safe_t, data)
+                                          + key.len)
+            != NGX_OK)
+        {
+            ngx_shmtx_unlock(&shpool->mutex);
+            return NGX_DECLINED;
+        }
+
         e = ngx_slab_alloc_locked(shpool,
                                   offsetof(ngx_bottle_safe_t, data) + key.len);
         if (e == NULL) {
@@ -86,7 +94,7 @@ ngx_bottle_safelist_has(ngx_pool_t *pool, ngx_str_t *id, ngx_str_t *host,
     ngx_rbtree_t     *tree;
     ngx_slab_pool_t  *shpool;
 
-    if (ngx_bottle_zone_tree(&shpool, &tree, 2) != NGX_OK
+    if (ngx_bottle_zone_safelist(&shpool, &tree) != NGX_OK
         || ngx_bottle_zone_pair_key(pool, id, host, digest, 32, &key) != NGX_OK)
     {
         return 0;
@@ -145,7 +153,7 @@ static void
 ngx_http_bottle_approve_body(ngx_http_request_t *r)
 {
     u_char      digest[32];
-    ngx_int_t   n;
+    ngx_int_t   n, rc;
     ngx_str_t   body, id, host, hex, canon;
     ngx_uint_t  i;
     ngx_buf_t  *b;
@@ -183,7 +191,18 @@ ngx_http_bottle_approve_body(ngx_http_request_t *r)
         digest[i] = (u_char) n;
     }
 
-    if (ngx_bottle_safelist_add(r->pool, &id, &canon, digest) != NGX_OK) {
+    rc = ngx_bottle_safelist_add(r->pool, &id, &canon, digest);
+
+    if (rc == NGX_DECLINED) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "bottle safelist: full (a quarter of the bottle "
+                      "zone), bottle=\"%V\" host=\"%V\" not approved",
+                      &id, &canon);
+        ngx_http_finalize_request(r, NGX_HTTP_INSUFFICIENT_STORAGE);
+        return;
+    }
+
+    if (rc != NGX_OK) {
         ngx_http_finalize_request(r, NGX_HTTP_INTERNAL_SERVER_ERROR);
         return;
     }

@@ -1,7 +1,8 @@
 
 /*
- * The gateway's zone: the CONNECT records, the cookie jars and the
- * supervise safelist.
+ * The gateway's zone: the CONNECT records and the supervise safelist.  The
+ * cookie jars, which the agent fills, have their own zone (ngx_bottle_jar.c),
+ * so they never take the room a tunnel needs.
  *
  * The CONNECT records.  The front decides a CONNECT (bottle, target
  * host and port) and hands the tunnel's bytes to an internal listener; the
@@ -30,16 +31,16 @@ typedef struct {
     ngx_rbtree_t         rbtree;         /* CONNECT records */
     ngx_rbtree_node_t    sentinel;
     ngx_atomic_t         count;
-    ngx_rbtree_t         jars;           /* cookie jars, ngx_bottle_jar.c */
-    ngx_rbtree_node_t    jars_sentinel;
     ngx_rbtree_t         safelist;       /* ngx_bottle_safelist.c */
     ngx_rbtree_node_t    safelist_sentinel;
+    size_t               safelist_used;  /* bytes, as the slab pool counts */
 } ngx_bottle_zone_sh_t;
 
 
 typedef struct {
     ngx_bottle_zone_sh_t  *sh;
     ngx_slab_pool_t       *shpool;
+    size_t                 safelist_max;
 } ngx_bottle_zone_t;
 
 
@@ -75,6 +76,14 @@ ngx_bottle_zone_add(ngx_conf_t *cf, ngx_bottle_conf_t *bcf, size_t size)
     bcf->zone->init = ngx_bottle_zone_init;
     bcf->zone->data = zone;
 
+    /*
+     * Operators' approvals, not the agent, fill the safelist; still, it may
+     * take a quarter of the zone at most, so the tunnels always have the
+     * rest.
+     */
+
+    zone->safelist_max = size / 4;
+
     return NGX_OK;
 }
 
@@ -109,9 +118,9 @@ ngx_bottle_zone_init(ngx_shm_zone_t *shm_zone, void *data)
 
     zone->shpool->data = zone->sh;
 
+    ngx_memzero(zone->sh, sizeof(ngx_bottle_zone_sh_t));
+
     ngx_rbtree_init(&zone->sh->rbtree, &zone->sh->sentinel,
-                    ngx_str_rbtree_insert_value);
-    ngx_rbtree_init(&zone->sh->jars, &zone->sh->jars_sentinel,
                     ngx_str_rbtree_insert_value);
     ngx_rbtree_init(&zone->sh->safelist, &zone->sh->safelist_sentinel,
                     ngx_str_rbtree_insert_value);
@@ -333,14 +342,10 @@ ngx_bottle_zone_pair_key(ngx_pool_t *pool, ngx_str_t *id, ngx_str_t *host,
 }
 
 
-/*
- * the zone's slab pool and one of its trees: 0 the records, 1 the jars,
- * 2 the supervise safelist
- */
+/* the zone's slab pool and the supervise safelist's tree */
 
 ngx_int_t
-ngx_bottle_zone_tree(ngx_slab_pool_t **shpool, ngx_rbtree_t **tree,
-    ngx_uint_t which)
+ngx_bottle_zone_safelist(ngx_slab_pool_t **shpool, ngx_rbtree_t **tree)
 {
     ngx_bottle_zone_t  *zone;
 
@@ -350,8 +355,41 @@ ngx_bottle_zone_tree(ngx_slab_pool_t **shpool, ngx_rbtree_t **tree,
     }
 
     *shpool = zone->shpool;
-    *tree = which == 2 ? &zone->sh->safelist
-            : which == 1 ? &zone->sh->jars : &zone->sh->rbtree;
+    *tree = &zone->sh->safelist;
+
+    return NGX_OK;
+}
+
+
+/*
+ * Under the zone's lock: room for a safelist entry of this size, if the
+ * safelist's part of the zone has it.  The size is counted as the slab
+ * pool allocates it: a power of two, or whole pages.
+ */
+
+ngx_int_t
+ngx_bottle_zone_safelist_grow(size_t size)
+{
+    size_t              n;
+    ngx_bottle_zone_t  *zone;
+
+    zone = ngx_bottle_zone_get();
+    if (zone == NULL) {
+        return NGX_DECLINED;
+    }
+
+    if (size > ngx_pagesize / 2) {
+        n = ngx_align(size, ngx_pagesize);
+
+    } else {
+        for (n = 8; n < size; n <<= 1) { /* void */ }
+    }
+
+    if (zone->sh->safelist_used + n > zone->safelist_max) {
+        return NGX_DECLINED;
+    }
+
+    zone->sh->safelist_used += n;
 
     return NGX_OK;
 }

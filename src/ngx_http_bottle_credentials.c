@@ -44,8 +44,9 @@ static ngx_str_t  ngx_http_bottle_credential_headers[] = {
 
 static ngx_uint_t ngx_http_bottle_in(ngx_str_t *list, u_char *name,
     size_t len);
-static ngx_http_bottle_fate_e ngx_http_bottle_cookie_fate(
-    ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx, ngx_table_elt_t *h);
+static ngx_uint_t ngx_http_bottle_is_cookie(ngx_table_elt_t *h);
+static ngx_int_t ngx_http_bottle_cookies(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx, ngx_table_elt_t **first, ngx_str_t *kept);
 static void ngx_http_bottle_set_cookie(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx, ngx_str_t *value);
 static ngx_http_bottle_fate_e ngx_http_bottle_header_fate(
@@ -131,40 +132,92 @@ ngx_http_bottle_header_fate(ngx_http_bottle_ctx_t *ctx, ngx_table_elt_t *h)
 }
 
 
+static ngx_uint_t
+ngx_http_bottle_is_cookie(ngx_table_elt_t *h)
+{
+    return h->key.len == sizeof("cookie") - 1
+           && ngx_strncasecmp(h->key.data, (u_char *) "cookie", h->key.len)
+              == 0;
+}
+
+
 /*
- * A Cookie header keeps only the pairs the host set for this bottle (the
- * value is rewritten in place); with none left, it goes.  preserve_auth
- * keeps the agent's cookies as they are.
+ * The agent's Cookie headers, all of them (HTTP/1.1 may send several;
+ * nginx has joined HTTP/2's into one), keep only the pairs the host set for
+ * this bottle, each name once, as one header: the first, its value
+ * rewritten; the others go.  *first == NULL: none is left.
  */
 
-static ngx_http_bottle_fate_e
-ngx_http_bottle_cookie_fate(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
-    ngx_table_elt_t *h)
+static ngx_int_t
+ngx_http_bottle_cookies(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
+    ngx_table_elt_t **first, ngx_str_t *kept)
 {
-    ngx_str_t  id, kept;
+    ngx_str_t             id;
+    ngx_uint_t            i, n;
+    ngx_list_part_t      *part;
+    ngx_table_elt_t      *h;
+    bottle_cookie_str_t  *in;
 
-    if (ctx->route->preserve_auth
-        || h->key.len != sizeof("cookie") - 1
-        || ngx_strncasecmp(h->key.data, (u_char *) "cookie", h->key.len) != 0)
-    {
-        return NGX_HTTP_BOTTLE_KEEP;
+    *first = NULL;
+    kept->len = 0;
+
+    n = 0;
+
+    for (part = &r->headers_in.headers.part; part; part = part->next) {
+        h = part->elts;
+
+        for (i = 0; i < part->nelts; i++) {
+            if (ngx_http_bottle_is_cookie(&h[i])) {
+                if (*first == NULL) {
+                    *first = &h[i];
+                }
+
+                n++;
+            }
+        }
+    }
+
+    if (n == 0) {
+        return NGX_OK;
+    }
+
+    in = ngx_palloc(r->pool, n * sizeof(bottle_cookie_str_t));
+    if (in == NULL) {
+        return NGX_ERROR;
+    }
+
+    n = 0;
+
+    for (part = &r->headers_in.headers.part; part; part = part->next) {
+        h = part->elts;
+
+        for (i = 0; i < part->nelts; i++) {
+            if (ngx_http_bottle_is_cookie(&h[i])) {
+                in[n].data = h[i].value.data;
+                in[n].len = h[i].value.len;
+                n++;
+            }
+        }
     }
 
     id.data = (u_char *) ctx->verdict.bottle->id.data;
     id.len = ctx->verdict.bottle->id.len;
 
-    if (ngx_bottle_jar_filter(r->pool, &id, &ctx->target.host, &h->value,
-                              &kept)
-        != NGX_OK
-        || kept.len == 0)
+    if (ngx_bottle_jar_filter(r->pool, &id, &ctx->target.host, in, n, kept)
+        != NGX_OK)
     {
         /* no jar to check against drops them all: fail closed */
-        return NGX_HTTP_BOTTLE_DROP;
+        ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
+                      "bottle: the cookie jar could not be read, the "
+                      "agent's cookies are dropped");
+        kept->len = 0;
     }
 
-    h->value = kept;
+    if (kept->len == 0) {
+        *first = NULL;
+    }
 
-    return NGX_HTTP_BOTTLE_KEEP;
+    return NGX_OK;
 }
 
 
@@ -197,78 +250,64 @@ ngx_http_bottle_capture_cookies(ngx_http_request_t *r,
 }
 
 
+/*
+ * A Max-Age of zero or less, or an Expires in the past, deletes; a later
+ * one is when the cookie stops going upstream (Max-Age first, RFC 6265
+ * 5.3; both capped at 400 days); without either it lasts while the gateway
+ * runs.
+ */
+
 static void
 ngx_http_bottle_set_cookie(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
     ngx_str_t *value)
 {
-    u_char      *p, *last, *semi, *eq, *a, *ae;
-    time_t       expires;
-    ngx_int_t    age;
-    ngx_str_t    id, name, val;
-    ngx_uint_t   del;
+    time_t               now, expires, at;
+    ngx_int_t            rc;
+    ngx_str_t            id, name, val;
+    ngx_uint_t           del;
+    bottle_cookie_set_t  c;
 
-    p = value->data;
-    last = p + value->len;
-
-    semi = ngx_strlchr(p, last, ';');
-    if (semi == NULL) {
-        semi = last;
-    }
-
-    eq = ngx_strlchr(p, semi, '=');
-    if (eq == NULL) {
+    if (bottle_cookie_set_parse(&c, value->data, value->len) != 0) {
         return;
     }
 
-    for (name.data = p; name.data < eq && *name.data == ' '; name.data++) {
-        /* void */
-    }
-
-    for (p = eq; p > name.data && p[-1] == ' '; p--) { /* void */ }
-    name.len = p - name.data;
-
-    for (val.data = eq + 1; val.data < semi && *val.data == ' '; val.data++) {
-        /* void */
-    }
-
-    for (p = semi; p > val.data && p[-1] == ' '; p--) { /* void */ }
-    val.len = p - val.data;
-
-    /* a Max-Age of zero or less, or an Expires in the past, deletes */
-
+    now = ngx_time();
+    expires = 0;
     del = 0;
 
-    for (a = semi; a < last; a = ae) {
-        for (a++; a < last && *a == ' '; a++) { /* void */ }
+    if (c.has_max_age) {
+        del = (c.max_age <= 0);
+        expires = now + (time_t) c.max_age;
 
-        ae = ngx_strlchr(a, last, ';');
-        if (ae == NULL) {
-            ae = last;
-        }
+    } else if (c.expires.len) {
+        at = ngx_parse_http_time((u_char *) c.expires.data, c.expires.len);
 
-        if (ae - a > 8 && ngx_strncasecmp(a, (u_char *) "max-age=", 8) == 0) {
-            p = a + 8;
-            age = (*p == '-') ? -1 : ngx_atoi(p, ae - p);
-            del = (age <= 0);
-
-        } else if (ae - a > 8
-                   && ngx_strncasecmp(a, (u_char *) "expires=", 8) == 0)
-        {
-            expires = ngx_parse_http_time(a + 8, ae - a - 8);
-            if (expires != NGX_ERROR && expires <= ngx_time()) {
-                del = 1;
-            }
+        if (at != NGX_ERROR) {
+            del = (at <= now);
+            expires = ngx_min(at, now + (time_t) BOTTLE_COOKIE_MAX_AGE);
         }
     }
+
+    name.data = (u_char *) c.name.data;
+    name.len = c.name.len;
+    val.data = (u_char *) c.value.data;
+    val.len = c.value.len;
 
     id.data = (u_char *) ctx->verdict.bottle->id.data;
     id.len = ctx->verdict.bottle->id.len;
 
-    if (ngx_bottle_jar_set(r->pool, &id, &ctx->target.host, &name, &val, del)
-        == NGX_ERROR)
-    {
+    rc = ngx_bottle_jar_set(r->pool, &id, &ctx->target.host, &name, &val,
+                            del ? 0 : expires, del);
+
+    if (rc == NGX_ERROR) {
         ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
                       "bottle: the cookie jar is full");
+
+    } else if (rc == NGX_DECLINED) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "bottle: a cookie of %uz bytes is not kept: larger "
+                      "than a jar or the bottle's budget takes",
+                      name.len + val.len);
     }
 }
 
@@ -281,12 +320,26 @@ ngx_http_bottle_set_cookie(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
 ngx_int_t
 ngx_http_bottle_strip(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 {
+    ngx_str_t         cookies;
     ngx_uint_t        i, dropped;
     ngx_list_t        kept;
     ngx_list_part_t  *part;
-    ngx_table_elt_t  *h, *k;
+    ngx_table_elt_t  *h, *k, *cookie;
 
     if (ngx_list_init(&kept, r->pool, 20, sizeof(ngx_table_elt_t)) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    /*
+     * A Cookie header keeps only the pairs the host set for this bottle;
+     * preserve_auth keeps the agent's cookies as they are.
+     */
+
+    cookie = NULL;
+
+    if (!ctx->route->preserve_auth
+        && ngx_http_bottle_cookies(r, ctx, &cookie, &cookies) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 
@@ -296,10 +349,22 @@ ngx_http_bottle_strip(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
         h = part->elts;
 
         for (i = 0; i < part->nelts; i++) {
+            if (!ctx->route->preserve_auth
+                && ngx_http_bottle_is_cookie(&h[i]))
+            {
+                if (&h[i] == cookie) {
+                    h[i].value = cookies;
+
+                } else {
+                    ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                                   "bottle: strip header \"Cookie\"");
+                    dropped++;
+                    continue;
+                }
+            }
+
             if (ngx_http_bottle_header_fate(ctx, &h[i])
-                    == NGX_HTTP_BOTTLE_DROP
-                || ngx_http_bottle_cookie_fate(r, ctx, &h[i])
-                   == NGX_HTTP_BOTTLE_DROP)
+                == NGX_HTTP_BOTTLE_DROP)
             {
                 ngx_log_debug1(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                                "bottle: strip header \"%V\"", &h[i].key);
