@@ -20,11 +20,18 @@
 
 
 #define NGX_HTTP_BOTTLE_DLP_CHUNK   65536
+#define NGX_HTTP_BOTTLE_DLP_WRAPPER 16384   /* all gzip header fields */
+
+/* which bound a decoded body met */
+#define NGX_HTTP_BOTTLE_LIMIT_BODY  0       /* client_max_body_size */
+#define NGX_HTTP_BOTTLE_LIMIT_MAX   1       /* bottle_dlp_decoded_max */
+#define NGX_HTTP_BOTTLE_LIMIT_RATIO 2       /* bottle_dlp_decoded_ratio */
 
 #define NGX_HTTP_BOTTLE_F_HOST      0
 #define NGX_HTTP_BOTTLE_F_PATH      1
 #define NGX_HTTP_BOTTLE_F_QUERY     2
 #define NGX_HTTP_BOTTLE_F_BODY      3
+#define NGX_HTTP_BOTTLE_F_WRAPPER   4       /* the body's gzip headers */
 #define NGX_HTTP_BOTTLE_F_HEADER    16      /* + the header's index */
 
 #define NGX_HTTP_BOTTLE_BLOCKING                                             \
@@ -42,11 +49,27 @@ typedef struct {
     size_t                   ncodings;   /* Content-Encoding, identity: 0 */
     bottle_decoder_t        *decoder;
     uint64_t                 limit;      /* of each decoding stage */
+    ngx_uint_t               limit_by;   /* NGX_HTTP_BOTTLE_LIMIT_* */
+    ngx_int_t                ratio;      /* bottle_dlp_decoded_ratio */
     uint64_t                 decoded;    /* the decoded body's size */
+    off_t                    raw;        /* the body's size as sent */
+
+    /* the work, in a thread or not: no pool there */
+    ngx_str_t                wrapper;    /* gzip header fields, scanned */
+    u_char                  *chunk;      /* of the temporary file */
+    u_char                  *copy;       /* the decoded body, malloc() */
+    size_t                   copy_len;
+    size_t                   copy_cap;
+    int                      status;     /* BOTTLE_CODING_* */
+    unsigned                 wrapper_over:1;
+    unsigned                 running:1;  /* in a thread */
 } ngx_http_bottle_dlp_t;
 
 
 ngx_int_t ngx_http_bottle_dlp_body(ngx_http_bottle_dlp_t *d);
+ngx_int_t ngx_http_bottle_dlp_body_done(ngx_http_bottle_dlp_t *d);
+ngx_uint_t ngx_http_bottle_dlp_body_running(ngx_http_bottle_dlp_t *d);
+void ngx_http_bottle_dlp_resume(ngx_http_request_t *r);
 ngx_int_t ngx_http_bottle_dlp_body_load(ngx_http_bottle_dlp_t *d);
 ngx_int_t ngx_http_bottle_dlp_redact_body(ngx_http_bottle_dlp_t *d,
     const bottle_scan_match_t *m, size_t n);

@@ -32,6 +32,11 @@
 #define BOTTLE_CODING_ELIMIT       -4       /* decodes to more than the limit */
 #define BOTTLE_CODING_ENOMEM       -5
 #define BOTTLE_CODING_ESINK        -6       /* the sink said stop */
+#define BOTTLE_CODING_EHEADER      -7       /* a gzip header field too long */
+#define BOTTLE_CODING_EOPAQUE      -8       /* parts the decoder cannot show */
+
+/* each gzip header field (FNAME, FCOMMENT, FEXTRA) the decoder shows */
+#define BOTTLE_CODING_HEAD_MAX      4096
 
 
 typedef struct {
@@ -72,6 +77,15 @@ int bottle_decoder_create(bottle_decoder_t **d, const int *codings, size_t n,
     void *arg);
 int bottle_decoder_feed(bottle_decoder_t *d, const unsigned char *p,
     size_t len);
+/*
+ * Where the bytes a decoded view leaves out go: the FNAME, FCOMMENT and
+ * FEXTRA fields of every gzip member at every stage, one call per field
+ * (EHEADER for one longer than BOTTLE_CODING_HEAD_MAX, which would be seen
+ * only in part).  A br stage makes it EOPAQUE: libbrotlidec 1.0.9 skips a
+ * stream's metadata blocks without showing them, and they cannot be found
+ * without decoding the stream.  Call before the first feed.
+ */
+int bottle_decoder_meta(bottle_decoder_t *d, bottle_coding_sink_pt meta);
 /* the input is complete: ETRUNCATED unless every stream ended */
 int bottle_decoder_finish(bottle_decoder_t *d);
 /* decoded bytes sent to the sink so far */
