@@ -377,6 +377,7 @@ ngx_http_bottle_dlp_redact(ngx_http_bottle_dlp_t *d,
     ngx_int_t   rc;
     ngx_str_t  *value;
     int         field;
+    ngx_uint_t  body;
 
     for (i = 0; i < n; i++) {
         if (!(NGX_HTTP_BOTTLE_BLOCKING & (1u << m[i].detector))
@@ -408,6 +409,7 @@ ngx_http_bottle_dlp_redact(ngx_http_bottle_dlp_t *d,
     }
 
     field = -1;
+    body = 0;
 
     for (i = 0; i < n; i++) {
         if (!(NGX_HTTP_BOTTLE_BLOCKING & (1u << m[i].detector))
@@ -421,20 +423,22 @@ ngx_http_bottle_dlp_redact(ngx_http_bottle_dlp_t *d,
         field = m[i].field;
 
         if (field == NGX_HTTP_BOTTLE_F_BODY) {
-            rc = ngx_http_bottle_dlp_redact_body(d, m, n);
-
-        } else {
-            value = ngx_http_bottle_dlp_field_value(d, field);
-            rc = value ? ngx_http_bottle_dlp_redact_str(d, value, field, m, n)
-                       : NGX_ERROR;
+            body = 1;
+            continue;
         }
+
+        value = ngx_http_bottle_dlp_field_value(d, field);
+        rc = value ? ngx_http_bottle_dlp_redact_str(d, value, field, m, n)
+                   : NGX_ERROR;
 
         if (rc != NGX_OK) {
             return rc;
         }
     }
 
-    return NGX_OK;
+    /* the body last: encoding it again may go on in a thread (NGX_AGAIN) */
+
+    return body ? ngx_http_bottle_dlp_redact_body(d, m, n) : NGX_OK;
 }
 
 

@@ -38,7 +38,11 @@
     ((1u << BOTTLE_DETECT_KNOWN_SECRETS) | (1u << BOTTLE_DETECT_TOKEN_PATTERNS))
 
 
-typedef struct {
+typedef struct ngx_http_bottle_dlp_s  ngx_http_bottle_dlp_t;
+
+typedef void (*ngx_http_bottle_dlp_work_pt)(ngx_http_bottle_dlp_t *d);
+
+struct ngx_http_bottle_dlp_s {
     ngx_http_request_t      *r;
     ngx_http_bottle_ctx_t   *ctx;
     bottle_scan_t           *scan;
@@ -61,9 +65,13 @@ typedef struct {
     size_t                   copy_len;
     size_t                   copy_cap;
     int                      status;     /* BOTTLE_CODING_* */
+    ngx_http_bottle_dlp_work_pt  work;   /* what the thread runs */
+    ngx_str_t                redacted;   /* the decoded body, redacted */
+    u_char                  *enc;        /* it encoded again, malloc() */
+    size_t                   enc_len;
     unsigned                 wrapper_over:1;
     unsigned                 running:1;  /* in a thread */
-} ngx_http_bottle_dlp_t;
+};
 
 
 ngx_int_t ngx_http_bottle_dlp_body(ngx_http_bottle_dlp_t *d);

@@ -36,9 +36,13 @@ static int ngx_http_bottle_dlp_meta(void *arg, const unsigned char *p,
     size_t len);
 static ngx_int_t ngx_http_bottle_dlp_refused(ngx_http_bottle_dlp_t *d);
 static void ngx_http_bottle_dlp_free_copy(void *data);
+static void ngx_http_bottle_dlp_encode(ngx_http_bottle_dlp_t *d);
+static ngx_int_t ngx_http_bottle_dlp_encoded(ngx_http_bottle_dlp_t *d);
+static void ngx_http_bottle_dlp_encode_resume(ngx_http_request_t *r);
 #if (NGX_THREADS)
 static ngx_int_t ngx_http_bottle_dlp_post(ngx_http_bottle_dlp_t *d,
-    ngx_thread_pool_t *tp);
+    ngx_thread_pool_t *tp, ngx_http_bottle_dlp_work_pt work,
+    ngx_http_event_handler_pt resume);
 static void ngx_http_bottle_dlp_thread(void *data, ngx_log_t *log);
 static void ngx_http_bottle_dlp_thread_done(ngx_event_t *ev);
 #endif
@@ -96,7 +100,9 @@ ngx_http_bottle_dlp_body(ngx_http_bottle_dlp_t *d)
     if (blcf->dlp_thread_pool
         && (d->ncodings || d->raw > NGX_HTTP_BOTTLE_DLP_CHUNK))
     {
-        return ngx_http_bottle_dlp_post(d, blcf->dlp_thread_pool);
+        return ngx_http_bottle_dlp_post(d, blcf->dlp_thread_pool,
+                                        ngx_http_bottle_dlp_work,
+                                        ngx_http_bottle_dlp_resume);
     }
 
 #else
@@ -266,6 +272,11 @@ ngx_http_bottle_dlp_free_copy(void *data)
     if (d->copy) {
         ngx_free(d->copy);
         d->copy = NULL;
+    }
+
+    if (d->enc) {
+        ngx_free(d->enc);
+        d->enc = NULL;
     }
 }
 
@@ -503,7 +514,8 @@ ngx_http_bottle_dlp_refused(ngx_http_bottle_dlp_t *d)
 #if (NGX_THREADS)
 
 static ngx_int_t
-ngx_http_bottle_dlp_post(ngx_http_bottle_dlp_t *d, ngx_thread_pool_t *tp)
+ngx_http_bottle_dlp_post(ngx_http_bottle_dlp_t *d, ngx_thread_pool_t *tp,
+    ngx_http_bottle_dlp_work_pt work, ngx_http_event_handler_pt resume)
 {
     ngx_thread_task_t  *task;
 
@@ -518,6 +530,7 @@ ngx_http_bottle_dlp_post(ngx_http_bottle_dlp_t *d, ngx_thread_pool_t *tp)
     task->handler = ngx_http_bottle_dlp_thread;
     task->event.handler = ngx_http_bottle_dlp_thread_done;
     task->event.data = d;
+    d->work = work;
 
     if (ngx_thread_task_post(tp, task) != NGX_OK) {
 
@@ -537,7 +550,7 @@ ngx_http_bottle_dlp_post(ngx_http_bottle_dlp_t *d, ngx_thread_pool_t *tp)
     d->running = 1;
     d->r->main->blocked++;
     d->r->aio = 1;
-    d->r->write_event_handler = ngx_http_bottle_dlp_resume;
+    d->r->write_event_handler = resume;
 
     return NGX_AGAIN;
 }
@@ -548,7 +561,7 @@ ngx_http_bottle_dlp_thread(void *data, ngx_log_t *log)
 {
     ngx_http_bottle_dlp_t *d = *(ngx_http_bottle_dlp_t **) data;
 
-    ngx_http_bottle_dlp_work(d);
+    d->work(d);
 }
 
 
@@ -569,7 +582,7 @@ ngx_http_bottle_dlp_thread_done(ngx_event_t *ev)
     r->main->blocked--;
     r->aio = 0;
 
-    /* ngx_http_bottle_dlp_resume(), or a finalizer if it was terminated */
+    /* the resume handler, or a finalizer if it was terminated meanwhile */
 
     r->write_event_handler(r);
     ngx_http_run_posted_requests(c);
@@ -692,42 +705,102 @@ ngx_http_bottle_pool_free(void *pool, void *p)
 
 /*
  * The body redacted into one buffer in memory, encoded again the way it
- * came, and its new length where the proxy takes the Content-Length from.
+ * came (in a thread, as it was decoded: NGX_AGAIN), and its new length
+ * where the proxy takes the Content-Length from.
  */
 
 ngx_int_t
 ngx_http_bottle_dlp_redact_body(ngx_http_bottle_dlp_t *d,
     const bottle_scan_match_t *m, size_t n)
 {
-    size_t                  len;
-    ngx_str_t               body;
-    ngx_buf_t              *nb;
-    ngx_chain_t            *cl;
-    bottle_coding_alloc_t   a;
+    ngx_http_bottle_loc_conf_t  *blcf;
 
     if (ngx_http_bottle_dlp_body_load(d) != NGX_OK) {
         return NGX_ERROR;
     }
 
-    body = d->body;
+    d->redacted = d->body;
 
-    if (ngx_http_bottle_dlp_redact_str(d, &body, NGX_HTTP_BOTTLE_F_BODY, m, n)
+    if (ngx_http_bottle_dlp_redact_str(d, &d->redacted,
+                                       NGX_HTTP_BOTTLE_F_BODY, m, n)
         != NGX_OK)
     {
         return NGX_ERROR;
     }
 
+    if (d->ncodings == 0) {
+        d->status = BOTTLE_CODING_OK;
+        return ngx_http_bottle_dlp_encoded(d);
+    }
+
+    blcf = ngx_http_get_module_loc_conf(d->r, ngx_http_bottle_module);
+
+#if (NGX_THREADS)
+
+    if (blcf->dlp_thread_pool) {
+        return ngx_http_bottle_dlp_post(d, blcf->dlp_thread_pool,
+                                        ngx_http_bottle_dlp_encode,
+                                        ngx_http_bottle_dlp_encode_resume);
+    }
+
+#else
+    (void) blcf;
+#endif
+
+    ngx_http_bottle_dlp_encode(d);
+
+    return ngx_http_bottle_dlp_encoded(d);
+}
+
+
+/* malloc(), no pool: this may run in a thread (freed with the request) */
+
+static void
+ngx_http_bottle_dlp_encode(ngx_http_bottle_dlp_t *d)
+{
+    d->status = bottle_coding_encode(d->codings, d->ncodings,
+                                     d->redacted.data, d->redacted.len, NULL,
+                                     &d->enc, &d->enc_len);
+}
+
+
+static void
+ngx_http_bottle_dlp_encode_resume(ngx_http_request_t *r)
+{
+    ngx_http_bottle_ctx_t  *ctx;
+    ngx_http_bottle_dlp_t  *d;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_bottle_module);
+    d = ctx->dlp;
+
+    if (d->running) {
+        return;
+    }
+
+    r->write_event_handler = ngx_http_core_run_phases;
+
+    ngx_http_bottle_checks_resume(r, ctx, ngx_http_bottle_dlp_encoded(d));
+}
+
+
+/* the redacted body, encoded or not, becomes the request's */
+
+static ngx_int_t
+ngx_http_bottle_dlp_encoded(ngx_http_bottle_dlp_t *d)
+{
+    ngx_str_t     body;
+    ngx_buf_t    *nb;
+    ngx_chain_t  *cl;
+
+    if (d->status != BOTTLE_CODING_OK) {
+        return NGX_ERROR;
+    }
+
+    body = d->redacted;
+
     if (d->ncodings) {
-        ngx_http_bottle_coding_alloc(&a, d->r->pool);
-
-        if (bottle_coding_encode(d->codings, d->ncodings, body.data, body.len,
-                                 &a, &body.data, &len)
-            != BOTTLE_CODING_OK)
-        {
-            return NGX_ERROR;
-        }
-
-        body.len = len;
+        body.data = d->enc;
+        body.len = d->enc_len;
     }
 
     nb = ngx_calloc_buf(d->r->pool);

@@ -19,6 +19,7 @@ use Time::HiRes qw/ time /;
 use Digest::SHA qw/ sha256_hex /;
 use IO::Compress::Gzip qw/ gzip $GzipError /;
 use IO::Uncompress::Gunzip qw/ gunzip /;
+use IO::Socket::INET;
 
 BEGIN { use FindBin; chdir($FindBin::Bin); }
 
@@ -96,6 +97,28 @@ http {
             proxy_http_version 1.1;
             proxy_set_header Connection $bottle_connection;
         }
+
+        # no bounds but client_max_body_size: a long decode
+        location /big/ {
+            bottle_dlp_decoded_max 0;
+            bottle_dlp_decoded_ratio 0;
+
+            proxy_pass http://bottle_plain$bottle_uri;
+            proxy_set_header Host $bottle_host_header;
+            proxy_http_version 1.1;
+            proxy_set_header Connection $bottle_connection;
+        }
+
+        location /big-inline/ {
+            bottle_dlp_decoded_max 0;
+            bottle_dlp_decoded_ratio 0;
+            bottle_dlp_thread_pool off;
+
+            proxy_pass http://bottle_plain$bottle_uri;
+            proxy_set_header Host $bottle_host_header;
+            proxy_http_version 1.1;
+            proxy_set_header Connection $bottle_connection;
+        }
     }
 }
 
@@ -120,7 +143,7 @@ dns_start($t, port => port(8053), hosts => { map { ("$_.allowed.test"
 
 fake_upstream($t, port => 8081, name => 'api');
 
-$t->run()->plan(37);
+$t->run()->plan(43);
 
 ###############################################################################
 
@@ -301,6 +324,11 @@ gunzip(\last_body() => \$inner);
 gunzip(\$inner => \$got);
 is($got, $want, 'the token replaced, encoded twice again');
 
+like(gzreq('/inline/v1', gz($body), host => 'llm'), qr/^HTTP\/1\.1 200 /,
+	'redact in a gzip body, in the event loop: forwarded');
+gunzip(\last_body() => \$got);
+is($got, $want, 'the token replaced');
+
 # redaction in a body decoded in the thread, bigger than a chunk
 
 my $long = hexfill(100000) . " $GHP " . hexfill(1000);
@@ -309,6 +337,42 @@ like(gzreq('/v1', gz($long), host => 'llm'), qr/^HTTP\/1\.1 200 /,
 	'redact in a 100 KB gzip body: forwarded');
 gunzip(\last_body() => \$got);
 ok($got eq $longwant, 'the token replaced, the rest intact');
+
+# a long decode (the limits off) runs in a thread: a GET of another
+# request is answered meanwhile, not after it
+
+sub during_bomb {
+	my ($path) = @_;
+	my $host = 'api.allowed.test:' . port(8081);
+	my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1:' . port(8080))
+		or die "connect: $!";
+	my $t0 = time();
+	print $s "POST http://$host$path HTTP/1.1\r\nHost: $host\r\n"
+		. "Connection: close\r\n$auth"
+		. "Content-Encoding: gzip, gzip\r\n"
+		. 'Content-Length: ' . length($bomb) . "\r\n\r\n$bomb";
+	select(undef, undef, undef, 0.03);
+	my $t1 = time();
+	my $get = proxy_request(8080, "GET http://$host/get HTTP/1.1\r\n"
+		. "Host: $host\r\nConnection: close\r\n$auth\r\n");
+	my $get_took = time() - $t1;
+	local $/;
+	my $reply = <$s>;
+	return ($reply, $get, $get_took, time() - $t0);
+}
+
+my ($bomb_reply, $get, $get_took, $bomb_took) = during_bomb('/big/x');
+like($bomb_reply, qr/^HTTP\/1\.1 200 /,
+	'63 MiB decoded where the limits are off: passes');
+like($get, qr/^HTTP\/1\.1 200 /, 'a GET meanwhile: 200');
+ok($get_took < $bomb_took / 2, sprintf('answered while the bomb decodes in '
+	. 'a thread (GET %.3f s, bomb %.3f s)', $get_took, $bomb_took));
+
+($bomb_reply, $get, $get_took, $bomb_took) = during_bomb('/big-inline/x');
+like($bomb_reply, qr/^HTTP\/1\.1 200 /,
+	'the same decoded in the event loop: passes');
+diag(sprintf('in the event loop: GET %.3f s, bomb %.3f s', $get_took,
+	$bomb_took));
 
 # logged once
 
