@@ -11,9 +11,11 @@
  * decoded size is bounded by bottle_dlp_decoded_max and by
  * bottle_dlp_decoded_ratio times its size as sent.  A compressed or large
  * body is decoded and scanned in a thread of bottle_dlp_thread_pool, so
- * that one agent's body does not hold up the worker's other requests; the
- * thread touches no pool and no log, only the body, the decoder, the scan
- * and buffers allocated for it.
+ * that one agent's body does not hold up the worker's other requests; a
+ * redacted one is encoded again there too.  The thread touches no pool
+ * and logs nothing itself (only ngx_read_file() on a failed read), only
+ * the body, the decoder, the scan and buffers allocated for it; nginx
+ * keeps the request (r->main->blocked) until the thread is done.
  */
 
 #include <ngx_config.h>
@@ -283,8 +285,8 @@ ngx_http_bottle_dlp_free_copy(void *data)
 
 /*
  * Decode and scan the whole body; the outcome in d->status (a
- * BOTTLE_CODING_* code; ESINK for a scan or read failure).  No pool, no
- * log: this may run in a thread.
+ * BOTTLE_CODING_* code; ESINK for a scan or read failure).  No pool: this
+ * may run in a thread.
  */
 
 static void

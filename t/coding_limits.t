@@ -143,7 +143,7 @@ dns_start($t, port => port(8053), hosts => { map { ("$_.allowed.test"
 
 fake_upstream($t, port => 8081, name => 'api');
 
-$t->run()->plan(43);
+$t->run()->plan(44);
 
 ###############################################################################
 
@@ -373,6 +373,22 @@ like($bomb_reply, qr/^HTTP\/1\.1 200 /,
 	'the same decoded in the event loop: passes');
 diag(sprintf('in the event loop: GET %.3f s, bomb %.3f s', $get_took,
 	$bomb_took));
+
+# the agent goes away while its body decodes in a thread: the request is
+# kept until the thread is done, then closed; the worker goes on
+
+my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1:' . port(8080))
+	or die "connect: $!";
+my $bhost = 'api.allowed.test:' . port(8081);
+print $s "POST http://$bhost/big/x HTTP/1.1\r\nHost: $bhost\r\n"
+	. "Connection: close\r\n$auth"
+	. "Content-Encoding: gzip, gzip\r\n"
+	. 'Content-Length: ' . length($bomb) . "\r\n\r\n$bomb";
+select(undef, undef, undef, 0.03);
+close $s;
+select(undef, undef, undef, 0.6);
+like(gzreq('/x', gz('{"a": 1}')), qr/^HTTP\/1\.1 200 /,
+	'the agent closed during a threaded decode: the next request passes');
 
 # logged once
 
