@@ -21,6 +21,7 @@
 
 #define NGX_HTTP_BOTTLE_DLP_CHUNK   65536
 #define NGX_HTTP_BOTTLE_DLP_WRAPPER 16384   /* all gzip header fields */
+#define NGX_HTTP_BOTTLE_DLP_GUARD   1000    /* ms, see ngx_http_bottle_dlp_post */
 
 /* which bound a decoded body met */
 #define NGX_HTTP_BOTTLE_LIMIT_BODY  0       /* client_max_body_size */
@@ -66,6 +67,7 @@ struct ngx_http_bottle_dlp_s {
     size_t                   copy_cap;
     int                      status;     /* BOTTLE_CODING_* */
     ngx_http_bottle_dlp_work_pt  work;   /* what the thread runs */
+    ngx_event_t              guard;      /* a timer while it runs */
     ngx_str_t                redacted;   /* the decoded body, redacted */
     u_char                  *enc;        /* it encoded again, malloc() */
     size_t                   enc_len;

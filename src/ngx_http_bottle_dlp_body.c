@@ -47,6 +47,7 @@ static ngx_int_t ngx_http_bottle_dlp_post(ngx_http_bottle_dlp_t *d,
     ngx_http_event_handler_pt resume);
 static void ngx_http_bottle_dlp_thread(void *data, ngx_log_t *log);
 static void ngx_http_bottle_dlp_thread_done(ngx_event_t *ev);
+static void ngx_http_bottle_dlp_guard(ngx_event_t *ev);
 #endif
 static ngx_int_t ngx_http_bottle_dlp_raw_body(ngx_http_bottle_dlp_t *d,
     ngx_str_t *raw);
@@ -554,7 +555,28 @@ ngx_http_bottle_dlp_post(ngx_http_bottle_dlp_t *d, ngx_thread_pool_t *tp,
     d->r->aio = 1;
     d->r->write_event_handler = resume;
 
+    /*
+     * A worker shutting down gracefully leaves once no timer is left: one
+     * that comes round while the thread works keeps it for the request.
+     */
+
+    d->guard.handler = ngx_http_bottle_dlp_guard;
+    d->guard.data = d;
+    d->guard.log = d->r->connection->log;
+    ngx_add_timer(&d->guard, NGX_HTTP_BOTTLE_DLP_GUARD);
+
     return NGX_AGAIN;
+}
+
+
+static void
+ngx_http_bottle_dlp_guard(ngx_event_t *ev)
+{
+    ngx_http_bottle_dlp_t *d = ev->data;
+
+    if (d->running) {
+        ngx_add_timer(&d->guard, NGX_HTTP_BOTTLE_DLP_GUARD);
+    }
 }
 
 
@@ -583,6 +605,10 @@ ngx_http_bottle_dlp_thread_done(ngx_event_t *ev)
     d->running = 0;
     r->main->blocked--;
     r->aio = 0;
+
+    if (d->guard.timer_set) {
+        ngx_del_timer(&d->guard);
+    }
 
     /* the resume handler, or a finalizer if it was terminated meanwhile */
 
