@@ -21,7 +21,7 @@
 
 #define NGX_HTTP_BOTTLE_DLP_CHUNK   65536
 #define NGX_HTTP_BOTTLE_DLP_WRAPPER 16384   /* all gzip header fields */
-#define NGX_HTTP_BOTTLE_DLP_GUARD   1000    /* ms, see ngx_http_bottle_dlp_post */
+#define NGX_HTTP_BOTTLE_DLP_GUARD   1000    /* ms: ngx_http_bottle_dlp_post() */
 
 /* which bound a decoded body met */
 #define NGX_HTTP_BOTTLE_LIMIT_BODY  0       /* client_max_body_size */
