@@ -60,11 +60,14 @@ sink(void *arg, const unsigned char *p, size_t len)
 static size_t  meta_total;
 
 static int
-meta(void *arg, const unsigned char *p, size_t len)
+meta(void *arg, int part, const unsigned char *p, size_t len)
 {
     (void) arg;
 
     CHECK(len > 0 && len <= BOTTLE_CODING_HEAD_MAX);
+    CHECK(part != BOTTLE_CODING_META_FIXED || len == 6);
+    CHECK(part >= BOTTLE_CODING_META_FIXED
+          && part <= BOTTLE_CODING_META_EXTRA);
     CHECK(p[0] == p[0]);                /* readable: ASan checks */
     CHECK(p[len - 1] == p[len - 1]);
 

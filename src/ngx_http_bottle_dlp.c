@@ -390,7 +390,8 @@ ngx_http_bottle_dlp_redact(ngx_http_bottle_dlp_t *d,
         /* the gzip header is not encoded again: nothing to redact in */
 
         if (!m[i].removable || m[i].field == NGX_HTTP_BOTTLE_F_HOST
-            || m[i].field == NGX_HTTP_BOTTLE_F_WRAPPER)
+            || m[i].field == NGX_HTTP_BOTTLE_F_WRAPPER
+            || m[i].field == NGX_HTTP_BOTTLE_F_FIXED)
         {
             u_char  hash[17];
 
@@ -489,6 +490,8 @@ ngx_http_bottle_dlp_field_value(ngx_http_bottle_dlp_t *d, int field)
         return d->body.data ? &d->body : NULL;
     case NGX_HTTP_BOTTLE_F_WRAPPER:
         return &d->wrapper;
+    case NGX_HTTP_BOTTLE_F_FIXED:
+        return &d->fixed;
     }
 
     if (field >= NGX_HTTP_BOTTLE_F_HEADER
@@ -518,6 +521,7 @@ ngx_http_bottle_dlp_where(ngx_http_bottle_dlp_t *d, int field, u_char *buf,
     case NGX_HTTP_BOTTLE_F_BODY:
         return ngx_snprintf(buf, size, "body");
     case NGX_HTTP_BOTTLE_F_WRAPPER:
+    case NGX_HTTP_BOTTLE_F_FIXED:
         return ngx_snprintf(buf, size, "body's gzip header");
     }
 

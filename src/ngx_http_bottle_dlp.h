@@ -21,6 +21,7 @@
 
 #define NGX_HTTP_BOTTLE_DLP_CHUNK   65536
 #define NGX_HTTP_BOTTLE_DLP_WRAPPER 16384   /* all gzip header fields */
+#define NGX_HTTP_BOTTLE_DLP_FIXED   6144    /* 6 bytes: 1024 gzip members */
 #define NGX_HTTP_BOTTLE_DLP_GUARD   1000    /* ms: ngx_http_bottle_dlp_post() */
 
 /* which bound a decoded body met */
@@ -33,6 +34,7 @@
 #define NGX_HTTP_BOTTLE_F_QUERY     2
 #define NGX_HTTP_BOTTLE_F_BODY      3
 #define NGX_HTTP_BOTTLE_F_WRAPPER   4       /* the body's gzip headers */
+#define NGX_HTTP_BOTTLE_F_FIXED     5       /* their MTIME, XFL, OS bytes */
 #define NGX_HTTP_BOTTLE_F_HEADER    16      /* + the header's index */
 
 #define NGX_HTTP_BOTTLE_BLOCKING                                             \
@@ -61,6 +63,7 @@ struct ngx_http_bottle_dlp_s {
 
     /* the work, in a thread or not: no pool there */
     ngx_str_t                wrapper;    /* gzip header fields, scanned */
+    ngx_str_t                fixed;      /* MTIME, XFL, OS of each member */
     u_char                  *chunk;      /* of the temporary file */
     u_char                  *copy;       /* the decoded body, malloc() */
     size_t                   copy_len;

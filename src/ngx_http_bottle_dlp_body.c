@@ -34,8 +34,8 @@ static int ngx_http_bottle_dlp_feed(ngx_http_bottle_dlp_t *d, u_char *p,
     size_t len);
 static int ngx_http_bottle_dlp_sink(void *arg, const unsigned char *p,
     size_t len);
-static int ngx_http_bottle_dlp_meta(void *arg, const unsigned char *p,
-    size_t len);
+static int ngx_http_bottle_dlp_meta(void *arg, int part,
+    const unsigned char *p, size_t len);
 static ngx_int_t ngx_http_bottle_dlp_refused(ngx_http_bottle_dlp_t *d);
 static void ngx_http_bottle_dlp_free_copy(void *data);
 static void ngx_http_bottle_dlp_encode(ngx_http_bottle_dlp_t *d);
@@ -251,7 +251,8 @@ ngx_http_bottle_dlp_prepare(ngx_http_bottle_dlp_t *d)
     }
 
     d->wrapper.data = ngx_pnalloc(d->r->pool, NGX_HTTP_BOTTLE_DLP_WRAPPER);
-    if (d->wrapper.data == NULL) {
+    d->fixed.data = ngx_pnalloc(d->r->pool, NGX_HTTP_BOTTLE_DLP_FIXED);
+    if (d->wrapper.data == NULL || d->fixed.data == NULL) {
         return NGX_ERROR;
     }
 
@@ -312,12 +313,17 @@ ngx_http_bottle_dlp_work(ngx_http_bottle_dlp_t *d)
         rc = BOTTLE_CODING_ESINK;
     }
 
-    /* what the decoded view leaves out, as a field of its own */
+    /* what the decoded view leaves out, as fields of their own */
 
-    if (rc == BOTTLE_CODING_OK && d->wrapper.len
-        && bottle_scan_field(d->scan, NGX_HTTP_BOTTLE_F_WRAPPER,
-                             d->wrapper.data, d->wrapper.len)
-           != BOTTLE_SCAN_OK)
+    if (rc == BOTTLE_CODING_OK
+        && ((d->wrapper.len
+             && bottle_scan_field(d->scan, NGX_HTTP_BOTTLE_F_WRAPPER,
+                                  d->wrapper.data, d->wrapper.len)
+                != BOTTLE_SCAN_OK)
+            || (d->fixed.len
+                && bottle_scan_field(d->scan, NGX_HTTP_BOTTLE_F_FIXED,
+                                     d->fixed.data, d->fixed.len)
+                   != BOTTLE_SCAN_OK)))
     {
         rc = BOTTLE_CODING_ESINK;
     }
@@ -427,12 +433,29 @@ ngx_http_bottle_dlp_sink(void *arg, const unsigned char *p, size_t len)
 }
 
 
-/* a gzip header field: into the wrapper buffer, its parts apart */
+/*
+ * A gzip header's part: the fixed bytes of every member one after another
+ * (a secret cut into 6-byte pieces over members comes whole), the fields
+ * into the wrapper buffer, apart.
+ */
 
 static int
-ngx_http_bottle_dlp_meta(void *arg, const unsigned char *p, size_t len)
+ngx_http_bottle_dlp_meta(void *arg, int part, const unsigned char *p,
+    size_t len)
 {
     ngx_http_bottle_dlp_t *d = arg;
+
+    if (part == BOTTLE_CODING_META_FIXED) {
+        if (len > NGX_HTTP_BOTTLE_DLP_FIXED - d->fixed.len) {
+            d->wrapper_over = 1;
+            return 1;
+        }
+
+        ngx_memcpy(d->fixed.data + d->fixed.len, p, len);
+        d->fixed.len += len;
+
+        return 0;
+    }
 
     if (len >= NGX_HTTP_BOTTLE_DLP_WRAPPER - d->wrapper.len) {
         d->wrapper_over = 1;
@@ -468,10 +491,12 @@ ngx_http_bottle_dlp_refused(ngx_http_bottle_dlp_t *d)
 
     if (d->status == BOTTLE_CODING_ESINK && d->wrapper_over) {
         return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_DLP,
-                                    "the %s request body's gzip header "
-                                    "fields are longer than the scanner "
-                                    "reads (%uz bytes)", name,
-                                    (size_t) NGX_HTTP_BOTTLE_DLP_WRAPPER);
+                                    "the %s request body's gzip headers "
+                                    "are longer than the scanner reads "
+                                    "(%uz bytes of fields, %uz members)",
+                                    name,
+                                    (size_t) NGX_HTTP_BOTTLE_DLP_WRAPPER,
+                                    (size_t) NGX_HTTP_BOTTLE_DLP_FIXED / 6);
     }
 
     if (d->status == BOTTLE_CODING_ESINK

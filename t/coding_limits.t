@@ -143,7 +143,7 @@ dns_start($t, port => port(8053), hosts => { map { ("$_.allowed.test"
 
 fake_upstream($t, port => 8081, name => 'api');
 
-$t->run()->plan(44);
+$t->run()->plan(46);
 
 ###############################################################################
 
@@ -218,6 +218,19 @@ like(gzreq('/v1', gz('{"a": 1}', Comment => $GHP), host => 'llm'),
 like(gzreq('/x', gz('{"a": 1}', Comment => 'c' x 5000)),
 	qr/^HTTP\/1\.1 403 .*X-Bottle-Rule: dlp.*gzip header field is longer/s,
 	'an FCOMMENT longer than the scanner reads: refused');
+# 6 free bytes a member (MTIME, XFL, OS): the canary cut over 4 members
+my $cut = '';
+for my $k (unpack('(a6)*', "${CANARY}x")) {
+	$cut .= gz('{}', Time => unpack('V', substr($k, 0, 4)),
+		ExtraFlags => ord(substr($k, 4, 1)),
+		OS_Code => ord(substr($k, 5, 1)));
+}
+like(gzreq('/x', $cut),
+	qr/^HTTP\/1\.1 403 .*canary in the body's gzip header/s,
+	'canary cut over 4 members\' MTIME, XFL and OS: 403');
+like(gzreq('/x', gz('{}') x 1025),
+	qr/^HTTP\/1\.1 403 .*gzip headers are longer than the scanner reads/s,
+	'more gzip members than the scanner reads the headers of: refused');
 like(gzreq('/inline/x', gz('{"a": 1}', Comment => $CANARY)),
 	qr/^HTTP\/1\.1 403 .*canary in the body's gzip header/s,
 	'canary in FCOMMENT, decoded in the event loop: 403');

@@ -49,7 +49,7 @@ struct bottle_decoder_stage_s {
 struct bottle_decoder_s {
     bottle_coding_alloc_t    a;
     bottle_coding_sink_pt    sink;
-    bottle_coding_sink_pt    meta;
+    bottle_coding_meta_pt    meta;
     void                    *arg;
     uint64_t                 limit;
     size_t                   n;
@@ -70,8 +70,8 @@ static int zlib_begin(bottle_decoder_t *d, bottle_decoder_stage_t *s,
     int window);
 static int gzip_head_begin(bottle_decoder_stage_t *s);
 static int gzip_head_report(bottle_decoder_t *d, bottle_decoder_stage_t *s);
-static int gzip_head_field(bottle_decoder_t *d, const unsigned char *p,
-    size_t len);
+static int gzip_head_field(bottle_decoder_t *d, int part,
+    const unsigned char *p, size_t len);
 static int encode_zlib(int coding, const unsigned char *in, size_t len,
     const bottle_coding_alloc_t *a, unsigned char **out, size_t *out_len);
 static int encode_br(const unsigned char *in, size_t len,
@@ -281,7 +281,7 @@ bottle_decoder_create(bottle_decoder_t **dp, const int *list, size_t n,
 
 
 int
-bottle_decoder_meta(bottle_decoder_t *d, bottle_coding_sink_pt meta)
+bottle_decoder_meta(bottle_decoder_t *d, bottle_coding_meta_pt meta)
 {
     size_t                   i;
     bottle_decoder_stage_t  *s;
@@ -626,13 +626,26 @@ gzip_head_report(bottle_decoder_t *d, bottle_decoder_stage_t *s)
 {
     int                  rc;
     size_t               len;
-    unsigned char       *nul;
+    unsigned char       *nul, fixed[6];
     bottle_gzip_head_t  *g;
 
     g = s->gzh;
 
     if (g->h.done != 1) {
         return BOTTLE_CODING_ECORRUPT;
+    }
+
+    /* MTIME (little-endian), XFL, OS: as they were sent */
+
+    fixed[0] = (unsigned char) (g->h.time & 0xff);
+    fixed[1] = (unsigned char) ((g->h.time >> 8) & 0xff);
+    fixed[2] = (unsigned char) ((g->h.time >> 16) & 0xff);
+    fixed[3] = (unsigned char) ((g->h.time >> 24) & 0xff);
+    fixed[4] = (unsigned char) g->h.xflags;
+    fixed[5] = (unsigned char) g->h.os;
+
+    if (d->meta(d->arg, BOTTLE_CODING_META_FIXED, fixed, 6)) {
+        return BOTTLE_CODING_ESINK;
     }
 
     if (g->h.name) {
@@ -643,7 +656,7 @@ gzip_head_report(bottle_decoder_t *d, bottle_decoder_stage_t *s)
 
         len = nul - g->name;
 
-        rc = gzip_head_field(d, g->name, len);
+        rc = gzip_head_field(d, BOTTLE_CODING_META_NAME, g->name, len);
         if (rc != BOTTLE_CODING_OK) {
             return rc;
         }
@@ -657,7 +670,8 @@ gzip_head_report(bottle_decoder_t *d, bottle_decoder_stage_t *s)
 
         len = nul - g->comment;
 
-        rc = gzip_head_field(d, g->comment, len);
+        rc = gzip_head_field(d, BOTTLE_CODING_META_COMMENT, g->comment,
+                             len);
         if (rc != BOTTLE_CODING_OK) {
             return rc;
         }
@@ -668,7 +682,8 @@ gzip_head_report(bottle_decoder_t *d, bottle_decoder_stage_t *s)
             return BOTTLE_CODING_EHEADER;
         }
 
-        return gzip_head_field(d, g->extra, g->h.extra_len);
+        return gzip_head_field(d, BOTTLE_CODING_META_EXTRA, g->extra,
+                               g->h.extra_len);
     }
 
     return BOTTLE_CODING_OK;
@@ -676,13 +691,15 @@ gzip_head_report(bottle_decoder_t *d, bottle_decoder_stage_t *s)
 
 
 static int
-gzip_head_field(bottle_decoder_t *d, const unsigned char *p, size_t len)
+gzip_head_field(bottle_decoder_t *d, int part, const unsigned char *p,
+    size_t len)
 {
     if (len == 0) {
         return BOTTLE_CODING_OK;
     }
 
-    return d->meta(d->arg, p, len) ? BOTTLE_CODING_ESINK : BOTTLE_CODING_OK;
+    return d->meta(d->arg, part, p, len) ? BOTTLE_CODING_ESINK
+                                         : BOTTLE_CODING_OK;
 }
 
 

@@ -373,6 +373,9 @@ test_forms(void)
 
 /* a gzip member with the given header fields, by zlib; its length */
 
+static unsigned long  gz_time;     /* MTIME of the next member */
+static int            gz_os;
+
 static size_t
 gzip_member(unsigned char *out, size_t cap, const char *name,
     const char *comment, unsigned char *extra, size_t extra_len,
@@ -390,6 +393,8 @@ gzip_member(unsigned char *out, size_t cap, const char *name,
     h.extra = extra;
     h.extra_len = extra_len;
     h.hcrc = 1;
+    h.time = gz_time;
+    h.os = gz_os;
     deflateSetHeader(&z, &h);
 
     z.next_in = (unsigned char *) body;
@@ -403,12 +408,16 @@ gzip_member(unsigned char *out, size_t cap, const char *name,
 }
 
 
-static sink_t  meta_s;
+static sink_t  meta_s, fixed_s;
 
 static int
-meta_sink(void *arg, const unsigned char *p, size_t len)
+meta_sink(void *arg, int part, const unsigned char *p, size_t len)
 {
     (void) arg;
+
+    if (part == BOTTLE_CODING_META_FIXED) {
+        return len != 6 || sink(&fixed_s, p, len);
+    }
 
     /* fields apart by '|' */
     sink(&meta_s, p, len);
@@ -429,6 +438,8 @@ decode_meta(const int *codings, size_t n, const unsigned char *in,
     memset(s, 0, sizeof(sink_t));
     free(meta_s.buf);
     memset(&meta_s, 0, sizeof(sink_t));
+    free(fixed_s.buf);
+    memset(&fixed_s, 0, sizeof(sink_t));
 
     rc = bottle_decoder_create(&d, codings, n, 1 << 20, &counted, sink, s);
     if (rc != BOTTLE_CODING_OK) {
@@ -489,6 +500,26 @@ test_meta(void)
     ok(rc == BOTTLE_CODING_OK
        && meta_is("f.json|a CANARY comment|Ab\x05\x00" "CANRY|"),
        "the same fed one byte at a time");
+    free(s.buf);
+
+    /* MTIME, XFL, OS of every member, one after another */
+
+    gz_time = 0x41524143;                   /* "CARA" little-endian */
+    gz_os = 'N';
+    len = gzip_member(buf, sizeof(buf), NULL, NULL, NULL, 0, "a");
+    gz_time = 0x2d315952;                   /* "RY1-" */
+    gz_os = '!';
+    len += gzip_member(buf + len, sizeof(buf) - len, NULL, NULL, NULL, 0,
+                       "b");
+    gz_time = 0;
+    gz_os = 0;
+    rc = decode_meta(gz, 1, buf, len, 3, &s);
+    ok(rc == BOTTLE_CODING_OK && fixed_s.len == 12
+       && memcmp(fixed_s.buf, "CARA", 4) == 0
+       && fixed_s.buf[5] == 'N'
+       && memcmp(fixed_s.buf + 6, "RY1-", 4) == 0
+       && fixed_s.buf[11] == '!' && meta_s.len == 0,
+       "MTIME, XFL and OS of two members: 12 bytes as sent, in order");
     free(s.buf);
 
     /* every member */
@@ -579,6 +610,8 @@ test_meta(void)
     free(s.buf);
     free(meta_s.buf);
     memset(&meta_s, 0, sizeof(sink_t));
+    free(fixed_s.buf);
+    memset(&fixed_s, 0, sizeof(sink_t));
 }
 
 
