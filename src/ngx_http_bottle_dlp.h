@@ -20,6 +20,7 @@
 
 
 #define NGX_HTTP_BOTTLE_DLP_CHUNK   65536
+#define NGX_HTTP_BOTTLE_DLP_INLINE  1048576 /* plain, scanned in the loop */
 #define NGX_HTTP_BOTTLE_DLP_WRAPPER 16384   /* all gzip header fields */
 #define NGX_HTTP_BOTTLE_DLP_FIXED   6144    /* 6 bytes: 1024 gzip members */
 #define NGX_HTTP_BOTTLE_DLP_GUARD   1000    /* ms: ngx_http_bottle_dlp_post() */

@@ -98,10 +98,14 @@ ngx_http_bottle_dlp_body(ngx_http_bottle_dlp_t *d)
 
 #if (NGX_THREADS)
 
-    /* a small plain body is quicker scanned here than handed over */
+    /*
+     * A plain body up to NGX_HTTP_BOTTLE_DLP_INLINE scans in a millisecond
+     * or two (docs/dlp.md, Performance): here, without the handover.  A
+     * compressed one always goes: what it decodes to is not known before.
+     */
 
     if (blcf->dlp_thread_pool
-        && (d->ncodings || d->raw > NGX_HTTP_BOTTLE_DLP_CHUNK))
+        && (d->ncodings || d->raw > NGX_HTTP_BOTTLE_DLP_INLINE))
     {
         return ngx_http_bottle_dlp_post(d, blcf->dlp_thread_pool,
                                         ngx_http_bottle_dlp_work,
