@@ -94,7 +94,16 @@ SCENARIOS = [
     ("newconn", "GET 1 KiB, new connection per request, c=16",
      dict(c=16, path="/1k", new_conn=True)),
     ("sse", "SSE: time to first event", None),
+    # the gateway only: a bystander bottle's latency, quiet and while
+    # another bottle sends gzip bombs (issue 11, item 5)
+    ("bombs", "GET 1 KiB, c=1, bystander while another bottle sends bombs",
+     dict(c=1, path="/1k", bombs=True, gateway_only=True)),
 ]
+
+# the second bottle, which sends the bombs
+BOMB_TOKEN = "bench-bomber-token-0123456789"
+# 63 MiB of zeros, gzip of gzip: a few hundred bytes (made when needed)
+BOMB = []
 
 
 def log(msg):
@@ -339,19 +348,22 @@ def write_payloads(d):
 
 
 def write_policy(path):
-    policy = {"bottles": [{
-        "id": "bench",
-        "token": TOKEN,
-        "canary": CANARY,
-        "egress_tokens": {"API": ROUTE_TOKEN},
-        "routes": [{
-            "host": HOST, "internal": True,
-            "methods": ["GET", "POST"],
-            "auth": {"type": "bearer", "value": "secret:API"},
-            "dlp": {"outbound": ["token_patterns", "known_secrets"],
-                    "on_match": "block"},
-        }],
-    }]}
+    def bottle(bid, token, canary):
+        return {
+            "id": bid,
+            "token": token,
+            "canary": canary,
+            "egress_tokens": {"API": ROUTE_TOKEN},
+            "routes": [{
+                "host": HOST, "internal": True,
+                "methods": ["GET", "POST"],
+                "auth": {"type": "bearer", "value": "secret:API"},
+                "dlp": {"outbound": ["token_patterns", "known_secrets"],
+                        "on_match": "block"},
+            }],
+        }
+    policy = {"bottles": [bottle("bench", TOKEN, CANARY),
+                          bottle("bomber", BOMB_TOKEN, CANARY + "-b")]}
     with open(path, "w") as f:
         json.dump(policy, f, indent=2)
 
@@ -718,8 +730,83 @@ def settle(targets, limit=15.0):
         last = now
 
 
+class Bomber:
+    """Another bottle, looping: a new CONNECT and TLS per request, a POST
+    of the gzip, gzip bomb, the answer read to the end; statuses and the
+    time each took."""
+
+    def __init__(self, target):
+        import gzip
+        if not BOMB:
+            BOMB.append(gzip.compress(gzip.compress(b"\0" * (63 << 20), 9),
+                                      9))
+        self.target, self.stop = target, threading.Event()
+        self.status, self.took = {}, []
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+
+    def one(self):
+        t0 = time.time()
+        auth = base64.b64encode(f"bomber:{BOMB_TOKEN}".encode()).decode()
+        s = socket.create_connection(("127.0.0.1", self.target.port), 30)
+        try:
+            s.sendall(f"CONNECT {HOST}:443 HTTP/1.1\r\nHost: {HOST}:443\r\n"
+                      f"Proxy-Authorization: Basic {auth}\r\n\r\n"
+                      .encode())
+            head = b""
+            while b"\r\n\r\n" not in head:
+                more = s.recv(4096)
+                if not more:
+                    return "connect closed"
+                head += more
+            if b" 200 " not in head.split(b"\r\n", 1)[0]:
+                return "connect " + head.split(b"\r\n", 1)[0].decode()
+            ctx = ssl.create_default_context(cafile=self.target.ca)
+            t = ctx.wrap_socket(s, server_hostname=HOST)
+            t.sendall((f"POST /sink HTTP/1.1\r\nHost: {HOST}\r\n"
+                       "Content-Type: application/json\r\n"
+                       "Content-Encoding: gzip, gzip\r\n"
+                       f"Content-Length: {len(BOMB[0])}\r\n"
+                       "Connection: close\r\n\r\n").encode() + BOMB[0])
+            reply = b""
+            while True:
+                more = t.recv(65536)
+                if not more:
+                    break
+                reply += more
+            t.close()
+            return reply.split(b" ", 2)[1].decode() if reply else "empty"
+        except (OSError, ssl.SSLError) as e:
+            return type(e).__name__
+        finally:
+            s.close()
+            self.took.append(time.time() - t0)
+
+    def loop(self):
+        while not self.stop.is_set():
+            st = self.one()
+            self.status[st] = self.status.get(st, 0) + 1
+
+    def __enter__(self):
+        self.thread.start()
+        time.sleep(0.5)                 # the first bombs are in
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(60)
+
+
 def measure(target, spec, body, load_core):
     """One measurement: warm-up, then a window with CPU and peak RSS."""
+    if spec is not None and spec.get("bombs"):
+        # the same load quiet, then with the bomber: paired in the round
+        quiet = measure(target, dict(spec, bombs=False), body, load_core)
+        with Bomber(target) as b:
+            r = measure(target, dict(spec, bombs=False), body, load_core)
+        r["quiet_p50"], r["quiet_p99"] = quiet["p50"], quiet["p99"]
+        r["bombs"] = dict(b.status)
+        r["bomb_ms"] = pct([x * 1000 for x in b.took], 50)
+        return r
     if spec is None:                        # SSE: latency only
         samples, errors = sse_round(target)
         return {"rps": None, "p50": pct(samples, 50), "p99": pct(samples, 99),
@@ -962,6 +1049,8 @@ def report(meta, targets, results, chk, scan, scan_err):
     for key, label, spec in SCENARIOS:
         for t in targets:
             rs = results[key][t.key]
+            if not rs:
+                continue
             rss = [r["rss"] for r in rs if r["rss"] is not None]
             bad = sum(r["bad"] for r in rs)
             w(f"| {label} | {t.label} | {fmt(median(rs, 'rps'), 0)} "
@@ -978,6 +1067,30 @@ def report(meta, targets, results, chk, scan, scan_err):
       "a second. The conns column: connections the load generator opened "
       "in the window (median)"
       + ("; hey reports latency to 0.1 ms." if load == "hey" else "."))
+    bombs = results.get("bombs", {}).get("gateway", [])
+    if bombs:
+        w("")
+        w("## A bystander bottle while another sends bombs")
+        w("")
+        w("| gateway, GET 1 KiB c=1 (bottle `bench`) | p50 ms | p99 ms |")
+        w("|---|---:|---:|")
+        w(f"| quiet | {fmt(median(bombs, 'quiet_p50'))} "
+          f"| {fmt(median(bombs, 'quiet_p99'))} |")
+        w(f"| bottle `bomber` looping gzip, gzip bombs "
+          f"| {fmt(median(bombs, 'p50'))} | {fmt(median(bombs, 'p99'))} |")
+        sent = {}
+        for r in bombs:
+            for k, v in r["bombs"].items():
+                sent[k] = sent.get(k, 0) + v
+        w("")
+        w(f"The bomb: {len(BOMB[0]) if BOMB else 'a few hundred'} bytes of "
+          "`Content-Encoding: gzip, gzip` decoding to 63 MiB, POSTed by "
+          "another bottle in a loop (a new CONNECT and TLS each, on the "
+          "load core) during the second of two windows of the same load; "
+          "answers over all rounds: "
+          + ", ".join(f"{k}: {v}" for k, v in sorted(sent.items()))
+          + f"; a bomb's round trip (median of the rounds' medians) "
+          f"{fmt(median(bombs, 'bomb_ms'))} ms.")
     w("")
     w("## Ratios")
     w("")
@@ -992,6 +1105,9 @@ def report(meta, targets, results, chk, scan, scan_err):
     for key in ("get16", "post256", "newconn"):     # left out by --scenarios
         m.setdefault(key, {t.key: none for t in targets})
     for key, label, spec in SCENARIOS:
+        if spec and spec.get("gateway_only"):
+            continue
+
         def pr(other, field, digits=2):
             return fmt(paired(results, key, "gateway", other, field), digits)
         w(f"| {label} | {pr('ceiling', 'rps')} | {pr('mitmproxy', 'rps', 1)} "
@@ -1228,6 +1344,9 @@ def main():
             order = targets if rnd % 2 == 0 else targets[::-1]
             for key, label, spec in SCENARIOS:
                 for t in order:
+                    if spec and spec.get("gateway_only") \
+                            and t.key != "gateway":
+                        continue
                     settle(targets)
                     r = measure(t, spec, body, LOAD_CORE)
                     results[key][t.key].append(r)

@@ -33,6 +33,9 @@ typedef struct {
 typedef struct {
     ngx_flag_t               enable;
     ngx_str_t                realm;
+    size_t                   dlp_decoded_max;
+    ngx_int_t                dlp_decoded_ratio;
+    void                    *dlp_thread_pool;  /* ngx_thread_pool_t */
 } ngx_http_bottle_loc_conf_t;
 
 
@@ -89,6 +92,7 @@ typedef struct {
 
     ngx_http_bottle_inbound_t  *inbound; /* the response's inbound scan */
     ngx_str_t                refusal;    /* in place of nginx's own page */
+    void                    *dlp;        /* ngx_http_bottle_dlp_t */
 } ngx_http_bottle_ctx_t;
 
 
@@ -127,6 +131,8 @@ ngx_int_t ngx_http_bottle_inbound_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
 ngx_int_t ngx_http_bottle_dlp(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
+void ngx_http_bottle_checks_resume(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx, ngx_int_t rc);
 ngx_int_t ngx_http_bottle_deny(ngx_http_bottle_ctx_t *ctx, ngx_pool_t *pool,
     ngx_bottle_rule_e rule, const char *fmt, ...);
 ngx_table_elt_t *ngx_http_bottle_find_header(ngx_http_request_t *r,

@@ -15,9 +15,10 @@
  * match replaced by a marker, Content-Length fixed; a match that cannot be
  * removed, as in the hostname, is refused).  The agent's value of the
  * header the route injects is only looked at for the canary: it is
- * replaced anyway.  A body with a Content-Encoding (gzip, deflate, br) is
- * scanned decoded, and encoded again after a redaction; one that cannot be
- * decoded is refused.
+ * replaced anyway.  A body with a Content-Encoding (gzip, deflate) is
+ * scanned decoded, with its gzip header fields, and encoded again after a
+ * redaction; one that cannot be decoded, or not within its limits, is
+ * refused (ngx_http_bottle_dlp_body.c).
  */
 
 #include <ngx_config.h>
@@ -57,7 +58,7 @@ ngx_http_bottle_dlp(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
     ngx_pool_cleanup_t      *cln;
     const bottle_route_t    *route;
     bottle_scan_secrets_t   *sec;
-    ngx_http_bottle_dlp_t    d;
+    ngx_http_bottle_dlp_t   *d;
 
     route = ctx->route;
 
@@ -75,12 +76,19 @@ ngx_http_bottle_dlp(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
                                             : BOTTLE_DLP_OUTBOUND_DEFAULT;
     }
 
-    ngx_memzero(&d, sizeof(ngx_http_bottle_dlp_t));
-    d.r = r;
-    d.ctx = ctx;
-    d.injected = (ngx_uint_t) -1;
+    /* in the pool: the body's scan may finish in a thread, later */
 
-    if (ngx_array_init(&d.headers, r->pool, 16, sizeof(ngx_table_elt_t *))
+    d = ngx_pcalloc(r->pool, sizeof(ngx_http_bottle_dlp_t));
+    if (d == NULL) {
+        return NGX_ERROR;
+    }
+
+    d->r = r;
+    d->ctx = ctx;
+    d->injected = (ngx_uint_t) -1;
+    ctx->dlp = d;
+
+    if (ngx_array_init(&d->headers, r->pool, 16, sizeof(ngx_table_elt_t *))
         != NGX_OK)
     {
         return NGX_ERROR;
@@ -91,20 +99,51 @@ ngx_http_bottle_dlp(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
         return NGX_ERROR;
     }
 
-    if (bottle_scan_acquire(&d.scan, sec, detectors) != 0) {
+    if (bottle_scan_acquire(&d->scan, sec, detectors) != 0) {
         return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_INTERNAL,
                                     "no scan state could be allocated");
     }
 
     cln->handler = ngx_http_bottle_dlp_cleanup;
-    cln->data = d.scan;
+    cln->data = d->scan;
 
-    rc = ngx_http_bottle_dlp_scan(&d);
+    /* NGX_AGAIN: the body is scanned in a thread, the rest after it */
+
+    rc = ngx_http_bottle_dlp_scan(d);
     if (rc != NGX_OK) {
         return rc;
     }
 
-    return ngx_http_bottle_dlp_decide(&d);
+    return ngx_http_bottle_dlp_decide(d);
+}
+
+
+/* the body's scan came back from its thread: the decision, then the rest */
+
+void
+ngx_http_bottle_dlp_resume(ngx_http_request_t *r)
+{
+    ngx_int_t                rc;
+    ngx_http_bottle_ctx_t   *ctx;
+    ngx_http_bottle_dlp_t   *d;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_bottle_module);
+    d = ctx->dlp;
+
+    if (ngx_http_bottle_dlp_body_running(d)) {
+        /* a write event before the thread is done */
+        return;
+    }
+
+    r->write_event_handler = ngx_http_core_run_phases;
+
+    rc = ngx_http_bottle_dlp_body_done(d);
+
+    if (rc == NGX_OK) {
+        rc = ngx_http_bottle_dlp_decide(d);
+    }
+
+    ngx_http_bottle_checks_resume(r, ctx, rc);
 }
 
 
@@ -377,6 +416,7 @@ ngx_http_bottle_dlp_redact(ngx_http_bottle_dlp_t *d,
     ngx_int_t   rc;
     ngx_str_t  *value;
     int         field;
+    ngx_uint_t  body;
 
     for (i = 0; i < n; i++) {
         if (!(NGX_HTTP_BOTTLE_BLOCKING & (1u << m[i].detector))
@@ -405,6 +445,7 @@ ngx_http_bottle_dlp_redact(ngx_http_bottle_dlp_t *d,
     }
 
     field = -1;
+    body = 0;
 
     for (i = 0; i < n; i++) {
         if (!(NGX_HTTP_BOTTLE_BLOCKING & (1u << m[i].detector))
@@ -417,20 +458,22 @@ ngx_http_bottle_dlp_redact(ngx_http_bottle_dlp_t *d,
         field = m[i].field;
 
         if (field == NGX_HTTP_BOTTLE_F_BODY) {
-            rc = ngx_http_bottle_dlp_redact_body(d, m, n);
-
-        } else {
-            value = ngx_http_bottle_dlp_field_value(d, field);
-            rc = value ? ngx_http_bottle_dlp_redact_str(d, value, field, m, n)
-                       : NGX_ERROR;
+            body = 1;
+            continue;
         }
+
+        value = ngx_http_bottle_dlp_field_value(d, field);
+        rc = value ? ngx_http_bottle_dlp_redact_str(d, value, field, m, n)
+                   : NGX_ERROR;
 
         if (rc != NGX_OK) {
             return rc;
         }
     }
 
-    return NGX_OK;
+    /* the body last: encoding it again may go on in a thread (NGX_AGAIN) */
+
+    return body ? ngx_http_bottle_dlp_redact_body(d, m, n) : NGX_OK;
 }
 
 
@@ -482,6 +525,10 @@ ngx_http_bottle_dlp_field_value(ngx_http_bottle_dlp_t *d, int field)
         return d->body.data ? &d->body : NULL;
     case NGX_HTTP_BOTTLE_F_METHOD:
         return &d->r->method_name;
+    case NGX_HTTP_BOTTLE_F_WRAPPER:
+        return &d->wrapper;
+    case NGX_HTTP_BOTTLE_F_FIXED:
+        return &d->fixed;
     }
 
     i = (field - NGX_HTTP_BOTTLE_F_HEADER) / 2;
@@ -514,6 +561,9 @@ ngx_http_bottle_dlp_where(ngx_http_bottle_dlp_t *d, int field, u_char *buf,
         return ngx_snprintf(buf, size, "body");
     case NGX_HTTP_BOTTLE_F_METHOD:
         return ngx_snprintf(buf, size, "method");
+    case NGX_HTTP_BOTTLE_F_WRAPPER:
+    case NGX_HTTP_BOTTLE_F_FIXED:
+        return ngx_snprintf(buf, size, "body's gzip header");
     }
 
     hp = d->headers.elts;
@@ -614,7 +664,11 @@ ngx_http_bottle_dlp_safelisted(ngx_http_bottle_dlp_t *d,
 }
 
 
-/* a header's value, the path, the query, the body: not a name or the host */
+/*
+ * A header's value, the path, the query, the body: not a header's name,
+ * the method or the host, nor the body's gzip header, which is not
+ * encoded again.
+ */
 
 static ngx_uint_t
 ngx_http_bottle_dlp_redactable(int field)
@@ -623,7 +677,8 @@ ngx_http_bottle_dlp_redactable(int field)
         return !(field & 1);
     }
 
-    return field != NGX_HTTP_BOTTLE_F_HOST && field != NGX_HTTP_BOTTLE_F_METHOD;
+    return field == NGX_HTTP_BOTTLE_F_PATH || field == NGX_HTTP_BOTTLE_F_QUERY
+           || field == NGX_HTTP_BOTTLE_F_BODY;
 }
 
 

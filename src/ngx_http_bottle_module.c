@@ -22,6 +22,8 @@ static char *ngx_http_bottle_merge_srv_conf(ngx_conf_t *cf, void *parent,
 static void *ngx_http_bottle_create_loc_conf(ngx_conf_t *cf);
 static char *ngx_http_bottle_merge_loc_conf(ngx_conf_t *cf, void *parent,
     void *child);
+static char *ngx_http_bottle_dlp_thread_pool(ngx_conf_t *cf,
+    ngx_command_t *cmd, void *conf);
 static ngx_int_t ngx_http_bottle_init(ngx_conf_t *cf);
 static ngx_int_t ngx_http_bottle_header_filter(ngx_http_request_t *r);
 
@@ -55,6 +57,27 @@ static ngx_command_t  ngx_http_bottle_commands[] = {
       ngx_conf_set_str_slot,
       NGX_HTTP_LOC_CONF_OFFSET,
       offsetof(ngx_http_bottle_loc_conf_t, realm),
+      NULL },
+
+    { ngx_string("bottle_dlp_decoded_max"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_size_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_bottle_loc_conf_t, dlp_decoded_max),
+      NULL },
+
+    { ngx_string("bottle_dlp_decoded_ratio"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      offsetof(ngx_http_bottle_loc_conf_t, dlp_decoded_ratio),
+      NULL },
+
+    { ngx_string("bottle_dlp_thread_pool"),
+      NGX_HTTP_MAIN_CONF|NGX_HTTP_SRV_CONF|NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_bottle_dlp_thread_pool,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
       NULL },
 
     { ngx_string("bottle_ca"),
@@ -395,6 +418,9 @@ ngx_http_bottle_create_loc_conf(ngx_conf_t *cf)
      */
 
     conf->enable = NGX_CONF_UNSET;
+    conf->dlp_decoded_max = NGX_CONF_UNSET_SIZE;
+    conf->dlp_decoded_ratio = NGX_CONF_UNSET;
+    conf->dlp_thread_pool = NGX_CONF_UNSET_PTR;
 
     return conf;
 }
@@ -410,9 +436,29 @@ ngx_http_bottle_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 
     ngx_conf_merge_value(conf->enable, prev->enable, 0);
     ngx_conf_merge_str_value(conf->realm, prev->realm, "bottle gateway");
+    ngx_conf_merge_size_value(conf->dlp_decoded_max, prev->dlp_decoded_max,
+                              8 * 1024 * 1024);
+    ngx_conf_merge_value(conf->dlp_decoded_ratio, prev->dlp_decoded_ratio,
+                         100);
+    ngx_conf_merge_ptr_value(conf->dlp_thread_pool, prev->dlp_thread_pool,
+                             NGX_CONF_UNSET_PTR);
 
     if (!conf->enable) {
         return NGX_CONF_OK;
+    }
+
+    if (conf->dlp_thread_pool == NGX_CONF_UNSET_PTR) {
+
+        /* as "aio threads": the pool "default", made if not declared */
+
+#if (NGX_THREADS)
+        conf->dlp_thread_pool = ngx_thread_pool_add(cf, NULL);
+        if (conf->dlp_thread_pool == NULL) {
+            return NGX_CONF_ERROR;
+        }
+#else
+        conf->dlp_thread_pool = NULL;
+#endif
     }
 
     if (ngx_bottle_cycle_policy(cf->cycle) == NULL) {
@@ -430,6 +476,48 @@ ngx_http_bottle_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     }
 
     return NGX_CONF_OK;
+}
+
+
+/* bottle_dlp_thread_pool name | off */
+
+static char *
+ngx_http_bottle_dlp_thread_pool(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf)
+{
+    ngx_http_bottle_loc_conf_t *blcf = conf;
+
+    ngx_str_t  *value;
+
+    if (blcf->dlp_thread_pool != NGX_CONF_UNSET_PTR) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (ngx_strcmp(value[1].data, "off") == 0) {
+        blcf->dlp_thread_pool = NULL;
+        return NGX_CONF_OK;
+    }
+
+#if (NGX_THREADS)
+
+    blcf->dlp_thread_pool = ngx_thread_pool_add(cf, &value[1]);
+    if (blcf->dlp_thread_pool == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+
+#else
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "\"bottle_dlp_thread_pool %V\" needs nginx built "
+                       "with threads; only \"off\" works without them",
+                       &value[1]);
+    return NGX_CONF_ERROR;
+
+#endif
 }
 
 

@@ -22,7 +22,11 @@
 static ngx_int_t ngx_http_bottle_run(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 static void ngx_http_bottle_body_handler(ngx_http_request_t *r);
+static void ngx_http_bottle_checked(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx, ngx_int_t rc);
 static ngx_int_t ngx_http_bottle_checks(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+static ngx_int_t ngx_http_bottle_checks_after_dlp(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 static ngx_int_t ngx_http_bottle_allowlist(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
@@ -175,15 +179,36 @@ ngx_http_bottle_run(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 static void
 ngx_http_bottle_body_handler(ngx_http_request_t *r)
 {
-    ngx_int_t               rc;
     ngx_http_bottle_ctx_t  *ctx;
 
     ctx = ngx_http_bottle_get_ctx(r);
 
     r->write_event_handler = ngx_http_core_run_phases;
 
-    rc = ngx_http_bottle_checks(r, ctx);
+    ngx_http_bottle_checked(r, ctx, ngx_http_bottle_checks(r, ctx));
+}
 
+
+/* the DLP's body scan came back from its thread with rc: the rest */
+
+void
+ngx_http_bottle_checks_resume(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx, ngx_int_t rc)
+{
+    ctx->async = 0;
+
+    if (rc == NGX_OK) {
+        rc = ngx_http_bottle_checks_after_dlp(r, ctx);
+    }
+
+    ngx_http_bottle_checked(r, ctx, rc);
+}
+
+
+static void
+ngx_http_bottle_checked(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
+    ngx_int_t rc)
+{
     switch (rc) {
 
     case NGX_OK:
@@ -195,7 +220,7 @@ ngx_http_bottle_body_handler(ngx_http_request_t *r)
         return;
 
     case NGX_AGAIN:
-        /* the resolver goes on */
+        /* the resolver, or the DLP's thread, goes on */
         ctx->async = 1;
         return;
 
@@ -213,10 +238,22 @@ ngx_http_bottle_checks(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 {
     ngx_int_t  rc;
 
+    /* NGX_AGAIN: ngx_http_bottle_checks_resume() comes back */
+
     rc = ngx_http_bottle_dlp(r, ctx);
     if (rc != NGX_OK) {
         return rc;
     }
+
+    return ngx_http_bottle_checks_after_dlp(r, ctx);
+}
+
+
+static ngx_int_t
+ngx_http_bottle_checks_after_dlp(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx)
+{
+    ngx_int_t  rc;
 
     rc = ngx_http_bottle_git(r, ctx);
     if (rc != NGX_OK) {

@@ -127,7 +127,7 @@ dns_start($t, port => port(8053), hosts => { map { ("$_.allowed.test"
 
 fake_upstream($t, port => 8081, name => 'api');
 
-$t->run()->plan(86);
+$t->run()->plan(84);
 
 ###############################################################################
 
@@ -312,15 +312,20 @@ like(req('POST', '/x', host => 'block', headers => [ 'Content-Encoding: gzip' ],
 like(req('POST', '/x', headers => [ 'Content-Encoding: deflate' ],
 	body => zl("{\"a\": \"$CANARY\"}")),
 	qr/^HTTP\/1\.1 403 .*canary in the body/s, 'deflate body: the canary');
+# br: libbrotlidec skips metadata blocks unseen, so no br body is scanned
+# whole (docs/dlp.md; t/coding_limits.t)
 like(req('POST', '/x', host => 'block', headers => [ 'Content-Encoding: br' ],
-	body => br($hex)),
-	qr/^HTTP\/1\.1 403 .*known_secrets/s, 'br body: a known secret in hex');
+	body => br('{"a": 1}')),
+	qr/^HTTP\/1\.1 403 .*X-Bottle-Rule: dlp.*br metadata blocks/s,
+	'br body: refused, its metadata blocks cannot be scanned');
 like(req('POST', '/x', host => 'block',
 	headers => [ 'Content-Encoding: gzip, br' ],
-	body => br(gz("x=$GHP"))),
-	qr/^HTTP\/1\.1 403 .*github_pat_classic/s, 'gzip then br: both undone');
+	body => br(gz("x=1"))),
+	qr/^HTTP\/1\.1 403 .*br metadata blocks/s, 'gzip then br: refused');
+# filler that compresses less than bottle_dlp_decoded_ratio
+my $fill = join '', map { sha256_hex($_) } 1 .. 3000;
 like(req('POST', '/x', headers => [ 'Content-Encoding: gzip' ],
-	body => gz(('a' x 200000) . $CANARY . ('b' x 200000))),
+	body => gz($fill . $CANARY . $fill)),
 	qr/^HTTP\/1\.1 403 .*canary in the body/s,
 	'gzip body in a temporary file, the canary deep in it');
 
@@ -356,16 +361,14 @@ ok($q->{body} eq $clean
 
 $body = "{\"messages\": [{\"content\": \"use $GHP please\"}]}";
 ($want = $body) =~ s/\Q$GHP\E/[REDACTED]/;
-for my $c ([ 'gzip', \&gz ], [ 'br', \&br ], [ 'deflate', \&zl ]) {
+for my $c ([ 'gzip', \&gz ], [ 'deflate', \&zl ]) {
 	like(req('POST', '/v1', host => 'llm',
 		headers => [ "Content-Encoding: $c->[0]" ],
 		body => $c->[1]->($body)), qr/^HTTP\/1\.1 200 /,
 		"redact in a $c->[0] body: forwarded");
 	$q = upstream_requests($t, 'api')->[-1];
 	my $got = $c->[0] eq 'gzip' ? do { my $o; gunzip(\$q->{body} => \$o); $o }
-		: $c->[0] eq 'deflate' ? do { my $o; inflate(\$q->{body} => \$o); $o }
-		: do { $t->write_file('br.out', $q->{body});
-			my $f = $t->testdir() . '/br.out'; scalar `brotli -dc $f` };
+		: do { my $o; inflate(\$q->{body} => \$o); $o };
 	ok($got eq $want && header_value($q, 'Content-Length')
 		== length($q->{body}) && header_value($q, 'Content-Encoding')
 		eq $c->[0], "redact in a $c->[0] body: encoded again, "

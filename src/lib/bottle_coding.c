@@ -25,6 +25,14 @@
 
 typedef struct bottle_decoder_stage_s  bottle_decoder_stage_t;
 
+/* a gzip member's header fields, as zlib fills them in */
+typedef struct {
+    gz_header                h;
+    unsigned char            name[BOTTLE_CODING_HEAD_MAX];
+    unsigned char            comment[BOTTLE_CODING_HEAD_MAX];
+    unsigned char            extra[BOTTLE_CODING_HEAD_MAX];
+} bottle_gzip_head_t;
+
 struct bottle_decoder_stage_s {
     int                      coding;
     int                      state;
@@ -35,11 +43,13 @@ struct bottle_decoder_stage_s {
     size_t                   head_len;
     uint64_t                 total;
     unsigned char           *out;
+    bottle_gzip_head_t      *gzh;       /* with a meta sink only */
 };
 
 struct bottle_decoder_s {
     bottle_coding_alloc_t    a;
     bottle_coding_sink_pt    sink;
+    bottle_coding_meta_pt    meta;
     void                    *arg;
     uint64_t                 limit;
     size_t                   n;
@@ -58,6 +68,10 @@ static int stage_out(bottle_decoder_t *d, size_t i, const unsigned char *p,
     size_t len);
 static int zlib_begin(bottle_decoder_t *d, bottle_decoder_stage_t *s,
     int window);
+static int gzip_head_begin(bottle_decoder_stage_t *s);
+static int gzip_head_report(bottle_decoder_t *d, bottle_decoder_stage_t *s);
+static int gzip_head_field(bottle_decoder_t *d, int part,
+    const unsigned char *p, size_t len);
 static int encode_zlib(int coding, const unsigned char *in, size_t len,
     const bottle_coding_alloc_t *a, unsigned char **out, size_t *out_len);
 static int encode_br(const unsigned char *in, size_t len,
@@ -171,6 +185,11 @@ bottle_coding_strerror(int rc)
         return "it decodes to more than the size limit";
     case BOTTLE_CODING_ENOMEM:
         return "out of memory";
+    case BOTTLE_CODING_EHEADER:
+        return "a gzip header field is longer than the scanner reads";
+    case BOTTLE_CODING_EOPAQUE:
+        return "br metadata blocks cannot be seen by the decoder, so a br "
+               "body cannot be scanned whole";
     }
 
     return "stopped";
@@ -262,6 +281,39 @@ bottle_decoder_create(bottle_decoder_t **dp, const int *list, size_t n,
 
 
 int
+bottle_decoder_meta(bottle_decoder_t *d, bottle_coding_meta_pt meta)
+{
+    size_t                   i;
+    bottle_decoder_stage_t  *s;
+
+    for (i = 0; i < d->n; i++) {
+        s = &d->stage[i];
+
+        if (s->coding == BOTTLE_CODING_BR) {
+            return BOTTLE_CODING_EOPAQUE;
+        }
+
+        if (s->coding != BOTTLE_CODING_GZIP) {
+            continue;
+        }
+
+        s->gzh = mem_alloc(&d->a, sizeof(bottle_gzip_head_t));
+        if (s->gzh == NULL) {
+            return BOTTLE_CODING_ENOMEM;
+        }
+
+        if (gzip_head_begin(s) != BOTTLE_CODING_OK) {
+            return BOTTLE_CODING_ENOMEM;
+        }
+    }
+
+    d->meta = meta;
+
+    return BOTTLE_CODING_OK;
+}
+
+
+int
 bottle_decoder_feed(bottle_decoder_t *d, const unsigned char *p, size_t len)
 {
     if (d->error) {
@@ -334,6 +386,7 @@ bottle_decoder_destroy(bottle_decoder_t *d)
         }
 
         mem_free(&d->a, s->out);
+        mem_free(&d->a, s->gzh);
     }
 
     mem_free(&d->a, d);
@@ -421,6 +474,12 @@ stage_zlib(bottle_decoder_t *d, size_t i, const unsigned char *p, size_t len)
                 return BOTTLE_CODING_ECORRUPT;
             }
 
+            /* inflateReset() forgets the header structure: each member's */
+
+            if (s->gzh && gzip_head_begin(s) != BOTTLE_CODING_OK) {
+                return BOTTLE_CODING_ECORRUPT;
+            }
+
             s->state = ST_RUNNING;
         }
 
@@ -452,6 +511,14 @@ stage_zlib(bottle_decoder_t *d, size_t i, const unsigned char *p, size_t len)
 
             if (rc == Z_STREAM_END) {
                 s->state = ST_END;
+
+                if (s->gzh) {
+                    rc2 = gzip_head_report(d, s);
+                    if (rc2 != BOTTLE_CODING_OK) {
+                        return rc2;
+                    }
+                }
+
                 break;
             }
 
@@ -522,6 +589,117 @@ stage_br(bottle_decoder_t *d, size_t i, const unsigned char *p, size_t len)
 
         /* BROTLI_DECODER_RESULT_NEEDS_MORE_OUTPUT: go round */
     }
+}
+
+
+/* zlib fills in the next gzip header it reads; fields it lacks: Z_NULL */
+
+static int
+gzip_head_begin(bottle_decoder_stage_t *s)
+{
+    bottle_gzip_head_t  *g;
+
+    g = s->gzh;
+
+    memset(&g->h, 0, sizeof(gz_header));
+    g->h.name = g->name;
+    g->h.name_max = BOTTLE_CODING_HEAD_MAX;
+    g->h.comment = g->comment;
+    g->h.comm_max = BOTTLE_CODING_HEAD_MAX;
+    g->h.extra = g->extra;
+    g->h.extra_max = BOTTLE_CODING_HEAD_MAX;
+
+    return inflateGetHeader(&s->z, &g->h) == Z_OK ? BOTTLE_CODING_OK
+                                                    : BOTTLE_CODING_ENOMEM;
+}
+
+
+/*
+ * A member ended: its header's fields to the meta sink.  zlib stores a
+ * string with its NUL while there is room and reads on past it, so one
+ * with no NUL in its buffer was cut and would be seen only in part:
+ * refused, as is an extra field longer than its buffer.
+ */
+
+static int
+gzip_head_report(bottle_decoder_t *d, bottle_decoder_stage_t *s)
+{
+    int                  rc;
+    size_t               len;
+    unsigned char       *nul, fixed[6];
+    bottle_gzip_head_t  *g;
+
+    g = s->gzh;
+
+    if (g->h.done != 1) {
+        return BOTTLE_CODING_ECORRUPT;
+    }
+
+    /* MTIME (little-endian), XFL, OS: as they were sent */
+
+    fixed[0] = (unsigned char) (g->h.time & 0xff);
+    fixed[1] = (unsigned char) ((g->h.time >> 8) & 0xff);
+    fixed[2] = (unsigned char) ((g->h.time >> 16) & 0xff);
+    fixed[3] = (unsigned char) ((g->h.time >> 24) & 0xff);
+    fixed[4] = (unsigned char) g->h.xflags;
+    fixed[5] = (unsigned char) g->h.os;
+
+    if (d->meta(d->arg, BOTTLE_CODING_META_FIXED, fixed, 6)) {
+        return BOTTLE_CODING_ESINK;
+    }
+
+    if (g->h.name) {
+        nul = memchr(g->name, '\0', BOTTLE_CODING_HEAD_MAX);
+        if (nul == NULL) {
+            return BOTTLE_CODING_EHEADER;
+        }
+
+        len = nul - g->name;
+
+        rc = gzip_head_field(d, BOTTLE_CODING_META_NAME, g->name, len);
+        if (rc != BOTTLE_CODING_OK) {
+            return rc;
+        }
+    }
+
+    if (g->h.comment) {
+        nul = memchr(g->comment, '\0', BOTTLE_CODING_HEAD_MAX);
+        if (nul == NULL) {
+            return BOTTLE_CODING_EHEADER;
+        }
+
+        len = nul - g->comment;
+
+        rc = gzip_head_field(d, BOTTLE_CODING_META_COMMENT, g->comment,
+                             len);
+        if (rc != BOTTLE_CODING_OK) {
+            return rc;
+        }
+    }
+
+    if (g->h.extra) {
+        if (g->h.extra_len > BOTTLE_CODING_HEAD_MAX) {
+            return BOTTLE_CODING_EHEADER;
+        }
+
+        return gzip_head_field(d, BOTTLE_CODING_META_EXTRA, g->extra,
+                               g->h.extra_len);
+    }
+
+    return BOTTLE_CODING_OK;
+}
+
+
+static int
+gzip_head_field(bottle_decoder_t *d, int part, const unsigned char *p,
+    size_t len)
+{
+    if (len == 0) {
+        return BOTTLE_CODING_OK;
+    }
+
+    return d->meta(d->arg, part, p, len) ? BOTTLE_CODING_ESINK
+                                         : BOTTLE_CODING_OK;
 }
 
 

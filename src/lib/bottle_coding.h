@@ -32,6 +32,17 @@
 #define BOTTLE_CODING_ELIMIT       -4       /* decodes to more than the limit */
 #define BOTTLE_CODING_ENOMEM       -5
 #define BOTTLE_CODING_ESINK        -6       /* the sink said stop */
+#define BOTTLE_CODING_EHEADER      -7       /* a gzip header field too long */
+#define BOTTLE_CODING_EOPAQUE      -8       /* parts the decoder cannot show */
+
+/* each gzip header field (FNAME, FCOMMENT, FEXTRA) the decoder shows */
+#define BOTTLE_CODING_HEAD_MAX      4096
+
+/* which part of a gzip header a meta sink is shown */
+#define BOTTLE_CODING_META_FIXED    0       /* MTIME, XFL, OS: 6 bytes */
+#define BOTTLE_CODING_META_NAME     1
+#define BOTTLE_CODING_META_COMMENT  2
+#define BOTTLE_CODING_META_EXTRA    3
 
 
 typedef struct {
@@ -43,6 +54,10 @@ typedef struct {
 /* where decoded bytes go; non-zero stops the decoder (BOTTLE_CODING_ESINK) */
 typedef int (*bottle_coding_sink_pt)(void *arg, const unsigned char *p,
     size_t len);
+
+/* the same for the parts of a wrapper: non-zero stops the decoder */
+typedef int (*bottle_coding_meta_pt)(void *arg, int part,
+    const unsigned char *p, size_t len);
 
 typedef struct bottle_decoder_s  bottle_decoder_t;
 
@@ -72,6 +87,17 @@ int bottle_decoder_create(bottle_decoder_t **d, const int *codings, size_t n,
     void *arg);
 int bottle_decoder_feed(bottle_decoder_t *d, const unsigned char *p,
     size_t len);
+/*
+ * Where the bytes a decoded view leaves out go: for every gzip member at
+ * every stage, its MTIME, XFL and OS bytes as sent (6 bytes, any values:
+ * a few bytes a member add up over many members), then its FNAME,
+ * FCOMMENT and FEXTRA when present, one call per part (EHEADER for a field
+ * longer than BOTTLE_CODING_HEAD_MAX, which would be seen only in part).
+ * A br stage makes it EOPAQUE: libbrotlidec 1.0.9 skips a stream's
+ * metadata blocks without showing them, and they cannot be found without
+ * decoding the stream.  Call before the first feed.
+ */
+int bottle_decoder_meta(bottle_decoder_t *d, bottle_coding_meta_pt meta);
 /* the input is complete: ETRUNCATED unless every stream ended */
 int bottle_decoder_finish(bottle_decoder_t *d);
 /* decoded bytes sent to the sink so far */

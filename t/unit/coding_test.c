@@ -2,7 +2,9 @@
  * Unit tests of the content codings (src/lib/bottle_coding.c): parsing a
  * Content-Encoding, decoding gzip, deflate (zlib and raw), br and stacks of
  * them fed in any chunks, the size limit, truncated and corrupt input,
- * bytes after the end, and encoding back.  TAP on stdout.
+ * bytes after the end, encoding back, and the gzip header fields shown to
+ * a meta sink (every member, every stage, too long ones refused; br
+ * refused).  TAP on stdout.
  */
 
 #include <stdlib.h>
@@ -369,12 +371,257 @@ test_forms(void)
 }
 
 
+/* a gzip member with the given header fields, by zlib; its length */
+
+static unsigned long  gz_time;     /* MTIME of the next member */
+static int            gz_os;
+
+static size_t
+gzip_member(unsigned char *out, size_t cap, const char *name,
+    const char *comment, unsigned char *extra, size_t extra_len,
+    const char *body)
+{
+    z_stream   z;
+    gz_header  h;
+
+    memset(&z, 0, sizeof(z));
+    memset(&h, 0, sizeof(h));
+    deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+
+    h.name = (unsigned char *) name;
+    h.comment = (unsigned char *) comment;
+    h.extra = extra;
+    h.extra_len = extra_len;
+    h.hcrc = 1;
+    h.time = gz_time;
+    h.os = gz_os;
+    deflateSetHeader(&z, &h);
+
+    z.next_in = (unsigned char *) body;
+    z.avail_in = strlen(body);
+    z.next_out = out;
+    z.avail_out = cap;
+    deflate(&z, Z_FINISH);
+    deflateEnd(&z);
+
+    return cap - z.avail_out;
+}
+
+
+static sink_t  meta_s, fixed_s;
+
+static int
+meta_sink(void *arg, int part, const unsigned char *p, size_t len)
+{
+    (void) arg;
+
+    if (part == BOTTLE_CODING_META_FIXED) {
+        return len != 6 || sink(&fixed_s, p, len);
+    }
+
+    /* fields apart by '|' */
+    sink(&meta_s, p, len);
+    sink(&meta_s, (const unsigned char *) "|", 1);
+
+    return meta_s.stop_after && meta_s.len >= meta_s.stop_after;
+}
+
+
+static int
+decode_meta(const int *codings, size_t n, const unsigned char *in,
+    size_t len, size_t step, sink_t *s)
+{
+    int                rc;
+    size_t             off, k;
+    bottle_decoder_t  *d;
+
+    memset(s, 0, sizeof(sink_t));
+    free(meta_s.buf);
+    memset(&meta_s, 0, sizeof(sink_t));
+    free(fixed_s.buf);
+    memset(&fixed_s, 0, sizeof(sink_t));
+
+    rc = bottle_decoder_create(&d, codings, n, 1 << 20, &counted, sink, s);
+    if (rc != BOTTLE_CODING_OK) {
+        return rc;
+    }
+
+    rc = bottle_decoder_meta(d, meta_sink);
+
+    for (off = 0; rc == BOTTLE_CODING_OK && off < len; off += k) {
+        k = step && step < len - off ? step : len - off;
+        rc = bottle_decoder_feed(d, in + off, k);
+    }
+
+    if (rc == BOTTLE_CODING_OK) {
+        rc = bottle_decoder_finish(d);
+    }
+
+    bottle_decoder_destroy(d);
+
+    return rc;
+}
+
+
+#define meta_is(want)  meta_is_n(want, sizeof(want) - 1)
+
+static int
+meta_is_n(const char *want, size_t len)
+{
+    return meta_s.len == len && memcmp(meta_s.buf, want, len) == 0;
+}
+
+
+static void
+test_meta(void)
+{
+    int             gz[1] = { BOTTLE_CODING_GZIP };
+    int             gz2[2] = { BOTTLE_CODING_GZIP, BOTTLE_CODING_GZIP };
+    int             gzbr[2] = { BOTTLE_CODING_GZIP, BOTTLE_CODING_BR };
+    int             rc;
+    char           *big;
+    size_t          len, len2, out_len;
+    sink_t          s;
+    unsigned char   buf[16384], extra[8192], *out;
+
+    memcpy(extra, "Ab\x05\x00" "CANRY", 9);
+
+    len = gzip_member(buf, sizeof(buf), "f.json", "a CANARY comment", extra,
+                      9, "{\"a\": 1}");
+
+    rc = decode_meta(gz, 1, buf, len, 0, &s);
+    ok(rc == BOTTLE_CODING_OK && s.len == 8,
+       "FNAME, FCOMMENT, FEXTRA: the body decodes");
+    ok(meta_is("f.json|a CANARY comment|Ab\x05\x00" "CANRY|"),
+       "the three fields go to the meta sink, each whole");
+    free(s.buf);
+
+    rc = decode_meta(gz, 1, buf, len, 1, &s);
+    ok(rc == BOTTLE_CODING_OK
+       && meta_is("f.json|a CANARY comment|Ab\x05\x00" "CANRY|"),
+       "the same fed one byte at a time");
+    free(s.buf);
+
+    /* MTIME, XFL, OS of every member, one after another */
+
+    gz_time = 0x41524143;                   /* "CARA" little-endian */
+    gz_os = 'N';
+    len = gzip_member(buf, sizeof(buf), NULL, NULL, NULL, 0, "a");
+    gz_time = 0x2d315952;                   /* "RY1-" */
+    gz_os = '!';
+    len += gzip_member(buf + len, sizeof(buf) - len, NULL, NULL, NULL, 0,
+                       "b");
+    gz_time = 0;
+    gz_os = 0;
+    rc = decode_meta(gz, 1, buf, len, 3, &s);
+    ok(rc == BOTTLE_CODING_OK && fixed_s.len == 12
+       && memcmp(fixed_s.buf, "CARA", 4) == 0
+       && fixed_s.buf[5] == 'N'
+       && memcmp(fixed_s.buf + 6, "RY1-", 4) == 0
+       && fixed_s.buf[11] == '!' && meta_s.len == 0,
+       "MTIME, XFL and OS of two members: 12 bytes as sent, in order");
+    free(s.buf);
+
+    /* every member */
+
+    len = gzip_member(buf, sizeof(buf), NULL, NULL, NULL, 0, "one ");
+    len += gzip_member(buf + len, sizeof(buf) - len, NULL, "second", NULL, 0,
+                       "two");
+    rc = decode_meta(gz, 1, buf, len, 5, &s);
+    ok(rc == BOTTLE_CODING_OK && s.len == 7 && meta_is("second|"),
+       "the second member's FCOMMENT, the first has none");
+    free(s.buf);
+
+    /* every stage: the inner gzip's header */
+
+    len = gzip_member(buf, sizeof(buf), "inner", NULL, NULL, 0, "x");
+    rc = bottle_coding_encode(gz, 1, buf, len, NULL, &out, &out_len);
+    rc = decode_meta(gz2, 2, out, out_len, 0, &s);
+    ok(rc == BOTTLE_CODING_OK && s.len == 1 && meta_is("inner|"),
+       "gzip, gzip: the inner member's FNAME");
+    free(s.buf);
+    free(out);
+
+    /* as long as zlib keeps them whole, no longer */
+
+    big = malloc(BOTTLE_CODING_HEAD_MAX + 1);
+    memset(big, 'n', BOTTLE_CODING_HEAD_MAX);
+    big[BOTTLE_CODING_HEAD_MAX - 1] = '\0';
+    len = gzip_member(buf, sizeof(buf), big, NULL, NULL, 0, "x");
+    rc = decode_meta(gz, 1, buf, len, 0, &s);
+    ok(rc == BOTTLE_CODING_OK
+       && meta_s.len == BOTTLE_CODING_HEAD_MAX,
+       "an FNAME of %d bytes is shown whole", BOTTLE_CODING_HEAD_MAX - 1);
+    free(s.buf);
+
+    big[BOTTLE_CODING_HEAD_MAX - 1] = 'n';
+    big[BOTTLE_CODING_HEAD_MAX] = '\0';
+    len = gzip_member(buf, sizeof(buf), NULL, big, NULL, 0, "x");
+    rc = decode_meta(gz, 1, buf, len, 7, &s);
+    is_int(rc, BOTTLE_CODING_EHEADER, "an FCOMMENT of %d bytes: EHEADER",
+           BOTTLE_CODING_HEAD_MAX);
+    free(s.buf);
+    free(big);
+
+    memset(extra, 'e', sizeof(extra));
+    len = gzip_member(buf, sizeof(buf), NULL, NULL, extra,
+                      BOTTLE_CODING_HEAD_MAX + 1, "x");
+    rc = decode_meta(gz, 1, buf, len, 0, &s);
+    is_int(rc, BOTTLE_CODING_EHEADER, "an FEXTRA of %d bytes: EHEADER",
+           BOTTLE_CODING_HEAD_MAX + 1);
+    free(s.buf);
+
+    len2 = gzip_member(buf, sizeof(buf), NULL, NULL, extra,
+                       BOTTLE_CODING_HEAD_MAX, "x");
+    rc = decode_meta(gz, 1, buf, len2, 0, &s);
+    ok(rc == BOTTLE_CODING_OK && meta_s.len == BOTTLE_CODING_HEAD_MAX + 1,
+       "an FEXTRA of %d bytes is shown whole", BOTTLE_CODING_HEAD_MAX);
+    free(s.buf);
+
+    /* the meta sink stops it */
+
+    len = gzip_member(buf, sizeof(buf), "stop", NULL, NULL, 0, "x");
+    free(meta_s.buf);
+    memset(&meta_s, 0, sizeof(sink_t));
+    {
+        bottle_decoder_t  *d;
+
+        bottle_decoder_create(&d, gz, 1, 100, &counted, sink, &s);
+        bottle_decoder_meta(d, meta_sink);
+        meta_s.stop_after = 1;
+        memset(&s, 0, sizeof(s));
+        rc = bottle_decoder_feed(d, buf, len);
+        is_int(rc, BOTTLE_CODING_ESINK, "the meta sink stops the decoder");
+        bottle_decoder_destroy(d);
+        free(s.buf);
+    }
+
+    /* without a meta sink the fields are skipped, as before */
+
+    len = gzip_member(buf, sizeof(buf), "skipped", NULL, NULL, 0, "body");
+    rc = decode(gz, 1, buf, len, 0, 100, &s);
+    ok(rc == BOTTLE_CODING_OK && s.len == 4, "no meta sink: decoded alone");
+    free(s.buf);
+
+    /* br: metadata blocks cannot be shown */
+
+    rc = decode_meta(gzbr, 2, buf, len, 0, &s);
+    is_int(rc, BOTTLE_CODING_EOPAQUE, "a br stage: EOPAQUE");
+    free(s.buf);
+    free(meta_s.buf);
+    memset(&meta_s, 0, sizeof(sink_t));
+    free(fixed_s.buf);
+    memset(&fixed_s, 0, sizeof(sink_t));
+}
+
+
 int
 main(void)
 {
     test_parse();
     test_roundtrip();
     test_forms();
+    test_meta();
 
     is_int(allocs, frees, "every allocation freed (%ld)", allocs);
 
