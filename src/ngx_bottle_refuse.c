@@ -72,6 +72,9 @@ static ngx_bottle_rule_t  ngx_bottle_rules[] = {
     { 413, ngx_string("too_large"),
       ngx_string("Send a smaller request body, or ask the operator to raise "
                  "the gateway's limit.") },
+    { 415, ngx_string("encoding"),
+      ngx_string("Send the request body uncompressed, or with gzip or "
+                 "deflate: the gateway must read it before it goes out.") },
     { 500, ngx_string("internal"),
       ngx_string("The gateway could not check this request, so it refused "
                  "it. Tell the operator.") }

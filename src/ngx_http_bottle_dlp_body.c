@@ -138,7 +138,8 @@ ngx_http_bottle_dlp_coding(ngx_http_bottle_dlp_t *d)
     }
 
     if (count > 1) {
-        return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_DLP,
+        return ngx_http_bottle_deny(d->ctx, d->r->pool,
+                                    NGX_BOTTLE_RULE_ENCODING,
                                     "more than one Content-Encoding header");
     }
 
@@ -146,7 +147,8 @@ ngx_http_bottle_dlp_coding(ngx_http_bottle_dlp_t *d)
                             &d->ncodings)
         != BOTTLE_CODING_OK)
     {
-        return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_DLP,
+        return ngx_http_bottle_deny(d->ctx, d->r->pool,
+                                    NGX_BOTTLE_RULE_ENCODING,
                                     "a request body with Content-Encoding "
                                     "\"%V\" cannot be decoded for scanning "
                                     "(gzip and deflate can)", &h->value);
@@ -177,7 +179,8 @@ ngx_http_bottle_dlp_coding(ngx_http_bottle_dlp_t *d)
             return NGX_ERROR;
         }
 
-        return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_DLP,
+        return ngx_http_bottle_deny(d->ctx, d->r->pool,
+                                    NGX_BOTTLE_RULE_ENCODING,
                                     "the request body with Content-Encoding "
                                     "\"%V\" is refused: %s", &h->value,
                                     bottle_coding_strerror(rc));
@@ -494,7 +497,8 @@ ngx_http_bottle_dlp_refused(ngx_http_bottle_dlp_t *d)
                        : "identity";
 
     if (d->status == BOTTLE_CODING_ESINK && d->wrapper_over) {
-        return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_DLP,
+        return ngx_http_bottle_deny(d->ctx, d->r->pool,
+                                    NGX_BOTTLE_RULE_ENCODING,
                                     "the %s request body's gzip headers "
                                     "are longer than the scanner reads "
                                     "(%uz bytes of fields, %uz members)",
@@ -517,7 +521,7 @@ ngx_http_bottle_dlp_refused(ngx_http_bottle_dlp_t *d)
 
         if (d->limit_by == NGX_HTTP_BOTTLE_LIMIT_RATIO) {
             return ngx_http_bottle_deny(d->ctx, d->r->pool,
-                                        NGX_BOTTLE_RULE_DLP,
+                                        NGX_BOTTLE_RULE_TOO_LARGE,
                                         "the %s request body decodes to "
                                         "more than the size limit of %uL "
                                         "bytes, %i times its %O bytes "
@@ -528,7 +532,8 @@ ngx_http_bottle_dlp_refused(ngx_http_bottle_dlp_t *d)
         by = d->limit_by == NGX_HTTP_BOTTLE_LIMIT_MAX
              ? "bottle_dlp_decoded_max" : "client_max_body_size";
 
-        return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_DLP,
+        return ngx_http_bottle_deny(d->ctx, d->r->pool,
+                                    NGX_BOTTLE_RULE_TOO_LARGE,
                                     "the %s request body decodes to more "
                                     "than the size limit of %uL bytes (%s)",
                                     name, d->limit, by);
@@ -536,7 +541,8 @@ ngx_http_bottle_dlp_refused(ngx_http_bottle_dlp_t *d)
 
     /* what cannot be decoded cannot be scanned: never forwarded */
 
-    return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_DLP,
+    return ngx_http_bottle_deny(d->ctx, d->r->pool,
+                                NGX_BOTTLE_RULE_ENCODING,
                                 "the %s request body cannot be decoded for "
                                 "scanning: %s", name,
                                 bottle_coding_strerror(d->status));

@@ -216,7 +216,7 @@ like(gzreq('/v1', gz('{"a": 1}', Comment => $GHP), host => 'llm'),
 	qr/^HTTP\/1\.1 403 .*github_pat_classic.*cannot be removed/s,
 	'a token in FCOMMENT on a redact route: refused, it cannot be redacted');
 like(gzreq('/x', gz('{"a": 1}', Comment => 'c' x 5000)),
-	qr/^HTTP\/1\.1 403 .*X-Bottle-Rule: dlp.*gzip header field is longer/s,
+	qr/^HTTP\/1\.1 415 .*X-Bottle-Rule: encoding.*gzip header field is longer/s,
 	'an FCOMMENT longer than the scanner reads: refused');
 # 6 free bytes a member (MTIME, XFL, OS): the canary cut over 4 members
 my $cut = '';
@@ -229,7 +229,7 @@ like(gzreq('/x', $cut),
 	qr/^HTTP\/1\.1 403 .*canary in the body's gzip header/s,
 	'canary cut over 4 members\' MTIME, XFL and OS: 403');
 like(gzreq('/x', gz('{}') x 1025),
-	qr/^HTTP\/1\.1 403 .*gzip headers are longer than the scanner reads/s,
+	qr/^HTTP\/1\.1 415 .*gzip headers are longer than the scanner reads/s,
 	'more gzip members than the scanner reads the headers of: refused');
 like(gzreq('/inline/x', gz('{"a": 1}', Comment => $CANARY)),
 	qr/^HTTP\/1\.1 403 .*canary in the body's gzip header/s,
@@ -248,7 +248,7 @@ SKIP: {
 		'the metadata stream is valid brotli, decoding to nothing');
 }
 like(gzreq('/x', $br, coding => 'br'),
-	qr/^HTTP\/1\.1 403 .*X-Bottle-Rule: dlp.*br metadata blocks cannot be seen/s,
+	qr/^HTTP\/1\.1 415 .*X-Bottle-Rule: encoding.*br metadata blocks cannot be seen/s,
 	'brotli metadata block with the canary: refused');
 
 is(nreqs(), $n, 'none of the wrapper refusals reached the upstream');
@@ -269,19 +269,19 @@ $n = nreqs();
 my $t0 = time();
 my $r = gzreq('/x', $bomb, coding => 'gzip, gzip');
 my $took = time() - $t0;
-like($r, qr/^HTTP\/1\.1 403 .*X-Bottle-Rule: dlp.*the gzip request body decodes to more than the size limit of \d+ bytes, 100 times its \d+ bytes \(bottle_dlp_decoded_ratio\)/s,
+like($r, qr/^HTTP\/1\.1 413 .*X-Bottle-Rule: too_large.*the gzip request body decodes to more than the size limit of \d+ bytes, 100 times its \d+ bytes \(bottle_dlp_decoded_ratio\)/s,
 	'gzip, gzip bomb: refused by the ratio, with the reason');
 ok($took < 0.15, sprintf('and quickly (%.3f s)', $took));
 
 $r = gzreq('/inline/x', $bomb, coding => 'gzip, gzip');
-like($r, qr/^HTTP\/1\.1 403 .*bottle_dlp_decoded_ratio/s,
+like($r, qr/^HTTP\/1\.1 413 .*bottle_dlp_decoded_ratio/s,
 	'gzip, gzip bomb decoded in the event loop: refused too');
 
 # bottle_dlp_decoded_max; a body of higher entropy so that the ratio holds
 
 my $big = hexfill(9 << 20);
 $r = gzreq('/x', gz($big));
-like($r, qr/^HTTP\/1\.1 403 .*more than the size limit of 8388608 bytes \(bottle_dlp_decoded_max\)/s,
+like($r, qr/^HTTP\/1\.1 413 .*more than the size limit of 8388608 bytes \(bottle_dlp_decoded_max\)/s,
 	'9 MB decoded: over the default bottle_dlp_decoded_max (8m)');
 
 # /tight/: bottle_dlp_decoded_max 64k, bottle_dlp_decoded_ratio 10
@@ -292,10 +292,10 @@ my $over = hexfill(65537);
 my $rep = hexfill(2000) . ('a' x 60000);
 
 like(gzreq('/tight/x', gz($over)),
-	qr/^HTTP\/1\.1 403 .*more than the size limit of 65536 bytes \(bottle_dlp_decoded_max\)/s,
+	qr/^HTTP\/1\.1 413 .*more than the size limit of 65536 bytes \(bottle_dlp_decoded_max\)/s,
 	'one byte over bottle_dlp_decoded_max: refused');
 like(gzreq('/tight/x', gz($rep)),
-	qr/^HTTP\/1\.1 403 .*10 times its \d+ bytes \(bottle_dlp_decoded_ratio\)/s,
+	qr/^HTTP\/1\.1 413 .*10 times its \d+ bytes \(bottle_dlp_decoded_ratio\)/s,
 	'over bottle_dlp_decoded_ratio: refused');
 
 is(nreqs(), $n, 'none of the size refusals reached the upstream');

@@ -316,12 +316,12 @@ like(req('POST', '/x', headers => [ 'Content-Encoding: deflate' ],
 # whole (docs/dlp.md; t/coding_limits.t)
 like(req('POST', '/x', host => 'block', headers => [ 'Content-Encoding: br' ],
 	body => br('{"a": 1}')),
-	qr/^HTTP\/1\.1 403 .*X-Bottle-Rule: dlp.*br metadata blocks/s,
+	qr/^HTTP\/1\.1 415 .*X-Bottle-Rule: encoding.*br metadata blocks/s,
 	'br body: refused, its metadata blocks cannot be scanned');
 like(req('POST', '/x', host => 'block',
 	headers => [ 'Content-Encoding: gzip, br' ],
 	body => br(gz("x=1"))),
-	qr/^HTTP\/1\.1 403 .*br metadata blocks/s, 'gzip then br: refused');
+	qr/^HTTP\/1\.1 415 .*br metadata blocks/s, 'gzip then br: refused');
 # filler that compresses less than bottle_dlp_decoded_ratio
 my $fill = join '', map { sha256_hex($_) } 1 .. 3000;
 like(req('POST', '/x', headers => [ 'Content-Encoding: gzip' ],
@@ -331,22 +331,22 @@ like(req('POST', '/x', headers => [ 'Content-Encoding: gzip' ],
 
 like(req('POST', '/x', headers => [ 'Content-Encoding: gzip' ],
 	body => "\x1f\x8b\x08\x00compressed"),
-	qr/^HTTP\/1\.1 403 .*X-Bottle-Rule: dlp.*gzip request body cannot be decoded for scanning/s,
+	qr/^HTTP\/1\.1 415 .*X-Bottle-Rule: encoding.*gzip request body cannot be decoded for scanning/s,
 	'corrupt gzip body: refused, never forwarded unscanned');
 like(req('POST', '/x', headers => [ 'Content-Encoding: gzip' ],
 	body => substr(gz("{\"a\": \"$CANARY\"}"), 0, -4)),
-	qr/^HTTP\/1\.1 403 .*ends before its end/s, 'truncated gzip body: refused');
+	qr/^HTTP\/1\.1 415 .*ends before its end/s, 'truncated gzip body: refused');
 like(req('POST', '/x', headers => [ 'Content-Encoding: zstd' ],
 	body => 'whatever'),
-	qr/^HTTP\/1\.1 403 .*Content-Encoding "zstd" cannot be decoded/s,
+	qr/^HTTP\/1\.1 415 .*Content-Encoding "zstd" cannot be decoded/s,
 	'a coding not decoded here: refused');
 like(req('POST', '/x', headers => [ 'Content-Encoding: gzip',
 	'Content-Encoding: br' ], body => gz('x')),
-	qr/^HTTP\/1\.1 403 .*more than one Content-Encoding/s,
+	qr/^HTTP\/1\.1 415 .*more than one Content-Encoding/s,
 	'two Content-Encoding headers: refused');
 like(req('POST', '/x', headers => [ 'Content-Encoding: gzip' ],
 	body => gz("\0" x (3 << 20))),
-	qr/^HTTP\/1\.1 403 .*more than the size limit/s,
+	qr/^HTTP\/1\.1 413 .*X-Bottle-Rule: too_large.*more than the size limit/s,
 	'a gzip bomb over client_max_body_size decoded: refused');
 
 is(nreqs(), $n, 'none of the compressed refusals reached the upstream');
