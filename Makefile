@@ -1,6 +1,8 @@
-# ngx_bottle build.  `make` builds build/ngx_bottle_module.so against
-# Debian's nginx-dev (configure + headers in /usr/share/nginx/src) and the C
-# unit tests; `make test` runs the whole suite.  See docs/install.md.
+# ngx_bottle build.  `make` builds libbottle (build/lib/libbottle.a, from
+# lib/), the module build/ngx_bottle_module.so (ngx_bottle_module/, linked
+# with libbottle) against Debian's nginx-dev (configure + headers in
+# /usr/share/nginx/src), and the C unit tests; `make test` runs the whole
+# suite.  See docs/install.md and docs/architecture.md.
 
 SHELL      := /bin/bash
 NGX_SRC    ?= /usr/share/nginx/src
@@ -18,33 +20,61 @@ LD_OPT     ?=
 # make a module binary-compatible with the nginx it will be loaded into.
 NGX_CONFIGURE_ARGS ?= --with-compat --with-stream=dynamic --with-http_ssl_module --with-stream_ssl_module --with-threads
 
-LIB_SRCS    = $(wildcard src/lib/*.c)
-LIB_HDRS    = $(wildcard src/lib/*.h)
+LIB_SRCS    = $(wildcard lib/*.c)
+LIB_HDRS    = $(wildcard lib/*.h)
+LIB_OBJS    = $(patsubst lib/%.c,$(BUILD)/lib/%.o,$(LIB_SRCS))
+LIBBOTTLE   = $(BUILD)/lib/libbottle.a
+# libbottle is linked into the .so: the module's flags (and sanitizers)
+LIB_CFLAGS  = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT)
 UNIT_SRCS   = $(wildcard t/unit/*_test.c)
 UNIT_BINS   = $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
-UNIT_CFLAGS = -std=c99 -Wall -Wextra -Werror -O1 -g -Isrc/lib
+UNIT_CFLAGS = -std=c99 -Wall -Wextra -Werror -O1 -g -Ilib
 LIB_LIBS    = -ljansson -lcrypto -lhs -lpcre2-8 -lz -lbrotlidec -lbrotlienc -lpthread -lm
-FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -Isrc/lib
+FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -Ilib
 
-.PHONY: all module unit test asan fuzz clean run stop install
+.PHONY: all lib module unit test asan fuzz clean run stop install
 
 # `make run`: a gateway on 127.0.0.1:9099 from the shipped nginx-conf/
 RUN_DIR    ?= /tmp/ngx-bottle
 POLICY     ?= nginx-conf/policy.example.json
 RESOLVER   ?=
 
-all: module unit
+all: lib module unit
 
-module: $(NGX_BUILD)/objs/Makefile
+lib: $(LIBBOTTLE)
+
+$(LIBBOTTLE): $(LIB_OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/lib/%.o: lib/%.c $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) -c -o $@ $<
+
+# nginx's objs/Makefile does not know the .so depends on libbottle.a
+module: $(NGX_BUILD)/objs/Makefile $(LIBBOTTLE)
+	if [ $(LIBBOTTLE) -nt $(NGX_BUILD)/objs/ngx_bottle_module.so ]; then \
+	    rm -f $(NGX_BUILD)/objs/ngx_bottle_module.so; fi
 	$(MAKE) -C $(NGX_BUILD) -f objs/Makefile objs/ngx_bottle_module.so
 	cp $(NGX_BUILD)/objs/ngx_bottle_module.so $(MODULE).tmp
 	mv -f $(MODULE).tmp $(MODULE)
 
-$(NGX_BUILD)/objs/Makefile: config
+# config globs ngx_bottle_module/*.c: configure again when the list changes
+MODULE_SRCS = $(sort $(wildcard ngx_bottle_module/*.c))
+
+$(BUILD)/module-sources: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(MODULE_SRCS)' | cmp -s - $@ || echo '$(MODULE_SRCS)' > $@
+
+.PHONY: FORCE
+FORCE:
+
+$(NGX_BUILD)/objs/Makefile: config $(BUILD)/module-sources
 	rm -rf $(NGX_BUILD)
 	mkdir -p $(BUILD)
 	cp -a $(NGX_SRC) $(NGX_BUILD)
 	cd $(NGX_BUILD) && \
+	export BOTTLE_LIBBOTTLE=$(CURDIR)/$(LIBBOTTLE) && \
 	if [ -f conf_flags ]; then \
 	    source ./conf_flags; args=("$${NGX_CONF_FLAGS[@]}" --with-stream=dynamic); \
 	else \
@@ -58,9 +88,9 @@ $(NGX_BUILD)/objs/Makefile: config
 
 unit: $(UNIT_BINS)
 
-$(BUILD)/unit/%_test: t/unit/%_test.c $(LIB_SRCS) $(LIB_HDRS) t/unit/tap.h
+$(BUILD)/unit/%_test: t/unit/%_test.c $(LIBBOTTLE) $(LIB_HDRS) t/unit/tap.h
 	@mkdir -p $(dir $@)
-	$(CC) $(UNIT_CFLAGS) -o $@ $< $(LIB_SRCS) $(LIB_LIBS)
+	$(CC) $(UNIT_CFLAGS) -o $@ $< $(LIBBOTTLE) $(LIB_LIBS)
 
 # The module with AddressSanitizer and UBSan; nginx must then run with the
 # sanitizer runtime preloaded (docs/install.md, docs/testing.md).

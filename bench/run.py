@@ -915,7 +915,7 @@ def scanner(d):
     if not os.path.exists(src):
         return None, "bench/scan_bench.c is not in this tree"
     exe = os.path.join(d, "scan_bench")
-    lib = os.path.join(TOP, "src", "lib")
+    lib = os.path.join(TOP, "lib")
     scan = sorted(os.path.join(lib, f) for f in os.listdir(lib)
                   if f.startswith("bottle_scan") and f.endswith(".c"))
     r = run(["cc", "-std=c99", "-O2", "-I", lib, "-o", exe, src, *scan,
@@ -966,7 +966,8 @@ def build_info():
         r = run(["git", "-C", TOP, *a])
         return r.stdout.strip()
     head = git("rev-parse", "--short", "HEAD")
-    dirty = git("status", "--porcelain", "--", "src", "config")
+    dirty = git("status", "--porcelain", "--", "ngx_bottle_module", "lib",
+                "config")
     with open(MODULE, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()[:12]
     built = datetime.datetime.fromtimestamp(
@@ -1004,7 +1005,7 @@ def report(meta, targets, results, chk, scan, scan_err):
     b = meta["build"]
     w(f"# ngx_bottle benchmark, {meta['date']}{' (BENCH_QUICK)' if QUICK else ''}")
     w("")
-    dirty = f", {b['dirty_src']} uncommitted file(s) under src/" \
+    dirty = f", {b['dirty_src']} uncommitted source file(s)" \
         if b["dirty_src"] else ""
     w(f"- build measured: `{b['head']}`{dirty}; module "
       f"`{os.path.relpath(MODULE, TOP)}` built {b['module_built']}, "

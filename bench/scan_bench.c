@@ -1,5 +1,5 @@
 /*
- * Throughput of the streaming secret scanner (src/lib/bottle_scan*.c) on
+ * Throughput of the streaming secret scanner (lib/bottle_scan*.c) on
  * one core, next to a naive baseline measured in the same run: one PCRE2
  * (JIT) pass per vendor pattern and per known secret.  Prints a markdown
  * table; bench/README.md says how to build and read it, docs/dlp.md has

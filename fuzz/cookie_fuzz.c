@@ -1,6 +1,6 @@
 /*
  * libFuzzer target for the Cookie header filter and the Set-Cookie reader
- * (src/lib/bottle_cookie.c).  See docs/fuzzing.md.
+ * (lib/bottle_cookie.c).  See docs/fuzzing.md.
  *
  * The input's first byte picks the callback (keep every pair, none, those
  * whose value's length is odd, or those whose name starts with a byte of

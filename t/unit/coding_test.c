@@ -1,5 +1,5 @@
 /*
- * Unit tests of the content codings (src/lib/bottle_coding.c): parsing a
+ * Unit tests of the content codings (lib/bottle_coding.c): parsing a
  * Content-Encoding, decoding gzip, deflate (zlib and raw), br and stacks of
  * them fed in any chunks, the size limit, truncated and corrupt input,
  * bytes after the end, encoding back, and the gzip header fields shown to

@@ -1,6 +1,6 @@
 /*
  * Unit tests for the Cookie header filter and the Set-Cookie reader
- * (src/lib/bottle_cookie.c).
+ * (lib/bottle_cookie.c).
  */
 
 #include <stdint.h>

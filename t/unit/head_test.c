@@ -1,5 +1,5 @@
 /*
- * Unit tests for the proxy request-head parser (src/lib/bottle_head.c).
+ * Unit tests for the proxy request-head parser (lib/bottle_head.c).
  */
 
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * Unit tests for the streaming secret scanner (src/lib/bottle_scan*.c):
+ * Unit tests for the streaming secret scanner (lib/bottle_scan*.c):
  * every vendor rule with positive and negative samples, every encoding of
  * a known secret, split forms, matches across chunks at every split point,
  * the canary in every location, exact offsets, redaction, hostile inputs

@@ -1,6 +1,6 @@
 /*
  * Unit tests for the request-target checks and query credential names
- * (src/lib/bottle_uri.c).
+ * (lib/bottle_uri.c).
  */
 
 #include <stdlib.h>

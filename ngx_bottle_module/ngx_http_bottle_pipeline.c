@@ -16,12 +16,11 @@
 #include "bottle_introspect.h"
 
 
-#define NGX_HTTP_BOTTLE_REASON_MAX    256
-
-
 static ngx_int_t ngx_http_bottle_run(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 static void ngx_http_bottle_body_handler(ngx_http_request_t *r);
+static void ngx_http_bottle_checks_resume(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx, ngx_int_t rc);
 static void ngx_http_bottle_checked(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx, ngx_int_t rc);
 static ngx_int_t ngx_http_bottle_checks(ngx_http_request_t *r,
@@ -47,7 +46,6 @@ static ngx_int_t ngx_http_bottle_refuse(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 static ngx_int_t ngx_http_bottle_send(ngx_http_request_t *r,
     ngx_uint_t status, ngx_str_t *type, ngx_str_t *body);
-static void ngx_http_bottle_cleanup(void *data);
 static ngx_int_t ngx_http_bottle_failed_handler(ngx_http_request_t *r);
 
 
@@ -55,7 +53,6 @@ ngx_int_t
 ngx_http_bottle_handler(ngx_http_request_t *r)
 {
     ngx_int_t                    rc;
-    ngx_pool_cleanup_t          *cln;
     ngx_http_bottle_ctx_t       *ctx;
     ngx_http_bottle_loc_conf_t  *blcf;
 
@@ -84,20 +81,12 @@ ngx_http_bottle_handler(ngx_http_request_t *r)
         return NGX_HTTP_FORBIDDEN;
     }
 
-    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_bottle_ctx_t));
+    ctx = ngx_http_bottle_create_ctx(r);
     if (ctx == NULL) {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    cln = ngx_pool_cleanup_add(r->pool, 0);
-    if (cln == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    cln->handler = ngx_http_bottle_cleanup;
-    cln->data = ctx;
-
-    ngx_http_set_ctx(r, ctx, ngx_http_bottle_module);
+    ctx->resume = ngx_http_bottle_checks_resume;
 
     rc = ngx_http_bottle_run(r, ctx);
 
@@ -191,7 +180,7 @@ ngx_http_bottle_body_handler(ngx_http_request_t *r)
 
 /* the DLP's body scan came back from its thread with rc: the rest */
 
-void
+static void
 ngx_http_bottle_checks_resume(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx, ngx_int_t rc)
 {
@@ -747,33 +736,6 @@ ngx_http_bottle_tunnel_keep(ngx_http_bottle_ctx_t *ctx)
 }
 
 
-ngx_int_t
-ngx_http_bottle_deny(ngx_http_bottle_ctx_t *ctx, ngx_pool_t *pool,
-    ngx_bottle_rule_e rule, const char *fmt, ...)
-{
-    u_char   *p;
-    va_list   args;
-
-    ctx->state = NGX_HTTP_BOTTLE_REFUSED;
-    ctx->verdict.rule = rule;
-
-    p = ngx_pnalloc(pool, NGX_HTTP_BOTTLE_REASON_MAX);
-    if (p == NULL) {
-        ngx_str_set(&ctx->verdict.reason, "out of memory");
-        return NGX_DECLINED;
-    }
-
-    va_start(args, fmt);
-    ctx->verdict.reason.len = ngx_vslprintf(p, p + NGX_HTTP_BOTTLE_REASON_MAX,
-                                            fmt, args) - p;
-    va_end(args);
-
-    ctx->verdict.reason.data = p;
-
-    return NGX_DECLINED;
-}
-
-
 /* log once, answer with the rule's status and a reason the agent can read */
 
 static ngx_int_t
@@ -874,43 +836,6 @@ ngx_http_bottle_send(ngx_http_request_t *r, ngx_uint_t status,
 }
 
 
-static void
-ngx_http_bottle_cleanup(void *data)
-{
-    ngx_http_bottle_ctx_t  *ctx = data;
-
-    ngx_bottle_resolve_cancel(&ctx->resolve);
-}
-
-
-/*
- * The request's ctx, also after an internal redirect (an error_page to a
- * named location), which clears module ctxs: it survives as the data of the
- * pool cleanup the pipeline added, as the realip module keeps its state.
- */
-
-ngx_http_bottle_ctx_t *
-ngx_http_bottle_get_ctx(ngx_http_request_t *r)
-{
-    ngx_pool_cleanup_t     *cln;
-    ngx_http_bottle_ctx_t  *ctx;
-
-    ctx = ngx_http_get_module_ctx(r, ngx_http_bottle_module);
-
-    if (ctx == NULL && (r->internal || r->filter_finalize)) {
-        for (cln = r->pool->cleanup; cln; cln = cln->next) {
-            if (cln->handler == ngx_http_bottle_cleanup) {
-                ctx = cln->data;
-                ngx_http_set_ctx(r, ctx, ngx_http_bottle_module);
-                break;
-            }
-        }
-    }
-
-    return ctx;
-}
-
-
 /*
  * bottle_upstream_failed: the content of the error_page location for 502
  * and 504 from the proxy, so that an unreachable upstream is a refusal like
@@ -938,12 +863,10 @@ ngx_http_bottle_failed_handler(ngx_http_request_t *r)
     ctx = ngx_http_bottle_get_ctx(r);
 
     if (ctx == NULL) {
-        ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_bottle_ctx_t));
+        ctx = ngx_http_bottle_create_ctx(r);
         if (ctx == NULL) {
             return NGX_HTTP_INTERNAL_SERVER_ERROR;
         }
-
-        ngx_http_set_ctx(r, ctx, ngx_http_bottle_module);
     }
 
     (void) ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_UPSTREAM,

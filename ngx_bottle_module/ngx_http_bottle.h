@@ -73,9 +73,14 @@ typedef struct {
 
 
 typedef struct ngx_http_bottle_inbound_s  ngx_http_bottle_inbound_t;
+typedef struct ngx_http_bottle_ctx_s  ngx_http_bottle_ctx_t;
+
+/* where the pipeline goes on when a step that went asynchronous is done */
+typedef void (*ngx_http_bottle_resume_pt)(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx, ngx_int_t rc);
 
 
-typedef struct {
+struct ngx_http_bottle_ctx_s {
     ngx_http_bottle_state_e  state;
     ngx_uint_t               async;      /* the resolver answers later */
     ngx_bottle_verdict_t     verdict;
@@ -93,7 +98,8 @@ typedef struct {
     ngx_http_bottle_inbound_t  *inbound; /* the response's inbound scan */
     ngx_str_t                refusal;    /* in place of nginx's own page */
     void                    *dlp;        /* ngx_http_bottle_dlp_t */
-} ngx_http_bottle_ctx_t;
+    ngx_http_bottle_resume_pt  resume;   /* after an asynchronous step */
+};
 
 
 extern ngx_module_t  ngx_http_bottle_module;
@@ -131,8 +137,7 @@ ngx_int_t ngx_http_bottle_inbound_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
 ngx_int_t ngx_http_bottle_dlp(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
-void ngx_http_bottle_checks_resume(ngx_http_request_t *r,
-    ngx_http_bottle_ctx_t *ctx, ngx_int_t rc);
+ngx_http_bottle_ctx_t *ngx_http_bottle_create_ctx(ngx_http_request_t *r);
 ngx_int_t ngx_http_bottle_deny(ngx_http_bottle_ctx_t *ctx, ngx_pool_t *pool,
     ngx_bottle_rule_e rule, const char *fmt, ...);
 ngx_table_elt_t *ngx_http_bottle_find_header(ngx_http_request_t *r,

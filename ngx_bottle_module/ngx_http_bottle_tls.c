@@ -4,7 +4,7 @@
  * leaf minted for the name the agent asked for (SNI, else the CONNECT
  * target), signed by the gateway CA.  The certificate is chosen by an
  * OpenSSL callback installed by the module, from a per-worker cache of
- * minted leaves (src/lib/bottle_mint.c), never by re-parsing PEM per
+ * minted leaves (lib/bottle_mint.c), never by re-parsing PEM per
  * handshake.  A connection with no CONNECT record gets no certificate.
  */
 

@@ -121,12 +121,10 @@ ngx_http_bottle_errors_header_filter(ngx_http_request_t *r)
     }
 
     if (ctx == NULL) {
-        ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_bottle_ctx_t));
+        ctx = ngx_http_bottle_create_ctx(r);
         if (ctx == NULL) {
             return NGX_ERROR;
         }
-
-        ngx_http_set_ctx(r, ctx, ngx_http_bottle_module);
     }
 
     /* who, as far as it is known this early: a tunnel knows its bottle */

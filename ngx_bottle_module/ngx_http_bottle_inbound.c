@@ -5,7 +5,7 @@
  * naive_injection_detection, flags prompt-injection phrasing: it only
  * logs, the response goes to the agent as it came and as it comes, buffer
  * by buffer (an SSE stream is not held back).  A compressed response is
- * scanned decoded (src/lib/bottle_coding.c); the bytes sent on are the
+ * scanned decoded (lib/bottle_coding.c); the bytes sent on are the
  * upstream's.
  */
 

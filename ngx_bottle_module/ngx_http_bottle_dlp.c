@@ -2,7 +2,7 @@
 /*
  * Outbound DLP: what the request carries, before any credential is touched
  * and before any upstream contact (gateway.txt "Outbound DLP").  Every part
- * of the request is a field of one scan (src/lib/bottle_scan.c): the
+ * of the request is a field of one scan (lib/bottle_scan.c): the
  * hostname, the path, the query, each header and the body, so a secret
  * spread over several fields is seen too.
  *
@@ -143,7 +143,7 @@ ngx_http_bottle_dlp_resume(ngx_http_request_t *r)
         rc = ngx_http_bottle_dlp_decide(d);
     }
 
-    ngx_http_bottle_checks_resume(r, ctx, rc);
+    ctx->resume(r, ctx, rc);
 }
 
 

@@ -842,7 +842,7 @@ ngx_http_bottle_dlp_encode_resume(ngx_http_request_t *r)
 
     r->write_event_handler = ngx_http_core_run_phases;
 
-    ngx_http_bottle_checks_resume(r, ctx, ngx_http_bottle_dlp_encoded(d));
+    ctx->resume(r, ctx, ngx_http_bottle_dlp_encoded(d));
 }
 
 

@@ -1,0 +1,109 @@
+
+/*
+ * The request's ctx and its verdict, below the pipeline and its steps:
+ * every step refuses by filling the verdict (ngx_http_bottle_deny) and
+ * returning NGX_DECLINED; the pipeline answers.  Calls run one way:
+ * module -> pipeline -> steps -> this file and libbottle.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_bottle.h"
+
+
+#define NGX_HTTP_BOTTLE_REASON_MAX  256
+
+
+static void ngx_http_bottle_cleanup(void *data);
+
+
+ngx_http_bottle_ctx_t *
+ngx_http_bottle_create_ctx(ngx_http_request_t *r)
+{
+    ngx_pool_cleanup_t     *cln;
+    ngx_http_bottle_ctx_t  *ctx;
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_bottle_ctx_t));
+    if (ctx == NULL) {
+        return NULL;
+    }
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NULL;
+    }
+
+    cln->handler = ngx_http_bottle_cleanup;
+    cln->data = ctx;
+
+    ngx_http_set_ctx(r, ctx, ngx_http_bottle_module);
+
+    return ctx;
+}
+
+
+static void
+ngx_http_bottle_cleanup(void *data)
+{
+    ngx_http_bottle_ctx_t  *ctx = data;
+
+    ngx_bottle_resolve_cancel(&ctx->resolve);
+}
+
+
+/*
+ * The request's ctx, also after an internal redirect (an error_page to a
+ * named location), which clears module ctxs: it survives as the data of the
+ * pool cleanup ngx_http_bottle_create_ctx() added, as the realip module
+ * keeps its state.
+ */
+
+ngx_http_bottle_ctx_t *
+ngx_http_bottle_get_ctx(ngx_http_request_t *r)
+{
+    ngx_pool_cleanup_t     *cln;
+    ngx_http_bottle_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_bottle_module);
+
+    if (ctx == NULL && (r->internal || r->filter_finalize)) {
+        for (cln = r->pool->cleanup; cln; cln = cln->next) {
+            if (cln->handler == ngx_http_bottle_cleanup) {
+                ctx = cln->data;
+                ngx_http_set_ctx(r, ctx, ngx_http_bottle_module);
+                break;
+            }
+        }
+    }
+
+    return ctx;
+}
+
+
+ngx_int_t
+ngx_http_bottle_deny(ngx_http_bottle_ctx_t *ctx, ngx_pool_t *pool,
+    ngx_bottle_rule_e rule, const char *fmt, ...)
+{
+    u_char   *p;
+    va_list   args;
+
+    ctx->state = NGX_HTTP_BOTTLE_REFUSED;
+    ctx->verdict.rule = rule;
+
+    p = ngx_pnalloc(pool, NGX_HTTP_BOTTLE_REASON_MAX);
+    if (p == NULL) {
+        ngx_str_set(&ctx->verdict.reason, "out of memory");
+        return NGX_DECLINED;
+    }
+
+    va_start(args, fmt);
+    ctx->verdict.reason.len = ngx_vslprintf(p, p + NGX_HTTP_BOTTLE_REASON_MAX,
+                                            fmt, args) - p;
+    va_end(args);
+
+    ctx->verdict.reason.data = p;
+
+    return NGX_DECLINED;
+}
