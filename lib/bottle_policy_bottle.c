@@ -1,0 +1,526 @@
+/*
+ * Parsing one bottle: id and slug, identity token, source addresses,
+ * canary, egress tokens and held secrets, audit, repo grants, and its
+ * routes with the host table that finds them.
+ */
+
+#include <stdio.h>
+#include <string.h>
+
+#include "bottle_policy_int.h"
+
+
+static const char *const  bottle_fields[] = {
+    "id", "slug", "token", "token_sha256", "source_ips", "canary",
+    "egress_tokens", "held_secrets", "audit", "repos", "routes", NULL
+};
+
+static const char *const  bottle_audit_fields[] = {
+    "delivery", "firehose", NULL
+};
+
+/* enum values, in BOTTLE_* order */
+static const char *const  bottle_delivery_names[] = {
+    "best_effort", "required", NULL
+};
+
+static const char *const  bottle_firehose_names[] = {
+    "off", "metadata", "full", NULL
+};
+
+
+/* bottles */
+
+static int
+bottle_parse_id(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
+{
+    char         q[BOTTLE_QUOTE_LEN];
+    size_t       len;
+    json_t      *v;
+    const char  *s;
+
+    if (bottle_get(&v, ctx, obj, "id", BOTTLE_J_STRING, 1) != 0) {
+        return -1;
+    }
+
+    s = json_string_value(v);
+    len = json_string_length(v);
+
+    if (!bottle_id_ok(s, len)) {
+        bottle_path_key(ctx, "id");
+        return bottle_fail(ctx, "%s must be 1-%d characters of "
+                           "A-Z a-z 0-9 . _ : @ -",
+                           bottle_quote(q, sizeof(q), s, len), BOTTLE_ID_MAX);
+    }
+
+    if (bottle_str_set(&b->id, ctx, s, len, 0) != 0) {
+        return -1;
+    }
+
+    /* from here on errors name the bottle rather than its position */
+    snprintf(ctx->who, sizeof(ctx->who), "bottle \"%s\"", b->id.data);
+
+    return 0;
+}
+
+
+static int
+bottle_parse_slug(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
+{
+    char         q[BOTTLE_QUOTE_LEN];
+    size_t       len;
+    json_t      *v;
+    const char  *s;
+
+    if (bottle_get(&v, ctx, obj, "slug", BOTTLE_J_STRING, 0) != 0) {
+        return -1;
+    }
+
+    if (v == NULL) {
+        b->slug = b->id;
+        return 0;
+    }
+
+    s = json_string_value(v);
+    len = json_string_length(v);
+
+    if (!bottle_id_ok(s, len)) {
+        bottle_path_key(ctx, "slug");
+        return bottle_fail(ctx, "%s must be 1-%d characters of "
+                           "A-Z a-z 0-9 . _ : @ -",
+                           bottle_quote(q, sizeof(q), s, len), BOTTLE_ID_MAX);
+    }
+
+    return bottle_str_set(&b->slug, ctx, s, len, 0);
+}
+
+
+static int
+bottle_parse_hex_digest(bottle_ctx_t *ctx, json_t *v, bottle_t *b)
+{
+    int          hi, lo;
+    size_t       i;
+    const char  *s;
+
+    s = json_string_value(v);
+
+    if (json_string_length(v) != 64) {
+        return bottle_fail(ctx, "must be 64 hex digits");
+    }
+
+    for (i = 0; i < 32; i++) {
+        hi = bottle_lower((unsigned char) s[2 * i]);
+        lo = bottle_lower((unsigned char) s[2 * i + 1]);
+
+        hi = (hi >= '0' && hi <= '9') ? hi - '0'
+             : (hi >= 'a' && hi <= 'f') ? hi - 'a' + 10 : -1;
+        lo = (lo >= '0' && lo <= '9') ? lo - '0'
+             : (lo >= 'a' && lo <= 'f') ? lo - 'a' + 10 : -1;
+
+        if (hi < 0 || lo < 0) {
+            return bottle_fail(ctx, "must be 64 hex digits");
+        }
+
+        b->token_sha256[i] = (unsigned char) (hi << 4 | lo);
+    }
+
+    return 0;
+}
+
+
+/* the token itself is never echoed: messages describe it, never quote it */
+
+static int
+bottle_parse_token(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
+{
+    size_t   saved;
+    json_t  *token, *digest;
+
+    if (bottle_get(&token, ctx, obj, "token", BOTTLE_J_STRING, 0) != 0
+        || bottle_get(&digest, ctx, obj, "token_sha256", BOTTLE_J_STRING, 0)
+           != 0)
+    {
+        return -1;
+    }
+
+    saved = bottle_path_key(ctx, digest ? "token_sha256" : "token");
+
+    if (token != NULL && digest != NULL) {
+        return bottle_fail(ctx, "give token or token_sha256, not both");
+    }
+
+    if (token == NULL && digest == NULL) {
+        return bottle_fail(ctx, "required (or token_sha256)");
+    }
+
+    if (digest != NULL) {
+        if (bottle_parse_hex_digest(ctx, digest, b) != 0) {
+            return -1;
+        }
+
+        bottle_path_pop(ctx, saved);
+        return 0;
+    }
+
+    if (json_string_length(token) < BOTTLE_TOKEN_MIN) {
+        return bottle_fail(ctx, "must be at least %d characters",
+                           BOTTLE_TOKEN_MIN);
+    }
+
+    if (!bottle_is_visible(json_string_value(token), json_string_length(token)))
+    {
+        return bottle_fail(ctx, "must be printable ASCII without spaces");
+    }
+
+    if (bottle_sha256(b->token_sha256, json_string_value(token),
+                      json_string_length(token)) != 0)
+    {
+        return bottle_fail(ctx, "cannot hash");
+    }
+
+    bottle_path_pop(ctx, saved);
+
+    return 0;
+}
+
+
+static int
+bottle_parse_sources(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
+{
+    char     q[BOTTLE_QUOTE_LEN];
+    size_t   i, n, saved, item_saved;
+    json_t  *v, *item;
+
+    if (bottle_get(&v, ctx, obj, "source_ips", BOTTLE_J_ARRAY, 0) != 0) {
+        return -1;
+    }
+
+    if (v == NULL) {
+        return 0;
+    }
+
+    saved = bottle_path_key(ctx, "source_ips");
+
+    /* [] reads as "nowhere" but would mean "anywhere": make it explicit */
+    n = json_array_size(v);
+    if (n == 0) {
+        return bottle_fail(ctx, "must not be empty (omit it to allow any "
+                           "source)");
+    }
+
+    b->sources = bottle_alloc_array(ctx->policy, n, sizeof(bottle_net_t));
+    if (b->sources == NULL) {
+        return bottle_fail(ctx, "out of memory");
+    }
+
+    for (i = 0; i < n; i++) {
+        item = json_array_get(v, i);       /* borrowed */
+        item_saved = bottle_path_index(ctx, i);
+
+        if (!json_is_string(item)) {
+            return bottle_fail(ctx, "must be a string");
+        }
+
+        if (bottle_net_parse(&b->sources[i], json_string_value(item),
+                             json_string_length(item)) != 0)
+        {
+            return bottle_fail(ctx, "%s is not an address or CIDR network "
+                               "(with host bits zero)",
+                               bottle_quote(q, sizeof(q),
+                                            json_string_value(item),
+                                            json_string_length(item)));
+        }
+
+        bottle_path_pop(ctx, item_saved);
+    }
+
+    b->nsources = n;
+    bottle_path_pop(ctx, saved);
+
+    return 0;
+}
+
+
+static int
+bottle_parse_canary(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
+{
+    size_t       len;
+    json_t      *v;
+    const char  *s;
+
+    b->canary.data = "";
+
+    if (bottle_get(&v, ctx, obj, "canary", BOTTLE_J_STRING, 0) != 0) {
+        return -1;
+    }
+
+    if (v == NULL) {
+        return 0;
+    }
+
+    s = json_string_value(v);
+    len = json_string_length(v);
+
+    if (len < BOTTLE_CANARY_MIN || bottle_has_ctl(s, len)) {
+        bottle_path_key(ctx, "canary");
+        return bottle_fail(ctx, "must be at least %d characters, without "
+                           "control characters", BOTTLE_CANARY_MIN);
+    }
+
+    return bottle_str_set(&b->canary, ctx, s, len, 0);
+}
+
+
+/*
+ * NAME -> value.  Egress tokens are written into request headers, so they
+ * may hold no control characters; held secrets (keys for git-gate) may.
+ */
+
+static int
+bottle_parse_secrets(bottle_secret_t **out, size_t *nout, bottle_ctx_t *ctx,
+    json_t *obj, const char *key, int header_safe)
+{
+    char              q[BOTTLE_QUOTE_LEN];
+    void             *it;
+    size_t            n, saved, item;
+    json_t           *v, *val;
+    const char       *name;
+    bottle_secret_t  *s;
+
+    if (bottle_get(&v, ctx, obj, key, BOTTLE_J_OBJECT, 0) != 0) {
+        return -1;
+    }
+
+    if (v == NULL || json_object_size(v) == 0) {
+        return 0;
+    }
+
+    saved = bottle_path_key(ctx, key);
+
+    s = bottle_alloc_array(ctx->policy, json_object_size(v),
+                           sizeof(bottle_secret_t));
+    if (s == NULL) {
+        return bottle_fail(ctx, "out of memory");
+    }
+
+    n = 0;
+
+    for (it = json_object_iter(v); it; it = json_object_iter_next(v, it)) {
+        name = json_object_iter_key(it);   /* borrowed */
+        val = json_object_iter_value(it);  /* borrowed */
+
+        if (!bottle_name_ok(name, strlen(name))) {
+            return bottle_fail(ctx, "%s is not a valid name "
+                               "([A-Za-z_][A-Za-z0-9_]*)",
+                               bottle_quote(q, sizeof(q), name, strlen(name)));
+        }
+
+        item = bottle_path_key(ctx, name);
+
+        if (!json_is_string(val) || json_string_length(val) == 0
+            || (header_safe && bottle_has_ctl(json_string_value(val),
+                                              json_string_length(val))))
+        {
+            return bottle_fail(ctx, header_safe
+                               ? "must be a non-empty string without "
+                                 "control characters"
+                               : "must be a non-empty string");
+        }
+
+        if (bottle_str_set(&s[n].name, ctx, name, strlen(name), 0) != 0
+            || bottle_str_set(&s[n].value, ctx, json_string_value(val),
+                              json_string_length(val), 0) != 0)
+        {
+            return -1;
+        }
+
+        n++;
+        bottle_path_pop(ctx, item);
+    }
+
+    *out = s;
+    *nout = n;
+    bottle_path_pop(ctx, saved);
+
+    return 0;
+}
+
+
+static int
+bottle_parse_audit(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
+{
+    int      delivery;
+    size_t   saved;
+    json_t  *v;
+
+    if (bottle_get(&v, ctx, obj, "audit", BOTTLE_J_OBJECT, 0) != 0) {
+        return -1;
+    }
+
+    if (v == NULL) {
+        return 0;
+    }
+
+    saved = bottle_path_key(ctx, "audit");
+    delivery = 0;
+
+    if (bottle_check_fields(ctx, v, bottle_audit_fields) != 0
+        || bottle_get_enum(&delivery, ctx, v, "delivery",
+                           bottle_delivery_names, 0) != 0
+        || bottle_get_enum(&b->firehose, ctx, v, "firehose",
+                           bottle_firehose_names, 0) != 0)
+    {
+        return -1;
+    }
+
+    b->audit_required = (delivery == 1);
+    bottle_path_pop(ctx, saved);
+
+    return 0;
+}
+
+
+/* repo grants belong to git-gate; here they are only type-checked */
+
+static int
+bottle_check_repos(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
+{
+    size_t   i;
+    json_t  *v, *item;
+
+    if (bottle_get(&v, ctx, obj, "repos", BOTTLE_J_ARRAY, 0) != 0) {
+        return -1;
+    }
+
+    for (i = 0; v != NULL && i < json_array_size(v); i++) {
+        item = json_array_get(v, i);       /* borrowed */
+
+        if (!json_is_string(item) || json_string_length(item) == 0
+            || bottle_has_ctl(json_string_value(item),
+                              json_string_length(item)))
+        {
+            bottle_path_key(ctx, "repos");
+            bottle_path_index(ctx, i);
+            return bottle_fail(ctx, "must be a non-empty string");
+        }
+    }
+
+    b->nrepos = v ? json_array_size(v) : 0;
+
+    return 0;
+}
+
+
+static int
+bottle_parse_routes(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
+{
+    size_t   i, n, saved, item;
+    json_t  *v;
+
+    if (bottle_get(&v, ctx, obj, "routes", BOTTLE_J_ARRAY, 1) != 0) {
+        return -1;
+    }
+
+    n = json_array_size(v);
+    if (n == 0) {
+        return 0;
+    }
+
+    b->routes = bottle_alloc_array(ctx->policy, n, sizeof(bottle_route_t));
+    if (b->routes == NULL) {
+        return bottle_fail(ctx, "out of memory");
+    }
+
+    saved = bottle_path_key(ctx, "routes");
+
+    for (i = 0; i < n; i++) {
+        item = bottle_path_index(ctx, i);
+
+        if (bottle_parse_route(ctx, json_array_get(v, i), b, &b->routes[i])
+            != 0)
+        {
+            return -1;
+        }
+
+        bottle_path_pop(ctx, item);
+    }
+
+    b->nroutes = n;
+    bottle_path_pop(ctx, saved);
+
+    return 0;
+}
+
+
+/* the host table; a host listed twice would make one route unreachable */
+
+static int
+bottle_index_routes(bottle_ctx_t *ctx, bottle_t *b)
+{
+    char             q[BOTTLE_QUOTE_LEN];
+    size_t           i, h, size;
+    bottle_route_t  *r, *other;
+
+    size = bottle_table_size(b->nroutes);
+
+    b->host_slots = bottle_alloc_array(ctx->policy, size, sizeof(size_t));
+    if (b->host_slots == NULL) {
+        return bottle_fail(ctx, "out of memory");
+    }
+
+    b->host_mask = size - 1;
+
+    for (i = 0; i < b->nroutes; i++) {
+        r = &b->routes[i];
+        h = bottle_hash_host(r->host.data, r->host.len) & b->host_mask;
+
+        for ( /* void */ ; b->host_slots[h]; h = (h + 1) & b->host_mask) {
+            other = &b->routes[b->host_slots[h] - 1];
+
+            if (other->host.len == r->host.len
+                && memcmp(other->host.data, r->host.data, r->host.len) == 0)
+            {
+                bottle_path_append(ctx, "routes[%zu].host", i);
+                return bottle_fail(ctx, "%s is already routes[%zu]",
+                                   bottle_quote(q, sizeof(q), r->host.data,
+                                                r->host.len),
+                                   b->host_slots[h] - 1);
+            }
+        }
+
+        b->host_slots[h] = i + 1;
+    }
+
+    return 0;
+}
+
+
+int
+bottle_parse_bottle(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
+{
+    if (!json_is_object(obj)) {
+        return bottle_fail(ctx, "must be an object");
+    }
+
+    if (bottle_str_set(&b->source, ctx, ctx->source, strlen(ctx->source), 0)
+        != 0
+        || bottle_parse_id(ctx, obj, b) != 0
+        || bottle_check_fields(ctx, obj, bottle_fields) != 0
+        || bottle_parse_slug(ctx, obj, b) != 0
+        || bottle_parse_token(ctx, obj, b) != 0
+        || bottle_parse_sources(ctx, obj, b) != 0
+        || bottle_parse_canary(ctx, obj, b) != 0
+        || bottle_parse_secrets(&b->egress_tokens, &b->negress_tokens, ctx,
+                                obj, "egress_tokens", 1) != 0
+        || bottle_parse_secrets(&b->held_secrets, &b->nheld_secrets, ctx,
+                                obj, "held_secrets", 0) != 0
+        || bottle_parse_audit(ctx, obj, b) != 0
+        || bottle_check_repos(ctx, obj, b) != 0
+        || bottle_parse_routes(ctx, obj, b) != 0
+        || bottle_index_routes(ctx, b) != 0)
+    {
+        return -1;
+    }
+
+    return 0;
+}
