@@ -355,6 +355,164 @@ bottle_scan_jwt(const unsigned char *b, size_t ws, size_t e, int at_start,
 }
 
 
+/* placeholders and documentation examples */
+
+/*
+ * The public documentation values that have a real token's shape and are
+ * not caught by the rules below: jwt.io's example tokens (the classic one
+ * and the current one).  AWS's example key pair contains "EXAMPLE".
+ */
+static const char  *bottle_scan_examples[] = {
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5"
+    "MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiYWRtaW4iOnRydWUs"
+    "ImlhdCI6MTUxNjIzOTAyMn0.KMUFsIDTnFmyG3nMiGM6H9FNFUROf3wh7SmqJp-QV30",
+};
+
+/* a variable part shorter than this is no evidence either way */
+#define BOTTLE_SCAN_VAR_MIN   16
+/* at most this many distinct characters: "ghp_xxxx...", "npm_0000..." */
+#define BOTTLE_SCAN_VAR_FEW   4
+
+
+static int
+bottle_scan_has_example(const unsigned char *t, size_t n)
+{
+    size_t  i, k;
+
+    for (i = 0; i + 7 <= n; i++) {
+        for (k = 0; k < 7 && (t[i + k] | 0x20) == "example"[k]; k++) {
+            /* void */
+        }
+        if (k == 7) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * The token's variable part is what its character classes matched (the
+ * var regex captures each one): a fixed prefix ("sk-ant-api03-"), infix
+ * ("T3BlbkFJ") or separator is not part of it.
+ */
+int
+bottle_scan_placeholder(const bottle_scan_db_t *db,
+    const bottle_scan_crule_t *cr, const unsigned char *t, size_t n,
+    pcre2_match_data *md)
+{
+    int          rc, i;
+    size_t       k, j, nvar, ndist;
+    PCRE2_SIZE  *ov;
+    unsigned     seen[256 / (8 * sizeof(unsigned))];
+
+    for (k = 0; k < sizeof(bottle_scan_examples) / sizeof(char *); k++) {
+        if (strlen(bottle_scan_examples[k]) == n
+            && memcmp(bottle_scan_examples[k], t, n) == 0)
+        {
+            return 1;
+        }
+    }
+
+    if (bottle_scan_has_example(t, n)) {
+        return 1;
+    }
+
+    if (cr->var == NULL) {
+        return 0;
+    }
+
+    rc = cr->jit_var
+         ? pcre2_jit_match(cr->var, t, n, 0, 0, md, db->mctx)
+         : pcre2_match(cr->var, t, n, 0, 0, md, db->mctx);
+    if (rc <= 1) {
+        return 0;
+    }
+
+    ov = pcre2_get_ovector_pointer(md);
+    memset(seen, 0, sizeof(seen));
+    nvar = 0;
+    ndist = 0;
+
+    for (i = 1; i < rc; i++) {
+        if (ov[2 * i] == PCRE2_UNSET) {
+            continue;
+        }
+        for (j = ov[2 * i]; j < ov[2 * i + 1]; j++) {
+            nvar++;
+            if (!(seen[t[j] / 32] & (1u << (t[j] % 32)))) {
+                seen[t[j] / 32] |= 1u << (t[j] % 32);
+                ndist++;
+            }
+        }
+    }
+
+    return nvar >= BOTTLE_SCAN_VAR_MIN && ndist <= BOTTLE_SCAN_VAR_FEW;
+}
+
+
+/*
+ * The token regex with each character class and its quantifier captured:
+ * "ghp_[A-Za-z0-9]{36}" -> "ghp_([A-Za-z0-9]{36})".  NULL-free: writes
+ * an empty pattern when there is no class.
+ */
+static void
+var_pattern(const char *tok, char *out, size_t cap)
+{
+    size_t       o;
+    const char  *p, *q;
+
+    o = 0;
+
+    for (p = tok; *p && o + 8 < cap; /* void */ ) {
+        if (*p == '\\' && p[1]) {
+            out[o++] = *p++;
+            out[o++] = *p++;
+            continue;
+        }
+        if (*p != '[') {
+            out[o++] = *p++;
+            continue;
+        }
+
+        /* the class, "]" first is a member, then a quantifier */
+        q = p + 1;
+        if (*q == ']') {
+            q++;
+        }
+        while (*q && *q != ']') {
+            q += (*q == '\\' && q[1]) ? 2 : 1;
+        }
+        if (*q == ']') {
+            q++;
+        }
+        if (*q == '{') {
+            while (*q && *q != '}') {
+                q++;
+            }
+            q += *q == '}';
+        } else if (*q == '+' || *q == '*' || *q == '?') {
+            q++;
+        }
+
+        if (o + (size_t) (q - p) + 8 >= cap) {
+            break;
+        }
+        out[o++] = '(';
+        memcpy(out + o, p, (size_t) (q - p));
+        o += (size_t) (q - p);
+        out[o++] = ')';
+        p = q;
+    }
+
+    out[o] = '\0';
+}
+
+
 /* the database */
 
 static void
@@ -564,6 +722,15 @@ bottle_scan_db_create(bottle_scan_db_t **out, char *err, size_t errlen)
             cr->ctx = pcre_compile_jit(pc, cr->r->caseless ? PCRE2_CASELESS
                                                            : 0, &cr->jit_ctx);
         }
+        if (cr->r->detector == BOTTLE_DETECT_TOKEN_PATTERNS) {
+            var_pattern(cr->r->token, pc, PATTERN_MAX);
+            cr->var = pcre_compile_jit(pc, PCRE2_ANCHORED, &cr->jit_var);
+            if (cr->var == NULL) {
+                snprintf(err, errlen, "cannot compile rule \"%s\" for "
+                         "placeholders", cr->r->name);
+                goto cleanup;
+            }
+        }
         if (cr->re == NULL || (cr->r->ctx && cr->ctx == NULL)) {
             snprintf(err, errlen, "cannot compile rule \"%s\" for PCRE2",
                      cr->r->name);
@@ -625,6 +792,7 @@ bottle_scan_db_free(bottle_scan_db_t *db)
     for (i = 0; db->rules && i < db->nrules; i++) {
         pcre2_code_free(db->rules[i].re);
         pcre2_code_free(db->rules[i].ctx);
+        pcre2_code_free(db->rules[i].var);
     }
     free(db->rules);
     pcre2_match_context_free(db->mctx);

@@ -273,8 +273,8 @@ static const sample_t  samples[] = {
       { "s.{24l}", "s.Ab1{20a}", "s.Ab1{22a}" } },
     { "jwt", "Authorization: Bearer ",
       "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFt"
-      "ZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36"
-      "POk6yJV_adQssw5c",
+      "ZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.Xq9kLm2Rt7Vw4Yz8Bn3Cd6Fg1"
+      "Hj5Kp0Ns_Qu-EaIo7r",
       { "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0",
         "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.short",
         "eyJhbGciOiJIUzI1NiJ9.bm90IGEgand0IHBheWxvYWQ.{30u}",
@@ -344,13 +344,6 @@ test_rules(void)
        && has_match(tok, BOTTLE_DLP_TOKEN_PATTERNS, "aws_access_key_id", 0,
                     20, 1), "aws: key id and secret key together");
 
-    /* documentation examples are blocked like real keys (docs/dlp.md) */
-    ok(one_match("AKIAIOSFODNN7EXAMPLE", BOTTLE_DLP_TOKEN_PATTERNS,
-                 "aws_access_key_id", 0, 20),
-       "AWS's documented example key id is a match");
-    ok(one_match("aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-                 BOTTLE_DLP_TOKEN_PATTERNS, "aws_secret_access_key", 22, 62),
-       "AWS's documented example secret key is a match");
 
     /* boundaries: JSON and percent escapes before a token */
     gen(tok, "ghp_{36a}");
@@ -1023,6 +1016,88 @@ test_corners(void)
 
 /* the benign corpus: no finding with the default detectors */
 
+/* placeholders and documentation examples (vendor shapes only) */
+
+#define JWT_IO  "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkw" \
+    "IiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ"
+
+static void
+test_placeholders(void)
+{
+    char                       tok[512], str[640];
+    int                        id = F_BODY;
+    size_t                     n;
+    const char                *vp;
+    bottle_scan_t             *s;
+    bottle_scan_secrets_t     *ps;
+    const bottle_scan_match_t *m;
+    char                       err[256];
+    bottle_str_t               canary = { "EXAMPLE-CANARY-xxxx", 19 };
+    bottle_secret_t            t = { { "PH", 2 },
+                                     { "ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+                                       40 } };
+
+    ok(no_match("{\"doc\": \"AKIAIOSFODNN7EXAMPLE\"}", DEFAULT),
+       "AWS's documented example key id passes");
+    ok(no_match("aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                DEFAULT), "AWS's documented example secret key passes");
+    ok(no_match("Authorization: Bearer " JWT_IO
+                ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c\n", DEFAULT),
+       "jwt.io's classic example passes");
+    ok(no_match("\"t\": \"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0"
+                "NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiYWRtaW4iOnRydWUsImlhdCI6MT"
+                "UxNjIzOTAyMn0.KMUFsIDTnFmyG3nMiGM6H9FNFUROf3wh7SmqJp-QV30\"",
+                DEFAULT), "jwt.io's current example passes");
+    ok(no_match("token: ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", DEFAULT),
+       "ghp_ and 36 x: a placeholder");
+    ok(no_match("NPM_TOKEN=npm_000000000000000000000000000000000000", DEFAULT),
+       "npm_ and 36 zeros: a placeholder");
+    ok(no_match("ghp_xxxxXXXX0000xxxxXXXX0000xxxxXXXX0000", DEFAULT),
+       "three distinct characters: a placeholder");
+    ok(no_match("sk-ant-api03-XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX"
+                "XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXAA",
+                DEFAULT), "sk-ant-api03-XXXX...XAA: a placeholder");
+    ok(no_match("sk-proj-XXXXXXXXXXXXXXXXXXXXT3BlbkFJXXXXXXXXXXXXXXXXXXXX",
+                DEFAULT), "the fixed infix T3BlbkFJ is not variable");
+    ok(no_match("xoxb-0000000000-0000000000-XXXXXXXXXXXXXXXXXXXXXXXX",
+                DEFAULT), "slack digits and X: a placeholder");
+    ok(no_match("ghp_ExampleTokenForTheDocs0123456789abcd", DEFAULT),
+       "a token containing \"Example\": a placeholder");
+    ok(no_match("{\"t\":\"\\u0067hp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}",
+                DEFAULT), "a placeholder in a decoded view");
+
+    /* what still blocks */
+    ok(one_match("ghp_abcdeabcdeabcdeabcdeabcdeabcdeabcdea", DEFAULT,
+                 "github_pat_classic", 0, 40),
+       "five distinct characters: a token");
+    ok(one_match("AKIAIOSFODNN7EXAMPLF", DEFAULT, "aws_access_key_id", 0, 20),
+       "the example key id one character off: a token");
+    ok(one_match("Bearer " JWT_IO ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5d",
+                 DEFAULT, "jwt", 7, 7 + sizeof(JWT_IO) - 1 + 44),
+       "jwt.io's example with another signature: a token");
+    gen(tok, "ghp_{36a}");
+    snprintf(str, sizeof(str), "For example, in the docs: export "
+             "GITHUB_TOKEN=%s # example", tok);
+    vp = strstr(str, "ghp_");
+    ok(one_match(str, DEFAULT, "github_pat_classic", (size_t) (vp - str),
+                 (size_t) (vp - str) + 40),
+       "a random token in prose about examples: a token");
+
+    /* the canary and the bottle's tokens are never placeholders */
+    ok(bottle_scan_secrets_create(&ps, db, &canary, &t, 1, err,
+                                  sizeof(err)) == 0, "placeholder secrets");
+    vp = "x ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx EXAMPLE-CANARY-xxxx";
+    s = scan_fields(ps, DEFAULT, 1, &id, &vp);
+    m = bottle_scan_matches(s, &n);
+    ok(n == 2 && strcmp(m[0].rule, "egress_token:PH") == 0
+       && strcmp(m[1].rule, "canary") == 0,
+       "a registered token and a canary shaped like placeholders: found");
+    show(m, n);
+    bottle_scan_release(s);
+    bottle_scan_secrets_free(ps);
+}
+
+
 static void
 test_benign(void)
 {
@@ -1219,6 +1294,7 @@ main(void)
     test_corners();
     test_raw_literals();
     test_benign();
+    test_placeholders();
     test_hostile();
     test_from_policy();
     test_api();
