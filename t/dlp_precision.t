@@ -128,7 +128,7 @@ fake_upstream($t, port => 8081, name => 'plain');
 fake_upstream($t, port => 8443, name => 'tls', tls => 1,
 	cert => $up->{cert}, key => $up->{key});
 
-$t->run()->plan(14);
+$t->run()->plan(24);
 
 ###############################################################################
 
@@ -221,5 +221,33 @@ like(req('POST', '/x', body => 'token ghp_' . ('z' x 36)),
 like(h2('--data-binary', "k=$GHP", "$SEC/x"), refused2('dlp'),
 	'placeholders: HTTP/2, a random token blocks');
 is(nplain(), $n, 'placeholders: refused requests never reached the upstream');
+
+###############################################################################
+
+# 2. %0D%0A in a URL-valued header is data; raw or in another header, not
+
+$n = nplain();
+my $ref = "http://docs.example.test/search?q=crlf%0D%0Ainjection%0d%0aSet-Cookie:x";
+like(req('GET', '/x', headers => [ "Referer: $ref" ]), $OK,
+	'crlf: %0D%0A in the Referer passes');
+is(header_value(last_plain(), 'Referer'), $ref,
+	'crlf: the Referer reached the upstream unchanged');
+like(req('GET', '/x', headers => [ 'Origin: http://a.test%0D%0A',
+	'Link: <http://a.test/%0d%0ax>; rel="next"' ]), $OK,
+	'crlf: %0D%0A in Origin and Link passes');
+like(h2('-H', "Referer: $ref", "$SEC/x"), $OK2,
+	'crlf: HTTP/2, %0D%0A in the Referer passes');
+like(req('GET', '/x', headers => [ 'X-Inject: a%0D%0AEvil: yes' ]),
+	refused('crlf'), 'crlf: %0D%0A in another header: 403');
+like(req('GET', '/x', headers => [ 'X-Referer: http://a.test/%0d%0aEvil: yes' ]),
+	refused('crlf'), 'crlf: a name that merely contains Referer: 403');
+like(h2('-H', 'X-Inject: a%0D%0AEvil: yes', "$SEC/x"), refused2('crlf'),
+	'crlf: HTTP/2, %0D%0A in another header: 403');
+unlike(req('GET', '/x', headers => [ "Referer: http://a.test/\rEvil: yes" ]),
+	$OK, 'crlf: a raw CR in the Referer is refused');
+(my $pcan = $CANARY) =~ s/(.)/sprintf('%%%02X', ord $1)/ge;
+like(req('GET', '/x', headers => [ "Referer: http://a.test/?q=$pcan%0D%0A" ]),
+	refused('canary'), 'crlf: the Referer is still scanned for the canary');
+is(nplain(), $n + 2, 'crlf: refused requests never reached the upstream');
 
 ###############################################################################
