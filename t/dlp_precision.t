@@ -118,17 +118,19 @@ write_policy($t, 'policy.json', { bottles => [
 			methods => [ '*' ], dlp => { on_match => 'block' } },
 		{ host => 'sec.allowed.test', port => $S, internal => $T,
 			methods => [ '*' ], dlp => { on_match => 'block' } },
+		{ host => 'llm.allowed.test', port => $P, internal => $T,
+			methods => [ '*' ], agent_provider => $T },
 	] },
 ] });
 
 dns_start($t, port => port(8053), hosts => { map { ($_ => '127.0.0.1') }
-	qw/block.allowed.test sec.allowed.test/ });
+	qw/block.allowed.test sec.allowed.test llm.allowed.test/ });
 
 fake_upstream($t, port => 8081, name => 'plain');
 fake_upstream($t, port => 8443, name => 'tls', tls => 1,
 	cert => $up->{cert}, key => $up->{key});
 
-$t->run()->plan(24);
+$t->run()->plan(35);
 
 ###############################################################################
 
@@ -139,7 +141,7 @@ my $SEC = "https://sec.allowed.test:$S";
 # HTTP/1.1, plain, on the block route
 sub req {
 	my ($method, $path, %o) = @_;
-	my $host = "block.allowed.test:$P";
+	my $host = ($o{host} // 'block') . ".allowed.test:$P";
 	my $r = "$method http://$host$path HTTP/1.1\r\nHost: $host"
 		. "\r\nConnection: close\r\n$auth";
 	$r .= join '', map { "$_\r\n" } @{$o{headers} || []};
@@ -249,5 +251,43 @@ unlike(req('GET', '/x', headers => [ "Referer: http://a.test/\rEvil: yes" ]),
 like(req('GET', '/x', headers => [ "Referer: http://a.test/?q=$pcan%0D%0A" ]),
 	refused('canary'), 'crlf: the Referer is still scanned for the canary');
 is(nplain(), $n + 2, 'crlf: refused requests never reached the upstream');
+
+###############################################################################
+
+# 3. private key blocks
+
+my $RSA = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n"
+	. "4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u\n"
+	. "-----END RSA PRIVATE KEY-----\n";
+(my $RSA_JSON = $RSA) =~ s/\n/\\n/g;
+my $PUB = "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKC\n"
+	. "-----END PUBLIC KEY-----\n";
+
+$n = nplain();
+like(req('POST', '/x', body => $RSA), refused('dlp'),
+	'private key: a PEM block in a body: 403');
+like(req('POST', '/x', body => "{\"content\":\"here: $RSA_JSON\"}"),
+	qr/^HTTP\/1\.1 403 .*token_patterns \(private_key\) in the body/s,
+	'private key: in a JSON string with \n escapes: 403');
+like(req('POST', '/x', headers => [ 'Content-Encoding: gzip' ],
+	body => gz("{\"k\":\"-----BEGIN OPENSSH PRIVATE KEY-----\\nb3BlbnNzaC1rZXktdjE\"}")),
+	refused('dlp'), 'private key: OpenSSH in a gzip body: 403');
+like(req('GET', '/x?k=-----BEGIN+EC+PRIVATE+KEY-----%0AMHcCAQEEIB'),
+	refused('dlp'), 'private key: form-encoded in the query: 403');
+like(req('GET', '/x', headers => [ 'X-Key: -----BEGIN PRIVATE KEY----- MIIEvQIBADAN' ]),
+	refused('dlp'), 'private key: on one line in a header: 403');
+like(req('POST', '/v1', host => 'llm', body => "{\"content\":\"$RSA_JSON\"}"),
+	refused('dlp'), 'private key: refused, not redacted, on a redact route');
+like(h2('--data-binary', "{\"k\":\"-----BEGIN PGP PRIVATE KEY BLOCK-----\\n\\nlQOYBGV\"}",
+	"$SEC/x"), refused2('dlp'), 'private key: HTTP/2, PGP in a body: 403');
+is(nplain(), $n, 'private key: refused requests never reached the upstream');
+
+like(req('POST', '/x', body => "{\"content\":\"$PUB\"}"), $OK,
+	'private key: a public key passes');
+like(req('POST', '/x', body => 'if line == "-----BEGIN RSA PRIVATE KEY-----":'),
+	$OK, 'private key: code naming the header passes');
+like(req('POST', '/x', body => "-----BEGIN RSA PRIVATE KEY-----\n...\n"
+	. "-----END RSA PRIVATE KEY-----"), $OK,
+	'private key: an elided example block passes');
 
 ###############################################################################

@@ -465,8 +465,8 @@ bottle_scan_on_rule(unsigned id, unsigned long long from,
     }
 
     view_raw_span(v, st, e, &rs, &re);
-    bottle_scan_add(v->s, cr->r->detector, cr->r->name, rs, re, rc > 0, 0,
-                    v->id);
+    bottle_scan_add(v->s, cr->r->detector, cr->r->name, rs, re,
+                    rc > 0 && !cr->r->partial, 0, v->id);
     return 0;
 }
 

@@ -62,6 +62,9 @@ typedef struct {
      * database's main cost
      */
     unsigned            ctx_apart:1;
+    /* the match is the start of a larger secret (a private key block):
+     * refused, never redacted, as the rest would go out */
+    unsigned            partial:1;
 } bottle_scan_rule_t;
 
 extern const bottle_scan_rule_t  bottle_scan_rules[];

@@ -41,12 +41,15 @@
 
 #define AKID  "(?:AKIA|ASIA|ABIA|ACCA)"
 
+/* a space in a PEM header line, form-encoded too */
+#define PK_SP  "(?:[ +]|%20)"
+
 
 const bottle_scan_rule_t  bottle_scan_rules[] = {
 
     { "aws_access_key_id", "AWS",
       "`AKIA`, `ASIA`, `ABIA` or `ACCA` + 16 `[A-Z0-9]`", TP,
-      "A-Za-z0-9", NULL, AKID "[A-Z0-9]{16}", NULL, 20, 0, 0, 0, 0, 0 },
+      "A-Za-z0-9", NULL, AKID "[A-Z0-9]{16}", NULL, 20, 0, 0, 0, 0, 0, 0 },
 
     { "aws_secret_access_key", "AWS",
       "40 `[A-Za-z0-9/+]` with upper, lower and digit, up to 40 characters"
@@ -54,154 +57,171 @@ const bottle_scan_rule_t  bottle_scan_rules[] = {
       " id, on the same line", TP,
       "A-Za-z0-9/+",
       "(?:(?i:aws|secret)[^\\n]{0,40}|" AKID "[A-Z0-9]{16}[^\\n]{0,100})",
-      "[A-Za-z0-9/+]{40}", MIXED40, 168, 0, 0, 0, 0, 0 },
+      "[A-Za-z0-9/+]{40}", MIXED40, 168, 0, 0, 0, 0, 0, 0 },
 
     { "github_pat_classic", "GitHub", "`ghp_` + 36 `[A-Za-z0-9]`", TP,
-      "A-Za-z0-9_", NULL, "ghp_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0 },
+      "A-Za-z0-9_", NULL, "ghp_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0, 0 },
 
     { "github_oauth_token", "GitHub", "`gho_` + 36 `[A-Za-z0-9]`", TP,
-      "A-Za-z0-9_", NULL, "gho_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0 },
+      "A-Za-z0-9_", NULL, "gho_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0, 0 },
 
     { "github_user_token", "GitHub", "`ghu_` + 36 `[A-Za-z0-9]`", TP,
-      "A-Za-z0-9_", NULL, "ghu_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0 },
+      "A-Za-z0-9_", NULL, "ghu_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0, 0 },
 
     { "github_app_token", "GitHub", "`ghs_` + 36 `[A-Za-z0-9]`", TP,
-      "A-Za-z0-9_", NULL, "ghs_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0 },
+      "A-Za-z0-9_", NULL, "ghs_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0, 0 },
 
     { "github_refresh_token", "GitHub", "`ghr_` + 36 `[A-Za-z0-9]`", TP,
-      "A-Za-z0-9_", NULL, "ghr_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0 },
+      "A-Za-z0-9_", NULL, "ghr_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0, 0 },
 
     { "github_pat_fine_grained", "GitHub",
       "`github_pat_` + 22 `[A-Za-z0-9]` + `_` + 59 `[A-Za-z0-9]`", TP,
       "A-Za-z0-9_", NULL, "github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}",
-      NULL, 93, 0, 0, 0, 0, 0 },
+      NULL, 93, 0, 0, 0, 0, 0, 0 },
 
     { "gitlab_pat", "GitLab", "`glpat-` + 20 or more `[A-Za-z0-9_-]`", TP,
-      "A-Za-z0-9_-", NULL, "glpat-[A-Za-z0-9_-]{20,}", NULL, 512, 1, 0, 0, 0, 0 },
+      "A-Za-z0-9_-", NULL, "glpat-[A-Za-z0-9_-]{20,}", NULL, 512, 1, 0, 0, 0, 0, 0 },
 
     { "gitlab_token", "GitLab",
       "`gldt-`, `glrt-`, `glcbt-`, `glptt-`, `glft-`, `glimt-`, `glagent-`,"
       " `glsoat-`, `gloas-` or `glffct-` + 20 or more `[A-Za-z0-9_-]`", TP,
       "A-Za-z0-9_-", NULL,
       "(?:gldt|glrt|glcbt|glptt|glft|glimt|glagent|glsoat|gloas|glffct)-"
-      "[A-Za-z0-9_-]{20,}", NULL, 512, 1, 0, 0, 0, 0 },
+      "[A-Za-z0-9_-]{20,}", NULL, 512, 1, 0, 0, 0, 0, 0 },
 
     { "gitlab_runner_registration_token", "GitLab",
       "`GR1348941` + 20 or more `[A-Za-z0-9_-]`", TP,
       "A-Za-z0-9_-", NULL, "GR1348941[A-Za-z0-9_-]{20,}", NULL, 512, 1, 0,
-      0, 0, 0 },
+      0, 0, 0, 0 },
 
     { "anthropic_api_key", "Anthropic",
       "`sk-ant-api03-` + 93 `[A-Za-z0-9_-]` + `AA`", TP,
       "A-Za-z0-9_-", NULL, "sk-ant-api03-[A-Za-z0-9_-]{93}AA", NULL, 108,
-      0, 0, 0, 0, 0 },
+      0, 0, 0, 0, 0, 0 },
 
     { "anthropic_admin_key", "Anthropic",
       "`sk-ant-admin01-` + 93 `[A-Za-z0-9_-]` + `AA`", TP,
       "A-Za-z0-9_-", NULL, "sk-ant-admin01-[A-Za-z0-9_-]{93}AA", NULL, 110,
-      0, 0, 0, 0, 0 },
+      0, 0, 0, 0, 0, 0 },
 
     { "openai_project_key", "OpenAI",
       "`sk-proj-` + 20+ `[A-Za-z0-9_-]` + `T3BlbkFJ` + 20+ more", TP,
       "A-Za-z0-9_-", NULL,
       "sk-proj-[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}", NULL, 512, 1,
-      0, 0, 0, 0 },
+      0, 0, 0, 0, 0 },
 
     { "openai_service_account_key", "OpenAI",
       "`sk-svcacct-` + 20+ `[A-Za-z0-9_-]` + `T3BlbkFJ` + 20+ more", TP,
       "A-Za-z0-9_-", NULL,
       "sk-svcacct-[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}", NULL, 512,
-      1, 0, 0, 0, 0 },
+      1, 0, 0, 0, 0, 0 },
 
     { "openai_admin_key", "OpenAI",
       "`sk-admin-` + 20+ `[A-Za-z0-9_-]` + `T3BlbkFJ` + 20+ more", TP,
       "A-Za-z0-9_-", NULL,
       "sk-admin-[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}", NULL, 512, 1,
-      0, 0, 0, 0 },
+      0, 0, 0, 0, 0 },
 
     { "openai_legacy_key", "OpenAI", "`sk-` + 48 `[A-Za-z0-9]`", TP,
-      "A-Za-z0-9_-", NULL, "sk-[A-Za-z0-9]{48}", NULL, 51, 0, 0, 0, 0, 0 },
+      "A-Za-z0-9_-", NULL, "sk-[A-Za-z0-9]{48}", NULL, 51, 0, 0, 0, 0, 0, 0 },
 
     { "stripe_secret_key", "Stripe", "`sk_live_` + 24 or more `[A-Za-z0-9]`",
       TP, "A-Za-z0-9_", NULL, "sk_live_[A-Za-z0-9]{24,}", NULL, 256, 1, 0,
-      0, 0, 0 },
+      0, 0, 0, 0 },
 
     { "stripe_restricted_key", "Stripe",
       "`rk_live_` + 24 or more `[A-Za-z0-9]`", TP,
-      "A-Za-z0-9_", NULL, "rk_live_[A-Za-z0-9]{24,}", NULL, 256, 1, 0, 0, 0, 0 },
+      "A-Za-z0-9_", NULL, "rk_live_[A-Za-z0-9]{24,}", NULL, 256, 1, 0, 0, 0, 0, 0 },
 
     { "huggingface_token", "Hugging Face", "`hf_` + 34 `[A-Za-z0-9]`", TP,
-      "A-Za-z0-9_", NULL, "hf_[A-Za-z0-9]{34}", NULL, 37, 0, 0, 0, 0, 0 },
+      "A-Za-z0-9_", NULL, "hf_[A-Za-z0-9]{34}", NULL, 37, 0, 0, 0, 0, 0, 0 },
 
     { "databricks_token", "Databricks",
       "`dapi` + 32 `[a-f0-9]`, optional `-` + 1-3 digits", TP,
       "A-Za-z0-9_", NULL, "dapi[a-f0-9]{32}(?:-[0-9]{1,3})?", NULL, 40, 0, 0,
-      0, 1, 0 },
+      0, 1, 0, 0 },
 
     { "slack_bot_token", "Slack",
       "`xoxb-` + 8-14 digits + `-` + 8-14 digits + `-` + 20-40"
       " `[A-Za-z0-9]`", TP,
       "A-Za-z0-9_-", NULL,
-      "xoxb-[0-9]{8,14}-[0-9]{8,14}-[A-Za-z0-9]{20,40}", NULL, 80, 0, 0, 0, 0, 0 },
+      "xoxb-[0-9]{8,14}-[0-9]{8,14}-[A-Za-z0-9]{20,40}", NULL, 80, 0, 0, 0, 0, 0, 0 },
 
     { "slack_user_token", "Slack",
       "`xoxp-` + three groups of 8-14 digits + `-` + 32 `[a-f0-9]`", TP,
       "A-Za-z0-9_-", NULL,
       "xoxp-[0-9]{8,14}-[0-9]{8,14}-[0-9]{8,14}-[a-f0-9]{32}", NULL, 96, 0,
-      0, 0, 0, 0 },
+      0, 0, 0, 0, 0 },
 
     { "slack_workspace_token", "Slack",
       "`xoxa-` + 1-2 digits + `-` + 20 or more `[A-Za-z0-9-]`", TP,
       "A-Za-z0-9_-", NULL, "xoxa-[0-9]{1,2}-[A-Za-z0-9-]{20,}", NULL, 256,
-      1, 0, 0, 0, 0 },
+      1, 0, 0, 0, 0, 0 },
 
     { "slack_app_token", "Slack",
       "`xapp-` + digit + `-` + 9-12 `[A-Z0-9]` + `-` + 10-14 digits + `-` +"
       " 64 `[a-f0-9]`", TP,
       "A-Za-z0-9_-", NULL,
       "xapp-[0-9]-[A-Z0-9]{9,12}-[0-9]{10,14}-[a-f0-9]{64}", NULL, 100, 0,
-      0, 0, 0, 0 },
+      0, 0, 0, 0, 0 },
 
     { "slack_webhook_url", "Slack",
       "`hooks.slack.com/services/T` + 8-12 `[A-Z0-9]` + `/B` + 8-12"
       " `[A-Z0-9]` + `/` + 24 `[A-Za-z0-9]`", TP,
       "A-Za-z0-9", NULL,
       "hooks\\.slack\\.com/services/T[A-Z0-9]{8,12}/B[A-Z0-9]{8,12}/"
-      "[A-Za-z0-9]{24}", NULL, 90, 0, 0, 0, 1, 0 },
+      "[A-Za-z0-9]{24}", NULL, 90, 0, 0, 0, 1, 0, 0 },
 
     { "npm_token", "npm", "`npm_` + 36 `[A-Za-z0-9]`", TP,
-      "A-Za-z0-9_", NULL, "npm_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0 },
+      "A-Za-z0-9_", NULL, "npm_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0, 0 },
 
     { "sendgrid_api_key", "SendGrid",
       "`SG.` + 22 `[A-Za-z0-9_-]` + `.` + 43 `[A-Za-z0-9_-]`", TP,
       "A-Za-z0-9_-", NULL, "SG\\.[A-Za-z0-9_-]{22}\\.[A-Za-z0-9_-]{43}",
-      NULL, 69, 0, 0, 0, 1, 0 },
+      NULL, 69, 0, 0, 0, 1, 0, 0 },
 
     { "pypi_token", "PyPI",
       "`pypi-AgEIcHlwaS5vcmc` + 50 or more `[A-Za-z0-9_-]`", TP,
       "A-Za-z0-9_-", NULL, "pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}", NULL,
-      512, 1, 0, 0, 0, 0 },
+      512, 1, 0, 0, 0, 0, 0 },
 
     { "vault_service_token", "HashiCorp Vault",
       "`hvs.` + 24 or more `[A-Za-z0-9_-]`", TP,
-      "A-Za-z0-9_-", NULL, "hvs\\.[A-Za-z0-9_-]{24,}", NULL, 512, 1, 0, 0, 1, 0 },
+      "A-Za-z0-9_-", NULL, "hvs\\.[A-Za-z0-9_-]{24,}", NULL, 512, 1, 0, 0, 1, 0, 0 },
 
     { "vault_batch_token", "HashiCorp Vault",
       "`hvb.` + 24 or more `[A-Za-z0-9_-]`", TP,
-      "A-Za-z0-9_-", NULL, "hvb\\.[A-Za-z0-9_-]{24,}", NULL, 512, 1, 0, 0, 1, 0 },
+      "A-Za-z0-9_-", NULL, "hvb\\.[A-Za-z0-9_-]{24,}", NULL, 512, 1, 0, 0, 1, 0, 0 },
 
     { "vault_legacy_token", "HashiCorp Vault",
       "`s.` + 24 `[A-Za-z0-9]` with upper, lower and digit, up to 40"
       " characters after `vault` or `token` (any case)", TP,
       "A-Za-z0-9_", "(?i:vault|token)[^\\n]{0,40}", "s\\.[A-Za-z0-9]{24}",
-      MIXED24, 80, 0, 0, 0, 1, 1 },
+      MIXED24, 80, 0, 0, 0, 1, 1, 0 },
+
+    /*
+     * The header line and the first character of the key: a key block
+     * that goes on (a line break in any of its spellings, then base64 or
+     * an encrypted key's header), not code that merely names the header.
+     * Refused, never redacted: the rest of the block would go out.
+     */
+    { "private_key", "PEM, OpenSSH, PGP",
+      "`-----BEGIN` (`RSA`, `DSA`, `EC`, `OPENSSH`, `ENCRYPTED`, `PGP`)"
+      " `PRIVATE KEY` (`BLOCK`) `-----`, a line break (raw, `\\n` escaped"
+      " once to three times, `%0A`, or a space) and a key character;"
+      " words separated by a space, `+` or `%20`", TP,
+      NULL, NULL,
+      "-----BEGIN" PK_SP "(?:(?:RSA|DSA|EC|OPENSSH|ENCRYPTED|PGP)" PK_SP ")?"
+      "PRIVATE" PK_SP "KEY(?:" PK_SP "BLOCK)?-----"
+      "(?:\\r?\\n|\\\\{1,3}r\\\\{1,3}n|\\\\{1,3}n|%0[Dd]%0[Aa]|%0[Aa]|[ +])"
+      "{1,2}[A-Za-z0-9+/]", NULL, 128, 0, 0, 0, 0, 0, 1 },
 
     { "jwt", "JSON Web Token",
       "`eyJ` + 12+ `[A-Za-z0-9_-]` + `.eyJ` + 12+ + `.` + 22+"
       " (three base64url parts, 54 characters or more)", TP,
       "A-Za-z0-9_-", NULL,
       "eyJ[A-Za-z0-9_-]{12,}\\.eyJ[A-Za-z0-9_-]{12,}\\.[A-Za-z0-9_-]{22,}",
-      NULL, BOTTLE_SCAN_LOOKBACK, 1, 0, 1, 1, 0 },
+      NULL, BOTTLE_SCAN_LOOKBACK, 1, 0, 1, 1, 0, 0 },
 
     /* inbound: naive prompt-injection phrases (flag only) */
 
@@ -212,18 +232,18 @@ const bottle_scan_rule_t  bottle_scan_rules[] = {
       "(?:(?:the|your|any|my)" S ")?"
       "(?:previous|prior|above|earlier|preceding|system)" S
       "(?:instructions|prompts?|directions|directives|rules)", NULL, 160, 1,
-      1, 0, 0, 0 },
+      1, 0, 0, 0, 0 },
 
     { "new_instructions", "-", "new / updated / real (system) instructions:",
       INJ, NULL, NULL,
       "(?:new|updated|revised|real)" S "(?:system" S ")?instructions"
-      "(?:\\s|\\\\[nrt])*:", NULL, 160, 1, 1, 0, 0, 0 },
+      "(?:\\s|\\\\[nrt])*:", NULL, 160, 1, 1, 0, 0, 0, 0 },
 
     { "mode_switch", "-", "you are now (in) developer / DAN / ... mode", INJ,
       NULL, NULL,
       "you" S "are" S "now" S "(?:in" S ")?"
       "(?:developer|dan|jailbreak|god|unrestricted)" S "mode", NULL, 160, 1,
-      1, 0, 0, 0 },
+      1, 0, 0, 0, 0 },
 
     { "exfiltration_request", "-",
       "send / post / upload / leak ... api keys / secrets / credentials /"
@@ -231,12 +251,12 @@ const bottle_scan_rule_t  bottle_scan_rules[] = {
       "(?:send|post|upload|exfiltrate|leak|email)" S
       "(?:(?:the|your|all|any)" S ")*"
       "(?:api" S "keys?|secrets|credentials|tokens|passwords|"
-      "env(?:ironment)?" S "variables)" S "to", NULL, 160, 1, 1, 0, 0, 0 },
+      "env(?:ironment)?" S "variables)" S "to", NULL, 160, 1, 1, 0, 0, 0, 0 },
 
     { "conceal_from_user", "-", "do not tell / inform / notify the user",
       INJ, NULL, NULL,
       "do" S "not" S "(?:tell|inform|alert|notify)" S "the" S "user", NULL,
-      160, 1, 1, 0, 0, 0 },
+      160, 1, 1, 0, 0, 0, 0 },
 };
 
 const size_t  bottle_scan_nrules =

@@ -324,6 +324,8 @@ test_rules(void)
         for (i = 0; i < sizeof(samples) / sizeof(samples[0]); i++) {
             seen |= strcmp(samples[i].rule, name) == 0;
         }
+        /* not removable: its own samples in test_private_keys() */
+        seen |= strcmp(name, "private_key") == 0;
         ok(seen, "rule %s has samples", name);
     }
 
@@ -1016,6 +1018,95 @@ test_corners(void)
 
 /* the benign corpus: no finding with the default detectors */
 
+/* private key blocks: found, never removable */
+
+static int
+private_key(const char *str, size_t start)
+{
+    size_t               n;
+    bottle_scan_match_t  m[8];
+
+    n = scan_str(str, DEFAULT, m, 8);
+    if (n == 1 && strcmp(m[0].rule, "private_key") == 0
+        && m[0].start == start && !m[0].removable)
+    {
+        return 1;
+    }
+    printf("#   want private_key at %zu in \"%.60s\"\n", start, str);
+    show(m, n < 8 ? n : 8);
+    return 0;
+}
+
+
+static void
+test_private_keys(void)
+{
+    static const char  *yes[] = {
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAx",
+        "-----BEGIN PRIVATE KEY-----\r\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC",
+        "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIB",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA",
+        "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIFHDBOBgkqhkiG9w0BBQ0w",
+        "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info:",
+        "-----BEGIN DSA PRIVATE KEY-----\nMIIBuwIBAAKBgQ",
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBGV",
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----\nVersion: GnuPG v2\n\nlQ",
+        "-----BEGIN RSA PRIVATE KEY----- MIIEowIBAAKCAQEA on one line",
+    };
+    static const char  *no[] = {
+        "-----BEGIN PUBLIC KEY-----\nMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8A",
+        "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIE",
+        "-----BEGIN SSH PUBLIC KEY-----\nAAAAB3NzaC1yc2E",
+        "if line.strip() == \"-----BEGIN RSA PRIVATE KEY-----\":\n    ...",
+        "{\"c\":\"key.startswith('-----BEGIN PRIVATE KEY-----\\\\n')\"}",
+        "-----BEGIN RSA PRIVATE KEY-----\n...\n-----END RSA PRIVATE KEY-----",
+        "the header -----BEGIN RSA PRIVATE KEY-----",
+        "-----BEGIN RSA PUBLIC KEY-----\nMIIBCgKCAQEA",
+    };
+    char         str[256];
+    size_t       i;
+    ssize_t      r;
+    int          id = F_BODY;
+    const char  *v;
+    size_t       n;
+    bottle_scan_t             *s;
+    const bottle_scan_match_t *m;
+
+    for (i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        snprintf(str, sizeof(str), "key: %s", yes[i]);
+        ok(private_key(str, 5), "private_key: %.40s", yes[i] + 11);
+    }
+    for (i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+        ok(no_match(no[i], DEFAULT), "private_key: no match in %.40s", no[i]);
+    }
+
+    /* in JSON strings: \n escaped once and twice */
+    ok(private_key("{\"k\":\"-----BEGIN RSA PRIVATE KEY-----\\nMIIEow\"}", 6),
+       "private_key: in a JSON string, \\n escaped");
+    ok(private_key("{\"k\":\"-----BEGIN RSA PRIVATE KEY-----\\r\\nMIIEow\"}",
+                   6), "private_key: in a JSON string, \\r\\n escaped");
+    ok(private_key("{\"r\":\"{\\\"k\\\":\\\"-----BEGIN OPENSSH PRIVATE KEY"
+                   "-----\\\\nb3Blbn\\\"}\"}", 15),
+       "private_key: in JSON inside a JSON string, \\\\n");
+
+    /* form-encoded */
+    ok(private_key("k=-----BEGIN+RSA+PRIVATE+KEY-----%0AMIIEow", 2),
+       "private_key: form-encoded with + and %%0A");
+    ok(private_key("k=-----BEGIN%20EC%20PRIVATE%20KEY-----%0D%0AMHcC", 2),
+       "private_key: form-encoded with %%20 and %%0D%%0A");
+
+    /* never redacted: the rest of the block would go out */
+    v = "x -----BEGIN PRIVATE KEY-----\nMIIEvQIBADAN\n-----END PRIVATE KEY-----";
+    s = scan_fields(sec, DEFAULT, 1, &id, &v);
+    m = bottle_scan_matches(s, &n);
+    r = bottle_scan_redact((unsigned char *) str, sizeof(str),
+                           (const unsigned char *) v, strlen(v), 0, m, n,
+                           F_BODY, 1u << BOTTLE_DETECT_TOKEN_PATTERNS, 0);
+    ok(n == 1 && r == -1, "private_key: redaction refused");
+    bottle_scan_release(s);
+}
+
+
 /* placeholders and documentation examples (vendor shapes only) */
 
 #define JWT_IO  "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkw" \
@@ -1295,6 +1386,7 @@ main(void)
     test_raw_literals();
     test_benign();
     test_placeholders();
+    test_private_keys();
     test_hostile();
     test_from_policy();
     test_api();
