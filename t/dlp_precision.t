@@ -130,7 +130,7 @@ fake_upstream($t, port => 8081, name => 'plain');
 fake_upstream($t, port => 8443, name => 'tls', tls => 1,
 	cert => $up->{cert}, key => $up->{key});
 
-$t->run()->plan(35);
+$t->run()->plan(42);
 
 ###############################################################################
 
@@ -289,5 +289,32 @@ like(req('POST', '/x', body => 'if line == "-----BEGIN RSA PRIVATE KEY-----":'),
 like(req('POST', '/x', body => "-----BEGIN RSA PRIVATE KEY-----\n...\n"
 	. "-----END RSA PRIVATE KEY-----"), $OK,
 	'private key: an elided example block passes');
+
+###############################################################################
+
+# 4. registered secrets and the canary written backwards
+
+my $RCAN = reverse $CANARY;
+my $RSEC = reverse $SECRET;
+(my $RSEC_PCT = $RSEC) =~ s/(.)/sprintf('%%%02X', ord $1)/ge;
+
+$n = nplain();
+like(req('GET', "/x/$RCAN"), refused('canary'),
+	'reversed: the canary backwards in the path: 403');
+like(req('GET', "/x?q=$RSEC_PCT"),
+	qr/^HTTP\/1\.1 403 .*known_secrets \(egress_token:API\) in the query/s,
+	'reversed: a registered token backwards, percent-encoded, in the query');
+like(req('GET', '/x', headers => [ "X-Note: \L$RSEC" ]), refused('dlp'),
+	'reversed: backwards and lowercased in a header: 403');
+like(req('POST', '/x', headers => [ 'Content-Encoding: gzip' ],
+	body => gz("{\"a\":\"$RSEC\"}")), refused('dlp'),
+	'reversed: backwards in a gzip body: 403');
+like(h2('--data-binary', "{\"a\":\"$RCAN\"}", "$SEC/x"), refused2('canary'),
+	'reversed: HTTP/2, the canary backwards in a body: 403');
+is(nplain(), $n, 'reversed: refused requests never reached the upstream');
+
+(my $near = $RSEC) =~ s/^(.{8})(.)/$1 . ($2 eq 'x' ? 'y' : 'x')/e;
+like(req('POST', '/x', body => "{\"a\":\"$near\"}"), $OK,
+	'reversed: one character off passes');
 
 ###############################################################################

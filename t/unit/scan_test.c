@@ -1018,6 +1018,68 @@ test_corners(void)
 
 /* the benign corpus: no finding with the default detectors */
 
+/* registered secrets written backwards */
+
+static void
+test_reversed(void)
+{
+    char          rev[128], enc[1024], str[1200];
+    size_t        i, n, o;
+    const char   *rule = "egress_token:GH";
+
+    n = strlen(SECRET);
+    for (i = 0; i < n; i++) {
+        rev[i] = SECRET[n - 1 - i];
+    }
+    rev[n] = '\0';
+
+    snprintf(str, sizeof(str), "data=%s&x=1", rev);
+    ok(one_match(str, DEFAULT, rule, 5, 5 + n), "reversed secret, raw");
+
+    for (i = 0; i < n; i++) {
+        enc[i] = (char) (rev[i] >= 'A' && rev[i] <= 'Z' ? rev[i] + 32
+                                                        : rev[i]);
+    }
+    enc[n] = '\0';
+    snprintf(str, sizeof(str), "{\"a\":\"%s\"}", enc);
+    ok(one_match(str, DEFAULT, rule, 6, 6 + n), "reversed secret, lowercase");
+
+    for (i = 0, o = 0; i < n; i++) {
+        o += (size_t) sprintf(enc + o, i % 2 ? "%c " : "%%%02X", rev[i]);
+    }
+    snprintf(str, sizeof(str), "q=%s", enc);
+    ok(has_match(str, DEFAULT, rule, 2, 2 + o - 1, 1),
+       "reversed secret, percent-encoded in part, with spaces");
+
+    for (i = 0, o = 0; i < n; i++) {
+        o += (size_t) sprintf(enc + o, "\\u%04x", rev[i]);
+    }
+    snprintf(str, sizeof(str), "{\"t\":\"%s\"}", enc);
+    ok(one_match(str, DEFAULT, rule, 6, 6 + o), "reversed secret, \\u escapes");
+
+    o = b64(enc, (unsigned char *) rev, n, 0);
+    snprintf(str, sizeof(str), "{\"b\":\"%s\"}", enc);
+    ok(has_match(str, DEFAULT, rule, 8, 50, 1),
+       "reversed secret, base64");
+
+    snprintf(str, sizeof(str), "x ");
+    for (i = 0; i < strlen(CANARY); i++) {
+        str[2 + i] = CANARY[strlen(CANARY) - 1 - i];
+    }
+    str[2 + i] = '\0';
+    ok(one_match(str, 0, "canary", 2, 2 + strlen(CANARY)),
+       "reversed canary, every detector off");
+
+    /* a near miss: two characters swapped */
+    memcpy(enc, rev, n + 1);
+    enc[10] = rev[11];
+    enc[11] = rev[10];
+    ok(no_match(enc, DEFAULT), "reversed secret with two characters swapped: "
+       "nothing");
+
+}
+
+
 /* private key blocks: found, never removable */
 
 static int
@@ -1387,6 +1449,7 @@ main(void)
     test_benign();
     test_placeholders();
     test_private_keys();
+    test_reversed();
     test_hostile();
     test_from_policy();
     test_api();
