@@ -130,7 +130,7 @@ fake_upstream($t, port => 8081, name => 'plain');
 fake_upstream($t, port => 8443, name => 'tls', tls => 1,
 	cert => $up->{cert}, key => $up->{key});
 
-$t->run()->plan(42);
+$t->run()->plan(50);
 
 ###############################################################################
 
@@ -316,5 +316,32 @@ is(nplain(), $n, 'reversed: refused requests never reached the upstream');
 (my $near = $RSEC) =~ s/^(.{8})(.)/$1 . ($2 eq 'x' ? 'y' : 'x')/e;
 like(req('POST', '/x', body => "{\"a\":\"$near\"}"), $OK,
 	'reversed: one character off passes');
+
+###############################################################################
+
+# 5. HTML numeric character references
+
+my $i = 0;
+my $ESEC = join '', map { $i++ % 2 ? sprintf('&#x%x;', ord $_)
+	: sprintf('&#%d;', ord $_) } split //, $SECRET;
+my $ECAN = join '', map { sprintf('&#%03d', ord $_) } split //, $CANARY;
+
+$n = nplain();
+like(req('POST', '/x', body => "<p>$ESEC</p>"),
+	qr/^HTTP\/1\.1 403 .*known_secrets \(egress_token:API\) in the body/s,
+	'entities: a registered token in references in a body: 403');
+like(req('POST', '/x', body => "{\"html\":\"<b>$ECAN</b>\"}"), refused('canary'),
+	'entities: the canary in zero-padded references without ;: 403');
+like(req('GET', '/x', headers => [ "X-Html: $ESEC" ]), refused('dlp'),
+	'entities: in a header: 403');
+like(req('POST', '/x', headers => [ 'Content-Encoding: gzip' ],
+	body => gz($ESEC)), refused('dlp'), 'entities: in a gzip body: 403');
+like(h2('--data-binary', $ESEC, "$SEC/x"), refused2('dlp'),
+	'entities: HTTP/2, in a body: 403');
+is(nplain(), $n, 'entities: refused requests never reached the upstream');
+
+my $html = '<p>a &amp; b &lt; c &#169; 2024 &#x2014; &#8220;quoted&#8221;</p>';
+like(req('POST', '/x', body => $html), $OK, 'entities: ordinary HTML passes');
+is(last_plain()->{body}, $html, 'entities: forwarded unchanged');
 
 ###############################################################################

@@ -28,6 +28,15 @@
 #define D_PCT1      7       /* "%X" */
 #define D_PCT25     8       /* "%25": a second level */
 #define D_PCT251    9       /* "%25X" */
+#define D_AMP       10      /* "&" */
+#define D_AMPH      11      /* "&#" */
+#define D_AMPD      12      /* "&#" and decimal digits */
+#define D_AMPX      13      /* "&#x" */
+#define D_AMPXD     14      /* "&#x" and hex digits */
+
+/* the most digits of an HTML numeric character reference we decode */
+#define AMP_DEC_MAX  7
+#define AMP_HEX_MAX  6
 
 
 static const char  bottle_scan_b64[] =
@@ -469,6 +478,97 @@ skel_push(bottle_scan_view_t *v, unsigned c, uint32_t pos)
 }
 
 
+/* a numeric character reference ends: its letter or digit is kept */
+static void
+skel_amp_done(bottle_scan_view_t *v, uint32_t end)
+{
+    if (v->dval < 0x80 && is_alnum(v->dval)) {
+        skel_decoded(v, v->dval, v->dstart, end - v->dstart);
+    }
+    v->dstate = D_TEXT;
+    v->dn = 0;
+}
+
+
+/*
+ * HTML numeric character references, "&#67;" and "&#x43;" (the ';' may
+ * be left out, as browsers allow), byte by byte: as skel_whole_escape()
+ * decodes them whole.  Too many digits: not one, the digits are text.
+ */
+static int
+skel_amp(bottle_scan_view_t *v, unsigned c, uint32_t pos)
+{
+    int  h;
+
+    switch (v->dstate) {
+
+    case D_AMP:
+        v->dn = 0;
+        v->dstate = c == '#' ? D_AMPH : D_TEXT;
+        return c != '#';
+
+    case D_AMPH:
+        if (c >= '0' && c <= '9') {
+            skel_push(v, c, pos);
+            v->dval = c - '0';
+            v->dstate = D_AMPD;
+            return 0;
+        }
+        if ((c | 0x20) == 'x') {
+            skel_push(v, c, pos);
+            v->dval = 0;
+            v->dstate = D_AMPX;
+            return 0;
+        }
+        v->dstate = D_TEXT;
+        return 1;
+
+    case D_AMPD:
+        if (c >= '0' && c <= '9') {
+            if (v->dn == AMP_DEC_MAX) {
+                skel_flush(v);
+                return 1;
+            }
+            skel_push(v, c, pos);
+            v->dval = v->dval * 10 + (c - '0');
+            return 0;
+        }
+        break;
+
+    case D_AMPX:
+        if (hexval(c) < 0) {
+            skel_flush(v);
+            return 1;
+        }
+        skel_push(v, c, pos);
+        v->dval = (unsigned) hexval(c);
+        v->dstate = D_AMPXD;
+        return 0;
+
+    default:    /* D_AMPXD */
+        h = hexval(c);
+        if (h >= 0) {
+            if (v->dn == AMP_HEX_MAX + 1) {
+                skel_flush(v);
+                return 1;
+            }
+            skel_push(v, c, pos);
+            v->dval = v->dval * 16 + (unsigned) h;
+            return 0;
+        }
+        break;
+    }
+
+    /* the digits ended: with ';' it is part of the reference */
+    if (c == ';') {
+        skel_amp_done(v, pos + 1);
+        return 0;
+    }
+    skel_amp_done(v, pos);
+    return 1;
+}
+
+
 /* one byte in an escape; returns 1 if it ended the escape attempt early
  * and must be read again as text */
 static int
@@ -537,6 +637,13 @@ skel_escape(bottle_scan_view_t *v, unsigned c, uint32_t pos)
         v->dval = (unsigned) hexval(c);
         v->dstate = D_PCT251;
         return 0;
+
+    case D_AMP:
+    case D_AMPH:
+    case D_AMPD:
+    case D_AMPX:
+    case D_AMPXD:
+        return skel_amp(v, c, pos);
 
     default:    /* D_U0 .. D_U0 + 3 */
         h = hexval(c);
@@ -775,7 +882,8 @@ skel_text_ssse3(bottle_scan_view_t *v, const unsigned char *in, size_t n,
             a |= (uint64_t) (unsigned) _mm_movemask_epi8(_mm_or_si128(d, l))
                  << j;
             b |= (uint64_t) skel_mask16(x, _mm_set1_epi8('\\')) << j;
-            p |= (uint64_t) skel_mask16(x, _mm_set1_epi8('%')) << j;
+            p |= (uint64_t) (skel_mask16(x, _mm_set1_epi8('%'))
+                             | skel_mask16(x, _mm_set1_epi8('&'))) << j;
             u |= (uint64_t) skel_mask16(x, _mm_set1_epi8('u')) << j;
             sl |= (uint64_t) skel_mask16(x, _mm_set1_epi8('/')) << j;
         }
@@ -834,7 +942,8 @@ skel_text_avx512(bottle_scan_view_t *v, const unsigned char *in, size_t n,
                                   _mm512_set1_epi8('a')),
                   _mm512_set1_epi8(25));
         b = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('\\'));
-        p = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('%'));
+        p = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('%'))
+            | _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('&'));
 
         if ((b | p) == 0) {
             /* text without escapes: the common case */
@@ -920,7 +1029,8 @@ bottle_scan_decode_init(void)
 
     for (c = 0; c < 256; c++) {
         skel_sk[c] = (is_alnum(c) ? SK_A : 0) | (c == '\\' ? SK_B : 0)
-                     | (c == '%' ? SK_P : 0) | (c == 'u' ? SK_U : 0)
+                     | (c == '%' || c == '&' ? SK_P : 0)
+                     | (c == 'u' ? SK_U : 0)
                      | (c == '/' ? SK_SL : 0);
     }
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -951,12 +1061,72 @@ bottle_scan_skel_impl(int level)
  * machine would: returns its length, or 0 (cut, not an escape, "%25" not
  * followed by two hex digits) for the state machine to read it.
  */
+/*
+ * "&#NN;" or "&#xHH;" whole in the block, as skel_amp() reads it: returns
+ * its length, 1 for a '&' that opens none (a separator), 2 for "&#" and
+ * the like, whose letters and digits are then text, 0 when the digits run
+ * to the end of the block (the state machine's).
+ */
+static size_t
+skel_whole_amp(bottle_scan_view_t *v, const unsigned char *p, size_t n,
+    uint32_t pos)
+{
+    int       h, hex;
+    size_t    i, d, max;
+    unsigned  x;
+
+    if (n < 2) {
+        return 0;
+    }
+    if (p[1] != '#') {
+        return 1;
+    }
+    if (n < 3) {
+        return 0;
+    }
+
+    hex = (p[2] | 0x20) == 'x';
+    i = hex ? 3 : 2;
+    max = hex ? AMP_HEX_MAX : AMP_DEC_MAX;
+    x = 0;
+
+    for (d = 0; i < n; i++, d++) {
+        h = hex ? hexval(p[i]) : (p[i] >= '0' && p[i] <= '9' ? p[i] - '0'
+                                                              : -1);
+        if (h < 0) {
+            break;
+        }
+        if (d == max) {
+            return 2;
+        }
+        x = x * (hex ? 16 : 10) + (unsigned) h;
+    }
+
+    if (i == n) {
+        return 0;
+    }
+    if (d == 0) {
+        return 2;
+    }
+
+    i += p[i] == ';';
+    if (x < 0x80 && is_alnum(x)) {
+        skel_decoded(v, x, pos, (unsigned) i);
+    }
+    return i;
+}
+
+
 static size_t
 skel_whole_escape(bottle_scan_view_t *v, const unsigned char *p, size_t n,
     uint32_t pos)
 {
     int       a, b, c, d;
     unsigned  x;
+
+    if (p[0] == '&') {
+        return skel_whole_amp(v, p, n, pos);
+    }
 
     if (p[0] == '%') {
         if (n < 3 || (a = hexval(p[1])) < 0 || (b = hexval(p[2])) < 0) {
@@ -1025,14 +1195,15 @@ bottle_scan_skel_decode(bottle_scan_view_t *v, const unsigned char *in,
             continue;
         }
 
-        if (in[i] == '\\' || in[i] == '%') {
+        if (in[i] == '\\' || in[i] == '%' || in[i] == '&') {
             /* escapes in a row ("\u0067\u0067", "%20%20"): no block */
             k = skel_whole_escape(v, in + i, n - i, off + (uint32_t) i);
             if (k) {
                 i += k;
                 continue;
             }
-            v->dstate = in[i] == '\\' ? D_BSLASH : D_PCT;
+            v->dstate = in[i] == '\\' ? D_BSLASH
+                        : in[i] == '%' ? D_PCT : D_AMP;
             v->dstart = off + (uint32_t) i;
             v->dn = 0;
             i++;
@@ -1155,6 +1326,13 @@ bottle_scan_decode_flush(bottle_scan_view_t *v)
     }
 
     if (v->id == BOTTLE_VIEW_SKELETON) {
+        /* a reference at the end of the field needs no ';' */
+        if ((v->dstate == D_AMPD && v->dn > 0)
+            || (v->dstate == D_AMPXD && v->dn > 1))
+        {
+            skel_amp_done(v, v->pmap[v->dn - 1] + 1);
+            return;
+        }
         skel_flush(v);
     } else if (v->id == BOTTLE_VIEW_JSON) {
         json_flush(v);

@@ -1018,6 +1018,87 @@ test_corners(void)
 
 /* the benign corpus: no finding with the default detectors */
 
+/* HTML numeric character references of registered secrets */
+
+static void
+test_entities(void)
+{
+    char                       enc[2048], str[2200];
+    size_t                     i, n, o, k, nm;
+    int                        id = F_BODY, found;
+    bottle_scan_t             *s;
+    const bottle_scan_match_t *m;
+    const char                *rule = "egress_token:GH";
+
+    n = strlen(SECRET);
+
+    for (i = 0, o = 0; i < n; i++) {
+        o += (size_t) sprintf(enc + o, "&#%d;", SECRET[i]);
+    }
+    snprintf(str, sizeof(str), "<p>%s</p>", enc);
+    ok(one_match(str, DEFAULT, rule, 3, 3 + o),
+       "entities: decimal references, whole span");
+
+    for (i = 0, o = 0; i < n; i++) {
+        o += (size_t) sprintf(enc + o, i % 3 == 0 ? "&#x%X;" : i % 3 == 1
+                              ? "&#%03d" : "%c", SECRET[i]);
+        if (i % 3 == 1 && i + 1 < n && SECRET[i + 1] >= '0'
+            && SECRET[i + 1] <= '9')
+        {
+            enc[o++] = ';';     /* a digit would extend the reference */
+            enc[o] = '\0';
+        }
+    }
+    snprintf(str, sizeof(str), "{\"html\":\"%s\"}", enc);
+    ok(has_match(str, DEFAULT, rule, 9, 9 + o - 1, 1),
+       "entities: hex, zero-padded decimal without ';' and raw, mixed");
+
+    for (i = 0, o = 0; i < strlen(CANARY); i++) {
+        o += (size_t) sprintf(enc + o, "&#X%x;", CANARY[i]);
+    }
+    ok(one_match(enc, 0, "canary", 0, o),
+       "entities: the canary in hex references, every detector off");
+
+    /* ends the field without ';' */
+    for (i = 0, o = 0; i < n; i++) {
+        o += (size_t) sprintf(enc + o, "&#%d%s", SECRET[i],
+                              i + 1 < n ? ";" : "");
+    }
+    ok(one_match(enc, DEFAULT, rule, 0, o),
+       "entities: the last reference ends the field without ';'");
+
+    /* one byte at a time: the references cut everywhere */
+    for (i = 0, o = 0; i < n; i++) {
+        o += (size_t) sprintf(enc + o, i % 2 ? "&#x%x;" : "&#%d;",
+                              SECRET[i]);
+    }
+    bottle_scan_acquire(&s, sec, DEFAULT);
+    bottle_scan_begin(s, id);
+    for (k = 0; k < o; k++) {
+        bottle_scan_feed(s, enc + k, 1);
+    }
+    bottle_scan_end(s);
+    m = bottle_scan_matches(s, &nm);
+    found = nm == 1 && strcmp(m[0].rule, rule) == 0 && m[0].start == 0
+            && m[0].end == o;
+    show(m, nm);
+    ok(found, "entities: fed one byte at a time");
+    bottle_scan_release(s);
+
+    /* near misses */
+    for (i = 0, o = 0; i < n; i++) {
+        o += (size_t) sprintf(enc + o, "&#%d;", SECRET[i] + (i % 4 == 0));
+    }
+    ok(no_match(enc, DEFAULT), "entities: every 4th reference off: nothing");
+    ok(no_match("&amp;&lt;&gt;&quot; &#12345678; &#x1234567; &#; &#x; &",
+                DEFAULT), "entities: named and malformed references: nothing");
+    for (i = 0, o = 0; i < n; i++) {
+        o += (size_t) sprintf(enc + o, "&#%d0;", SECRET[i]);
+    }
+    ok(no_match(enc, DEFAULT), "entities: other code points: nothing");
+}
+
+
 /* registered secrets written backwards */
 
 static void
@@ -1450,6 +1531,7 @@ main(void)
     test_placeholders();
     test_private_keys();
     test_reversed();
+    test_entities();
     test_hostile();
     test_from_policy();
     test_api();
@@ -1465,6 +1547,7 @@ main(void)
         test_chunks();
         test_corners();
         test_benign();
+        test_entities();
     }
     bottle_scan_skel_impl(-1);
 
