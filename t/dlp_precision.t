@@ -130,7 +130,7 @@ fake_upstream($t, port => 8081, name => 'plain');
 fake_upstream($t, port => 8443, name => 'tls', tls => 1,
 	cert => $up->{cert}, key => $up->{key});
 
-$t->run()->plan(50);
+$t->run()->plan(61);
 
 ###############################################################################
 
@@ -345,3 +345,38 @@ like(req('POST', '/x', body => $html), $OK, 'entities: ordinary HTML passes');
 is(last_plain()->{body}, $html, 'entities: forwarded unchanged');
 
 ###############################################################################
+
+# 6. JSON escaped twice (a tool result carrying a JSON document)
+
+my $DGHP = '\\\\u0067' . substr($GHP, 1);
+my $DSEC = join '', map { sprintf('\\\\u%04x', ord $_) } split //, $SECRET;
+my $TRIPLE = join '', map { sprintf('\\\\\\\\u%04x', ord $_) } split //, $CANARY;
+
+$n = nplain();
+like(req('POST', '/v1', body => "{\"tool_result\":\"{\\\"token\\\":\\\"$DGHP\\\"}\"}"),
+	qr/^HTTP\/1\.1 403 .*token_patterns \(github_pat_classic\) in the body/s,
+	'twice: a token behind \\\\u0067 in JSON in a JSON string: 403');
+like(req('POST', '/v1', body => "{\"r\":\"{\\\"k\\\":\\\"$DSEC\\\"}\"}"),
+	qr/^HTTP\/1\.1 403 .*known_secrets \(egress_token:API\)/s,
+	'twice: a registered token in \\\\u escapes: 403');
+like(req('POST', '/v1', body => "{\"r\":\"$TRIPLE\"}"), refused('canary'),
+	'three levels: the canary: 403');
+like(req('POST', '/v1', headers => [ 'Content-Encoding: gzip' ],
+	body => gz("{\"r\":\"{\\\"k\\\":\\\"$DSEC\\\"}\"}")), refused('dlp'),
+	'twice: in a gzip body: 403');
+like(req('GET', '/x', headers => [ "X-Result: {\\\"t\\\":\\\"$DGHP\\\"}" ]),
+	refused('dlp'), 'twice: in a header: 403');
+like(h2('--data-binary', "{\"r\":\"{\\\"t\\\":\\\"$DGHP\\\"}\"}", "$SEC/x"),
+	refused2('dlp'), 'twice: HTTP/2, in a body: 403');
+like(req('POST', '/v1', host => 'llm',
+	body => "{\"r\":\"{\\\"t\\\":\\\"$DGHP\\\"}\"}"), $OK,
+	'twice: redact route forwards');
+is(last_plain()->{body}, "{\"r\":\"{\\\"t\\\":\\\"[REDACTED]\\\"}\"}",
+	'twice: the escaped token redacted whole, escapes included');
+is(nplain(), $n + 1, 'twice: refused requests never reached the upstream');
+
+my $code = '{"tool_result":"{\\"code\\":\\"print(\\\\\\"a\\\\\\\\nb\\\\\\")\\\\n'
+	. 'path = \\\\\\"C:\\\\\\\\\\\\\\\\new\\\\\\"\\"}"}';
+like(req('POST', '/v1', body => $code), $OK,
+	'twice: ordinary nested JSON with escaped escapes passes');
+is(last_plain()->{body}, $code, 'twice: forwarded unchanged');

@@ -9,6 +9,7 @@
  */
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -33,6 +34,7 @@
 #define D_AMPD      12      /* "&#" and decimal digits */
 #define D_AMPX      13      /* "&#x" */
 #define D_AMPXD     14      /* "&#x" and hex digits */
+#define D_BSLASH2   15      /* an even run of backslashes (D_BSLASH: odd) */
 
 /* the most digits of an HTML numeric character reference we decode */
 #define AMP_DEC_MAX  7
@@ -216,9 +218,10 @@ json_flush(bottle_scan_view_t *v)
 {
     unsigned  i;
 
-    /* an escape that wasn't one: its bytes as they were */
+    /* an escape that wasn't one: a backslash (for the run of them) and the
+     * bytes after it as they were */
     for (i = 0; i < v->dn; i++) {
-        emit(v, i == 0 ? '\\' : v->pend[i], v->pmap[0] + i, 1);
+        emit(v, i == 0 ? '\\' : v->pend[i], v->pmap[i], 1);
     }
     v->dstate = D_TEXT;
     v->dn = 0;
@@ -226,18 +229,18 @@ json_flush(bottle_scan_view_t *v)
 
 
 static void
-json_utf8(bottle_scan_view_t *v, unsigned cp, uint32_t start)
+json_utf8(bottle_scan_view_t *v, unsigned cp, uint32_t start, unsigned len)
 {
     if (cp < 0x80) {
-        emit(v, cp, start, 6);
+        emit(v, cp, start, len);
     } else if (cp < 0x800) {
-        emit(v, 0xc0 | (cp >> 6), start, 6);
-        emit(v, 0x80 | (cp & 0x3f), start, 6);
+        emit(v, 0xc0 | (cp >> 6), start, len);
+        emit(v, 0x80 | (cp & 0x3f), start, len);
     } else {
         /* surrogates too, as 3 bytes: nothing matches them anyway */
-        emit(v, 0xe0 | (cp >> 12), start, 6);
-        emit(v, 0x80 | ((cp >> 6) & 0x3f), start, 6);
-        emit(v, 0x80 | (cp & 0x3f), start, 6);
+        emit(v, 0xe0 | (cp >> 12), start, len);
+        emit(v, 0x80 | ((cp >> 6) & 0x3f), start, len);
+        emit(v, 0x80 | (cp & 0x3f), start, len);
     }
 }
 
@@ -262,11 +265,11 @@ bottle_scan_json_decode(bottle_scan_view_t *v, const unsigned char *in,
                 i += k - 1;
                 break;
             }
-            if (i + 1 < n) {
+            if (i + 1 < n && in[i + 1] != '\\') {
                 /* a two-byte escape whole */
                 d = in[i + 1];
                 switch (d) {
-                case '"': case '\\': case '/': break;
+                case '"': case '/': break;
                 case 'b': d = '\b'; break;
                 case 'f': d = '\f'; break;
                 case 'n': d = '\n'; break;
@@ -284,15 +287,23 @@ bottle_scan_json_decode(bottle_scan_view_t *v, const unsigned char *in,
             break;
 
         case D_BSLASH:
+            /*
+             * Unescaped until stable: a run of backslashes and the escape
+             * it ends with is one escape, so JSON carried in a JSON string
+             * ("\\\\u0067", "\\\\/"), or deeper, is decoded whole, in
+             * one linear pass.  A run before anything else is one backslash.
+             */
             switch (c) {
-            case '"': case '\\': case '/': d = c; break;
+            case '\\': continue;
+            case '"': case '/': d = c; break;
             case 'b': d = '\b'; break;
             case 'f': d = '\f'; break;
             case 'n': d = '\n'; break;
             case 'r': d = '\r'; break;
             case 't': d = '\t'; break;
             case 'u':
-                v->pend[v->dn++] = 'u';
+                v->pend[v->dn] = 'u';
+                v->pmap[v->dn++] = off + (uint32_t) i;
                 v->dstate = D_U0;
                 v->dval = 0;
                 continue;
@@ -301,7 +312,7 @@ bottle_scan_json_decode(bottle_scan_view_t *v, const unsigned char *in,
                 json_text(v, c, off + (uint32_t) i);
                 continue;
             }
-            emit(v, d, v->pmap[0], 2);
+            emit(v, d, v->pmap[0], off + (uint32_t) i + 1 - v->pmap[0]);
             v->dstate = D_TEXT;
             v->dn = 0;
             break;
@@ -313,10 +324,12 @@ bottle_scan_json_decode(bottle_scan_view_t *v, const unsigned char *in,
                 json_text(v, c, off + (uint32_t) i);
                 break;
             }
-            v->pend[v->dn++] = (unsigned char) c;
+            v->pend[v->dn] = (unsigned char) c;
+            v->pmap[v->dn++] = off + (uint32_t) i;
             v->dval = v->dval * 16 + (unsigned) h;
             if (++v->dstate == D_U0 + 4) {
-                json_utf8(v, v->dval, v->pmap[0]);
+                json_utf8(v, v->dval, v->pmap[0],
+                          off + (uint32_t) i + 1 - v->pmap[0]);
                 v->dstate = D_TEXT;
                 v->dn = 0;
             }
@@ -579,6 +592,17 @@ skel_escape(bottle_scan_view_t *v, unsigned c, uint32_t pos)
     switch (v->dstate) {
 
     case D_BSLASH:
+    case D_BSLASH2:
+        /*
+         * A run of backslashes: "\u" after any run is decoded (JSON in a
+         * JSON string, "\\\\u0067", unescaped until stable); after an odd
+         * run any other byte is escaped, a separator; after an even one
+         * it is text.
+         */
+        if (c == '\\') {
+            v->dstate = v->dstate == D_BSLASH ? D_BSLASH2 : D_BSLASH;
+            return 0;
+        }
         if (c == 'u') {
             skel_push(v, c, pos);
             v->dstate = D_U0;
@@ -588,10 +612,10 @@ skel_escape(bottle_scan_view_t *v, unsigned c, uint32_t pos)
         if (c == '/') {
             v->s->trig |= BOTTLE_TRIG_JSON;
         }
-        /* "\n", "\"", "\\": a separator */
+        h = v->dstate == D_BSLASH2;
         v->dstate = D_TEXT;
         v->dn = 0;
-        return 0;
+        return h;
 
     case D_PCT:
         if (hexval(c) < 0) {
@@ -658,7 +682,7 @@ skel_escape(bottle_scan_view_t *v, unsigned c, uint32_t pos)
                 v->s->trig |= BOTTLE_TRIG_JSON;
             }
             if (v->dval < 0x80 && is_alnum(v->dval)) {
-                skel_decoded(v, v->dval, v->dstart, 6);
+                skel_decoded(v, v->dval, v->dstart, pos + 1 - v->dstart);
             }
             v->dstate = D_TEXT;
             v->dn = 0;
@@ -709,23 +733,23 @@ skel_plan(bottle_scan_view_t *v, uint64_t a, uint64_t b, uint64_t p,
     uint64_t u, uint64_t sl, size_t len, uint64_t *keep)
 {
     size_t    stop;
-    uint64_t  t, escaped, escape, stops, lim;
+    uint64_t  t, escaped, stops, lim;
 
     escaped = 0;
-    escape = 0;
     if (b) {
         t = (((b << 1) | SKEL_ODD) - b) ^ SKEL_ODD;
         escaped = t ^ b;
-        escape = t & b;
     }
 
-    stops = (p & ~escaped) | ((escaped & u) >> 1)
-            | (escape & ((uint64_t) 1 << (len - 1)));
+    /* a backslash before a 'u' (after any run of them: JSON escaped
+     * twice), or one that may go on in the next block */
+    stops = (p & ~escaped) | (b & (u >> 1))
+            | (b & ((uint64_t) 1 << (len - 1)));
     stop = stops ? (size_t) __builtin_ctzll(stops) : 64;
     stop = stop < len ? stop : len;
     lim = stop == 64 ? ~(uint64_t) 0 : ((uint64_t) 1 << stop) - 1;
 
-    if (escaped & sl & lim) {
+    if ((escaped | (b << 1)) & sl & lim) {
         v->s->trig |= BOTTLE_TRIG_JSON;
     }
 
@@ -923,7 +947,7 @@ skel_text_avx512(bottle_scan_view_t *v, const unsigned char *in, size_t n,
     uint32_t off)
 {
     size_t          i, len, stop, pos, o, k;
-    uint64_t        a, b, p, u, sl, keep, lm, t, escaped, stops, run;
+    uint64_t        a, b, p, u, sl, keep, lm, t, escaped, stops, run, slash;
     unsigned char  *ob;
     __m512i         x;
 
@@ -963,8 +987,10 @@ skel_text_avx512(bottle_scan_view_t *v, const unsigned char *in, size_t n,
         /* as skel_plan(), for the whole block */
         t = (((b << 1) | SKEL_ODD) - b) ^ SKEL_ODD;
         escaped = t ^ b;
-        stops = (p & ~escaped) | ((escaped & u) >> 1)
-                | (t & b & ((uint64_t) 1 << (len - 1)));
+        stops = (p & ~escaped) | (b & (u >> 1))
+                | (b & ((uint64_t) 1 << (len - 1)));
+        /* "\\/" after any run of backslashes wants the JSON view */
+        slash = (escaped | (b << 1)) & sl;
         a &= ~escaped;
 
         for (pos = 0; /* void */ ; /* void */ ) {
@@ -974,7 +1000,7 @@ skel_text_avx512(bottle_scan_view_t *v, const unsigned char *in, size_t n,
             run = (stop == 64 ? ~(uint64_t) 0 : ((uint64_t) 1 << stop) - 1)
                   >> pos << pos;
 
-            if (escaped & sl & run) {
+            if (slash & run) {
                 v->s->trig |= BOTTLE_TRIG_JSON;
             }
             keep = a & run;
@@ -1061,6 +1087,19 @@ bottle_scan_skel_impl(int level)
  * machine would: returns its length, or 0 (cut, not an escape, "%25" not
  * followed by two hex digits) for the state machine to read it.
  */
+/* the backslashes right before p in the input being decoded */
+static size_t
+skel_run_back(const bottle_scan_view_t *v, const unsigned char *p)
+{
+    size_t  lb;
+
+    for (lb = 0; p - lb > v->blk && p[-(ptrdiff_t) lb - 1] == '\\'; lb++) {
+        /* void */
+    }
+    return lb;
+}
+
+
 /*
  * "&#NN;" or "&#xHH;" whole in the block, as skel_amp() reads it: returns
  * its length, 1 for a '&' that opens none (a separator), 2 for "&#" and
@@ -1122,6 +1161,7 @@ skel_whole_escape(bottle_scan_view_t *v, const unsigned char *p, size_t n,
     uint32_t pos)
 {
     int       a, b, c, d;
+    size_t    lb, r;
     unsigned  x;
 
     if (p[0] == '&') {
@@ -1153,29 +1193,45 @@ skel_whole_escape(bottle_scan_view_t *v, const unsigned char *p, size_t n,
         return 3;
     }
 
-    /* '\\' */
-    if (n < 2) {
+    /*
+     * '\\': the run of backslashes it is in (the bytes before it in this
+     * input are looked back over for the span), and the byte after it:
+     * "\\uXXXX" after any run is decoded, whatever the run's start; any
+     * other byte is escaped (dropped) after an odd run and text after an
+     * even one.
+     */
+    lb = skel_run_back(v, p);
+    for (r = 1; r < n && p[r] == '\\'; r++) {
+        /* void */
+    }
+    if (r == n) {
         return 0;
     }
-    if (p[1] != 'u') {
-        if (p[1] == '/') {
+
+    if (p[r] != 'u') {
+        if (p[r] == '/') {
             v->s->trig |= BOTTLE_TRIG_JSON;
         }
-        return 2;
+        return (lb + r) & 1 ? r + 1 : r;
     }
-    if (n < 6 || (a = hexval(p[2])) < 0 || (b = hexval(p[3])) < 0
-        || (c = hexval(p[4])) < 0 || (d = hexval(p[5])) < 0)
-    {
+
+    if (n < r + 5) {
         return 0;
+    }
+    if ((a = hexval(p[r + 1])) < 0 || (b = hexval(p[r + 2])) < 0
+        || (c = hexval(p[r + 3])) < 0 || (d = hexval(p[r + 4])) < 0)
+    {
+        /* "u" and what follows are text */
+        return r;
     }
     x = (unsigned) (((a * 16 + b) * 16 + c) * 16 + d);
     if (x < 0x80 && is_token_char(x)) {
         v->s->trig |= BOTTLE_TRIG_JSON;
     }
     if (x < 0x80 && is_alnum(x)) {
-        skel_decoded(v, x, pos, 6);
+        skel_decoded(v, x, pos - (uint32_t) lb, (unsigned) (lb + r + 5));
     }
-    return 6;
+    return r + 5;
 }
 
 
@@ -1183,9 +1239,10 @@ void
 bottle_scan_skel_decode(bottle_scan_view_t *v, const unsigned char *in,
     size_t n, uint32_t off)
 {
-    size_t  i, k;
+    size_t  i, k, lb;
 
     i = 0;
+    v->blk = in;
 
     while (i < n) {
         if (v->dstate != D_TEXT) {
@@ -1202,9 +1259,14 @@ bottle_scan_skel_decode(bottle_scan_view_t *v, const unsigned char *in,
                 i += k;
                 continue;
             }
-            v->dstate = in[i] == '\\' ? D_BSLASH
-                        : in[i] == '%' ? D_PCT : D_AMP;
+            v->dstate = in[i] == '%' ? D_PCT : D_AMP;
             v->dstart = off + (uint32_t) i;
+            if (in[i] == '\\') {
+                /* the run so far, with this one: odd or even */
+                lb = skel_run_back(v, in + i);
+                v->dstate = lb & 1 ? D_BSLASH2 : D_BSLASH;
+                v->dstart -= (uint32_t) lb;
+            }
             v->dn = 0;
             i++;
             continue;

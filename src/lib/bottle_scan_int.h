@@ -165,6 +165,8 @@ typedef struct {
     size_t                  tailcap;    /* most bytes kept */
     const unsigned char    *cur;
     size_t                  curlen;
+    const unsigned char    *blk;        /* skeleton: the input being
+                                           decoded, for looking back */
     uint64_t                base;
 
     unsigned                active:1;

@@ -1018,6 +1018,84 @@ test_corners(void)
 
 /* the benign corpus: no finding with the default detectors */
 
+/* JSON escaped twice or more: unescaped until stable */
+
+static void
+test_json_twice(void)
+{
+    char                       tok[128], enc[1024], str[1200];
+    size_t                     i, o, n, nm, k;
+    int                        id = F_BODY, found;
+    bottle_scan_t             *s;
+    const bottle_scan_match_t *m;
+    const char                *rule = "egress_token:GH";
+
+    gen(tok, "ghp_{36a}");
+    snprintf(str, sizeof(str), "{\"result\":\"{\\\"t\\\":\\\"\\\\u0067%s\\\"}\"}",
+             tok + 1);
+    ok(one_match(str, DEFAULT, "github_pat_classic", 20, 20 + 7 + 39),
+       "twice: a token behind \\\\u0067 in JSON in a JSON string");
+    snprintf(str, sizeof(str), "{\"r\":\"\\\\\\\\u0067%s\"}", tok + 1);
+    ok(one_match(str, DEFAULT, "github_pat_classic", 6, 6 + 9 + 39),
+       "three levels: \\\\\\\\u0067");
+    snprintf(str, sizeof(str), "{\"r\":\"%.10s\\\\u00%02x%s\"}", tok,
+             tok[10], tok + 11);
+    ok(one_match(str, DEFAULT, "github_pat_classic", 6, 6 + 40 + 6),
+       "twice: an escape inside the token");
+
+    gen(tok, "https://hooks.slack.com\\\\/services\\\\/T{10A}\\\\/B{10A}"
+             "\\\\/{24a}");
+    snprintf(str, sizeof(str), "{\"out\":\"{\\\"url\\\":\\\"%s\\\"}\"}", tok);
+    ok(has_match(str, DEFAULT, "slack_webhook_url", 27, 27 + strlen(tok) - 8,
+                 1), "twice: \\\\/ in a Slack webhook URL");
+
+    /* registered secrets: the skeleton */
+    n = strlen(SECRET);
+    for (i = 0, o = 0; i < n; i++) {
+        o += (size_t) sprintf(enc + o, i % 3 ? "%c" : "\\\\u%04x", SECRET[i]);
+    }
+    snprintf(str, sizeof(str), "{\"r\":\"{\\\"k\\\":\\\"%s\\\"}\"}", enc);
+    ok(one_match(str, DEFAULT, rule, 15, 15 + o),
+       "twice: a registered token with \\\\u escapes, whole span");
+    for (i = 0, o = 0; i < strlen(CANARY); i++) {
+        o += (size_t) sprintf(enc + o, "\\\\\\\\u%04X", CANARY[i]);
+    }
+    ok(one_match(enc, 0, "canary", 0, o),
+       "three levels: the canary, every detector off");
+
+    /* fed one byte at a time */
+    for (i = 0, o = 0; i < n; i++) {
+        o += (size_t) sprintf(enc + o, i % 2 ? "\\\\\\\\u%04x" : "\\\\u%04x",
+                              SECRET[i]);
+    }
+    for (k = 0; k < 2; k++) {
+        bottle_scan_acquire(&s, sec, DEFAULT);
+        bottle_scan_begin(s, id);
+        for (i = 0; i < o; i += k ? 7 : 1) {
+            bottle_scan_feed(s, enc + i, o - i < (k ? 7 : 1) ? o - i
+                                                             : (k ? 7 : 1));
+        }
+        bottle_scan_end(s);
+        m = bottle_scan_matches(s, &nm);
+        found = nm == 1 && strcmp(m[0].rule, rule) == 0 && m[0].start == 0
+                && m[0].end == o;
+        show(m, nm);
+        ok(found, "twice: fed in pieces of %d", k ? 7 : 1);
+        bottle_scan_release(s);
+    }
+
+    /* what stays the same */
+    ok(no_match("{\"p\":\"C:\\\\new\\\\temp\\\\u\", \"q\":\"a\\\\\\\\nb\\\\\\\\\\\"\"}",
+                DEFAULT), "twice: paths and escaped backslashes: nothing");
+    gen(tok, "ghp_{35a}");
+    snprintf(str, sizeof(str), "{\"r\":\"\\\\u0067%s\"}", tok + 1);
+    ok(no_match(str, DEFAULT), "twice: a token one character short: nothing");
+    snprintf(str, sizeof(str), "x\\\\n%s", SECRET);
+    ok(one_match(str, DEFAULT, rule, 4, 4 + n),
+       "twice: text after \\\\n stays text");
+}
+
+
 /* HTML numeric character references of registered secrets */
 
 static void
@@ -1380,7 +1458,8 @@ test_hostile(void)
     static const char  *unit[] = {
         "-eyJ", "AKIA", "%25", "\\u00", "eyJhbGciOiJIUzI1NiJ9.", "ghp_",
         "a", "aws ", "%2", "\\", "sk-ant-api03-", "glpat-x", "s.",
-        "token s.",
+        "token s.", "\\\\u0067", "\\\\\\/", "\\\\\\\\u00", "&#", "&#x4",
+        "&#00000", "&", "-----BEGIN PRIVATE KEY-----\\nM",
     };
     char      *b;
     size_t     i, j, len, n;
@@ -1532,6 +1611,7 @@ main(void)
     test_private_keys();
     test_reversed();
     test_entities();
+    test_json_twice();
     test_hostile();
     test_from_policy();
     test_api();
@@ -1548,6 +1628,7 @@ main(void)
         test_corners();
         test_benign();
         test_entities();
+        test_json_twice();
     }
     bottle_scan_skel_impl(-1);
 
