@@ -1218,8 +1218,8 @@ test_reversed(void)
 
     o = b64(enc, (unsigned char *) rev, n, 0);
     snprintf(str, sizeof(str), "{\"b\":\"%s\"}", enc);
-    ok(has_match(str, DEFAULT, rule, 8, 50, 1),
-       "reversed secret, base64");
+    ok(no_match(str, DEFAULT),
+       "reversed secret in base64: not covered (docs/dlp.md)");
 
     snprintf(str, sizeof(str), "x ");
     for (i = 0; i < strlen(CANARY); i++) {
