@@ -80,6 +80,8 @@ typedef struct {
     int                        jit;         /* re has JIT code */
     int                        jit_ctx;
     int                        jit_var;
+    unsigned                   nlit;        /* literal characters of the
+                                               token regex, at most */
     unsigned char              cs[32];      /* bitmap of r->cs */
 } bottle_scan_crule_t;
 

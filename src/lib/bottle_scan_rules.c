@@ -402,8 +402,12 @@ bottle_scan_has_example(const unsigned char *t, size_t n)
 {
     size_t  i, k;
 
-    for (i = 0; i + 7 <= n; i++) {
-        for (k = 0; k < 7 && (t[i + k] | 0x20) == "example"[k]; k++) {
+    /* 'm' is the rarest letter of the word in tokens: look for it first */
+    for (i = 3; i + 4 <= n; i++) {
+        if ((t[i] | 0x20) != 'm') {
+            continue;
+        }
+        for (k = 0; k < 7 && (t[i - 3 + k] | 0x20) == "example"[k]; k++) {
             /* void */
         }
         if (k == 7) {
@@ -412,6 +416,57 @@ bottle_scan_has_example(const unsigned char *t, size_t n)
     }
 
     return 0;
+}
+
+
+/* distinct bytes of t[0, n), counted up to max */
+static size_t
+bottle_scan_distinct(const unsigned char *t, size_t n, size_t max)
+{
+    size_t    i, d;
+    unsigned  seen[256 / (8 * sizeof(unsigned))];
+
+    memset(seen, 0, sizeof(seen));
+
+    for (i = 0, d = 0; i < n && d < max; i++) {
+        if (!(seen[t[i] / 32] & (1u << (t[i] % 32)))) {
+            seen[t[i] / 32] |= 1u << (t[i] % 32);
+            d++;
+        }
+    }
+
+    return d;
+}
+
+
+/* a JWT's parts after their "eyJ" (the third has none), dots left out */
+static int
+bottle_scan_jwt_few(const unsigned char *t, size_t n)
+{
+    size_t    i, nvar, d, part;
+    unsigned  seen[256 / (8 * sizeof(unsigned))];
+
+    memset(seen, 0, sizeof(seen));
+    nvar = 0;
+    d = 0;
+    part = 0;
+
+    for (i = 3; i < n; i++) {
+        if (t[i] == '.') {
+            part++;
+            i += part == 1 ? 3 : 0;
+            continue;
+        }
+        nvar++;
+        if (!(seen[t[i] / 32] & (1u << (t[i] % 32)))) {
+            seen[t[i] / 32] |= 1u << (t[i] % 32);
+            if (++d > BOTTLE_SCAN_VAR_FEW) {
+                return 0;
+            }
+        }
+    }
+
+    return nvar >= BOTTLE_SCAN_VAR_MIN;
 }
 
 
@@ -443,6 +498,22 @@ bottle_scan_placeholder(const bottle_scan_db_t *db,
     }
 
     if (cr->var == NULL) {
+        return 0;
+    }
+
+    /*
+     * Most matches are real tokens: a token with more distinct characters
+     * than 4 and all of its rule's literal characters has more than 4 in
+     * its variable part, and the regex is left out.  A JWT's variable
+     * part is its three parts after "eyJ", counted here: a chain of JWT
+     * parts would run the regex at every dot.
+     */
+    if (cr->r->jwt) {
+        return bottle_scan_jwt_few(t, n);
+    }
+    if (bottle_scan_distinct(t, n, BOTTLE_SCAN_VAR_FEW + cr->nlit + 1)
+        > BOTTLE_SCAN_VAR_FEW + cr->nlit)
+    {
         return 0;
     }
 
@@ -481,20 +552,33 @@ bottle_scan_placeholder(const bottle_scan_db_t *db,
  * an empty pattern when there is no class.
  */
 static void
-var_pattern(const char *tok, char *out, size_t cap)
+var_pattern(const char *tok, char *out, size_t cap, unsigned *nlit)
 {
-    size_t       o;
-    const char  *p, *q;
+    size_t          o;
+    const char     *p, *q;
+    unsigned char   lit[256];
 
     o = 0;
+    memset(lit, 0, sizeof(lit));
+    *nlit = 0;
 
     for (p = tok; *p && o + 8 < cap; /* void */ ) {
         if (*p == '\\' && p[1]) {
+            if (!lit[(unsigned char) p[1]]) {
+                lit[(unsigned char) p[1]] = 1;
+                (*nlit)++;
+            }
             out[o++] = *p++;
             out[o++] = *p++;
             continue;
         }
         if (*p != '[') {
+            /* an upper bound of the literal characters: metacharacters
+             * and quantifier digits are counted too */
+            if (!lit[(unsigned char) *p]) {
+                lit[(unsigned char) *p] = 1;
+                (*nlit)++;
+            }
             out[o++] = *p++;
             continue;
         }
@@ -743,7 +827,7 @@ bottle_scan_db_create(bottle_scan_db_t **out, char *err, size_t errlen)
                                                            : 0, &cr->jit_ctx);
         }
         if (cr->r->detector == BOTTLE_DETECT_TOKEN_PATTERNS) {
-            var_pattern(cr->r->token, pc, PATTERN_MAX);
+            var_pattern(cr->r->token, pc, PATTERN_MAX, &cr->nlit);
             cr->var = pcre_compile_jit(pc, PCRE2_ANCHORED, &cr->jit_var);
             if (cr->var == NULL) {
                 snprintf(err, errlen, "cannot compile rule \"%s\" for "

@@ -1377,6 +1377,9 @@ test_placeholders(void)
        "a token containing \"Example\": a placeholder");
     ok(no_match("{\"t\":\"\\u0067hp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}",
                 DEFAULT), "a placeholder in a decoded view");
+    ok(no_match("Bearer eyJxxxxxxxxxxxxxxxxxxxx.eyJxxxxxxxxxxxxxxxxxxxx"
+                ".xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", DEFAULT),
+       "a JWT of x: a placeholder");
 
     /* what still blocks */
     ok(one_match("ghp_abcdeabcdeabcdeabcdeabcdeabcdeabcdea", DEFAULT,
