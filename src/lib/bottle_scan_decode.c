@@ -716,6 +716,8 @@ skel_escape(bottle_scan_view_t *v, unsigned c, uint32_t pos)
 #define SK_P      4
 #define SK_U      8
 #define SK_SL     16
+#define SK_AMP    32
+#define SK_HASH   64
 
 /* the SK_* classes of each byte */
 static unsigned char  skel_sk[256];
@@ -724,6 +726,15 @@ static unsigned char  skel_sk[256];
 
 static size_t skel_whole_escape(bottle_scan_view_t *v,
     const unsigned char *p, size_t n, uint32_t pos);
+
+
+/* the '&' that may open a numeric reference: before a '#', or at the
+ * block's end; any other '&' is a separator like any punctuation */
+static inline uint64_t
+skel_amp_stops(uint64_t amp, uint64_t hash, size_t len)
+{
+    return amp & ((hash >> 1) | ((uint64_t) 1 << (len - 1)));
+}
 
 
 /* where the state machine must take over in a block of len bytes (len if
@@ -779,7 +790,7 @@ skel_text_scalar(bottle_scan_view_t *v, const unsigned char *in, size_t n,
 {
     size_t          i, j, len, stop, o;
     unsigned        k;
-    uint64_t        a, b, p, u, sl, keep, bit;
+    uint64_t        a, b, p, u, sl, keep, bit, amp, hash;
     unsigned char  *ob;
 
     o = v->keep + v->curlen;
@@ -787,7 +798,7 @@ skel_text_scalar(bottle_scan_view_t *v, const unsigned char *in, size_t n,
 
     for (i = 0; i < n; i += stop) {
         len = n - i < 64 ? n - i : 64;
-        a = b = p = u = sl = 0;
+        a = b = p = u = sl = amp = hash = 0;
         for (j = 0; j < len; j++) {
             k = skel_sk[in[i + j]];
             bit = (uint64_t) 1 << j;
@@ -796,7 +807,10 @@ skel_text_scalar(bottle_scan_view_t *v, const unsigned char *in, size_t n,
             p |= k & SK_P ? bit : 0;
             u |= k & SK_U ? bit : 0;
             sl |= k & SK_SL ? bit : 0;
+            amp |= k & SK_AMP ? bit : 0;
+            hash |= k & SK_HASH ? bit : 0;
         }
+        p |= skel_amp_stops(amp, hash, len);
 
         stop = skel_plan(v, a, b, p, u, sl, len, &keep);
         if (keep) {
@@ -876,7 +890,7 @@ skel_text_ssse3(bottle_scan_view_t *v, const unsigned char *in, size_t n,
     uint32_t off)
 {
     size_t          i, j, len, stop, o;
-    uint64_t        a, b, p, u, sl, keep, k8;
+    uint64_t        a, b, p, u, sl, keep, k8, amp, hash;
     unsigned char   pad[64];
     unsigned char  *ob;
     const unsigned char  *q;
@@ -894,7 +908,7 @@ skel_text_ssse3(bottle_scan_view_t *v, const unsigned char *in, size_t n,
             q = pad;
         }
 
-        a = b = p = u = sl = 0;
+        a = b = p = u = sl = amp = hash = 0;
         for (j = 0; j < 64; j += 16) {
             x = _mm_loadu_si128((const __m128i *) (q + j));
             /* unsigned x - '0' <= 9, or (x | 0x20) - 'a' <= 25 */
@@ -906,12 +920,14 @@ skel_text_ssse3(bottle_scan_view_t *v, const unsigned char *in, size_t n,
             a |= (uint64_t) (unsigned) _mm_movemask_epi8(_mm_or_si128(d, l))
                  << j;
             b |= (uint64_t) skel_mask16(x, _mm_set1_epi8('\\')) << j;
-            p |= (uint64_t) (skel_mask16(x, _mm_set1_epi8('%'))
-                             | skel_mask16(x, _mm_set1_epi8('&'))) << j;
+            p |= (uint64_t) skel_mask16(x, _mm_set1_epi8('%')) << j;
+            amp |= (uint64_t) skel_mask16(x, _mm_set1_epi8('&')) << j;
+            hash |= (uint64_t) skel_mask16(x, _mm_set1_epi8('#')) << j;
             u |= (uint64_t) skel_mask16(x, _mm_set1_epi8('u')) << j;
             sl |= (uint64_t) skel_mask16(x, _mm_set1_epi8('/')) << j;
         }
 
+        p |= skel_amp_stops(amp, hash, len);
         stop = skel_plan(v, a, b, p, u, sl, len, &keep);
         if (keep) {
             skel_seg(v, o, off + (uint32_t) i, keep);
@@ -967,7 +983,9 @@ skel_text_avx512(bottle_scan_view_t *v, const unsigned char *in, size_t n,
                   _mm512_set1_epi8(25));
         b = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('\\'));
         p = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('%'))
-            | _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('&'));
+            | skel_amp_stops(_mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('&')),
+                             _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('#')),
+                             len);
 
         if ((b | p) == 0) {
             /* text without escapes: the common case */
@@ -1055,8 +1073,8 @@ bottle_scan_decode_init(void)
 
     for (c = 0; c < 256; c++) {
         skel_sk[c] = (is_alnum(c) ? SK_A : 0) | (c == '\\' ? SK_B : 0)
-                     | (c == '%' || c == '&' ? SK_P : 0)
-                     | (c == 'u' ? SK_U : 0)
+                     | (c == '%' ? SK_P : 0) | (c == '&' ? SK_AMP : 0)
+                     | (c == '#' ? SK_HASH : 0) | (c == 'u' ? SK_U : 0)
                      | (c == '/' ? SK_SL : 0);
     }
 #if defined(__x86_64__) && defined(__GNUC__)
