@@ -922,12 +922,18 @@ skel_text_ssse3(bottle_scan_view_t *v, const unsigned char *in, size_t n,
             b |= (uint64_t) skel_mask16(x, _mm_set1_epi8('\\')) << j;
             p |= (uint64_t) skel_mask16(x, _mm_set1_epi8('%')) << j;
             amp |= (uint64_t) skel_mask16(x, _mm_set1_epi8('&')) << j;
-            hash |= (uint64_t) skel_mask16(x, _mm_set1_epi8('#')) << j;
             u |= (uint64_t) skel_mask16(x, _mm_set1_epi8('u')) << j;
             sl |= (uint64_t) skel_mask16(x, _mm_set1_epi8('/')) << j;
         }
 
-        p |= skel_amp_stops(amp, hash, len);
+        if (amp) {
+            /* '#' only when there is a '&': text has few */
+            for (j = 0; j < 64; j += 16) {
+                x = _mm_loadu_si128((const __m128i *) (q + j));
+                hash |= (uint64_t) skel_mask16(x, _mm_set1_epi8('#')) << j;
+            }
+            p |= skel_amp_stops(amp, hash, len);
+        }
         stop = skel_plan(v, a, b, p, u, sl, len, &keep);
         if (keep) {
             skel_seg(v, o, off + (uint32_t) i, keep);
@@ -963,7 +969,8 @@ skel_text_avx512(bottle_scan_view_t *v, const unsigned char *in, size_t n,
     uint32_t off)
 {
     size_t          i, len, stop, pos, o, k;
-    uint64_t        a, b, p, u, sl, keep, lm, t, escaped, stops, run, slash;
+    uint64_t        a, b, p, u, sl, keep, lm, t, escaped, stops, run, slash,
+                    amp;
     unsigned char  *ob;
     __m512i         x;
 
@@ -982,10 +989,12 @@ skel_text_avx512(bottle_scan_view_t *v, const unsigned char *in, size_t n,
                                   _mm512_set1_epi8('a')),
                   _mm512_set1_epi8(25));
         b = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('\\'));
-        p = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('%'))
-            | skel_amp_stops(_mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('&')),
-                             _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('#')),
-                             len);
+        p = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('%'));
+        amp = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('&'));
+        if (amp) {
+            p |= skel_amp_stops(amp, _mm512_cmpeq_epi8_mask(x,
+                                    _mm512_set1_epi8('#')), len);
+        }
 
         if ((b | p) == 0) {
             /* text without escapes: the common case */
