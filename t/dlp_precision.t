@@ -130,7 +130,7 @@ fake_upstream($t, port => 8081, name => 'plain');
 fake_upstream($t, port => 8443, name => 'tls', tls => 1,
 	cert => $up->{cert}, key => $up->{key});
 
-$t->run()->plan(61);
+$t->run()->plan(63);
 
 ###############################################################################
 
@@ -280,6 +280,8 @@ like(req('POST', '/v1', host => 'llm', body => "{\"content\":\"$RSA_JSON\"}"),
 	refused('dlp'), 'private key: refused, not redacted, on a redact route');
 like(h2('--data-binary', "{\"k\":\"-----BEGIN PGP PRIVATE KEY BLOCK-----\\n\\nlQOYBGV\"}",
 	"$SEC/x"), refused2('dlp'), 'private key: HTTP/2, PGP in a body: 403');
+like(req('GET', '/keys/-----BEGIN%20RSA%20PRIVATE%20KEY-----%0AMIIEowIBAAK'),
+	refused('dlp'), 'private key: percent-encoded in the path: 403');
 is(nplain(), $n, 'private key: refused requests never reached the upstream');
 
 like(req('POST', '/x', body => "{\"content\":\"$PUB\"}"), $OK,
@@ -338,6 +340,8 @@ like(req('POST', '/x', headers => [ 'Content-Encoding: gzip' ],
 	body => gz($ESEC)), refused('dlp'), 'entities: in a gzip body: 403');
 like(h2('--data-binary', $ESEC, "$SEC/x"), refused2('dlp'),
 	'entities: HTTP/2, in a body: 403');
+unlike(req('GET', "/x?h=$ESEC"), $OK,
+	'entities: in the query (its # is refused as a fragment anyway)');
 is(nplain(), $n, 'entities: refused requests never reached the upstream');
 
 my $html = '<p>a &amp; b &lt; c &#169; 2024 &#x2014; &#8220;quoted&#8221;</p>';
