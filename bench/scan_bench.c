@@ -466,6 +466,16 @@ main(int argc, char **argv)
         { "256 KiB JWT chain (every dot ends a JWT)", 5, NULL },
         { "256 KiB `s.` repeated", 4, "s." },
         { "256 KiB prose with `token` every 6th word", 6, NULL },
+        /* issue 12: the paths its classes added */
+        { "256 KiB `\\\\u0067` repeated (JSON escaped twice)", 4,
+          "\\\\u0067" },
+        { "256 KiB `\\` repeated (one run of backslashes)", 4, "\\" },
+        { "256 KiB `&#103;` repeated", 4, "&#103;" },
+        { "256 KiB `&#x` repeated", 4, "&#x" },
+        { "256 KiB `-----BEGIN PRIVATE KEY-----\\nM` repeated", 4,
+          "-----BEGIN PRIVATE KEY-----\\nM" },
+        { "256 KiB `ghp_` + 36 `x` repeated (placeholders)", 4,
+          "ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx " },
     };
 
     if (argc > 2 && strcmp(argv[1], "--dump") == 0) {

@@ -98,7 +98,7 @@ bottle_scan_state_new(bottle_scan_secrets_t *sec)
         goto failed;
     }
 
-    s->md = pcre2_match_data_create(4, NULL);
+    s->md = pcre2_match_data_create(BOTTLE_SCAN_MD_PAIRS, NULL);
     s->win = malloc(BOTTLE_SCAN_TAIL + 16);
     if (s->md == NULL || s->win == NULL) {
         goto failed;
@@ -449,6 +449,15 @@ bottle_scan_on_rule(unsigned id, unsigned long long from,
         return 0;
     }
 
+    /* a documentation example or a placeholder is not a leak: vendor
+     * shapes only; the canary and the bottle's tokens always count */
+    if (rc > 0 && cr->r->detector == BOTTLE_DETECT_TOKEN_PATTERNS
+        && bottle_scan_placeholder(v->s->db, cr, view_window(v, st, e),
+                                   (size_t) (e - st), v->s->md))
+    {
+        return 0;
+    }
+
     if (rc < 0) {
         /* longer than the lookback, or past the regex limits: what we saw */
         st = e > cr->r->maxlen ? e - cr->r->maxlen : 0;
@@ -456,8 +465,8 @@ bottle_scan_on_rule(unsigned id, unsigned long long from,
     }
 
     view_raw_span(v, st, e, &rs, &re);
-    bottle_scan_add(v->s, cr->r->detector, cr->r->name, rs, re, rc > 0, 0,
-                    v->id);
+    bottle_scan_add(v->s, cr->r->detector, cr->r->name, rs, re,
+                    rc > 0 && !cr->r->partial, 0, v->id);
     return 0;
 }
 

@@ -9,6 +9,7 @@
  */
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -28,6 +29,16 @@
 #define D_PCT1      7       /* "%X" */
 #define D_PCT25     8       /* "%25": a second level */
 #define D_PCT251    9       /* "%25X" */
+#define D_AMP       10      /* "&" */
+#define D_AMPH      11      /* "&#" */
+#define D_AMPD      12      /* "&#" and decimal digits */
+#define D_AMPX      13      /* "&#x" */
+#define D_AMPXD     14      /* "&#x" and hex digits */
+#define D_BSLASH2   15      /* an even run of backslashes (D_BSLASH: odd) */
+
+/* the most digits of an HTML numeric character reference we decode */
+#define AMP_DEC_MAX  7
+#define AMP_HEX_MAX  6
 
 
 static const char  bottle_scan_b64[] =
@@ -207,9 +218,10 @@ json_flush(bottle_scan_view_t *v)
 {
     unsigned  i;
 
-    /* an escape that wasn't one: its bytes as they were */
+    /* an escape that wasn't one: a backslash (for the run of them) and the
+     * bytes after it as they were */
     for (i = 0; i < v->dn; i++) {
-        emit(v, i == 0 ? '\\' : v->pend[i], v->pmap[0] + i, 1);
+        emit(v, i == 0 ? '\\' : v->pend[i], v->pmap[i], 1);
     }
     v->dstate = D_TEXT;
     v->dn = 0;
@@ -217,18 +229,18 @@ json_flush(bottle_scan_view_t *v)
 
 
 static void
-json_utf8(bottle_scan_view_t *v, unsigned cp, uint32_t start)
+json_utf8(bottle_scan_view_t *v, unsigned cp, uint32_t start, unsigned len)
 {
     if (cp < 0x80) {
-        emit(v, cp, start, 6);
+        emit(v, cp, start, len);
     } else if (cp < 0x800) {
-        emit(v, 0xc0 | (cp >> 6), start, 6);
-        emit(v, 0x80 | (cp & 0x3f), start, 6);
+        emit(v, 0xc0 | (cp >> 6), start, len);
+        emit(v, 0x80 | (cp & 0x3f), start, len);
     } else {
         /* surrogates too, as 3 bytes: nothing matches them anyway */
-        emit(v, 0xe0 | (cp >> 12), start, 6);
-        emit(v, 0x80 | ((cp >> 6) & 0x3f), start, 6);
-        emit(v, 0x80 | (cp & 0x3f), start, 6);
+        emit(v, 0xe0 | (cp >> 12), start, len);
+        emit(v, 0x80 | ((cp >> 6) & 0x3f), start, len);
+        emit(v, 0x80 | (cp & 0x3f), start, len);
     }
 }
 
@@ -253,11 +265,11 @@ bottle_scan_json_decode(bottle_scan_view_t *v, const unsigned char *in,
                 i += k - 1;
                 break;
             }
-            if (i + 1 < n) {
+            if (i + 1 < n && in[i + 1] != '\\') {
                 /* a two-byte escape whole */
                 d = in[i + 1];
                 switch (d) {
-                case '"': case '\\': case '/': break;
+                case '"': case '/': break;
                 case 'b': d = '\b'; break;
                 case 'f': d = '\f'; break;
                 case 'n': d = '\n'; break;
@@ -275,15 +287,23 @@ bottle_scan_json_decode(bottle_scan_view_t *v, const unsigned char *in,
             break;
 
         case D_BSLASH:
+            /*
+             * Unescaped until stable: a run of backslashes and the escape
+             * it ends with is one escape, so JSON carried in a JSON string
+             * ("\\\\u0067", "\\\\/"), or deeper, is decoded whole, in
+             * one linear pass.  A run before anything else is one backslash.
+             */
             switch (c) {
-            case '"': case '\\': case '/': d = c; break;
+            case '\\': continue;
+            case '"': case '/': d = c; break;
             case 'b': d = '\b'; break;
             case 'f': d = '\f'; break;
             case 'n': d = '\n'; break;
             case 'r': d = '\r'; break;
             case 't': d = '\t'; break;
             case 'u':
-                v->pend[v->dn++] = 'u';
+                v->pend[v->dn] = 'u';
+                v->pmap[v->dn++] = off + (uint32_t) i;
                 v->dstate = D_U0;
                 v->dval = 0;
                 continue;
@@ -292,7 +312,7 @@ bottle_scan_json_decode(bottle_scan_view_t *v, const unsigned char *in,
                 json_text(v, c, off + (uint32_t) i);
                 continue;
             }
-            emit(v, d, v->pmap[0], 2);
+            emit(v, d, v->pmap[0], off + (uint32_t) i + 1 - v->pmap[0]);
             v->dstate = D_TEXT;
             v->dn = 0;
             break;
@@ -304,10 +324,12 @@ bottle_scan_json_decode(bottle_scan_view_t *v, const unsigned char *in,
                 json_text(v, c, off + (uint32_t) i);
                 break;
             }
-            v->pend[v->dn++] = (unsigned char) c;
+            v->pend[v->dn] = (unsigned char) c;
+            v->pmap[v->dn++] = off + (uint32_t) i;
             v->dval = v->dval * 16 + (unsigned) h;
             if (++v->dstate == D_U0 + 4) {
-                json_utf8(v, v->dval, v->pmap[0]);
+                json_utf8(v, v->dval, v->pmap[0],
+                          off + (uint32_t) i + 1 - v->pmap[0]);
                 v->dstate = D_TEXT;
                 v->dn = 0;
             }
@@ -469,6 +491,97 @@ skel_push(bottle_scan_view_t *v, unsigned c, uint32_t pos)
 }
 
 
+/* a numeric character reference ends: its letter or digit is kept */
+static void
+skel_amp_done(bottle_scan_view_t *v, uint32_t end)
+{
+    if (v->dval < 0x80 && is_alnum(v->dval)) {
+        skel_decoded(v, v->dval, v->dstart, end - v->dstart);
+    }
+    v->dstate = D_TEXT;
+    v->dn = 0;
+}
+
+
+/*
+ * HTML numeric character references, "&#67;" and "&#x43;" (the ';' may
+ * be left out, as browsers allow), byte by byte: as skel_whole_escape()
+ * decodes them whole.  Too many digits: not one, the digits are text.
+ */
+static int
+skel_amp(bottle_scan_view_t *v, unsigned c, uint32_t pos)
+{
+    int  h;
+
+    switch (v->dstate) {
+
+    case D_AMP:
+        v->dn = 0;
+        v->dstate = c == '#' ? D_AMPH : D_TEXT;
+        return c != '#';
+
+    case D_AMPH:
+        if (c >= '0' && c <= '9') {
+            skel_push(v, c, pos);
+            v->dval = c - '0';
+            v->dstate = D_AMPD;
+            return 0;
+        }
+        if ((c | 0x20) == 'x') {
+            skel_push(v, c, pos);
+            v->dval = 0;
+            v->dstate = D_AMPX;
+            return 0;
+        }
+        v->dstate = D_TEXT;
+        return 1;
+
+    case D_AMPD:
+        if (c >= '0' && c <= '9') {
+            if (v->dn == AMP_DEC_MAX) {
+                skel_flush(v);
+                return 1;
+            }
+            skel_push(v, c, pos);
+            v->dval = v->dval * 10 + (c - '0');
+            return 0;
+        }
+        break;
+
+    case D_AMPX:
+        if (hexval(c) < 0) {
+            skel_flush(v);
+            return 1;
+        }
+        skel_push(v, c, pos);
+        v->dval = (unsigned) hexval(c);
+        v->dstate = D_AMPXD;
+        return 0;
+
+    default:    /* D_AMPXD */
+        h = hexval(c);
+        if (h >= 0) {
+            if (v->dn == AMP_HEX_MAX + 1) {
+                skel_flush(v);
+                return 1;
+            }
+            skel_push(v, c, pos);
+            v->dval = v->dval * 16 + (unsigned) h;
+            return 0;
+        }
+        break;
+    }
+
+    /* the digits ended: with ';' it is part of the reference */
+    if (c == ';') {
+        skel_amp_done(v, pos + 1);
+        return 0;
+    }
+    skel_amp_done(v, pos);
+    return 1;
+}
+
+
 /* one byte in an escape; returns 1 if it ended the escape attempt early
  * and must be read again as text */
 static int
@@ -479,6 +592,17 @@ skel_escape(bottle_scan_view_t *v, unsigned c, uint32_t pos)
     switch (v->dstate) {
 
     case D_BSLASH:
+    case D_BSLASH2:
+        /*
+         * A run of backslashes: "\u" after any run is decoded (JSON in a
+         * JSON string, "\\\\u0067", unescaped until stable); after an odd
+         * run any other byte is escaped, a separator; after an even one
+         * it is text.
+         */
+        if (c == '\\') {
+            v->dstate = v->dstate == D_BSLASH ? D_BSLASH2 : D_BSLASH;
+            return 0;
+        }
         if (c == 'u') {
             skel_push(v, c, pos);
             v->dstate = D_U0;
@@ -488,10 +612,10 @@ skel_escape(bottle_scan_view_t *v, unsigned c, uint32_t pos)
         if (c == '/') {
             v->s->trig |= BOTTLE_TRIG_JSON;
         }
-        /* "\n", "\"", "\\": a separator */
+        h = v->dstate == D_BSLASH2;
         v->dstate = D_TEXT;
         v->dn = 0;
-        return 0;
+        return h;
 
     case D_PCT:
         if (hexval(c) < 0) {
@@ -538,6 +662,13 @@ skel_escape(bottle_scan_view_t *v, unsigned c, uint32_t pos)
         v->dstate = D_PCT251;
         return 0;
 
+    case D_AMP:
+    case D_AMPH:
+    case D_AMPD:
+    case D_AMPX:
+    case D_AMPXD:
+        return skel_amp(v, c, pos);
+
     default:    /* D_U0 .. D_U0 + 3 */
         h = hexval(c);
         if (h < 0) {
@@ -551,7 +682,7 @@ skel_escape(bottle_scan_view_t *v, unsigned c, uint32_t pos)
                 v->s->trig |= BOTTLE_TRIG_JSON;
             }
             if (v->dval < 0x80 && is_alnum(v->dval)) {
-                skel_decoded(v, v->dval, v->dstart, 6);
+                skel_decoded(v, v->dval, v->dstart, pos + 1 - v->dstart);
             }
             v->dstate = D_TEXT;
             v->dn = 0;
@@ -585,6 +716,8 @@ skel_escape(bottle_scan_view_t *v, unsigned c, uint32_t pos)
 #define SK_P      4
 #define SK_U      8
 #define SK_SL     16
+#define SK_AMP    32
+#define SK_HASH   64
 
 /* the SK_* classes of each byte */
 static unsigned char  skel_sk[256];
@@ -595,6 +728,15 @@ static size_t skel_whole_escape(bottle_scan_view_t *v,
     const unsigned char *p, size_t n, uint32_t pos);
 
 
+/* the '&' that may open a numeric reference: before a '#', or at the
+ * block's end; any other '&' is a separator like any punctuation */
+static inline uint64_t
+skel_amp_stops(uint64_t amp, uint64_t hash, size_t len)
+{
+    return amp & ((hash >> 1) | ((uint64_t) 1 << (len - 1)));
+}
+
+
 /* where the state machine must take over in a block of len bytes (len if
  * nowhere), and the bytes to keep before that */
 static inline size_t
@@ -602,23 +744,23 @@ skel_plan(bottle_scan_view_t *v, uint64_t a, uint64_t b, uint64_t p,
     uint64_t u, uint64_t sl, size_t len, uint64_t *keep)
 {
     size_t    stop;
-    uint64_t  t, escaped, escape, stops, lim;
+    uint64_t  t, escaped, stops, lim;
 
     escaped = 0;
-    escape = 0;
     if (b) {
         t = (((b << 1) | SKEL_ODD) - b) ^ SKEL_ODD;
         escaped = t ^ b;
-        escape = t & b;
     }
 
-    stops = (p & ~escaped) | ((escaped & u) >> 1)
-            | (escape & ((uint64_t) 1 << (len - 1)));
+    /* a backslash before a 'u' (after any run of them: JSON escaped
+     * twice), or one that may go on in the next block */
+    stops = (p & ~escaped) | (b & (u >> 1))
+            | (b & ((uint64_t) 1 << (len - 1)));
     stop = stops ? (size_t) __builtin_ctzll(stops) : 64;
     stop = stop < len ? stop : len;
     lim = stop == 64 ? ~(uint64_t) 0 : ((uint64_t) 1 << stop) - 1;
 
-    if (escaped & sl & lim) {
+    if ((escaped | (b << 1)) & sl & lim) {
         v->s->trig |= BOTTLE_TRIG_JSON;
     }
 
@@ -648,7 +790,7 @@ skel_text_scalar(bottle_scan_view_t *v, const unsigned char *in, size_t n,
 {
     size_t          i, j, len, stop, o;
     unsigned        k;
-    uint64_t        a, b, p, u, sl, keep, bit;
+    uint64_t        a, b, p, u, sl, keep, bit, amp, hash;
     unsigned char  *ob;
 
     o = v->keep + v->curlen;
@@ -656,7 +798,7 @@ skel_text_scalar(bottle_scan_view_t *v, const unsigned char *in, size_t n,
 
     for (i = 0; i < n; i += stop) {
         len = n - i < 64 ? n - i : 64;
-        a = b = p = u = sl = 0;
+        a = b = p = u = sl = amp = hash = 0;
         for (j = 0; j < len; j++) {
             k = skel_sk[in[i + j]];
             bit = (uint64_t) 1 << j;
@@ -665,7 +807,10 @@ skel_text_scalar(bottle_scan_view_t *v, const unsigned char *in, size_t n,
             p |= k & SK_P ? bit : 0;
             u |= k & SK_U ? bit : 0;
             sl |= k & SK_SL ? bit : 0;
+            amp |= k & SK_AMP ? bit : 0;
+            hash |= k & SK_HASH ? bit : 0;
         }
+        p |= skel_amp_stops(amp, hash, len);
 
         stop = skel_plan(v, a, b, p, u, sl, len, &keep);
         if (keep) {
@@ -745,7 +890,7 @@ skel_text_ssse3(bottle_scan_view_t *v, const unsigned char *in, size_t n,
     uint32_t off)
 {
     size_t          i, j, len, stop, o;
-    uint64_t        a, b, p, u, sl, keep, k8;
+    uint64_t        a, b, p, u, sl, keep, k8, amp, hash;
     unsigned char   pad[64];
     unsigned char  *ob;
     const unsigned char  *q;
@@ -763,7 +908,7 @@ skel_text_ssse3(bottle_scan_view_t *v, const unsigned char *in, size_t n,
             q = pad;
         }
 
-        a = b = p = u = sl = 0;
+        a = b = p = u = sl = amp = hash = 0;
         for (j = 0; j < 64; j += 16) {
             x = _mm_loadu_si128((const __m128i *) (q + j));
             /* unsigned x - '0' <= 9, or (x | 0x20) - 'a' <= 25 */
@@ -776,10 +921,19 @@ skel_text_ssse3(bottle_scan_view_t *v, const unsigned char *in, size_t n,
                  << j;
             b |= (uint64_t) skel_mask16(x, _mm_set1_epi8('\\')) << j;
             p |= (uint64_t) skel_mask16(x, _mm_set1_epi8('%')) << j;
+            amp |= (uint64_t) skel_mask16(x, _mm_set1_epi8('&')) << j;
             u |= (uint64_t) skel_mask16(x, _mm_set1_epi8('u')) << j;
             sl |= (uint64_t) skel_mask16(x, _mm_set1_epi8('/')) << j;
         }
 
+        if (amp) {
+            /* '#' only when there is a '&': text has few */
+            for (j = 0; j < 64; j += 16) {
+                x = _mm_loadu_si128((const __m128i *) (q + j));
+                hash |= (uint64_t) skel_mask16(x, _mm_set1_epi8('#')) << j;
+            }
+            p |= skel_amp_stops(amp, hash, len);
+        }
         stop = skel_plan(v, a, b, p, u, sl, len, &keep);
         if (keep) {
             skel_seg(v, o, off + (uint32_t) i, keep);
@@ -815,7 +969,8 @@ skel_text_avx512(bottle_scan_view_t *v, const unsigned char *in, size_t n,
     uint32_t off)
 {
     size_t          i, len, stop, pos, o, k;
-    uint64_t        a, b, p, u, sl, keep, lm, t, escaped, stops, run;
+    uint64_t        a, b, p, u, sl, keep, lm, t, escaped, stops, run, slash,
+                    amp;
     unsigned char  *ob;
     __m512i         x;
 
@@ -835,6 +990,11 @@ skel_text_avx512(bottle_scan_view_t *v, const unsigned char *in, size_t n,
                   _mm512_set1_epi8(25));
         b = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('\\'));
         p = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('%'));
+        amp = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('&'));
+        if (amp) {
+            p |= skel_amp_stops(amp, _mm512_cmpeq_epi8_mask(x,
+                                    _mm512_set1_epi8('#')), len);
+        }
 
         if ((b | p) == 0) {
             /* text without escapes: the common case */
@@ -854,8 +1014,10 @@ skel_text_avx512(bottle_scan_view_t *v, const unsigned char *in, size_t n,
         /* as skel_plan(), for the whole block */
         t = (((b << 1) | SKEL_ODD) - b) ^ SKEL_ODD;
         escaped = t ^ b;
-        stops = (p & ~escaped) | ((escaped & u) >> 1)
-                | (t & b & ((uint64_t) 1 << (len - 1)));
+        stops = (p & ~escaped) | (b & (u >> 1))
+                | (b & ((uint64_t) 1 << (len - 1)));
+        /* "\\/" after any run of backslashes wants the JSON view */
+        slash = (escaped | (b << 1)) & sl;
         a &= ~escaped;
 
         for (pos = 0; /* void */ ; /* void */ ) {
@@ -865,7 +1027,7 @@ skel_text_avx512(bottle_scan_view_t *v, const unsigned char *in, size_t n,
             run = (stop == 64 ? ~(uint64_t) 0 : ((uint64_t) 1 << stop) - 1)
                   >> pos << pos;
 
-            if (escaped & sl & run) {
+            if (slash & run) {
                 v->s->trig |= BOTTLE_TRIG_JSON;
             }
             keep = a & run;
@@ -920,7 +1082,8 @@ bottle_scan_decode_init(void)
 
     for (c = 0; c < 256; c++) {
         skel_sk[c] = (is_alnum(c) ? SK_A : 0) | (c == '\\' ? SK_B : 0)
-                     | (c == '%' ? SK_P : 0) | (c == 'u' ? SK_U : 0)
+                     | (c == '%' ? SK_P : 0) | (c == '&' ? SK_AMP : 0)
+                     | (c == '#' ? SK_HASH : 0) | (c == 'u' ? SK_U : 0)
                      | (c == '/' ? SK_SL : 0);
     }
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -951,12 +1114,86 @@ bottle_scan_skel_impl(int level)
  * machine would: returns its length, or 0 (cut, not an escape, "%25" not
  * followed by two hex digits) for the state machine to read it.
  */
+/* the backslashes right before p in the input being decoded */
+static size_t
+skel_run_back(const bottle_scan_view_t *v, const unsigned char *p)
+{
+    size_t  lb;
+
+    for (lb = 0; p - lb > v->blk && p[-(ptrdiff_t) lb - 1] == '\\'; lb++) {
+        /* void */
+    }
+    return lb;
+}
+
+
+/*
+ * "&#NN;" or "&#xHH;" whole in the block, as skel_amp() reads it: returns
+ * its length, 1 for a '&' that opens none (a separator), 2 for "&#" and
+ * the like, whose letters and digits are then text, 0 when the digits run
+ * to the end of the block (the state machine's).
+ */
+static size_t
+skel_whole_amp(bottle_scan_view_t *v, const unsigned char *p, size_t n,
+    uint32_t pos)
+{
+    int       h, hex;
+    size_t    i, d, max;
+    unsigned  x;
+
+    if (n < 2) {
+        return 0;
+    }
+    if (p[1] != '#') {
+        return 1;
+    }
+    if (n < 3) {
+        return 0;
+    }
+
+    hex = (p[2] | 0x20) == 'x';
+    i = hex ? 3 : 2;
+    max = hex ? AMP_HEX_MAX : AMP_DEC_MAX;
+    x = 0;
+
+    for (d = 0; i < n; i++, d++) {
+        h = hex ? hexval(p[i]) : (p[i] >= '0' && p[i] <= '9' ? p[i] - '0'
+                                                              : -1);
+        if (h < 0) {
+            break;
+        }
+        if (d == max) {
+            return 2;
+        }
+        x = x * (hex ? 16 : 10) + (unsigned) h;
+    }
+
+    if (i == n) {
+        return 0;
+    }
+    if (d == 0) {
+        return 2;
+    }
+
+    i += p[i] == ';';
+    if (x < 0x80 && is_alnum(x)) {
+        skel_decoded(v, x, pos, (unsigned) i);
+    }
+    return i;
+}
+
+
 static size_t
 skel_whole_escape(bottle_scan_view_t *v, const unsigned char *p, size_t n,
     uint32_t pos)
 {
     int       a, b, c, d;
+    size_t    lb, r;
     unsigned  x;
+
+    if (p[0] == '&') {
+        return skel_whole_amp(v, p, n, pos);
+    }
 
     if (p[0] == '%') {
         if (n < 3 || (a = hexval(p[1])) < 0 || (b = hexval(p[2])) < 0) {
@@ -983,29 +1220,45 @@ skel_whole_escape(bottle_scan_view_t *v, const unsigned char *p, size_t n,
         return 3;
     }
 
-    /* '\\' */
-    if (n < 2) {
+    /*
+     * '\\': the run of backslashes it is in (the bytes before it in this
+     * input are looked back over for the span), and the byte after it:
+     * "\\uXXXX" after any run is decoded, whatever the run's start; any
+     * other byte is escaped (dropped) after an odd run and text after an
+     * even one.
+     */
+    lb = skel_run_back(v, p);
+    for (r = 1; r < n && p[r] == '\\'; r++) {
+        /* void */
+    }
+    if (r == n) {
         return 0;
     }
-    if (p[1] != 'u') {
-        if (p[1] == '/') {
+
+    if (p[r] != 'u') {
+        if (p[r] == '/') {
             v->s->trig |= BOTTLE_TRIG_JSON;
         }
-        return 2;
+        return (lb + r) & 1 ? r + 1 : r;
     }
-    if (n < 6 || (a = hexval(p[2])) < 0 || (b = hexval(p[3])) < 0
-        || (c = hexval(p[4])) < 0 || (d = hexval(p[5])) < 0)
-    {
+
+    if (n < r + 5) {
         return 0;
+    }
+    if ((a = hexval(p[r + 1])) < 0 || (b = hexval(p[r + 2])) < 0
+        || (c = hexval(p[r + 3])) < 0 || (d = hexval(p[r + 4])) < 0)
+    {
+        /* "u" and what follows are text */
+        return r;
     }
     x = (unsigned) (((a * 16 + b) * 16 + c) * 16 + d);
     if (x < 0x80 && is_token_char(x)) {
         v->s->trig |= BOTTLE_TRIG_JSON;
     }
     if (x < 0x80 && is_alnum(x)) {
-        skel_decoded(v, x, pos, 6);
+        skel_decoded(v, x, pos - (uint32_t) lb, (unsigned) (lb + r + 5));
     }
-    return 6;
+    return r + 5;
 }
 
 
@@ -1013,9 +1266,10 @@ void
 bottle_scan_skel_decode(bottle_scan_view_t *v, const unsigned char *in,
     size_t n, uint32_t off)
 {
-    size_t  i, k;
+    size_t  i, k, lb;
 
     i = 0;
+    v->blk = in;
 
     while (i < n) {
         if (v->dstate != D_TEXT) {
@@ -1025,15 +1279,21 @@ bottle_scan_skel_decode(bottle_scan_view_t *v, const unsigned char *in,
             continue;
         }
 
-        if (in[i] == '\\' || in[i] == '%') {
+        if (in[i] == '\\' || in[i] == '%' || in[i] == '&') {
             /* escapes in a row ("\u0067\u0067", "%20%20"): no block */
             k = skel_whole_escape(v, in + i, n - i, off + (uint32_t) i);
             if (k) {
                 i += k;
                 continue;
             }
-            v->dstate = in[i] == '\\' ? D_BSLASH : D_PCT;
+            v->dstate = in[i] == '%' ? D_PCT : D_AMP;
             v->dstart = off + (uint32_t) i;
+            if (in[i] == '\\') {
+                /* the run so far, with this one: odd or even */
+                lb = skel_run_back(v, in + i);
+                v->dstate = lb & 1 ? D_BSLASH2 : D_BSLASH;
+                v->dstart -= (uint32_t) lb;
+            }
             v->dn = 0;
             i++;
             continue;
@@ -1155,6 +1415,13 @@ bottle_scan_decode_flush(bottle_scan_view_t *v)
     }
 
     if (v->id == BOTTLE_VIEW_SKELETON) {
+        /* a reference at the end of the field needs no ';' */
+        if ((v->dstate == D_AMPD && v->dn > 0)
+            || (v->dstate == D_AMPXD && v->dn > 1))
+        {
+            skel_amp_done(v, v->pmap[v->dn - 1] + 1);
+            return;
+        }
         skel_flush(v);
     } else if (v->id == BOTTLE_VIEW_JSON) {
         json_flush(v);

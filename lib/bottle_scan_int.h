@@ -62,6 +62,9 @@ typedef struct {
      * database's main cost
      */
     unsigned            ctx_apart:1;
+    /* the match is the start of a larger secret (a private key block):
+     * refused, never redacted, as the rest would go out */
+    unsigned            partial:1;
 } bottle_scan_rule_t;
 
 extern const bottle_scan_rule_t  bottle_scan_rules[];
@@ -72,8 +75,13 @@ typedef struct {
     const bottle_scan_rule_t  *r;
     pcre2_code                *re;         /* the token, ending at \z */
     pcre2_code                *ctx;        /* the context, ending at \z */
+    pcre2_code                *var;        /* the token, its character
+                                               classes captured */
     int                        jit;         /* re has JIT code */
     int                        jit_ctx;
+    int                        jit_var;
+    unsigned                   nlit;        /* literal characters of the
+                                               token regex, at most */
     unsigned char              cs[32];      /* bitmap of r->cs */
 } bottle_scan_crule_t;
 
@@ -159,6 +167,8 @@ typedef struct {
     size_t                  tailcap;    /* most bytes kept */
     const unsigned char    *cur;
     size_t                  curlen;
+    const unsigned char    *blk;        /* skeleton: the input being
+                                           decoded, for looking back */
     uint64_t                base;
 
     unsigned                active:1;
@@ -270,6 +280,15 @@ bottle_scan_t *bottle_scan_state_new(bottle_scan_secrets_t *sec);
 void bottle_scan_state_free(bottle_scan_t *s);
 void bottle_scan_add(bottle_scan_t *s, int detector, const char *rule,
     uint64_t start, uint64_t end, int removable, int cross, int view);
+
+/* bottle_scan_rules.c: 1 if the vendor token t[0, n) is a documentation
+ * example or a placeholder (docs/dlp.md, "Placeholders") */
+int bottle_scan_placeholder(const bottle_scan_db_t *db,
+    const bottle_scan_crule_t *cr, const unsigned char *t, size_t n,
+    pcre2_match_data *md);
+
+/* the match data's pairs: the most capture groups of a var regex */
+#define BOTTLE_SCAN_MD_PAIRS  16
 
 /* bottle_scan_rules.c: the backward JWT confirm; 1 found, 0 no, -1 unknown */
 int bottle_scan_jwt(const unsigned char *b, size_t ws, size_t e,

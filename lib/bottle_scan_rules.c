@@ -41,12 +41,15 @@
 
 #define AKID  "(?:AKIA|ASIA|ABIA|ACCA)"
 
+/* a space in a PEM header line, form-encoded too */
+#define PK_SP  "(?:[ +]|%20)"
+
 
 const bottle_scan_rule_t  bottle_scan_rules[] = {
 
     { "aws_access_key_id", "AWS",
       "`AKIA`, `ASIA`, `ABIA` or `ACCA` + 16 `[A-Z0-9]`", TP,
-      "A-Za-z0-9", NULL, AKID "[A-Z0-9]{16}", NULL, 20, 0, 0, 0, 0, 0 },
+      "A-Za-z0-9", NULL, AKID "[A-Z0-9]{16}", NULL, 20, 0, 0, 0, 0, 0, 0 },
 
     { "aws_secret_access_key", "AWS",
       "40 `[A-Za-z0-9/+]` with upper, lower and digit, up to 40 characters"
@@ -54,154 +57,171 @@ const bottle_scan_rule_t  bottle_scan_rules[] = {
       " id, on the same line", TP,
       "A-Za-z0-9/+",
       "(?:(?i:aws|secret)[^\\n]{0,40}|" AKID "[A-Z0-9]{16}[^\\n]{0,100})",
-      "[A-Za-z0-9/+]{40}", MIXED40, 168, 0, 0, 0, 0, 0 },
+      "[A-Za-z0-9/+]{40}", MIXED40, 168, 0, 0, 0, 0, 0, 0 },
 
     { "github_pat_classic", "GitHub", "`ghp_` + 36 `[A-Za-z0-9]`", TP,
-      "A-Za-z0-9_", NULL, "ghp_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0 },
+      "A-Za-z0-9_", NULL, "ghp_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0, 0 },
 
     { "github_oauth_token", "GitHub", "`gho_` + 36 `[A-Za-z0-9]`", TP,
-      "A-Za-z0-9_", NULL, "gho_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0 },
+      "A-Za-z0-9_", NULL, "gho_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0, 0 },
 
     { "github_user_token", "GitHub", "`ghu_` + 36 `[A-Za-z0-9]`", TP,
-      "A-Za-z0-9_", NULL, "ghu_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0 },
+      "A-Za-z0-9_", NULL, "ghu_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0, 0 },
 
     { "github_app_token", "GitHub", "`ghs_` + 36 `[A-Za-z0-9]`", TP,
-      "A-Za-z0-9_", NULL, "ghs_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0 },
+      "A-Za-z0-9_", NULL, "ghs_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0, 0 },
 
     { "github_refresh_token", "GitHub", "`ghr_` + 36 `[A-Za-z0-9]`", TP,
-      "A-Za-z0-9_", NULL, "ghr_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0 },
+      "A-Za-z0-9_", NULL, "ghr_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0, 0 },
 
     { "github_pat_fine_grained", "GitHub",
       "`github_pat_` + 22 `[A-Za-z0-9]` + `_` + 59 `[A-Za-z0-9]`", TP,
       "A-Za-z0-9_", NULL, "github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}",
-      NULL, 93, 0, 0, 0, 0, 0 },
+      NULL, 93, 0, 0, 0, 0, 0, 0 },
 
     { "gitlab_pat", "GitLab", "`glpat-` + 20 or more `[A-Za-z0-9_-]`", TP,
-      "A-Za-z0-9_-", NULL, "glpat-[A-Za-z0-9_-]{20,}", NULL, 512, 1, 0, 0, 0, 0 },
+      "A-Za-z0-9_-", NULL, "glpat-[A-Za-z0-9_-]{20,}", NULL, 512, 1, 0, 0, 0, 0, 0 },
 
     { "gitlab_token", "GitLab",
       "`gldt-`, `glrt-`, `glcbt-`, `glptt-`, `glft-`, `glimt-`, `glagent-`,"
       " `glsoat-`, `gloas-` or `glffct-` + 20 or more `[A-Za-z0-9_-]`", TP,
       "A-Za-z0-9_-", NULL,
       "(?:gldt|glrt|glcbt|glptt|glft|glimt|glagent|glsoat|gloas|glffct)-"
-      "[A-Za-z0-9_-]{20,}", NULL, 512, 1, 0, 0, 0, 0 },
+      "[A-Za-z0-9_-]{20,}", NULL, 512, 1, 0, 0, 0, 0, 0 },
 
     { "gitlab_runner_registration_token", "GitLab",
       "`GR1348941` + 20 or more `[A-Za-z0-9_-]`", TP,
       "A-Za-z0-9_-", NULL, "GR1348941[A-Za-z0-9_-]{20,}", NULL, 512, 1, 0,
-      0, 0, 0 },
+      0, 0, 0, 0 },
 
     { "anthropic_api_key", "Anthropic",
       "`sk-ant-api03-` + 93 `[A-Za-z0-9_-]` + `AA`", TP,
       "A-Za-z0-9_-", NULL, "sk-ant-api03-[A-Za-z0-9_-]{93}AA", NULL, 108,
-      0, 0, 0, 0, 0 },
+      0, 0, 0, 0, 0, 0 },
 
     { "anthropic_admin_key", "Anthropic",
       "`sk-ant-admin01-` + 93 `[A-Za-z0-9_-]` + `AA`", TP,
       "A-Za-z0-9_-", NULL, "sk-ant-admin01-[A-Za-z0-9_-]{93}AA", NULL, 110,
-      0, 0, 0, 0, 0 },
+      0, 0, 0, 0, 0, 0 },
 
     { "openai_project_key", "OpenAI",
       "`sk-proj-` + 20+ `[A-Za-z0-9_-]` + `T3BlbkFJ` + 20+ more", TP,
       "A-Za-z0-9_-", NULL,
       "sk-proj-[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}", NULL, 512, 1,
-      0, 0, 0, 0 },
+      0, 0, 0, 0, 0 },
 
     { "openai_service_account_key", "OpenAI",
       "`sk-svcacct-` + 20+ `[A-Za-z0-9_-]` + `T3BlbkFJ` + 20+ more", TP,
       "A-Za-z0-9_-", NULL,
       "sk-svcacct-[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}", NULL, 512,
-      1, 0, 0, 0, 0 },
+      1, 0, 0, 0, 0, 0 },
 
     { "openai_admin_key", "OpenAI",
       "`sk-admin-` + 20+ `[A-Za-z0-9_-]` + `T3BlbkFJ` + 20+ more", TP,
       "A-Za-z0-9_-", NULL,
       "sk-admin-[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}", NULL, 512, 1,
-      0, 0, 0, 0 },
+      0, 0, 0, 0, 0 },
 
     { "openai_legacy_key", "OpenAI", "`sk-` + 48 `[A-Za-z0-9]`", TP,
-      "A-Za-z0-9_-", NULL, "sk-[A-Za-z0-9]{48}", NULL, 51, 0, 0, 0, 0, 0 },
+      "A-Za-z0-9_-", NULL, "sk-[A-Za-z0-9]{48}", NULL, 51, 0, 0, 0, 0, 0, 0 },
 
     { "stripe_secret_key", "Stripe", "`sk_live_` + 24 or more `[A-Za-z0-9]`",
       TP, "A-Za-z0-9_", NULL, "sk_live_[A-Za-z0-9]{24,}", NULL, 256, 1, 0,
-      0, 0, 0 },
+      0, 0, 0, 0 },
 
     { "stripe_restricted_key", "Stripe",
       "`rk_live_` + 24 or more `[A-Za-z0-9]`", TP,
-      "A-Za-z0-9_", NULL, "rk_live_[A-Za-z0-9]{24,}", NULL, 256, 1, 0, 0, 0, 0 },
+      "A-Za-z0-9_", NULL, "rk_live_[A-Za-z0-9]{24,}", NULL, 256, 1, 0, 0, 0, 0, 0 },
 
     { "huggingface_token", "Hugging Face", "`hf_` + 34 `[A-Za-z0-9]`", TP,
-      "A-Za-z0-9_", NULL, "hf_[A-Za-z0-9]{34}", NULL, 37, 0, 0, 0, 0, 0 },
+      "A-Za-z0-9_", NULL, "hf_[A-Za-z0-9]{34}", NULL, 37, 0, 0, 0, 0, 0, 0 },
 
     { "databricks_token", "Databricks",
       "`dapi` + 32 `[a-f0-9]`, optional `-` + 1-3 digits", TP,
       "A-Za-z0-9_", NULL, "dapi[a-f0-9]{32}(?:-[0-9]{1,3})?", NULL, 40, 0, 0,
-      0, 1, 0 },
+      0, 1, 0, 0 },
 
     { "slack_bot_token", "Slack",
       "`xoxb-` + 8-14 digits + `-` + 8-14 digits + `-` + 20-40"
       " `[A-Za-z0-9]`", TP,
       "A-Za-z0-9_-", NULL,
-      "xoxb-[0-9]{8,14}-[0-9]{8,14}-[A-Za-z0-9]{20,40}", NULL, 80, 0, 0, 0, 0, 0 },
+      "xoxb-[0-9]{8,14}-[0-9]{8,14}-[A-Za-z0-9]{20,40}", NULL, 80, 0, 0, 0, 0, 0, 0 },
 
     { "slack_user_token", "Slack",
       "`xoxp-` + three groups of 8-14 digits + `-` + 32 `[a-f0-9]`", TP,
       "A-Za-z0-9_-", NULL,
       "xoxp-[0-9]{8,14}-[0-9]{8,14}-[0-9]{8,14}-[a-f0-9]{32}", NULL, 96, 0,
-      0, 0, 0, 0 },
+      0, 0, 0, 0, 0 },
 
     { "slack_workspace_token", "Slack",
       "`xoxa-` + 1-2 digits + `-` + 20 or more `[A-Za-z0-9-]`", TP,
       "A-Za-z0-9_-", NULL, "xoxa-[0-9]{1,2}-[A-Za-z0-9-]{20,}", NULL, 256,
-      1, 0, 0, 0, 0 },
+      1, 0, 0, 0, 0, 0 },
 
     { "slack_app_token", "Slack",
       "`xapp-` + digit + `-` + 9-12 `[A-Z0-9]` + `-` + 10-14 digits + `-` +"
       " 64 `[a-f0-9]`", TP,
       "A-Za-z0-9_-", NULL,
       "xapp-[0-9]-[A-Z0-9]{9,12}-[0-9]{10,14}-[a-f0-9]{64}", NULL, 100, 0,
-      0, 0, 0, 0 },
+      0, 0, 0, 0, 0 },
 
     { "slack_webhook_url", "Slack",
       "`hooks.slack.com/services/T` + 8-12 `[A-Z0-9]` + `/B` + 8-12"
       " `[A-Z0-9]` + `/` + 24 `[A-Za-z0-9]`", TP,
       "A-Za-z0-9", NULL,
       "hooks\\.slack\\.com/services/T[A-Z0-9]{8,12}/B[A-Z0-9]{8,12}/"
-      "[A-Za-z0-9]{24}", NULL, 90, 0, 0, 0, 1, 0 },
+      "[A-Za-z0-9]{24}", NULL, 90, 0, 0, 0, 1, 0, 0 },
 
     { "npm_token", "npm", "`npm_` + 36 `[A-Za-z0-9]`", TP,
-      "A-Za-z0-9_", NULL, "npm_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0 },
+      "A-Za-z0-9_", NULL, "npm_[A-Za-z0-9]{36}", NULL, 40, 0, 0, 0, 0, 0, 0 },
 
     { "sendgrid_api_key", "SendGrid",
       "`SG.` + 22 `[A-Za-z0-9_-]` + `.` + 43 `[A-Za-z0-9_-]`", TP,
       "A-Za-z0-9_-", NULL, "SG\\.[A-Za-z0-9_-]{22}\\.[A-Za-z0-9_-]{43}",
-      NULL, 69, 0, 0, 0, 1, 0 },
+      NULL, 69, 0, 0, 0, 1, 0, 0 },
 
     { "pypi_token", "PyPI",
       "`pypi-AgEIcHlwaS5vcmc` + 50 or more `[A-Za-z0-9_-]`", TP,
       "A-Za-z0-9_-", NULL, "pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}", NULL,
-      512, 1, 0, 0, 0, 0 },
+      512, 1, 0, 0, 0, 0, 0 },
 
     { "vault_service_token", "HashiCorp Vault",
       "`hvs.` + 24 or more `[A-Za-z0-9_-]`", TP,
-      "A-Za-z0-9_-", NULL, "hvs\\.[A-Za-z0-9_-]{24,}", NULL, 512, 1, 0, 0, 1, 0 },
+      "A-Za-z0-9_-", NULL, "hvs\\.[A-Za-z0-9_-]{24,}", NULL, 512, 1, 0, 0, 1, 0, 0 },
 
     { "vault_batch_token", "HashiCorp Vault",
       "`hvb.` + 24 or more `[A-Za-z0-9_-]`", TP,
-      "A-Za-z0-9_-", NULL, "hvb\\.[A-Za-z0-9_-]{24,}", NULL, 512, 1, 0, 0, 1, 0 },
+      "A-Za-z0-9_-", NULL, "hvb\\.[A-Za-z0-9_-]{24,}", NULL, 512, 1, 0, 0, 1, 0, 0 },
 
     { "vault_legacy_token", "HashiCorp Vault",
       "`s.` + 24 `[A-Za-z0-9]` with upper, lower and digit, up to 40"
       " characters after `vault` or `token` (any case)", TP,
       "A-Za-z0-9_", "(?i:vault|token)[^\\n]{0,40}", "s\\.[A-Za-z0-9]{24}",
-      MIXED24, 80, 0, 0, 0, 1, 1 },
+      MIXED24, 80, 0, 0, 0, 1, 1, 0 },
+
+    /*
+     * The header line and the first character of the key: a key block
+     * that goes on (a line break in any of its spellings, then base64 or
+     * an encrypted key's header), not code that merely names the header.
+     * Refused, never redacted: the rest of the block would go out.
+     */
+    { "private_key", "PEM, OpenSSH, PGP",
+      "`-----BEGIN` (`RSA`, `DSA`, `EC`, `OPENSSH`, `ENCRYPTED`, `PGP`)"
+      " `PRIVATE KEY` (`BLOCK`) `-----`, a line break (raw, `\\n` escaped"
+      " once to three times, `%0A`, or a space) and a key character;"
+      " words separated by a space, `+` or `%20`", TP,
+      NULL, NULL,
+      "-----BEGIN" PK_SP "(?:(?:RSA|DSA|EC|OPENSSH|ENCRYPTED|PGP)" PK_SP ")?"
+      "PRIVATE" PK_SP "KEY(?:" PK_SP "BLOCK)?-----"
+      "(?:\\r?\\n|\\\\{1,3}r\\\\{1,3}n|\\\\{1,3}n|%0[Dd]%0[Aa]|%0[Aa]|[ +])"
+      "{1,2}[A-Za-z0-9+/]", NULL, 128, 0, 0, 0, 0, 0, 1 },
 
     { "jwt", "JSON Web Token",
       "`eyJ` + 12+ `[A-Za-z0-9_-]` + `.eyJ` + 12+ + `.` + 22+"
       " (three base64url parts, 54 characters or more)", TP,
       "A-Za-z0-9_-", NULL,
       "eyJ[A-Za-z0-9_-]{12,}\\.eyJ[A-Za-z0-9_-]{12,}\\.[A-Za-z0-9_-]{22,}",
-      NULL, BOTTLE_SCAN_LOOKBACK, 1, 0, 1, 1, 0 },
+      NULL, BOTTLE_SCAN_LOOKBACK, 1, 0, 1, 1, 0, 0 },
 
     /* inbound: naive prompt-injection phrases (flag only) */
 
@@ -212,18 +232,18 @@ const bottle_scan_rule_t  bottle_scan_rules[] = {
       "(?:(?:the|your|any|my)" S ")?"
       "(?:previous|prior|above|earlier|preceding|system)" S
       "(?:instructions|prompts?|directions|directives|rules)", NULL, 160, 1,
-      1, 0, 0, 0 },
+      1, 0, 0, 0, 0 },
 
     { "new_instructions", "-", "new / updated / real (system) instructions:",
       INJ, NULL, NULL,
       "(?:new|updated|revised|real)" S "(?:system" S ")?instructions"
-      "(?:\\s|\\\\[nrt])*:", NULL, 160, 1, 1, 0, 0, 0 },
+      "(?:\\s|\\\\[nrt])*:", NULL, 160, 1, 1, 0, 0, 0, 0 },
 
     { "mode_switch", "-", "you are now (in) developer / DAN / ... mode", INJ,
       NULL, NULL,
       "you" S "are" S "now" S "(?:in" S ")?"
       "(?:developer|dan|jailbreak|god|unrestricted)" S "mode", NULL, 160, 1,
-      1, 0, 0, 0 },
+      1, 0, 0, 0, 0 },
 
     { "exfiltration_request", "-",
       "send / post / upload / leak ... api keys / secrets / credentials /"
@@ -231,12 +251,12 @@ const bottle_scan_rule_t  bottle_scan_rules[] = {
       "(?:send|post|upload|exfiltrate|leak|email)" S
       "(?:(?:the|your|all|any)" S ")*"
       "(?:api" S "keys?|secrets|credentials|tokens|passwords|"
-      "env(?:ironment)?" S "variables)" S "to", NULL, 160, 1, 1, 0, 0, 0 },
+      "env(?:ironment)?" S "variables)" S "to", NULL, 160, 1, 1, 0, 0, 0, 0 },
 
     { "conceal_from_user", "-", "do not tell / inform / notify the user",
       INJ, NULL, NULL,
       "do" S "not" S "(?:tell|inform|alert|notify)" S "the" S "user", NULL,
-      160, 1, 1, 0, 0, 0 },
+      160, 1, 1, 0, 0, 0, 0 },
 };
 
 const size_t  bottle_scan_nrules =
@@ -352,6 +372,248 @@ bottle_scan_jwt(const unsigned char *b, size_t ws, size_t e, int at_start,
     }
 
     return 0;
+}
+
+
+/* placeholders and documentation examples */
+
+/*
+ * The public documentation values that have a real token's shape and are
+ * not caught by the rules below: jwt.io's example tokens (the classic one
+ * and the current one).  AWS's example key pair contains "EXAMPLE".
+ */
+static const char  *bottle_scan_examples[] = {
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5"
+    "MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiYWRtaW4iOnRydWUs"
+    "ImlhdCI6MTUxNjIzOTAyMn0.KMUFsIDTnFmyG3nMiGM6H9FNFUROf3wh7SmqJp-QV30",
+};
+
+/* a variable part shorter than this is no evidence either way */
+#define BOTTLE_SCAN_VAR_MIN   16
+/* at most this many distinct characters: "ghp_xxxx...", "npm_0000..." */
+#define BOTTLE_SCAN_VAR_FEW   4
+
+
+static int
+bottle_scan_has_example(const unsigned char *t, size_t n)
+{
+    size_t  i, k;
+
+    /* 'm' is the rarest letter of the word in tokens: look for it first */
+    for (i = 3; i + 4 <= n; i++) {
+        if ((t[i] | 0x20) != 'm') {
+            continue;
+        }
+        for (k = 0; k < 7 && (t[i - 3 + k] | 0x20) == "example"[k]; k++) {
+            /* void */
+        }
+        if (k == 7) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* distinct bytes of t[0, n), counted up to max */
+static size_t
+bottle_scan_distinct(const unsigned char *t, size_t n, size_t max)
+{
+    size_t    i, d;
+    unsigned  seen[256 / (8 * sizeof(unsigned))];
+
+    memset(seen, 0, sizeof(seen));
+
+    for (i = 0, d = 0; i < n && d < max; i++) {
+        if (!(seen[t[i] / 32] & (1u << (t[i] % 32)))) {
+            seen[t[i] / 32] |= 1u << (t[i] % 32);
+            d++;
+        }
+    }
+
+    return d;
+}
+
+
+/* a JWT's parts after their "eyJ" (the third has none), dots left out */
+static int
+bottle_scan_jwt_few(const unsigned char *t, size_t n)
+{
+    size_t    i, nvar, d, part;
+    unsigned  seen[256 / (8 * sizeof(unsigned))];
+
+    memset(seen, 0, sizeof(seen));
+    nvar = 0;
+    d = 0;
+    part = 0;
+
+    for (i = 3; i < n; i++) {
+        if (t[i] == '.') {
+            part++;
+            i += part == 1 ? 3 : 0;
+            continue;
+        }
+        nvar++;
+        if (!(seen[t[i] / 32] & (1u << (t[i] % 32)))) {
+            seen[t[i] / 32] |= 1u << (t[i] % 32);
+            if (++d > BOTTLE_SCAN_VAR_FEW) {
+                return 0;
+            }
+        }
+    }
+
+    return nvar >= BOTTLE_SCAN_VAR_MIN;
+}
+
+
+/*
+ * The token's variable part is what its character classes matched (the
+ * var regex captures each one): a fixed prefix ("sk-ant-api03-"), infix
+ * ("T3BlbkFJ") or separator is not part of it.
+ */
+int
+bottle_scan_placeholder(const bottle_scan_db_t *db,
+    const bottle_scan_crule_t *cr, const unsigned char *t, size_t n,
+    pcre2_match_data *md)
+{
+    int          rc, i;
+    size_t       k, j, nvar, ndist;
+    PCRE2_SIZE  *ov;
+    unsigned     seen[256 / (8 * sizeof(unsigned))];
+
+    for (k = 0; k < sizeof(bottle_scan_examples) / sizeof(char *); k++) {
+        if (strlen(bottle_scan_examples[k]) == n
+            && memcmp(bottle_scan_examples[k], t, n) == 0)
+        {
+            return 1;
+        }
+    }
+
+    if (bottle_scan_has_example(t, n)) {
+        return 1;
+    }
+
+    if (cr->var == NULL) {
+        return 0;
+    }
+
+    /*
+     * Most matches are real tokens: a token with more distinct characters
+     * than 4 and all of its rule's literal characters has more than 4 in
+     * its variable part, and the regex is left out.  A JWT's variable
+     * part is its three parts after "eyJ", counted here: a chain of JWT
+     * parts would run the regex at every dot.
+     */
+    if (cr->r->jwt) {
+        return bottle_scan_jwt_few(t, n);
+    }
+    if (bottle_scan_distinct(t, n, BOTTLE_SCAN_VAR_FEW + cr->nlit + 1)
+        > BOTTLE_SCAN_VAR_FEW + cr->nlit)
+    {
+        return 0;
+    }
+
+    rc = cr->jit_var
+         ? pcre2_jit_match(cr->var, t, n, 0, 0, md, db->mctx)
+         : pcre2_match(cr->var, t, n, 0, 0, md, db->mctx);
+    if (rc <= 1) {
+        return 0;
+    }
+
+    ov = pcre2_get_ovector_pointer(md);
+    memset(seen, 0, sizeof(seen));
+    nvar = 0;
+    ndist = 0;
+
+    for (i = 1; i < rc; i++) {
+        if (ov[2 * i] == PCRE2_UNSET) {
+            continue;
+        }
+        for (j = ov[2 * i]; j < ov[2 * i + 1]; j++) {
+            nvar++;
+            if (!(seen[t[j] / 32] & (1u << (t[j] % 32)))) {
+                seen[t[j] / 32] |= 1u << (t[j] % 32);
+                ndist++;
+            }
+        }
+    }
+
+    return nvar >= BOTTLE_SCAN_VAR_MIN && ndist <= BOTTLE_SCAN_VAR_FEW;
+}
+
+
+/*
+ * The token regex with each character class and its quantifier captured:
+ * "ghp_[A-Za-z0-9]{36}" -> "ghp_([A-Za-z0-9]{36})".  NULL-free: writes
+ * an empty pattern when there is no class.
+ */
+static void
+var_pattern(const char *tok, char *out, size_t cap, unsigned *nlit)
+{
+    size_t          o;
+    const char     *p, *q;
+    unsigned char   lit[256];
+
+    o = 0;
+    memset(lit, 0, sizeof(lit));
+    *nlit = 0;
+
+    for (p = tok; *p && o + 8 < cap; /* void */ ) {
+        if (*p == '\\' && p[1]) {
+            if (!lit[(unsigned char) p[1]]) {
+                lit[(unsigned char) p[1]] = 1;
+                (*nlit)++;
+            }
+            out[o++] = *p++;
+            out[o++] = *p++;
+            continue;
+        }
+        if (*p != '[') {
+            /* an upper bound of the literal characters: metacharacters
+             * and quantifier digits are counted too */
+            if (!lit[(unsigned char) *p]) {
+                lit[(unsigned char) *p] = 1;
+                (*nlit)++;
+            }
+            out[o++] = *p++;
+            continue;
+        }
+
+        /* the class, "]" first is a member, then a quantifier */
+        q = p + 1;
+        if (*q == ']') {
+            q++;
+        }
+        while (*q && *q != ']') {
+            q += (*q == '\\' && q[1]) ? 2 : 1;
+        }
+        if (*q == ']') {
+            q++;
+        }
+        if (*q == '{') {
+            while (*q && *q != '}') {
+                q++;
+            }
+            q += *q == '}';
+        } else if (*q == '+' || *q == '*' || *q == '?') {
+            q++;
+        }
+
+        if (o + (size_t) (q - p) + 8 >= cap) {
+            break;
+        }
+        out[o++] = '(';
+        memcpy(out + o, p, (size_t) (q - p));
+        o += (size_t) (q - p);
+        out[o++] = ')';
+        p = q;
+    }
+
+    out[o] = '\0';
 }
 
 
@@ -564,6 +826,15 @@ bottle_scan_db_create(bottle_scan_db_t **out, char *err, size_t errlen)
             cr->ctx = pcre_compile_jit(pc, cr->r->caseless ? PCRE2_CASELESS
                                                            : 0, &cr->jit_ctx);
         }
+        if (cr->r->detector == BOTTLE_DETECT_TOKEN_PATTERNS) {
+            var_pattern(cr->r->token, pc, PATTERN_MAX, &cr->nlit);
+            cr->var = pcre_compile_jit(pc, PCRE2_ANCHORED, &cr->jit_var);
+            if (cr->var == NULL) {
+                snprintf(err, errlen, "cannot compile rule \"%s\" for "
+                         "placeholders", cr->r->name);
+                goto cleanup;
+            }
+        }
         if (cr->re == NULL || (cr->r->ctx && cr->ctx == NULL)) {
             snprintf(err, errlen, "cannot compile rule \"%s\" for PCRE2",
                      cr->r->name);
@@ -625,6 +896,7 @@ bottle_scan_db_free(bottle_scan_db_t *db)
     for (i = 0; db->rules && i < db->nrules; i++) {
         pcre2_code_free(db->rules[i].re);
         pcre2_code_free(db->rules[i].ctx);
+        pcre2_code_free(db->rules[i].var);
     }
     free(db->rules);
     pcre2_match_context_free(db->mctx);

@@ -138,7 +138,7 @@ lit_skel_covers(const unsigned char *t, size_t n, size_t min)
  */
 static void
 lit_raw_forms(bottle_lit_list_t *l, const unsigned char *v, size_t n,
-    uint32_t id, int canary, char *tmp)
+    uint32_t id, int canary, char *tmp, int b64)
 {
     static const char  hex[] = "0123456789ABCDEF";
     size_t             i, k, m, m2, min;
@@ -151,7 +151,7 @@ lit_raw_forms(bottle_lit_list_t *l, const unsigned char *v, size_t n,
     }
     skel = m >= min && m <= BOTTLE_SCAN_LOOKBACK;
 
-    for (k = 0; k < 3; k++) {
+    for (k = 0; b64 && k < 3; k++) {
         m = bottle_scan_b64_aligned(tmp, v, n, (unsigned) k, 0);
         if (m >= BOTTLE_SCAN_SECRET_MIN
             && !(skel && lit_skel_covers((unsigned char *) tmp, m,
@@ -211,11 +211,12 @@ lit_raw_forms(bottle_lit_list_t *l, const unsigned char *v, size_t n,
 }
 
 
-/* the skeleton view's literals: letters and digits of the value, of its
- * base64 and hex, and every window of BOTTLE_SCAN_WINDOW of the value's */
+/* the skeleton view's literals: letters and digits of the value, and
+ * (all set) of its base64 and hex, and every window of BOTTLE_SCAN_WINDOW
+ * of the value's */
 static void
 lit_skel_forms(bottle_lit_list_t *l, const unsigned char *v, size_t n,
-    uint32_t id, int canary, char *tmp, unsigned char *sk)
+    uint32_t id, int canary, char *tmp, unsigned char *sk, int all)
 {
     static const char  hex[] = "0123456789abcdef";
     size_t             i, k, m, min;
@@ -231,6 +232,10 @@ lit_skel_forms(bottle_lit_list_t *l, const unsigned char *v, size_t n,
 
     /* windows of W at stride S: any W + S - 1 = BOTTLE_SCAN_WINDOW
      * consecutive characters hold one; the last one ends the secret */
+    if (!all) {
+        return;
+    }
+
     if (m > BOTTLE_SCAN_WINDOW) {
         for (i = 0; i + WINDOW_LEN <= m; i += WINDOW_STRIDE) {
             lit_add(l, sk + i, WINDOW_LEN, HS_FLAG_CASELESS, id, canary);
@@ -370,9 +375,9 @@ secrets_literals(bottle_scan_secrets_t *sec, const bottle_str_t *canary,
     const bottle_secret_t *tokens, size_t ntokens, char *err, size_t errlen)
 {
     int                   rc;
-    size_t                i, n, max, len;
+    size_t                i, k, n, max, len;
     char                 *tmp;
-    unsigned char        *sk;
+    unsigned char        *sk, *rev;
     const unsigned char  *v;
     bottle_lit_list_t     raw, skel;
 
@@ -386,10 +391,11 @@ secrets_literals(bottle_scan_secrets_t *sec, const bottle_str_t *canary,
 
     tmp = malloc(6 * max + 16);
     sk = malloc(max + 16);
+    rev = malloc(max + 16);
     sec->names = calloc(ntokens + 1, sizeof(char *));
     rc = -1;
 
-    if (tmp == NULL || sk == NULL || sec->names == NULL) {
+    if (tmp == NULL || sk == NULL || rev == NULL || sec->names == NULL) {
         snprintf(err, errlen, "out of memory");
         goto cleanup;
     }
@@ -424,8 +430,28 @@ secrets_literals(bottle_scan_secrets_t *sec, const bottle_str_t *canary,
             goto cleanup;
         }
 
-        lit_raw_forms(&raw, v, n, (uint32_t) sec->nnames, i == 0, tmp);
-        lit_skel_forms(&skel, v, n, (uint32_t) sec->nnames, i == 0, tmp, sk);
+        lit_raw_forms(&raw, v, n, (uint32_t) sec->nnames, i == 0, tmp, 1);
+        lit_skel_forms(&skel, v, n, (uint32_t) sec->nnames, i == 0, tmp, sk,
+                       1);
+
+        /*
+         * Written backwards: the value whole, in every form the skeleton
+         * decodes (any case, separators, %XX, \u00XX, HTML references,
+         * JSON escaped twice); not its base64 and hex, nor the windows of
+         * split forms: one literal more per value instead of doubling the
+         * skeleton's literals, whose scan is most of the cost of 20
+         * secrets
+         */
+        for (k = 0; k < n; k++) {
+            rev[k] = v[n - 1 - k];
+        }
+        if (n > 1 && memcmp(rev, v, n) != 0) {
+            lit_raw_forms(&raw, rev, n, (uint32_t) sec->nnames, i == 0, tmp,
+                          0);
+            lit_skel_forms(&skel, rev, n, (uint32_t) sec->nnames, i == 0,
+                           tmp, sk, 0);
+        }
+
         sec->nnames++;
     }
 
@@ -462,6 +488,7 @@ cleanup:
     lit_list_free(&skel);
     free(tmp);
     free(sk);
+    free(rev);
     return rc;
 }
 

@@ -46,7 +46,9 @@ static ngx_int_t ngx_http_bottle_dlp_digest(ngx_http_bottle_dlp_t *d,
 static ngx_uint_t ngx_http_bottle_dlp_safelisted(ngx_http_bottle_dlp_t *d,
     const bottle_scan_match_t *m);
 static ngx_uint_t ngx_http_bottle_dlp_redactable(int field);
-static ngx_uint_t ngx_http_bottle_crlf(u_char *p, size_t len);
+static ngx_uint_t ngx_http_bottle_url_valued(ngx_str_t *name);
+static ngx_uint_t ngx_http_bottle_crlf(u_char *p, size_t len,
+    ngx_uint_t encoded);
 static void ngx_http_bottle_dlp_cleanup(void *data);
 
 
@@ -235,7 +237,7 @@ ngx_http_bottle_dlp_headers(ngx_http_bottle_dlp_t *d)
 
         for (i = 0; i < part->nelts; i++) {
 
-            if (ngx_http_bottle_crlf(h[i].key.data, h[i].key.len)) {
+            if (ngx_http_bottle_crlf(h[i].key.data, h[i].key.len, 1)) {
                 return ngx_http_bottle_deny(d->ctx, d->r->pool,
                                             NGX_BOTTLE_RULE_CRLF,
                                             "a line break in the name of "
@@ -243,7 +245,9 @@ ngx_http_bottle_dlp_headers(ngx_http_bottle_dlp_t *d)
                                             d->headers.nelts + 1);
             }
 
-            if (ngx_http_bottle_crlf(h[i].value.data, h[i].value.len)) {
+            if (ngx_http_bottle_crlf(h[i].value.data, h[i].value.len,
+                                     !ngx_http_bottle_url_valued(&h[i].key)))
+            {
                 return ngx_http_bottle_deny(d->ctx, d->r->pool,
                                             NGX_BOTTLE_RULE_CRLF,
                                             "a line break in the header "
@@ -682,19 +686,50 @@ ngx_http_bottle_dlp_redactable(int field)
 }
 
 
+/*
+ * A URL is percent-encoded: "%0D%0A" in a Referer, Origin or Location is
+ * the URL's data (a link to a page about CRLF injection), not a line break
+ * of the request.  Any other header decoded by an application could become
+ * one, so there it is refused.
+ */
 static ngx_uint_t
-ngx_http_bottle_crlf(u_char *p, size_t len)
+ngx_http_bottle_url_valued(ngx_str_t *name)
+{
+    ngx_uint_t        i;
+    static ngx_str_t  urls[] = {
+        ngx_string("Referer"),
+        ngx_string("Origin"),
+        ngx_string("Location"),
+        ngx_string("Content-Location"),
+        ngx_string("Link"),
+    };
+
+    for (i = 0; i < sizeof(urls) / sizeof(urls[0]); i++) {
+        if (name->len == urls[i].len
+            && ngx_strncasecmp(name->data, urls[i].data, name->len) == 0)
+        {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
+/* a raw CR, LF or NUL always; "%0D%0A" when encoded is set */
+static ngx_uint_t
+ngx_http_bottle_crlf(u_char *p, size_t len, ngx_uint_t encoded)
 {
     u_char  *last;
 
     last = p + len;
 
     for ( /* void */ ; p < last; p++) {
-        if (*p == CR || *p == LF) {
+        if (*p == CR || *p == LF || *p == '\0') {
             return 1;
         }
 
-        if (*p == '%' && last - p >= 6
+        if (encoded && *p == '%' && last - p >= 6
             && ngx_strncasecmp(p, (u_char *) "%0d%0a", 6) == 0)
         {
             return 1;
