@@ -18,6 +18,7 @@ use lib 'lib';
 use Test::Nginx;
 use Test::Bottle;
 
+use File::Path qw/ rmtree /;
 use IO::Socket::INET;
 use JSON::PP qw//;
 use POSIX qw//;
@@ -72,9 +73,22 @@ plan(tests => 55);
 
 # start
 
-my ($rc, $out) = gateway('start', '--dir', $gw, '--policy', $policy,
-	'--listen', "127.0.0.1:$GWPORT", '--resolver', "127.0.0.1:$DNS",
-	'--module', $Test::Nginx::MODULE, '--nginx', $Test::Nginx::NGINX);
+# when another program took the port since port() handed it out, the
+# launcher fails with EADDRINUSE: a new port and a fresh directory
+
+my ($rc, $out);
+
+for my $try (1 .. 4) {
+	($rc, $out) = gateway('start', '--dir', $gw, '--policy', $policy,
+		'--listen', "127.0.0.1:$GWPORT", '--resolver', "127.0.0.1:$DNS",
+		'--module', $Test::Nginx::MODULE, '--nginx', $Test::Nginx::NGINX);
+
+	last if $rc == 0 || $try == 4
+		|| $out !~ /bind\(\) to \S+:$GWPORT failed \(98: /;
+
+	$GWPORT = Test::Nginx::renew_port($GWPORT);
+	rmtree($gw);
+}
 
 $gw_pid = $1 if $out =~ /^pid: (\d+)$/m;
 
