@@ -69,10 +69,20 @@ my %cases = (
 	) : (),
 );
 
+# with TEST_NGINX_FIXED_PORTS port($n) tries $n first: the held one
+
 my %held;
 for my $case (sort keys %cases) {
 	my ($proto, $addr, @o) = @{$cases{$case}};
 	$held{$case} = hold($proto, $addr, some_port(), @o);
+}
+
+my %got;
+{
+	local $ENV{TEST_NGINX_FIXED_PORTS} = 1;
+	my $free = some_port();
+	$got{free} = [ $free, port($free) ];
+	$got{$_} = port($held{$_}) for keys %held;
 }
 
 ###############################################################################
@@ -127,13 +137,15 @@ hold('tcp', '::1', $P8086) if $V6;
 
 dns_start($t, port => port(8053), hosts => { 'api.test' => '127.0.0.1' });
 
-$t->run()->plan(scalar(keys %cases) + 13);
+$t->run()->plan(scalar(keys %cases) + 15);
 
 ###############################################################################
 
+is($got{free}[1], $got{free}[0], 'fixed ports: a free one is used');
 for my $case (sort keys %cases) {
-	isnt(port($held{$case}), $held{$case}, "held before: $case: not used");
+	isnt($got{$case}, $held{$case}, "held before: $case: not used");
 }
+ok(port(8081) >= 20000 && port(8081) < 30000, 'random ports by default');
 
 isnt(port(8053), $P8053, 'dns_start: taken port moved');
 isnt(port(8080), $P8080, 'run: taken port moved');

@@ -462,9 +462,12 @@ sub test_globals_stream {
 # ports
 
 # port($n): the real port standing for logical port $n in this test file
-# (%%PORT_n%% in configs).  It is $n itself when that is free, a random
-# free port in 20000-31999 otherwise (below the kernel's ephemeral range,
-# so no client connection holds it).
+# (%%PORT_n%% in configs): a random free port in 20000-29999, below the
+# kernel's ephemeral range (so no client connection holds it) and away
+# from the numbers services like (8080, 8443 ...: another nginx
+# restarting on 8080 while the test runs cannot take it).  With
+# TEST_NGINX_FIXED_PORTS=1 it is $n itself when that is free (easier to
+# read in logs), a random one otherwise.
 #
 # Free means free for real, for anything a test may bind there: no TCP
 # listener and no UDP socket on the port on any IPv4 address (127.0.0.1,
@@ -547,8 +550,9 @@ sub _allocate_port {
 		map { $_->{port} } values %ports);
 
 	for my $try (0 .. 500) {
-		my $port = $try == 0 && $num > 1023 && $num < 65536 && !$taken{$num}
-			? $num : 20000 + int(rand(12000));
+		my $port = $try == 0 && $ENV{TEST_NGINX_FIXED_PORTS}
+			&& $num > 1023 && $num < 65536 && !$taken{$num}
+			? $num : 20000 + int(rand(10000));
 		next if $try > 0 && $taken{$port};
 
 		# the probe binds the UDP wildcard, which our own lock would
