@@ -21,6 +21,7 @@ use Test::Bottle;
 
 use IO::Socket::INET;
 use IO::Socket::IP;
+use Time::HiRes qw/ sleep /;
 
 ###############################################################################
 
@@ -137,7 +138,7 @@ hold('tcp', '::1', $P8086) if $V6;
 
 dns_start($t, port => port(8053), hosts => { 'api.test' => '127.0.0.1' });
 
-$t->run()->plan(scalar(keys %cases) + 15);
+$t->run()->plan(scalar(keys %cases) + 18);
 
 ###############################################################################
 
@@ -189,5 +190,28 @@ like(http_get('/up/y'), qr/upstream api ok/, 'restart: resolver still there');
 
 ok(!grep({ $_->{port} == $before } values %Test::Nginx::ports),
 	'a port found taken is not ours any more');
+
+# a program that lets go of the port while nginx still tries (nginx tries
+# 5 times, 500 ms apart): nginx runs there, and its [emerg] lines of the
+# tries before are no alerts
+
+$t->stop();
+
+my $same = port(8080);
+$t->run_daemon(sub {
+	my $s = IO::Socket::INET->new(Proto => 'tcp', Listen => 5,
+		LocalAddr => "127.0.0.1:$same", ReuseAddr => 1) or die "$!\n";
+	sleep 0.8;
+});
+$t->waitforsocket("127.0.0.1:$same") or die "no holder on $same\n";
+
+$t->run();
+
+is(port(8080), $same, 'let go in time: same port');
+like(http_get('/'), qr/^HTTP\/1\.1 200 .*port $same$/ms,
+	'let go in time: nginx there');
+like($t->read_file('port-retry.log'),
+	qr/bind\(\) to 127\.0\.0\.1:$same failed \(98: .*\n\z/,
+	'let go in time: the tries in port-retry.log');
 
 ###############################################################################

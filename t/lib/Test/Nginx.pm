@@ -725,8 +725,29 @@ sub _start {
 		}
 	}
 
+	my $log = sub {
+		my $s = '';
+		for my $f (qw/ error.log stderr.log /) {
+			$s .= substr($self->read_file($f), $offset{$f})
+				if -e "$d/$f";
+		}
+		return $s;
+	};
+
 	if ($ok) {
 		$self->{_started} = 1;
+
+		# nginx tries a busy port 5 times, 500 ms apart: when the
+		# other program let go in time nginx runs, and its [emerg]
+		# lines of the tries before are no alerts
+		my @busy = grep { /bind\(\) to \S+ failed \(98: / }
+			split /\n/, $log->();
+		if (@busy) {
+			push @{$self->{_allow}}, map { qr/^\Q$_\E$/ } @busy;
+			if (open my $keep, '>>', "$d/port-retry.log") {
+				print $keep map { "$_\n" } @busy;
+			}
+		}
 		return;
 	}
 
@@ -734,10 +755,7 @@ sub _start {
 	waitpid($pid, 0);
 	delete $self->{_nginx_pid};
 
-	my $log = '';
-	for my $f (qw/ error.log stderr.log /) {
-		$log .= substr($self->read_file($f), $offset{$f}) if -e "$d/$f";
-	}
+	$log = $log->();
 
 	my $cut = sub {
 		open my $keep, '>>', "$d/port-retry.log" or return;
