@@ -265,8 +265,11 @@ ok(!-e "$gw/run/nginx.pid", 'stop: pid file removed');
 ok($rc == 0 && $out =~ /not running/, 'stop again: not running');
 
 # nothing worse than the refusals and the broken reload in the error log
+# (and nginx's tries at start on a port another program held for a
+# moment, 5 of them 500 ms apart, when a later one got it)
 
-my @alerts = grep { !/bottle_policy: \Q$policy\E: bottle "agent": routes\[1\]: unknown field/ }
+my @alerts = grep { !/bottle_policy: \Q$policy\E: bottle "agent": routes\[1\]: unknown field/
+		&& !/\[emerg\] .*bind\(\) to 127\.0\.0\.1:$GWPORT failed \(98: / }
 	read_log('error.log') =~ /^.*\[(?:alert|crit|emerg)\].*$/gm;
 is(join("\n", @alerts), '', 'no alerts');
 
