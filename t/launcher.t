@@ -257,8 +257,7 @@ is($rc, 0, 'stop: exit status 0') or diag($out);
 like($out, qr/^stopped$/m, 'stop: says so');
 ok(!alive($gw_pid), 'stop: master gone');
 ok(@last && !(grep { alive($_) } @last), 'stop: workers gone');
-ok(!IO::Socket::INET->new(PeerAddr => "127.0.0.1:$GWPORT", Timeout => 2),
-	'stop: port closed');
+ok(!gateway_answers(), 'stop: port closed');
 ok(!-e "$gw/run/nginx.pid", 'stop: pid file removed');
 
 ($rc, $out) = gateway('stop', '--dir', $gw);
@@ -316,6 +315,18 @@ sub run_cmd {
 	my $rc = $? >> 8;
 
 	return ($rc, $t->read_file($file));
+}
+
+# the gateway answers on its port: a refusal with X-Bottle-Rule (another
+# program may listen there once the gateway let go of it)
+
+sub gateway_answers {
+	my $c = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$GWPORT",
+		Timeout => 2) or return 0;
+	my $r = proxy_request("127.0.0.1:$GWPORT",
+		"CONNECT x.test:443 HTTP/1.1\r\nHost: x.test:443\r\n\r\n",
+		socket => $c, timeout => 2) // '';
+	return $r =~ /^X-Bottle-Rule:/mi ? 1 : 0;
 }
 
 sub gateway {
