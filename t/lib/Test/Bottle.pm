@@ -135,6 +135,25 @@ sub dns_start {
 
 	die "dns_start: port required\n" unless defined $o{port};
 	my $port = Test::Nginx::port($o{port}, udp => 1);
+
+	# another program took the port since port() handed it out: a new
+	# one (and the configs written again), while nginx does not run yet
+	for (my $try = 1; ; $try++) {
+		my $err = _dns_start($t, $port, %o);
+		return $t unless defined $err;
+
+		my $new;
+		$new = Test::Nginx::renew_port($port)
+			if $err =~ /Address already in use/ && $try < 4
+			&& !$t->{_started};
+		die $err unless defined $new;
+
+		$port = $new;
+	}
+}
+
+sub _dns_start {
+	my ($t, $port, %o) = @_;
 	my $d = $t->testdir();
 	my $hostsfile = "$d/dns-hosts";
 
@@ -161,6 +180,8 @@ sub dns_start {
 	push @cmd, '--user=root' if $> == 0;
 
 	my $stderr = "$d/dnsmasq.stderr";
+	unlink $stderr;
+	my $logged = length _dns_log($t);
 
 	$t->run_daemon(sub {
 		open STDIN, '<', '/dev/null';
@@ -175,16 +196,21 @@ sub dns_start {
 
 	my $deadline = time() + 10;
 	while (time() < $deadline) {
-		if (dns_lookup($port, $PROBE, 'A', timeout => 0.2)) {
+		# an answer counts once our dnsmasq logged the query: another
+		# server on the port must not pass for it
+		if (dns_lookup($port, $PROBE, 'A', timeout => 0.2)
+			&& substr(_dns_log($t), $logged)
+				=~ /query\[A\] \Q$PROBE\E from /)
+		{
 			# it answers even when it could not read the names
 			my $log = _dns_log($t);
 			die "dnsmasq: $1\n"
 				if $log =~ /(failed to load names.*)/;
-			return $t;
+			return undef;
 		}
 		if (waitpid($pid, WNOHANG) != 0) {
 			my $err = -e $stderr ? $t->read_file('dnsmasq.stderr') : '';
-			die "dnsmasq exited: $err\n";
+			return "dnsmasq exited: $err\n";
 		}
 		sleep 0.05;
 	}

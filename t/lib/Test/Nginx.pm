@@ -376,6 +376,8 @@ sub read_file {
 sub write_file {
 	my ($self, $name, $content) = @_;
 
+	delete $self->{_templates}{$name} unless $self->{_expanding};
+
 	my $path = $name =~ m!^/! ? $name : "$self->{_testdir}/$name";
 	open my $fh, '>', $path or die "Can't create $name: $!\n";
 	binmode $fh;
@@ -387,6 +389,9 @@ sub write_file {
 
 sub write_file_expand {
 	my ($self, $name, $content) = @_;
+
+	# kept, so that renew_port() can write the file again with new ports
+	$self->{_templates}{$name} = $content;
 
 	$content =~ s/%%TEST_GLOBALS%%/$self->test_globals()/ge;
 	$content =~ s/%%TEST_GLOBALS_HTTP%%/$self->test_globals_http()/ge;
@@ -401,6 +406,7 @@ sub write_file_expand {
 	# as in nginx-tests: a literal 127.0.0.1:8xxx is a logical port too
 	$content =~ s/127\.0\.0\.1:(8\d\d\d)(?!\d)/'127.0.0.1:' . port($1)/ge;
 
+	local $self->{_expanding} = 1;
 	return $self->write_file($name, $content);
 }
 
@@ -456,19 +462,36 @@ sub test_globals_stream {
 # ports
 
 # port($n): the real port standing for logical port $n in this test file
-# (%%PORT_n%% in configs).  It is $n itself when that is free, a random
-# free port otherwise; free means both TCP and UDP on 127.0.0.1.
+# (%%PORT_n%% in configs): a random free port in 20000-29999, below the
+# kernel's ephemeral range (so no client connection holds it) and away
+# from the numbers services like (8080, 8443 ...: another nginx
+# restarting on 8080 while the test runs cannot take it).  With
+# TEST_NGINX_FIXED_PORTS=1 it is $n itself when that is free (easier to
+# read in logs), a random one otherwise.
+#
+# Free means free for real, for anything a test may bind there: no TCP
+# listener and no UDP socket on the port on any IPv4 address (127.0.0.1,
+# 127.0.0.2, 0.0.0.0 ...), nor on any IPv6 one ([::1], [::]) when the
+# host has IPv6.  Probed by binding the wildcard addresses, so another
+# nginx on 0.0.0.0:8080 or a service on [::1]:8443 is seen.
 #
 # So that concurrent test files never pick the same port, a UDP socket
 # stays bound to $LOCK_ADDR:port for the life of the test: another test
-# file's allocation fails on it, while nothing of ours binds that address
+# file's probe fails on it, while nothing of ours binds that address
 # (only a wildcard UDP listen on the port would clash with it).
+#
+# A port can still be taken by another program between the probe and the
+# bind (or while nginx is stopped between two run()s): run() and
+# dns_start() then move that logical port to a new one and retry, see
+# renew_port().
 #
 # A real port already handed out maps to itself: port(port(8081)) ==
 # port(8081).  port($n, udp => 1) is the same port (kept for nginx-tests'
 # %%PORT_n_UDP%%).
 
 our $LOCK_ADDR = '127.255.255.254';
+
+my %retired;		# real ports found taken after they were handed out
 
 sub port {
 	shift if ref $_[0];
@@ -485,32 +508,105 @@ sub port {
 	return $ports{$num}{port};
 }
 
+my $HAVE_IPV6;
+
+sub _have_ipv6 {
+	$HAVE_IPV6 //= defined(IO::Socket::IP->new(LocalHost => '::1',
+		LocalPort => 0, Proto => 'udp')) ? 1 : 0;
+	return $HAVE_IPV6;
+}
+
+# _port_free($port): nothing bound to $port, TCP or UDP, IPv4 or IPv6.
+# TCP probes use SO_REUSEADDR (as nginx does), so connections of ours in
+# TIME_WAIT do not count while any listener does; UDP probes do not, so
+# every bound UDP socket counts, the other test files' locks included.
+
+sub _port_free {
+	my ($port) = @_;
+	my @probe;
+
+	push @probe, IO::Socket::INET->new(Proto => 'tcp',
+		LocalAddr => "0.0.0.0:$port", ReuseAddr => 1) // return 0;
+	push @probe, IO::Socket::INET->new(Proto => 'udp',
+		LocalAddr => "0.0.0.0:$port") // return 0;
+
+	if (_have_ipv6()) {
+		for my $proto (qw/ tcp udp /) {
+			push @probe, IO::Socket::IP->new(Proto => $proto,
+				LocalHost => '::', LocalPort => $port,
+				V6Only => 1, ReuseAddr => $proto eq 'tcp')
+				// return 0;
+		}
+	}
+
+	close $_ for @probe;
+	return 1;
+}
+
 sub _allocate_port {
 	my ($num) = @_;
 
-	my %taken = map { $_ => 1 } keys %ports, map { $_->{port} } values %ports;
+	my %taken = (%retired, map { $_ => 1 } keys %ports,
+		map { $_->{port} } values %ports);
 
-	for my $try (0 .. 200) {
-		my $port = $try == 0 && $num > 1023 && $num < 65536 && !$taken{$num}
-			? $num : 20000 + int(rand(12000));
+	for my $try (0 .. 500) {
+		my $port = $try == 0 && $ENV{TEST_NGINX_FIXED_PORTS}
+			&& $num > 1023 && $num < 65536 && !$taken{$num}
+			? $num : 20000 + int(rand(10000));
 		next if $try > 0 && $taken{$port};
+
+		# the probe binds the UDP wildcard, which our own lock would
+		# hold: probe first, then lock (a test file that locks the
+		# port in between makes our lock fail)
+		_port_free($port) or next;
 
 		my $lock = IO::Socket::INET->new(Proto => 'udp',
 			LocalAddr => "$LOCK_ADDR:$port") or next;
-
-		my $t = IO::Socket::INET->new(Proto => 'tcp',
-			LocalAddr => "127.0.0.1:$port",
-			Listen => 1, ReuseAddr => 1) or next;
-		my $u = IO::Socket::INET->new(Proto => 'udp',
-			LocalAddr => "127.0.0.1:$port") or next;
-		close $t;
-		close $u;
 
 		$ports{$num} = { port => $port, lock => $lock };
 		return $port;
 	}
 
 	die "Can't find a free port for $num\n";
+}
+
+# renew_port($port): logical or real port found taken by another program
+# (EADDRINUSE at bind time): give its logical port a new real one, never
+# the old one again, and rewrite every file written with
+# write_file_expand from its template.  Returns the new real port, undef
+# when $port is not one of ours.  Whatever got the old number before
+# (a policy file, a started daemon, a Perl variable) keeps it: run() and
+# dns_start() call this only for ports nothing but nginx / dnsmasq binds.
+
+sub renew_port {
+	shift if ref $_[0];
+	my ($port) = @_;
+
+	my ($num) = grep { $ports{$_}{port} == $port } keys %ports;
+	$num //= $port if exists $ports{$port};
+	return undef unless defined $num;
+
+	my $old = delete $ports{$num};
+	$retired{$old->{port}} = 1;
+	close $old->{lock} if $old->{lock};
+
+	my $new = _allocate_port($num);
+	Test::More::diag("port $old->{port} (logical $num) is taken by "
+		. "another program, using $new");
+
+	for my $t (grep { defined && $_->{_pid} == $$ } @instances) {
+		$t->_reexpand();
+	}
+
+	return $new;
+}
+
+sub _reexpand {
+	my ($self) = @_;
+	my $tpl = $self->{_templates} || {};
+	for my $name (sort keys %$tpl) {
+		$self->write_file_expand($name, $tpl->{$name});
+	}
 }
 
 ###############################################################################
@@ -554,9 +650,18 @@ sub dump_config {
 	return scalar <$fh>;
 }
 
+# run(): start nginx and wait until it listens.  When another program
+# took one of its ports since port() handed it out (nginx says
+# "bind() to ... failed (98: Address already in use)"), that logical port
+# gets a new real one, the files written with write_file_expand are
+# written again, and nginx is started again: up to $START_TRIES times.
+# The failed attempts' log lines go to port-retry.log, so they do not
+# count as alerts.
+
+our $START_TRIES = 4;
+
 sub run {
 	my ($self, $conf) = @_;
-	my $d = $self->{_testdir};
 
 	die "nginx already running\n" if $self->{_started};
 
@@ -564,8 +669,34 @@ sub run {
 		$self->write_file_expand('nginx.conf', $self->read_file($conf));
 	}
 
+	for (my $try = 1; ; $try++) {
+		my ($log, $cut) = $self->_start();
+		return $self unless defined $log;
+
+		my %seen;
+		my @taken = grep { !$seen{$_}++ } $log =~
+			/bind\(\) to (?:\[[^\]]*\]|[^\s\[\]]+):(\d+) failed \(98: /g;
+		my @renewed = grep { defined } map { renew_port($_) } @taken;
+
+		if (@renewed && $try < $START_TRIES) {
+			$cut->();
+			next;
+		}
+
+		my @cmd = $self->_nginx_cmd();
+		die "Can't start nginx (@cmd):\n$log\n";
+	}
+}
+
+# _start(): one attempt.  Returns nothing when nginx runs, else the log
+# of the attempt and a function that moves it out of the logs.
+
+sub _start {
+	my ($self) = @_;
+	my $d = $self->{_testdir};
+
 	unlink "$d/nginx.pid";
-	my $log_offset = -s "$d/error.log" || 0;
+	my %offset = map { $_ => (-s "$d/$_" || 0) } qw/ error.log stderr.log /;
 	my @cmd = $self->_nginx_cmd();
 
 	my $pid = fork();
@@ -594,20 +725,49 @@ sub run {
 		}
 	}
 
-	if (!$ok) {
-		kill 'KILL', $pid if waitpid($pid, WNOHANG) == 0;
-		waitpid($pid, 0);
-		delete $self->{_nginx_pid};
+	my $log = sub {
+		my $s = '';
+		for my $f (qw/ error.log stderr.log /) {
+			$s .= substr($self->read_file($f), $offset{$f})
+				if -e "$d/$f";
+		}
+		return $s;
+	};
 
-		my $log = '';
-		$log .= substr($self->read_file('error.log'), $log_offset)
-			if -e "$d/error.log";
-		$log .= $self->read_file('stderr.log') if -e "$d/stderr.log";
-		die "Can't start nginx (@cmd):\n$log\n";
+	if ($ok) {
+		$self->{_started} = 1;
+
+		# nginx tries a busy port 5 times, 500 ms apart: when the
+		# other program let go in time nginx runs, and its [emerg]
+		# lines of the tries before are no alerts
+		my @busy = grep { /bind\(\) to \S+ failed \(98: / }
+			split /\n/, $log->();
+		if (@busy) {
+			push @{$self->{_allow}}, map { qr/^\Q$_\E$/ } @busy;
+			if (open my $keep, '>>', "$d/port-retry.log") {
+				print $keep map { "$_\n" } @busy;
+			}
+		}
+		return;
 	}
 
-	$self->{_started} = 1;
-	return $self;
+	kill 'KILL', $pid if waitpid($pid, WNOHANG) == 0;
+	waitpid($pid, 0);
+	delete $self->{_nginx_pid};
+
+	$log = $log->();
+
+	my $cut = sub {
+		open my $keep, '>>', "$d/port-retry.log" or return;
+		for my $f (qw/ error.log stderr.log /) {
+			next unless -e "$d/$f";
+			print $keep substr($self->read_file($f), $offset{$f});
+			truncate "$d/$f", $offset{$f};
+		}
+		close $keep;
+	};
+
+	return ($log, $cut);
 }
 
 # TEST_NGINX_PRELOAD: LD_PRELOAD for nginx only (not for perl), for a
