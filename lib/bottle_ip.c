@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 
 #include "bottle_ip.h"
+#include "bottle_util.h"
 
 
 /* longest IPv6 literal inet_pton() can accept (mixed form, no zone) */
@@ -26,25 +27,6 @@ static int bottle_ip4_internal(uint32_t a);
 static int bottle_ip6_internal(const unsigned char *a);
 static size_t bottle_ip6_format(char *out, size_t cap, const unsigned char *a);
 static int bottle_ip_is_mapped(const bottle_ip_t *ip);
-
-
-static int
-bottle_hexval(int c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-
-    return -1;
-}
 
 
 int

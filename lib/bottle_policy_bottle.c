@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bottle_policy_int.h"
+#include "bottle_util.h"
 
 
 static const char *const  bottle_fields[] = {
@@ -109,13 +110,8 @@ bottle_parse_hex_digest(bottle_ctx_t *ctx, json_t *v, bottle_t *b)
     }
 
     for (i = 0; i < 32; i++) {
-        hi = bottle_lower((unsigned char) s[2 * i]);
-        lo = bottle_lower((unsigned char) s[2 * i + 1]);
-
-        hi = (hi >= '0' && hi <= '9') ? hi - '0'
-             : (hi >= 'a' && hi <= 'f') ? hi - 'a' + 10 : -1;
-        lo = (lo >= '0' && lo <= '9') ? lo - '0'
-             : (lo >= 'a' && lo <= 'f') ? lo - 'a' + 10 : -1;
+        hi = bottle_hexval((unsigned char) s[2 * i]);
+        lo = bottle_hexval((unsigned char) s[2 * i + 1]);
 
         if (hi < 0 || lo < 0) {
             return bottle_fail(ctx, "must be 64 hex digits");

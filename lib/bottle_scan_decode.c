@@ -265,7 +265,7 @@ bottle_scan_json_decode(bottle_scan_view_t *v, const unsigned char *in,
             break;
 
         default:    /* D_U0 .. D_U0 + 3 */
-            h = hexval(c);
+            h = bottle_hexval(c);
             if (h < 0) {
                 json_flush(v);
                 json_text(v, c, off + (uint32_t) i);
@@ -316,7 +316,7 @@ bottle_scan_pct_decode(bottle_scan_view_t *v, const unsigned char *in,
         len = ilen ? ilen[i] : 1;
 
         if (v->dstate != D_TEXT) {
-            h = hexval(c);
+            h = bottle_hexval(c);
             if (h >= 0) {
                 if (v->dstate == D_PCT) {
                     v->dval = (unsigned) h;
@@ -342,12 +342,12 @@ bottle_scan_pct_decode(bottle_scan_view_t *v, const unsigned char *in,
             continue;
         }
 
-        if (c == '%' && n - i >= 3 && (h = hexval(in[i + 1])) >= 0
-            && hexval(in[i + 2]) >= 0)
+        if (c == '%' && n - i >= 3 && (h = bottle_hexval(in[i + 1])) >= 0
+            && bottle_hexval(in[i + 2]) >= 0)
         {
             /* "%XX" whole: decoded in one go */
             k = imap ? imap[i + 2] + ilen[i + 2] - pos : 3;
-            emit(v, (unsigned) (h * 16 + hexval(in[i + 2])), pos,
+            emit(v, (unsigned) (h * 16 + bottle_hexval(in[i + 2])), pos,
                  (unsigned) k);
             i += 2;
             continue;
@@ -498,8 +498,8 @@ bottle_scan_json_trigger(const unsigned char *p, size_t n)
             break;          /* cut: the caller looks at the junction */
         }
         if (q[1] == 'u' && q[2] == '0' && q[3] == '0') {
-            a = hexval(q[4]);
-            b = hexval(q[5]);
+            a = bottle_hexval(q[4]);
+            b = bottle_hexval(q[5]);
             if (a >= 0 && b >= 0 && is_token_char((unsigned) (a * 16 + b))) {
                 return 1;
             }
@@ -524,8 +524,8 @@ bottle_scan_pct_trigger(const unsigned char *p, size_t n, int *twice)
         if (end - q < 3) {
             break;          /* cut: the caller looks at the junction */
         }
-        a = hexval(q[1]);
-        b = hexval(q[2]);
+        a = bottle_hexval(q[1]);
+        b = bottle_hexval(q[2]);
         if (a < 0 || b < 0) {
             continue;
         }

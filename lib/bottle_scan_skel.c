@@ -151,17 +151,17 @@ skel_amp(bottle_scan_view_t *v, unsigned c, uint32_t pos)
         break;
 
     case D_AMPX:
-        if (hexval(c) < 0) {
+        if (bottle_hexval(c) < 0) {
             skel_flush(v);
             return 1;
         }
         skel_push(v, c, pos);
-        v->dval = (unsigned) hexval(c);
+        v->dval = (unsigned) bottle_hexval(c);
         v->dstate = D_AMPXD;
         return 0;
 
     default:    /* D_AMPXD */
-        h = hexval(c);
+        h = bottle_hexval(c);
         if (h >= 0) {
             if (v->dn == AMP_HEX_MAX + 1) {
                 skel_flush(v);
@@ -220,19 +220,19 @@ skel_escape(bottle_scan_view_t *v, unsigned c, uint32_t pos)
         return h;
 
     case D_PCT:
-        if (hexval(c) < 0) {
+        if (bottle_hexval(c) < 0) {
             v->dstate = D_TEXT;
             v->dn = 0;
             return 1;
         }
         skel_push(v, c, pos);
-        v->dval = (unsigned) hexval(c);
+        v->dval = (unsigned) bottle_hexval(c);
         v->dstate = D_PCT1;
         return 0;
 
     case D_PCT1:
     case D_PCT251:
-        h = hexval(c);
+        h = bottle_hexval(c);
         if (h < 0) {
             skel_flush(v);
             return 1;
@@ -255,12 +255,12 @@ skel_escape(bottle_scan_view_t *v, unsigned c, uint32_t pos)
         return 0;
 
     case D_PCT25:
-        if (hexval(c) < 0) {
+        if (bottle_hexval(c) < 0) {
             v->dstate = D_TEXT;
             return 1;
         }
         skel_push(v, c, pos);
-        v->dval = (unsigned) hexval(c);
+        v->dval = (unsigned) bottle_hexval(c);
         v->dstate = D_PCT251;
         return 0;
 
@@ -272,7 +272,7 @@ skel_escape(bottle_scan_view_t *v, unsigned c, uint32_t pos)
         return skel_amp(v, c, pos);
 
     default:    /* D_U0 .. D_U0 + 3 */
-        h = hexval(c);
+        h = bottle_hexval(c);
         if (h < 0) {
             skel_flush(v);
             return 1;
@@ -759,7 +759,7 @@ skel_whole_amp(bottle_scan_view_t *v, const unsigned char *p, size_t n,
     x = 0;
 
     for (d = 0; i < n; i++, d++) {
-        h = hex ? hexval(p[i]) : (p[i] >= '0' && p[i] <= '9' ? p[i] - '0'
+        h = hex ? bottle_hexval(p[i]) : (p[i] >= '0' && p[i] <= '9' ? p[i] - '0'
                                                               : -1);
         if (h < 0) {
             break;
@@ -798,12 +798,12 @@ skel_whole_escape(bottle_scan_view_t *v, const unsigned char *p, size_t n,
     }
 
     if (p[0] == '%') {
-        if (n < 3 || (a = hexval(p[1])) < 0 || (b = hexval(p[2])) < 0) {
+        if (n < 3 || (a = bottle_hexval(p[1])) < 0 || (b = bottle_hexval(p[2])) < 0) {
             return 0;
         }
         x = (unsigned) (a * 16 + b);
         if (x == '%') {
-            if (n < 5 || (a = hexval(p[3])) < 0 || (b = hexval(p[4])) < 0) {
+            if (n < 5 || (a = bottle_hexval(p[3])) < 0 || (b = bottle_hexval(p[4])) < 0) {
                 return 0;
             }
             v->s->trig |= BOTTLE_TRIG_PCT | BOTTLE_TRIG_PCT2;
@@ -847,8 +847,8 @@ skel_whole_escape(bottle_scan_view_t *v, const unsigned char *p, size_t n,
     if (n < r + 5) {
         return 0;
     }
-    if ((a = hexval(p[r + 1])) < 0 || (b = hexval(p[r + 2])) < 0
-        || (c = hexval(p[r + 3])) < 0 || (d = hexval(p[r + 4])) < 0)
+    if ((a = bottle_hexval(p[r + 1])) < 0 || (b = bottle_hexval(p[r + 2])) < 0
+        || (c = bottle_hexval(p[r + 3])) < 0 || (d = bottle_hexval(p[r + 4])) < 0)
     {
         /* "u" and what follows are text */
         return r;

@@ -10,6 +10,7 @@
 
 
 #include "bottle_scan_int.h"
+#include "bottle_util.h"
 
 
 /* decoder states */
@@ -30,20 +31,6 @@
 /* the most digits of an HTML numeric character reference we decode */
 #define AMP_DEC_MAX  7
 #define AMP_HEX_MAX  6
-
-
-static inline int
-hexval(unsigned c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    c |= 0x20;
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    return -1;
-}
 
 
 static inline int

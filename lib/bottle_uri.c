@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "bottle_uri.h"
+#include "bottle_util.h"
 
 
 /* longer than any credential name, so a longer name is none of them */
@@ -30,7 +31,6 @@ static const char  *bottle_query_credentials[] = {
 };
 
 
-static int bottle_uri_hex(unsigned char c);
 static size_t bottle_uri_decode(unsigned char *b, size_t n, int *changed);
 static size_t bottle_uri_fold(unsigned char *b, size_t n, int *changed);
 static int bottle_uri_encoded(const unsigned char *b, size_t n);
@@ -103,23 +103,6 @@ bottle_uri_strerror(int rc)
 }
 
 
-static int
-bottle_uri_hex(unsigned char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-
-    c |= 0x20;
-
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-
-    return -1;
-}
-
-
 /* one round of percent-decoding in place; a '%' without two hex digits
  * stays as it is, as most servers leave it */
 
@@ -133,8 +116,8 @@ bottle_uri_decode(unsigned char *b, size_t n, int *changed)
 
     for (i = 0, o = 0; i < n; o++) {
         if (b[i] == '%' && n - i >= 3
-            && (hi = bottle_uri_hex(b[i + 1])) >= 0
-            && (lo = bottle_uri_hex(b[i + 2])) >= 0)
+            && (hi = bottle_hexval(b[i + 1])) >= 0
+            && (lo = bottle_hexval(b[i + 2])) >= 0)
         {
             b[o] = (unsigned char) (hi << 4 | lo);
             i += 3;
@@ -194,8 +177,8 @@ bottle_uri_encoded(const unsigned char *b, size_t n)
     size_t  i;
 
     for (i = 0; i + 2 < n; i++) {
-        if (b[i] == '%' && bottle_uri_hex(b[i + 1]) >= 0
-            && bottle_uri_hex(b[i + 2]) >= 0)
+        if (b[i] == '%' && bottle_hexval(b[i + 1]) >= 0
+            && bottle_hexval(b[i + 2]) >= 0)
         {
             return 1;
         }
@@ -334,8 +317,8 @@ bottle_query_next(const unsigned char **pp, const unsigned char *end)
     }
 
     if (*p == '%' && end - p >= 3
-        && (hi = bottle_uri_hex(p[1])) >= 0
-        && (lo = bottle_uri_hex(p[2])) >= 0)
+        && (hi = bottle_hexval(p[1])) >= 0
+        && (lo = bottle_hexval(p[2])) >= 0)
     {
         *pp = p + 3;
         return hi << 4 | lo;
