@@ -103,7 +103,7 @@ FUZZ_BINS   = $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/*_fuzz.c))
 
 fuzz: $(FUZZ_BINS)
 
-$(BUILD)/fuzz/%_fuzz: fuzz/%_fuzz.c $(LIB_SRCS) $(LIB_HDRS)
+$(BUILD)/fuzz/%_fuzz: fuzz/%_fuzz.c fuzz/fuzz.h $(LIB_SRCS) $(LIB_HDRS)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(LIB_LIBS)
 

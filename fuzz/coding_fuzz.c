@@ -17,21 +17,10 @@
 #include <string.h>
 
 #include "bottle_coding.h"
+#include "fuzz.h"
 
-
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "invariant failed: %s (%s:%d)\n", #cond,         \
-                    __FILE__, __LINE__);                                     \
-            abort();                                                         \
-        }                                                                    \
-    } while (0)
 
 #define LIMIT  (1 << 20)
-
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 
 typedef struct {

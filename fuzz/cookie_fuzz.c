@@ -23,23 +23,11 @@
 #include <string.h>
 
 #include "bottle_cookie.h"
-
-
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "invariant failed: %s (%s:%d)\n", #cond,         \
-                    __FILE__, __LINE__);                                     \
-            abort();                                                         \
-        }                                                                    \
-    } while (0)
+#include "fuzz.h"
 
 
 #define MAX_IN     64
 #define MAX_KEPT   4096
-
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 
 typedef struct {

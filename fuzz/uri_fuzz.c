@@ -13,19 +13,7 @@
 #include <string.h>
 
 #include "bottle_uri.h"
-
-
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "invariant failed: %s (%s:%d)\n", #cond,         \
-                    __FILE__, __LINE__);                                     \
-            abort();                                                         \
-        }                                                                    \
-    } while (0)
-
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz.h"
 
 
 static void
