@@ -132,7 +132,7 @@ ngx_http_bottle_dlp_resume(ngx_http_request_t *r)
     ctx = ngx_http_get_module_ctx(r, ngx_http_bottle_module);
     d = ctx->dlp;
 
-    if (ngx_http_bottle_dlp_body_running(d)) {
+    if (d->running) {
         /* a write event before the thread is done */
         return;
     }

@@ -87,7 +87,6 @@ struct ngx_http_bottle_dlp_s {
 
 ngx_int_t ngx_http_bottle_dlp_body(ngx_http_bottle_dlp_t *d);
 ngx_int_t ngx_http_bottle_dlp_body_done(ngx_http_bottle_dlp_t *d);
-ngx_uint_t ngx_http_bottle_dlp_body_running(ngx_http_bottle_dlp_t *d);
 void ngx_http_bottle_dlp_resume(ngx_http_request_t *r);
 ngx_int_t ngx_http_bottle_dlp_body_load(ngx_http_bottle_dlp_t *d);
 ngx_int_t ngx_http_bottle_dlp_redact_body(ngx_http_bottle_dlp_t *d,

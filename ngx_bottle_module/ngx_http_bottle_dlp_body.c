@@ -26,7 +26,7 @@
 
 
 static ngx_int_t ngx_http_bottle_dlp_coding(ngx_http_bottle_dlp_t *d);
-static ngx_int_t ngx_http_bottle_dlp_limit(ngx_http_bottle_dlp_t *d);
+static void ngx_http_bottle_dlp_limit(ngx_http_bottle_dlp_t *d);
 static ngx_int_t ngx_http_bottle_dlp_prepare(ngx_http_bottle_dlp_t *d);
 static void ngx_http_bottle_dlp_work(ngx_http_bottle_dlp_t *d);
 static int ngx_http_bottle_dlp_bufs(ngx_http_bottle_dlp_t *d);
@@ -36,7 +36,6 @@ static int ngx_http_bottle_dlp_sink(void *arg, const unsigned char *p,
     size_t len);
 static int ngx_http_bottle_dlp_meta(void *arg, int part,
     const unsigned char *p, size_t len);
-static ngx_int_t ngx_http_bottle_dlp_refused(ngx_http_bottle_dlp_t *d);
 static void ngx_http_bottle_dlp_free_copy(void *data);
 static void ngx_http_bottle_dlp_encode(ngx_http_bottle_dlp_t *d);
 static ngx_int_t ngx_http_bottle_dlp_encoded(ngx_http_bottle_dlp_t *d);
@@ -118,7 +117,7 @@ ngx_http_bottle_dlp_body(ngx_http_bottle_dlp_t *d)
 
     ngx_http_bottle_dlp_work(d);
 
-    return ngx_http_bottle_dlp_refused(d);
+    return ngx_http_bottle_dlp_body_done(d);
 }
 
 
@@ -196,7 +195,7 @@ ngx_http_bottle_dlp_coding(ngx_http_bottle_dlp_t *d)
  * client_max_body_size, whichever is least (d->limit_by says which).
  */
 
-static ngx_int_t
+static void
 ngx_http_bottle_dlp_limit(ngx_http_bottle_dlp_t *d)
 {
     uint64_t                     raw;
@@ -225,8 +224,6 @@ ngx_http_bottle_dlp_limit(ngx_http_bottle_dlp_t *d)
         d->limit_by = NGX_HTTP_BOTTLE_LIMIT_RATIO;
         d->ratio = blcf->dlp_decoded_ratio;
     }
-
-    return NGX_OK;
 }
 
 
@@ -479,8 +476,8 @@ ngx_http_bottle_dlp_meta(void *arg, int part, const unsigned char *p,
 
 /* the work's outcome, back in the event loop: NGX_OK or a refusal */
 
-static ngx_int_t
-ngx_http_bottle_dlp_refused(ngx_http_bottle_dlp_t *d)
+ngx_int_t
+ngx_http_bottle_dlp_body_done(ngx_http_bottle_dlp_t *d)
 {
     const char  *name, *by;
 
@@ -654,25 +651,9 @@ ngx_http_bottle_dlp_thread_done(ngx_event_t *ev)
 #endif
 
 
-/* the body's refusal or the decision, once the work is done */
-
-ngx_int_t
-ngx_http_bottle_dlp_body_done(ngx_http_bottle_dlp_t *d)
-{
-    return ngx_http_bottle_dlp_refused(d);
-}
-
-
-ngx_uint_t
-ngx_http_bottle_dlp_body_running(ngx_http_bottle_dlp_t *d)
-{
-    return d->running;
-}
-
-
 /*
  * The body whole in memory, for the hash of a finding in it and for its
- * redaction: a decoded body is already (ngx_http_bottle_dlp_refused()), a
+ * redaction: a decoded body is already (ngx_http_bottle_dlp_body_done()), a
  * plain one in several buffers or a file is loaded once, here.
  */
 
