@@ -15,6 +15,7 @@ our @EXPORT = qw/
 	dns_start dns_update dns_queries dns_lookup
 	gen_ca gen_cert
 	basic write_policy read_jsonl
+	redis_start redis_stop redis_cli
 /;
 our @EXPORT_OK = @EXPORT;
 
@@ -32,6 +33,8 @@ use Test::Bottle::Upstream;
 
 our $DNSMASQ = $ENV{TEST_DNSMASQ_BINARY} // '/usr/sbin/dnsmasq';
 our $OPENSSL = $ENV{TEST_OPENSSL_BINARY} // 'openssl';
+our $REDIS = $ENV{TEST_REDIS_BINARY} // '/usr/bin/redis-server';
+our $REDIS_CLI = $ENV{TEST_REDIS_CLI} // '/usr/bin/redis-cli';
 
 my $PROBE = 'bottle-harness-probe.invalid';
 
@@ -495,6 +498,123 @@ sub write_policy {
 		: $data;
 	$t->write_file($name, $text);
 	return $t->testdir() . "/$name";
+}
+
+###############################################################################
+# Redis, the control plane
+
+# redis_start($t, port => P, name => 'redis', password => 'pw'): a
+# redis-server of the test's own on 127.0.0.1:P (a logical or real port),
+# nothing saved to disk, its log in <testdir>/<name>.log.  Called again
+# after redis_stop() it starts on the same port (a store that comes back).
+# Returns { port, url, pid, name }; url is "redis://127.0.0.1:P" (with
+# ":pw@" when a password is set).
+
+sub redis_start {
+	my ($t, %o) = @_;
+	my $name = $o{name} // 'redis';
+
+	die "redis_start: no $REDIS\n" unless -x $REDIS;
+
+	my $port = defined $o{port} ? Test::Nginx::port($o{port})
+		: ($t->{"_bottle_$name"} || die "redis_start: port required\n")
+			->{port};
+	my $password = $o{password}
+		// ($t->{"_bottle_$name"} || {})->{password};
+
+	for (my $try = 1; ; $try++) {
+		my $r = _redis_start($t, $name, $port, $password);
+		return $r if ref $r;
+
+		my $new;
+		$new = Test::Nginx::renew_port($port)
+			if $r =~ /Address already in use/ && $try < 4
+			&& !$t->{_started};
+		die $r unless defined $new;
+		$port = $new;
+	}
+}
+
+sub _redis_start {
+	my ($t, $name, $port, $password) = @_;
+	my $d = $t->testdir();
+	my $log = "$d/$name.log";
+
+	my @cmd = ($REDIS, '--port', $port, '--bind', '127.0.0.1',
+		'--save', '', '--appendonly', 'no', '--dir', $d,
+		'--dbfilename', "$name.rdb", '--logfile', $log,
+		'--daemonize', 'no', '--protected-mode', 'no');
+	push @cmd, '--requirepass', $password if defined $password;
+
+	my $before = -e $log ? -s $log : 0;
+
+	$t->run_daemon(sub {
+		open STDIN, '<', '/dev/null';
+		open STDOUT, '>>', "$d/$name.stderr";
+		open STDERR, '>&', \*STDOUT;
+		exec(@cmd) or die "exec $REDIS: $!\n";
+	});
+
+	my $pid = $t->last_daemon_pid();
+	my $deadline = time() + 10;
+
+	while (time() < $deadline) {
+		my $text = -e $log ? $t->read_file("$name.log") : '';
+		$text = substr($text, $before);
+
+		if ($text =~ /Ready to accept connections/) {
+			my $url = 'redis://'
+				. (defined $password ? ":$password@" : '')
+				. "127.0.0.1:$port";
+			my $r = { port => $port, url => $url, pid => $pid,
+				name => $name, password => $password };
+			$t->{"_bottle_$name"} = $r;
+			return $r;
+		}
+		if ($text =~ /(Address already in use|Could not create server.*)/
+			|| waitpid($pid, WNOHANG) != 0)
+		{
+			kill 'KILL', $pid;
+			waitpid($pid, 0);
+			return "redis-server exited: " . ($1 // $text) . "\n";
+		}
+		sleep 0.05;
+	}
+
+	die "redis-server does not start on 127.0.0.1:$port\n";
+}
+
+# redis_stop($t, name => 'redis'): stops it (SIGKILL: a store that is lost,
+# not one that says goodbye); its port stays the test's.
+
+sub redis_stop {
+	my ($t, %o) = @_;
+	my $r = $t->{'_bottle_' . ($o{name} // 'redis')} or return;
+
+	kill 'KILL', $r->{pid};
+	waitpid($r->{pid}, 0);
+	$t->{_daemons} = [ grep { $_ != $r->{pid} } @{$t->{_daemons}} ];
+	return $t;
+}
+
+# redis_cli($t, @args): redis-cli's output (--raw) for one command
+# against the test's Redis; redis_cli($t, { name => 'x' }, @args) for
+# another started with that name.
+
+sub redis_cli {
+	my ($t, @args) = @_;
+	my $name = ref $args[0] ? (shift @args)->{name} : 'redis';
+	my $r = $t->{"_bottle_$name"} or die "redis_cli: no $name started\n";
+
+	my @cmd = ($REDIS_CLI, '--raw', '-h', '127.0.0.1', '-p', $r->{port});
+	push @cmd, '--no-auth-warning', '-a', $r->{password}
+		if defined $r->{password};
+
+	open my $fh, '-|', @cmd, @args or die "redis-cli: $!\n";
+	local $/;
+	my $out = <$fh> // '';
+	close $fh;
+	return $out;
 }
 
 1;

@@ -1,0 +1,403 @@
+/*
+ * The control plane's contract: store URLs, the change messages and the
+ * scripts that write policy (docs/control-plane.md).
+ */
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bottle_store.h"
+#include "bottle_util.h"
+
+
+static int bottle_store_fail(char *err, size_t errlen, const char *fmt, ...);
+static int bottle_store_decode(char *dst, size_t cap, const char *s,
+    size_t len);
+static int bottle_store_number(const char *s, size_t len, unsigned max,
+    unsigned *out);
+static int bottle_store_unix(bottle_store_url_t *u, const char *s,
+    char *err, size_t errlen);
+
+
+int
+bottle_store_url_is(const char *s)
+{
+    return strncmp(s, "redis://", 8) == 0 || strncmp(s, "unix:", 5) == 0;
+}
+
+
+int
+bottle_store_url_parse(bottle_store_url_t *u, const char *s, char *err,
+    size_t errlen)
+{
+    const char  *p, *end, *at, *colon, *host, *host_end, *slash;
+
+    memset(u, 0, sizeof(*u));
+    u->port = 6379;
+
+    if (strncmp(s, "unix:", 5) == 0) {
+        return bottle_store_unix(u, s + 5, err, errlen);
+    }
+
+    if (strncmp(s, "redis://", 8) != 0) {
+        return bottle_store_fail(err, errlen,
+                                 "a store is \"redis://host[:port][/db]\" or "
+                                 "\"unix:/path\"");
+    }
+
+    p = s + 8;
+    end = p + strlen(p);
+
+    slash = strchr(p, '/');
+    if (slash == NULL) {
+        slash = end;
+    }
+
+    /* credentials: the last '@' before the path (a password may hold '@'
+       only percent-encoded, but be lenient with the split) */
+
+    at = NULL;
+    for (const char *q = p; q < slash; q++) {
+        if (*q == '@') {
+            at = q;
+        }
+    }
+
+    if (at) {
+        colon = memchr(p, ':', (size_t) (at - p));
+
+        if (colon == NULL) {
+            return bottle_store_fail(err, errlen,
+                                     "credentials are \"[user]:password@\"");
+        }
+
+        if (bottle_store_decode(u->user, sizeof(u->user), p,
+                                (size_t) (colon - p)) != 0
+            || bottle_store_decode(u->password, sizeof(u->password),
+                                   colon + 1, (size_t) (at - colon - 1)) != 0)
+        {
+            return bottle_store_fail(err, errlen,
+                                     "bad user name or password (too long or "
+                                     "bad percent-encoding)");
+        }
+
+        u->has_password = 1;
+        p = at + 1;
+    }
+
+    /* host[:port] */
+
+    if (*p == '[') {
+        host = p + 1;
+        host_end = memchr(host, ']', (size_t) (slash - host));
+        if (host_end == NULL) {
+            return bottle_store_fail(err, errlen, "no \"]\" after the IPv6 "
+                                     "address");
+        }
+        p = host_end + 1;
+
+    } else {
+        host = p;
+        host_end = memchr(host, ':', (size_t) (slash - host));
+        if (host_end == NULL) {
+            host_end = slash;
+        }
+        p = host_end;
+    }
+
+    if (host_end == host || (size_t) (host_end - host) > BOTTLE_STORE_HOST_MAX)
+    {
+        return bottle_store_fail(err, errlen, "no host, or a host too long");
+    }
+
+    for (const char *q = host; q < host_end; q++) {
+        if (*q <= ' ' || *q == 0x7f || *q == '@' || *q == '?' || *q == '#') {
+            return bottle_store_fail(err, errlen, "bad character in the host");
+        }
+    }
+
+    memcpy(u->host, host, (size_t) (host_end - host));
+
+    if (p < slash) {
+        if (*p != ':'
+            || bottle_store_number(p + 1, (size_t) (slash - p - 1), 65535,
+                                   &u->port) != 0
+            || u->port == 0)
+        {
+            return bottle_store_fail(err, errlen, "bad port");
+        }
+    }
+
+    if (slash < end) {
+        if (slash + 1 < end
+            && bottle_store_number(slash + 1, (size_t) (end - slash - 1),
+                                   1000000, &u->db) != 0)
+        {
+            return bottle_store_fail(err, errlen,
+                                     "the path is a database number");
+        }
+    }
+
+    return 0;
+}
+
+
+/* "/path[?db=N][&user=U][&password=P]" */
+
+static int
+bottle_store_unix(bottle_store_url_t *u, const char *s, char *err,
+    size_t errlen)
+{
+    size_t       n;
+    const char  *q, *amp, *eq;
+
+    u->is_unix = 1;
+    u->port = 0;
+
+    q = strchr(s, '?');
+    n = q ? (size_t) (q - s) : strlen(s);
+
+    if (n == 0 || s[0] != '/') {
+        return bottle_store_fail(err, errlen, "a unix socket path is absolute");
+    }
+
+    if (n > BOTTLE_STORE_PATH_MAX) {
+        return bottle_store_fail(err, errlen, "the socket path is too long");
+    }
+
+    memcpy(u->path, s, n);
+
+    while (q && *q) {
+        q++;
+        amp = strchr(q, '&');
+        n = amp ? (size_t) (amp - q) : strlen(q);
+        eq = memchr(q, '=', n);
+
+        if (eq == NULL) {
+            return bottle_store_fail(err, errlen, "bad query parameter");
+        }
+
+        if ((size_t) (eq - q) == 2 && memcmp(q, "db", 2) == 0) {
+            if (bottle_store_number(eq + 1, n - 3, 1000000, &u->db) != 0) {
+                return bottle_store_fail(err, errlen, "bad db");
+            }
+
+        } else if ((size_t) (eq - q) == 4 && memcmp(q, "user", 4) == 0) {
+            if (bottle_store_decode(u->user, sizeof(u->user), eq + 1, n - 5)
+                != 0)
+            {
+                return bottle_store_fail(err, errlen, "bad user name");
+            }
+
+        } else if ((size_t) (eq - q) == 8 && memcmp(q, "password", 8) == 0) {
+            if (bottle_store_decode(u->password, sizeof(u->password), eq + 1,
+                                    n - 9)
+                != 0)
+            {
+                return bottle_store_fail(err, errlen, "bad password");
+            }
+
+            u->has_password = 1;
+
+        } else {
+            return bottle_store_fail(err, errlen, "unknown query parameter "
+                                     "(db, user and password are known)");
+        }
+
+        q = amp;
+    }
+
+    if (u->user[0] && !u->has_password) {
+        return bottle_store_fail(err, errlen, "a user needs a password");
+    }
+
+    return 0;
+}
+
+
+void
+bottle_store_url_print(const bottle_store_url_t *u, char *buf, size_t size)
+{
+    if (u->is_unix) {
+        snprintf(buf, size, "unix:%s?db=%u", u->path, u->db);
+        return;
+    }
+
+    snprintf(buf, size, "redis://%s%s%s:%u/%u",
+             strchr(u->host, ':') ? "[" : "", u->host,
+             strchr(u->host, ':') ? "]" : "", u->port, u->db);
+}
+
+
+int
+bottle_store_change_parse(const char *msg, size_t len, const char **id,
+    size_t *id_len, unsigned long long *version)
+{
+    size_t               i;
+    const char          *sp;
+    unsigned long long   v;
+
+    sp = memchr(msg, ' ', len);
+
+    if (sp == NULL || sp == msg || sp + 1 == msg + len
+        || (size_t) (msg + len - sp - 1) > 20)
+    {
+        return -1;
+    }
+
+    v = 0;
+
+    for (i = 1; sp + i < msg + len; i++) {
+        if (sp[i] < '0' || sp[i] > '9'
+            || v > (~0ULL - (unsigned) (sp[i] - '0')) / 10)
+        {
+            return -1;
+        }
+        v = v * 10 + (unsigned) (sp[i] - '0');
+    }
+
+    *id = msg;
+    *id_len = (size_t) (sp - msg);
+    *version = v;
+
+    return 0;
+}
+
+
+static int
+bottle_store_decode(char *dst, size_t cap, const char *s, size_t len)
+{
+    int     hi, lo;
+    size_t  i, n;
+
+    n = 0;
+
+    for (i = 0; i < len; i++) {
+        if (n + 1 >= cap) {
+            return -1;
+        }
+
+        if (s[i] == '%') {
+            if (i + 2 >= len) {
+                return -1;
+            }
+            hi = bottle_hexval((unsigned char) s[i + 1]);
+            lo = bottle_hexval((unsigned char) s[i + 2]);
+            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
+                return -1;
+            }
+            dst[n++] = (char) (hi << 4 | lo);
+            i += 2;
+            continue;
+        }
+
+        dst[n++] = s[i];
+    }
+
+    dst[n] = '\0';
+
+    return 0;
+}
+
+
+static int
+bottle_store_number(const char *s, size_t len, unsigned max, unsigned *out)
+{
+    size_t    i;
+    unsigned  v;
+
+    if (len == 0 || len > 7) {
+        return -1;
+    }
+
+    v = 0;
+
+    for (i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9') {
+            return -1;
+        }
+        v = v * 10 + (unsigned) (s[i] - '0');
+    }
+
+    if (v > max) {
+        return -1;
+    }
+
+    *out = v;
+
+    return 0;
+}
+
+
+static int
+bottle_store_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list  args;
+
+    if (errlen) {
+        va_start(args, fmt);
+        vsnprintf(err, errlen, fmt, args);
+        va_end(args);
+    }
+
+    return -1;
+}
+
+
+/*
+ * The writers' scripts.  Redis runs a script atomically: a gateway reading
+ * between two of its commands cannot happen.
+ */
+
+const char  bottle_store_put_script[] =
+    "local n = tonumber(ARGV[1])\n"
+    "local seen = {}\n"
+    "for i = 0, n - 1 do\n"
+    "  local id, digest = ARGV[2 + 3 * i], ARGV[4 + 3 * i]\n"
+    "  local owner = redis.call('HGET', '" BOTTLE_STORE_TOKENS "', digest)\n"
+    "  if owner and owner ~= id then\n"
+    "    return redis.error_reply('bottle \"' .. id .. '\": token: already '"
+    "      .. 'the identity of bottle \"' .. owner .. '\"')\n"
+    "  end\n"
+    "  if seen[digest] and seen[digest] ~= id then\n"
+    "    return redis.error_reply('bottle \"' .. id .. '\": token: already '"
+    "      .. 'the identity of bottle \"' .. seen[digest] .. '\"')\n"
+    "  end\n"
+    "  seen[digest] = id\n"
+    "end\n"
+    "local out = {}\n"
+    "for i = 0, n - 1 do\n"
+    "  local id, json, digest = ARGV[2 + 3 * i], ARGV[3 + 3 * i],"
+    " ARGV[4 + 3 * i]\n"
+    "  local key = '" BOTTLE_STORE_POLICY_PREFIX "' .. id\n"
+    "  local old = redis.call('HGET', key, '" BOTTLE_STORE_F_TOKEN "')\n"
+    "  if old and old ~= digest then\n"
+    "    redis.call('HDEL', '" BOTTLE_STORE_TOKENS "', old)\n"
+    "  end\n"
+    "  local v = redis.call('INCR', '" BOTTLE_STORE_VERSION "')\n"
+    "  redis.call('HSET', key, '" BOTTLE_STORE_F_JSON "', json, '"
+    BOTTLE_STORE_F_VERSION "', v, '" BOTTLE_STORE_F_TOKEN "', digest)\n"
+    "  redis.call('HSET', '" BOTTLE_STORE_BOTTLES "', id, v)\n"
+    "  redis.call('HSET', '" BOTTLE_STORE_TOKENS "', digest, id)\n"
+    "  redis.call('PUBLISH', '" BOTTLE_STORE_CHANGES "', id .. ' ' .. v)\n"
+    "  out[#out + 1] = v\n"
+    "end\n"
+    "return out\n";
+
+const char  bottle_store_rm_script[] =
+    "local id = ARGV[1]\n"
+    "local key = '" BOTTLE_STORE_POLICY_PREFIX "' .. id\n"
+    "local digest = redis.call('HGET', key, '" BOTTLE_STORE_F_TOKEN "')\n"
+    "local had = redis.call('HDEL', '" BOTTLE_STORE_BOTTLES "', id)\n"
+    "if digest and redis.call('HGET', '" BOTTLE_STORE_TOKENS "', digest)"
+    " == id then\n"
+    "  redis.call('HDEL', '" BOTTLE_STORE_TOKENS "', digest)\n"
+    "end\n"
+    "redis.call('DEL', key, '" BOTTLE_STORE_CONTACTS_PREFIX "' .. id)\n"
+    "if had == 1 or digest then\n"
+    "  redis.call('PUBLISH', '" BOTTLE_STORE_CHANGES "', id .. ' 0')\n"
+    "  return 1\n"
+    "end\n"
+    "return 0\n";

@@ -1,0 +1,89 @@
+/*
+ * The control plane's contract (docs/control-plane.md): where a Redis
+ * store is, the keys and channel its policy lives under, and the scripts
+ * that change it atomically.  Shared by the gateway, bottlectl and the
+ * helpers, so that every writer and reader agrees on one layout.
+ *
+ * No hiredis here: callers bring their own connection.
+ */
+
+#ifndef BOTTLE_STORE_H
+#define BOTTLE_STORE_H
+
+#include <stddef.h>
+
+
+#define BOTTLE_STORE_HOST_MAX      255
+#define BOTTLE_STORE_PATH_MAX      107     /* sun_path less its NUL */
+#define BOTTLE_STORE_CRED_MAX      255
+
+typedef struct {
+    int             is_unix;
+    char            host[BOTTLE_STORE_HOST_MAX + 1];    /* unbracketed */
+    unsigned        port;                   /* 6379 if not given */
+    char            path[BOTTLE_STORE_PATH_MAX + 1];    /* unix socket */
+    char            user[BOTTLE_STORE_CRED_MAX + 1];    /* "" none */
+    char            password[BOTTLE_STORE_CRED_MAX + 1];    /* "" none */
+    int             has_password;
+    unsigned        db;                     /* SELECT, 0 if not given */
+} bottle_store_url_t;
+
+/*
+ * Parses "redis://[[user]:password@]host[:port][/db]" (host a name, an
+ * IPv4 address or a bracketed IPv6 one; user and password percent-
+ * decoded) or "unix:/path/to/socket[?db=N][&user=U][&password=P]".
+ * Returns 0, or -1 with a lowercase reason in err that never repeats the
+ * password.
+ */
+int bottle_store_url_parse(bottle_store_url_t *u, const char *s,
+    char *err, size_t errlen);
+
+/* the URL without credentials, for logs: "redis://host:port/db" */
+void bottle_store_url_print(const bottle_store_url_t *u, char *buf,
+    size_t size);
+
+/* 1 if s starts like a store URL (and is not a file path) */
+int bottle_store_url_is(const char *s);
+
+
+/* the keys (docs/control-plane.md) */
+#define BOTTLE_STORE_POLICY_PREFIX  "bottle:policy:"    /* + id: hash */
+#define BOTTLE_STORE_BOTTLES        "bottle:bottles"    /* id -> version */
+#define BOTTLE_STORE_TOKENS         "bottle:tokens"     /* sha256 -> id */
+#define BOTTLE_STORE_VERSION        "bottle:version"    /* counter */
+#define BOTTLE_STORE_CHANGES        "bottle:changes"    /* channel */
+#define BOTTLE_STORE_AUDIT          "bottle:audit"      /* stream */
+#define BOTTLE_STORE_CONTACTS_PREFIX  "bottle:contacts:"  /* + id: set */
+
+/* the fields of a bottle's hash */
+#define BOTTLE_STORE_F_JSON         "json"
+#define BOTTLE_STORE_F_VERSION      "version"
+#define BOTTLE_STORE_F_TOKEN        "token_sha256"
+
+/*
+ * EVAL scripts, no KEYS (one Redis, not a cluster):
+ *
+ * put: ARGV = n, then n triples (id, json, token_sha256 as 64 lowercase
+ *   hex digits).  Either every bottle is written or none: a token that is
+ *   already another bottle's identity (in the store or twice in ARGV) is
+ *   an error reply naming both bottles.  Each bottle gets the next
+ *   version; its old token digest is dropped from the index; one message
+ *   "<id> <version>" per bottle on the changes channel.  Returns the
+ *   versions, in order.
+ *
+ * rm: ARGV = id.  Removes the bottle, its token digest and its
+ *   first-contact set, publishes "<id> 0".  Returns 1, or 0 if there was
+ *   no such bottle.
+ */
+extern const char  bottle_store_put_script[];
+extern const char  bottle_store_rm_script[];
+
+/*
+ * Parses a changes-channel message "<id> <version>" (version 0: removed).
+ * Returns 0, or -1 if the message is not one.
+ */
+int bottle_store_change_parse(const char *msg, size_t len,
+    const char **id, size_t *id_len, unsigned long long *version);
+
+
+#endif /* BOTTLE_STORE_H */
