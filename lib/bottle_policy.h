@@ -200,6 +200,9 @@ int bottle_policy_parse(bottle_policy_t **out, const char *json, size_t len,
 void bottle_policy_free(bottle_policy_t *p);
 
 size_t bottle_policy_count(const bottle_policy_t *p);
+
+/* the memory the policy holds, in bytes (its arena) */
+size_t bottle_policy_bytes(const bottle_policy_t *p);
 const bottle_t *bottle_policy_at(const bottle_policy_t *p, size_t i);
 
 /*

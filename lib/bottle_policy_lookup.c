@@ -20,6 +20,22 @@ bottle_policy_count(const bottle_policy_t *p)
 }
 
 
+size_t
+bottle_policy_bytes(const bottle_policy_t *p)
+{
+    size_t                 n;
+    const bottle_block_t  *b;
+
+    n = sizeof(bottle_policy_t);
+
+    for (b = p->blocks; b != NULL; b = b->next) {
+        n += sizeof(bottle_block_t) + b->size;
+    }
+
+    return n;
+}
+
+
 const bottle_t *
 bottle_policy_at(const bottle_policy_t *p, size_t i)
 {

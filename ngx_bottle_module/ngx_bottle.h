@@ -15,6 +15,8 @@
 #include "bottle_policy.h"
 #include "bottle_scan.h"
 
+#include "ngx_bottle_store.h"
+
 
 /* the gateway's own host: introspection, never a route */
 #define NGX_BOTTLE_EGRESS_HOST  "_egress.local"
@@ -27,14 +29,15 @@
 
 /* the core module's conf: the compiled policy of this cycle */
 typedef struct {
-    ngx_str_t            path;
-    bottle_policy_t     *policy;
+    ngx_str_t            path;       /* a file, a directory or a URL */
+    bottle_policy_t     *policy;     /* the file's */
+    ngx_bottle_store_t  *store;      /* the bottles, from either source */
+    ngx_msec_t           stale_max;  /* bottle_store_stale_max */
     ngx_shm_zone_t      *zone;       /* CONNECT records, safelist */
     ngx_shm_zone_t      *jar_zone;   /* the cookie jars */
     size_t               jar_size;   /* bottle_jar_zone */
     size_t               jar_bottle_max;  /* bottle_jar_bottle_max */
     bottle_scan_db_t    *scan_db;    /* vendor rules, for every bottle */
-    bottle_scan_secrets_t  **secrets;    /* by bottle index */
     bottle_scan_secrets_t   *inbound;    /* no secrets: response scans */
 } ngx_bottle_conf_t;
 
@@ -136,9 +139,7 @@ typedef struct {
 extern ngx_module_t  ngx_bottle_module;
 
 
-const bottle_policy_t *ngx_bottle_cycle_policy(ngx_cycle_t *cycle);
-#define ngx_bottle_policy()  ngx_bottle_cycle_policy((ngx_cycle_t *) ngx_cycle)
-bottle_scan_secrets_t *ngx_bottle_secrets(const bottle_t *b);
+ngx_bottle_store_t *ngx_bottle_cycle_store(ngx_cycle_t *cycle);
 bottle_scan_secrets_t *ngx_bottle_inbound_secrets(void);
 
 const ngx_bottle_rule_t *ngx_bottle_rule(ngx_bottle_rule_e rule);

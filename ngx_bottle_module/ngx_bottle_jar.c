@@ -703,10 +703,13 @@ ngx_bottle_jar_sweep(ngx_bottle_jar_zone_t *zone)
     ngx_uint_t               gone, freed, expired, over;
     ngx_queue_t             *oq, *onext, *q, *next;
     ngx_bottle_cookie_t     *cookie;
-    const bottle_policy_t   *policy;
+    const char              *reason;
+    ngx_bottle_store_t      *store;
     ngx_bottle_jar_owner_t  *owner;
 
-    policy = ngx_bottle_policy();
+    /* a store not read yet, or lost, does not say which bottles are gone */
+    store = ngx_bottle_store_usable(&reason) == NGX_OK ? ngx_bottle_store()
+                                                      : NULL;
     now = ngx_time();
     gone = 0;
     expired = 0;
@@ -727,9 +730,8 @@ ngx_bottle_jar_sweep(ngx_bottle_jar_zone_t *zone)
         onext = ngx_queue_next(oq);
         owner = ngx_queue_data(oq, ngx_bottle_jar_owner_t, link);
 
-        if (policy == NULL
-            || bottle_policy_find_id(policy, (const char *) owner->data,
-                                     owner->sn.str.len)
+        if (store
+            && ngx_bottle_store_get(store, owner->data, owner->sn.str.len)
                == NULL)
         {
             do {

@@ -1,13 +1,18 @@
 
 /*
- * ngx_bottle core module: the `bottle_policy` directive.  The policy is
+ * ngx_bottle core module: the `bottle_policy` directive.  A file policy is
  * parsed once per configuration cycle into an immutable compiled form that
  * the stream front and the http pipeline both read; `nginx -s reload` builds
  * a new one, and a broken file fails the reload and keeps the running one.
+ * A store URL instead makes each worker read the bottles from Redis and
+ * follow their changes (ngx_bottle_store_redis.c).
  */
 
 #include <ngx_config.h>
 #include <ngx_core.h>
+#if (NGX_THREADS)
+#include <ngx_thread_pool.h>
+#endif
 
 #include "ngx_bottle.h"
 
@@ -25,6 +30,12 @@ static char *ngx_bottle_scan_compile(ngx_conf_t *cf, ngx_bottle_conf_t *bcf);
 static void ngx_bottle_scan_db_cleanup(void *data);
 static void ngx_bottle_secrets_cleanup(void *data);
 static ngx_int_t ngx_bottle_init_process(ngx_cycle_t *cycle);
+
+
+/* at least one ping period and a reconnection */
+static ngx_conf_num_bounds_t  ngx_bottle_stale_bounds = {
+    ngx_conf_check_num_bounds, 1000, 24 * 3600 * 1000
+};
 
 
 /* the smallest jar zone nginx's slab allocator is useful in */
@@ -46,6 +57,13 @@ static ngx_command_t  ngx_bottle_commands[] = {
       0,
       0,
       NULL },
+
+    { ngx_string("bottle_store_stale_max"),
+      NGX_MAIN_CONF|NGX_DIRECT_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      0,
+      offsetof(ngx_bottle_conf_t, stale_max),
+      &ngx_bottle_stale_bounds },
 
     { ngx_string("bottle_jar_zone"),
       NGX_MAIN_CONF|NGX_DIRECT_CONF|NGX_CONF_TAKE1,
@@ -105,6 +123,8 @@ ngx_module_t  ngx_bottle_module = {
 static ngx_int_t
 ngx_bottle_init_process(ngx_cycle_t *cycle)
 {
+    ngx_bottle_conf_t  *bcf;
+
 #if (NGX_LINUX && defined __GLIBC__)
 
     if (mallopt(M_MMAP_THRESHOLD, NGX_BOTTLE_MMAP_THRESHOLD) != 1
@@ -116,6 +136,15 @@ ngx_bottle_init_process(ngx_cycle_t *cycle)
     }
 
 #endif
+
+    bcf = (ngx_bottle_conf_t *) ngx_get_conf(cycle->conf_ctx,
+                                             ngx_bottle_module);
+
+    if (bcf->store && bcf->store->redis
+        && ngx_bottle_store_redis_init_process(cycle, bcf->store) != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
 
     return ngx_bottle_jar_init_process(cycle);
 }
@@ -142,15 +171,25 @@ ngx_bottle_create_conf(ngx_cycle_t *cycle)
 
     bcf->jar_size = NGX_CONF_UNSET_SIZE;
     bcf->jar_bottle_max = NGX_CONF_UNSET_SIZE;
+    bcf->stale_max = NGX_CONF_UNSET_MSEC;
 
     return bcf;
 }
+
+
+#define NGX_BOTTLE_STALE_MAX  30000
 
 
 static char *
 ngx_bottle_init_conf(ngx_cycle_t *cycle, void *conf)
 {
     ngx_bottle_conf_t *bcf = conf;
+
+    ngx_conf_init_msec_value(bcf->stale_max, NGX_BOTTLE_STALE_MAX);
+
+    if (bcf->store) {
+        bcf->store->stale_max = bcf->stale_max;
+    }
 
     return ngx_bottle_jar_init_conf(cycle, bcf);
 }
@@ -167,7 +206,7 @@ ngx_bottle_policy_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     bottle_policy_t     *policy;
     ngx_pool_cleanup_t  *cln;
 
-    if (bcf->policy) {
+    if (bcf->path.data) {
         return "is duplicate";
     }
 
@@ -193,32 +232,42 @@ ngx_bottle_policy_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
     }
 
-    if (ngx_conf_full_name(cf->cycle, &bcf->path, 1) != NGX_OK) {
-        return NGX_CONF_ERROR;
-    }
+    if (bottle_store_url_is((char *) bcf->path.data)) {
+        /* the bottles come from the store, in each worker */
+        policy = NULL;
 
-    /* the lib wants a C string; ngx_conf_full_name() keeps it terminated */
-    if (bottle_policy_load(&policy, (char *) bcf->path.data, err, sizeof(err))
-        != 0)
-    {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "bottle_policy: %s", err);
-        return NGX_CONF_ERROR;
-    }
+    } else {
+        if (ngx_conf_full_name(cf->cycle, &bcf->path, 1) != NGX_OK) {
+            return NGX_CONF_ERROR;
+        }
 
-    cln = ngx_pool_cleanup_add(cf->pool, 0);
-    if (cln == NULL) {
-        bottle_policy_free(policy);
-        return NGX_CONF_ERROR;
-    }
+        /* the lib wants a C string; ngx_conf_full_name() keeps it
+           terminated */
+        if (bottle_policy_load(&policy, (char *) bcf->path.data, err,
+                               sizeof(err))
+            != 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "bottle_policy: %s",
+                               err);
+            return NGX_CONF_ERROR;
+        }
 
-    cln->handler = ngx_bottle_policy_cleanup;
-    cln->data = policy;
+        cln = ngx_pool_cleanup_add(cf->pool, 0);
+        if (cln == NULL) {
+            bottle_policy_free(policy);
+            return NGX_CONF_ERROR;
+        }
 
-    bcf->policy = policy;
+        cln->handler = ngx_bottle_policy_cleanup;
+        cln->data = policy;
 
-    if (bottle_policy_unsupported(policy, err, sizeof(err)) != 0) {
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "bottle_policy: %s", err);
-        return NGX_CONF_ERROR;
+        bcf->policy = policy;
+
+        if (bottle_policy_unsupported(policy, err, sizeof(err)) != 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "bottle_policy: %s",
+                               err);
+            return NGX_CONF_ERROR;
+        }
     }
 
     if (ngx_bottle_zone_add(cf, bcf, size) != NGX_OK
@@ -229,6 +278,24 @@ ngx_bottle_policy_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     if (ngx_bottle_scan_compile(cf, bcf) != NGX_CONF_OK) {
         return NGX_CONF_ERROR;
+    }
+
+    if (policy == NULL) {
+        if (ngx_bottle_store_redis_conf(cf, bcf->store, &bcf->path)
+            != NGX_CONF_OK)
+        {
+            return NGX_CONF_ERROR;
+        }
+
+#if (NGX_THREADS)
+        /* policies parsed and scanners compiled off the event loop */
+        bcf->store->thread_pool = ngx_thread_pool_add(cf, NULL);
+        if (bcf->store->thread_pool == NULL) {
+            return NGX_CONF_ERROR;
+        }
+#endif
+
+        return NGX_CONF_OK;
     }
 
     ngx_conf_log_error(NGX_LOG_DEBUG, cf, 0,
@@ -258,8 +325,9 @@ ngx_bottle_scan_compile(ngx_conf_t *cf, ngx_bottle_conf_t *bcf)
 {
     char                 err[1024];
     size_t               i, n;
-    ngx_pool_cleanup_t  *cln;
     const bottle_t      *b;
+    ngx_pool_cleanup_t  *cln;
+    ngx_bottle_entry_t  *e, *entries;
 
     cln = ngx_pool_cleanup_add(cf->pool, 0);
     if (cln == NULL) {
@@ -294,23 +362,34 @@ ngx_bottle_scan_compile(ngx_conf_t *cf, ngx_bottle_conf_t *bcf)
     cln->handler = ngx_bottle_secrets_cleanup;
     cln->data = bcf->inbound;
 
+    bcf->store = ngx_bottle_store_create(cf->pool, bcf->scan_db, cf->log);
+    if (bcf->store == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (bcf->policy == NULL) {
+        return NGX_CONF_OK;
+    }
+
+    /* the file's bottles: entries of the cycle, compiled now */
+
     n = bottle_policy_count(bcf->policy);
 
-    bcf->secrets = ngx_pcalloc(cf->pool,
-                               (n ? n : 1) * sizeof(bottle_scan_secrets_t *));
-    if (bcf->secrets == NULL) {
+    entries = ngx_pcalloc(cf->pool, (n ? n : 1) * sizeof(ngx_bottle_entry_t));
+    if (entries == NULL) {
         return NGX_CONF_ERROR;
     }
 
     for (i = 0; i < n; i++) {
         b = bottle_policy_at(bcf->policy, i);
+        e = &entries[i];
 
         cln = ngx_pool_cleanup_add(cf->pool, 0);
         if (cln == NULL) {
             return NGX_CONF_ERROR;
         }
 
-        if (bottle_scan_secrets_from_bottle(&bcf->secrets[i], bcf->scan_db, b,
+        if (bottle_scan_secrets_from_bottle(&e->secrets, bcf->scan_db, b,
                                             err, sizeof(err))
             != 0)
         {
@@ -321,7 +400,15 @@ ngx_bottle_scan_compile(ngx_conf_t *cf, ngx_bottle_conf_t *bcf)
         }
 
         cln->handler = ngx_bottle_secrets_cleanup;
-        cln->data = bcf->secrets[i];
+        cln->data = e->secrets;
+
+        e->bottle = b;
+        e->store = bcf->store;
+        e->permanent = 1;
+        e->refs = 1;
+        ngx_queue_init(&e->waiters);
+
+        ngx_bottle_store_put(bcf->store, e);
     }
 
     return NGX_CONF_OK;
@@ -342,33 +429,6 @@ ngx_bottle_secrets_cleanup(void *data)
 }
 
 
-/* the scanner state source of a bottle of the running configuration */
-
-bottle_scan_secrets_t *
-ngx_bottle_secrets(const bottle_t *b)
-{
-    size_t              i;
-    const bottle_t     *first;
-    ngx_bottle_conf_t  *bcf;
-
-    bcf = (ngx_bottle_conf_t *) ngx_get_conf(ngx_cycle->conf_ctx,
-                                             ngx_bottle_module);
-
-    if (bcf == NULL || bcf->policy == NULL || bcf->secrets == NULL) {
-        return NULL;
-    }
-
-    first = bottle_policy_at(bcf->policy, 0);
-    i = b - first;
-
-    if (first == NULL || b < first || i >= bottle_policy_count(bcf->policy)) {
-        return NULL;
-    }
-
-    return bcf->secrets[i];
-}
-
-
 bottle_scan_secrets_t *
 ngx_bottle_inbound_secrets(void)
 {
@@ -381,15 +441,15 @@ ngx_bottle_inbound_secrets(void)
 }
 
 
-/* the policy of a cycle being configured; at run time, of ngx_cycle */
+/* the bottles of a cycle being configured; at run time, of ngx_cycle */
 
-const bottle_policy_t *
-ngx_bottle_cycle_policy(ngx_cycle_t *cycle)
+ngx_bottle_store_t *
+ngx_bottle_cycle_store(ngx_cycle_t *cycle)
 {
     ngx_bottle_conf_t  *bcf;
 
     bcf = (ngx_bottle_conf_t *) ngx_get_conf(cycle->conf_ctx,
                                              ngx_bottle_module);
 
-    return bcf ? bcf->policy : NULL;
+    return bcf ? bcf->store : NULL;
 }

@@ -61,7 +61,7 @@ typedef struct {
 typedef struct {
     ngx_uint_t               found;
     ngx_bottle_target_t      target;
-    const bottle_t          *bottle;     /* of this cycle's policy */
+    ngx_bottle_entry_t      *entry;      /* the tunnel's bottle, held */
 
     /* the target's address, as a request of the tunnel resolved and
      * checked it for its route, until the resolver's answer expires */
@@ -84,6 +84,8 @@ struct ngx_http_bottle_ctx_s {
     ngx_http_bottle_state_e  state;
     ngx_uint_t               async;      /* the resolver answers later */
     ngx_bottle_verdict_t     verdict;
+    ngx_bottle_entry_t      *entry;      /* verdict.bottle's, held */
+    ngx_bottle_waiter_t      secrets;    /* its scanner is compiled */
     const bottle_route_t    *route;
     ngx_http_bottle_conn_t  *tunnel;     /* NULL: a plain proxy request */
     ngx_http_bottle_target_t target;

@@ -50,6 +50,8 @@ static ngx_uint_t ngx_http_bottle_url_valued(ngx_str_t *name);
 static ngx_uint_t ngx_http_bottle_crlf(u_char *p, size_t len,
     ngx_uint_t encoded);
 static void ngx_http_bottle_dlp_cleanup(void *data);
+static void ngx_http_bottle_dlp_secrets(ngx_bottle_waiter_t *w, ngx_int_t rc);
+static void ngx_http_bottle_dlp_secrets_resume(ngx_http_request_t *r);
 
 
 ngx_int_t
@@ -64,8 +66,21 @@ ngx_http_bottle_dlp(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 
     route = ctx->route;
 
-    sec = ngx_bottle_secrets(ctx->verdict.bottle);
-    if (sec == NULL) {
+    /* a store's bottle gets its scanner when a request first needs it */
+
+    ctx->secrets.handler = ngx_http_bottle_dlp_secrets;
+    ctx->secrets.data = r;
+
+    rc = ngx_bottle_entry_secrets(ctx->entry, &ctx->secrets, &sec);
+
+    if (rc == NGX_AGAIN) {
+        /* nginx does not free a blocked request */
+        r->main->blocked++;
+        r->write_event_handler = ngx_http_bottle_dlp_secrets_resume;
+        return NGX_AGAIN;
+    }
+
+    if (rc != NGX_OK) {
         return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_INTERNAL,
                                     "the secret scanner is not available");
     }
@@ -146,6 +161,46 @@ ngx_http_bottle_dlp_resume(ngx_http_request_t *r)
     }
 
     ctx->resume(r, ctx, rc);
+}
+
+
+/* the bottle's scanner is compiled: the step again, then the rest */
+
+static void
+ngx_http_bottle_dlp_secrets(ngx_bottle_waiter_t *w, ngx_int_t rc)
+{
+    ngx_connection_t    *c;
+    ngx_http_request_t  *r;
+
+    r = w->data;
+    c = r->connection;
+
+    r->main->blocked--;
+
+    ngx_http_set_log_request(c->log, r);
+
+    /* the resume handler, or a finalizer if it was terminated meanwhile */
+
+    r->write_event_handler(r);
+    ngx_http_run_posted_requests(c);
+}
+
+
+static void
+ngx_http_bottle_dlp_secrets_resume(ngx_http_request_t *r)
+{
+    ngx_int_t               rc;
+    ngx_http_bottle_ctx_t  *ctx;
+
+    ctx = ngx_http_bottle_get_ctx(r);
+
+    r->write_event_handler = ngx_http_core_run_phases;
+
+    rc = ngx_http_bottle_dlp(r, ctx);
+
+    if (rc != NGX_AGAIN) {
+        ctx->resume(r, ctx, rc);
+    }
 }
 
 

@@ -132,7 +132,7 @@ ngx_http_bottle_errors_header_filter(ngx_http_request_t *r)
     if (ctx->verdict.bottle == NULL
         && ngx_http_bottle_tunnel(r, &bc) == NGX_OK && bc)
     {
-        ctx->verdict.bottle = bc->bottle;
+        ctx->verdict.bottle = bc->entry ? bc->entry->bottle : NULL;
         ctx->verdict.host = bc->target.host;
     }
 

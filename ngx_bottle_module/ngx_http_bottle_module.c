@@ -461,7 +461,7 @@ ngx_http_bottle_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
 #endif
     }
 
-    if (ngx_bottle_cycle_policy(cf->cycle) == NULL) {
+    if (ngx_bottle_cycle_store(cf->cycle) == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"bottle\" needs \"bottle_policy\" at the top "
                            "level, before the \"http\" block");

@@ -283,9 +283,6 @@ ngx_http_bottle_tunnel(ngx_http_request_t *r, ngx_http_bottle_conn_t **out)
 
     if (rc == NGX_OK) {
         bc->found = 1;
-        bc->bottle = bottle_policy_find_id(ngx_bottle_policy(),
-                                           (const char *) bc->target.id.data,
-                                           bc->target.id.len);
         *out = bc;
     }
 
@@ -293,10 +290,71 @@ ngx_http_bottle_tunnel(ngx_http_request_t *r, ngx_http_bottle_conn_t **out)
 }
 
 
+/* the marker of the connection's tunnel; its bottle's reference */
+
 static void
 ngx_http_bottle_conn_cleanup(void *data)
 {
-    /* the marker of the connection's tunnel; nothing to free */
+    ngx_http_bottle_conn_t  *bc = data;
+
+    if (bc->entry) {
+        ngx_bottle_entry_release(bc->entry);
+        bc->entry = NULL;
+    }
+}
+
+
+/*
+ * The tunnel's bottle, as the store has it now: a tunnel outlives policy
+ * changes, so every request of it looks again (a changed bottle's new
+ * policy applies, a removed bottle's requests are refused).
+ */
+
+static ngx_int_t
+ngx_http_bottle_tunnel_bottle(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx, ngx_http_bottle_conn_t *bc)
+{
+    const char          *reason;
+    ngx_bottle_entry_t  *e;
+
+    if (ngx_bottle_store_usable(&reason) != NGX_OK) {
+        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_IDENTITY,
+                                    "%s", reason);
+    }
+
+    e = bc->entry;
+
+    if (e == NULL || !e->listed) {
+        e = ngx_bottle_find_id(bc->target.id.data, bc->target.id.len,
+                               &reason);
+        if (e == NULL) {
+            return ngx_http_bottle_deny(ctx, r->pool,
+                                        NGX_BOTTLE_RULE_IDENTITY,
+                                        "the tunnel's bottle is no longer "
+                                        "in the policy");
+        }
+
+        if (bc->entry) {
+            ngx_bottle_entry_release(bc->entry);
+        }
+
+        ngx_bottle_entry_ref(e);
+        bc->entry = e;
+
+        /* the peer was checked against the old policy's route */
+        bc->peer_route = NULL;
+    }
+
+    /* a request of an HTTP/2 tunnel may outlive the next one's switch */
+
+    if (ngx_bottle_entry_hold(e, r->pool) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ctx->entry = e;
+    ctx->verdict.bottle = e->bottle;
+
+    return NGX_OK;
 }
 
 
@@ -310,26 +368,17 @@ ngx_http_bottle_conn_cleanup(void *data)
 ngx_int_t
 ngx_http_bottle_identify(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 {
-    ssize_t                 n;
-    ngx_uint_t              count;
-    bottle_ip_t             ip;
-    const bottle_t         *bottle;
-    ngx_table_elt_t        *h;
-    const bottle_policy_t  *policy;
-    u_char                  password[NGX_HTTP_BOTTLE_PASSWORD_MAX];
+    ssize_t              n;
+    ngx_uint_t           count;
+    const char          *reason;
+    bottle_ip_t          ip;
+    ngx_table_elt_t     *h;
+    ngx_bottle_entry_t  *e;
+    u_char               password[NGX_HTTP_BOTTLE_PASSWORD_MAX];
 
     if (ctx->tunnel) {
         /* the CONNECT identified the bottle; its credentials are gone */
-
-        if (ctx->tunnel->bottle == NULL) {
-            return ngx_http_bottle_deny(ctx, r->pool,
-                                        NGX_BOTTLE_RULE_IDENTITY,
-                                        "the tunnel's bottle is no longer "
-                                        "in the policy");
-        }
-
-        ctx->verdict.bottle = ctx->tunnel->bottle;
-        return NGX_OK;
+        return ngx_http_bottle_tunnel_bottle(r, ctx, ctx->tunnel);
     }
 
     h = ngx_http_bottle_find_header(r, "proxy-authorization",
@@ -346,26 +395,28 @@ ngx_http_bottle_identify(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
                                     "no proxy credentials");
     }
 
-    policy = ngx_bottle_policy();
-
     n = bottle_head_basic_password(password, sizeof(password),
                                    h->value.data, h->value.len);
 
-    bottle = (n > 0 && policy)
-             ? bottle_policy_find_token(policy, password, (size_t) n) : NULL;
+    reason = "malformed proxy credentials";
+    e = (n > 0) ? ngx_bottle_find_token(password, (size_t) n, &reason) : NULL;
 
     ngx_explicit_memzero(password, sizeof(password));
 
-    if (bottle == NULL) {
+    if (e == NULL) {
         return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_IDENTITY,
-                                    n < 0 ? "malformed proxy credentials"
-                                          : "no bottle has this token");
+                                    "%s", reason);
     }
 
-    ctx->verdict.bottle = bottle;
+    if (ngx_bottle_entry_hold(e, r->pool) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ctx->entry = e;
+    ctx->verdict.bottle = e->bottle;
 
     if (ngx_bottle_client_ip(r->connection, &ip) != NGX_OK
-        || !bottle_source_allowed(bottle, &ip))
+        || !bottle_source_allowed(e->bottle, &ip))
     {
         return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_IDENTITY,
                                     "the token is not valid from this "

@@ -444,13 +444,11 @@ static ngx_int_t
 ngx_stream_bottle_identify(ngx_stream_session_t *s,
     ngx_stream_bottle_ctx_t *ctx, bottle_head_t *head)
 {
-    ssize_t                 n;
-    const bottle_t         *bottle;
-    bottle_ip_t             ip;
-    const bottle_policy_t  *policy;
-    u_char                  password[NGX_STREAM_BOTTLE_PASSWORD_MAX];
-
-    policy = ngx_bottle_policy();
+    ssize_t              n;
+    const char          *reason;
+    bottle_ip_t          ip;
+    ngx_bottle_entry_t  *e;
+    u_char               password[NGX_STREAM_BOTTLE_PASSWORD_MAX];
 
     if (head->proxy_authorization.len == 0) {
         return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_IDENTITY,
@@ -461,21 +459,26 @@ ngx_stream_bottle_identify(ngx_stream_session_t *s,
                                    head->proxy_authorization.data,
                                    head->proxy_authorization.len);
 
-    bottle = (n > 0 && policy)
-             ? bottle_policy_find_token(policy, password, (size_t) n) : NULL;
+    reason = "malformed proxy credentials";
+    e = (n > 0) ? ngx_bottle_find_token(password, (size_t) n, &reason) : NULL;
 
     ngx_explicit_memzero(password, sizeof(password));
 
-    if (bottle == NULL) {
+    if (e == NULL) {
         return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_IDENTITY,
-                                        n < 0 ? "malformed proxy credentials"
-                                              : "no bottle has this token");
+                                        "%s", reason);
     }
 
-    ctx->verdict.bottle = bottle;
+    /* the session keeps its bottle's policy, whatever changes meanwhile */
+
+    if (ngx_bottle_entry_hold(e, s->connection->pool) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    ctx->verdict.bottle = e->bottle;
 
     if (ngx_bottle_client_ip(s->connection, &ip) != NGX_OK
-        || !bottle_source_allowed(bottle, &ip))
+        || !bottle_source_allowed(e->bottle, &ip))
     {
         return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_IDENTITY,
                                         "the token is not valid from this "

@@ -309,7 +309,7 @@ ngx_stream_bottle_merge_srv_conf(ngx_conf_t *cf, void *parent, void *child)
         return NGX_CONF_OK;
     }
 
-    if (ngx_bottle_cycle_policy(cf->cycle) == NULL) {
+    if (ngx_bottle_cycle_store(cf->cycle) == NULL) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"bottle_front\" needs \"bottle_policy\" at the "
                            "top level, before the \"stream\" block");

@@ -1,0 +1,535 @@
+
+/*
+ * hiredis on nginx's event loop.  hiredis owns the socket and the protocol;
+ * nginx owns the events: level-triggered read and write events on an
+ * ngx_connection_t that wraps hiredis's descriptor, added and removed as
+ * hiredis asks (ev.addRead, ...).  Timeouts are nginx timers: hiredis
+ * 0.14's async API has none.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_event.h>
+
+#include "ngx_bottle_redis.h"
+
+
+enum {
+    NGX_BOTTLE_REDIS_IDLE = 0,
+    NGX_BOTTLE_REDIS_CONNECTING,
+    NGX_BOTTLE_REDIS_HELLO,         /* AUTH / SELECT sent */
+    NGX_BOTTLE_REDIS_READY
+};
+
+#define NGX_BOTTLE_REDIS_CONNECT_TIMEOUT  2000
+#define NGX_BOTTLE_REDIS_BACKOFF_MIN      100
+#define NGX_BOTTLE_REDIS_BACKOFF_MAX      2000
+
+
+static void ngx_bottle_redis_connect(ngx_bottle_redis_t *rd);
+static void ngx_bottle_redis_connected(const redisAsyncContext *ac,
+    int status);
+static void ngx_bottle_redis_disconnected(const redisAsyncContext *ac,
+    int status);
+static void ngx_bottle_redis_hello(redisAsyncContext *ac, void *r,
+    void *privdata);
+static void ngx_bottle_redis_pong(redisAsyncContext *ac, void *r,
+    void *privdata);
+static void ngx_bottle_redis_detach(ngx_bottle_redis_t *rd,
+    redisAsyncContext *ac);
+static void ngx_bottle_redis_lost(ngx_bottle_redis_t *rd, const char *why);
+static void ngx_bottle_redis_timer(ngx_event_t *ev);
+static void ngx_bottle_redis_read(ngx_event_t *ev);
+static void ngx_bottle_redis_write(ngx_event_t *ev);
+static void ngx_bottle_redis_add_read(void *privdata);
+static void ngx_bottle_redis_del_read(void *privdata);
+static void ngx_bottle_redis_add_write(void *privdata);
+static void ngx_bottle_redis_del_write(void *privdata);
+static void ngx_bottle_redis_cleanup(void *privdata);
+
+
+ngx_int_t
+ngx_bottle_redis_start(ngx_bottle_redis_t *rd)
+{
+    rd->timer.handler = ngx_bottle_redis_timer;
+    rd->timer.data = rd;
+    rd->timer.log = rd->log;
+    rd->timer.cancelable = 1;
+    rd->backoff = NGX_BOTTLE_REDIS_BACKOFF_MIN;
+    rd->stopped = 0;
+
+    ngx_bottle_redis_connect(rd);
+
+    return NGX_OK;
+}
+
+
+void
+ngx_bottle_redis_stop(ngx_bottle_redis_t *rd)
+{
+    redisAsyncContext  *ac;
+
+    rd->stopped = 1;
+
+    if (rd->timer.timer_set) {
+        ngx_del_timer(&rd->timer);
+    }
+
+    ac = rd->ac;
+
+    rd->state = NGX_BOTTLE_REDIS_IDLE;
+
+    if (ac) {
+        /* pending callbacks run with a NULL reply; no reconnect */
+        rd->ac = NULL;
+        ngx_bottle_redis_detach(rd, ac);
+        redisAsyncFree(ac);
+    }
+}
+
+
+ngx_uint_t
+ngx_bottle_redis_ready(ngx_bottle_redis_t *rd)
+{
+    return rd->state == NGX_BOTTLE_REDIS_READY;
+}
+
+
+ngx_int_t
+ngx_bottle_redis_command(ngx_bottle_redis_t *rd, redisCallbackFn *fn,
+    void *privdata, int argc, const char **argv, const size_t *argvlen)
+{
+    if (rd->state != NGX_BOTTLE_REDIS_READY || rd->ac == NULL) {
+        return NGX_ERROR;
+    }
+
+    if (redisAsyncCommandArgv(rd->ac, fn, privdata, argc, argv, argvlen)
+        != REDIS_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    return NGX_OK;
+}
+
+
+void
+ngx_bottle_redis_reset(ngx_bottle_redis_t *rd, const char *why)
+{
+    if (rd->ac) {
+        ngx_bottle_redis_lost(rd, why);
+    }
+}
+
+
+static void
+ngx_bottle_redis_connect(ngx_bottle_redis_t *rd)
+{
+    int                  fd;
+    redisAsyncContext   *ac;
+    ngx_connection_t    *c;
+
+    /*
+     * addr is an address, resolved when the configuration was read: hiredis
+     * would resolve a name with getaddrinfo(), which blocks
+     */
+
+    if (rd->url->is_unix) {
+        ac = redisAsyncConnectUnix(rd->url->path);
+
+    } else {
+        ac = redisAsyncConnect((const char *) rd->addr.data,
+                               (int) rd->url->port);
+    }
+
+    if (ac == NULL || ac->err) {
+        ngx_cpystrn((u_char *) rd->errbuf,
+                    (u_char *) (ac ? ac->errstr : "out of memory"),
+                    sizeof(rd->errbuf));
+
+        if (ac) {
+            ac->ev.cleanup = NULL;
+            redisAsyncFree(ac);
+        }
+
+        ngx_bottle_redis_lost(rd, rd->errbuf);
+        return;
+    }
+
+    fd = ac->c.fd;
+
+    c = ngx_get_connection(fd, rd->log);
+    if (c == NULL) {
+        /* hiredis closes fd */
+        ac->ev.cleanup = NULL;
+        redisAsyncFree(ac);
+        ngx_bottle_redis_lost(rd, "no free connection (worker_connections)");
+        return;
+    }
+
+    c->data = rd;
+    c->read->handler = ngx_bottle_redis_read;
+    c->write->handler = ngx_bottle_redis_write;
+    c->read->log = rd->log;
+    c->write->log = rd->log;
+    c->log = rd->log;
+
+    rd->conn = c;
+    rd->ac = ac;
+    rd->state = NGX_BOTTLE_REDIS_CONNECTING;
+    rd->pings = 0;
+
+    ac->data = rd;
+    ac->ev.data = rd;
+    ac->ev.addRead = ngx_bottle_redis_add_read;
+    ac->ev.delRead = ngx_bottle_redis_del_read;
+    ac->ev.addWrite = ngx_bottle_redis_add_write;
+    ac->ev.delWrite = ngx_bottle_redis_del_write;
+    ac->ev.cleanup = ngx_bottle_redis_cleanup;
+
+    redisAsyncSetConnectCallback(ac, ngx_bottle_redis_connected);
+    redisAsyncSetDisconnectCallback(ac, ngx_bottle_redis_disconnected);
+
+    /* hiredis learns of the connect on the first write event */
+    ngx_bottle_redis_add_write(rd);
+
+    ngx_add_timer(&rd->timer, NGX_BOTTLE_REDIS_CONNECT_TIMEOUT);
+}
+
+
+static void
+ngx_bottle_redis_connected(const redisAsyncContext *cac, int status)
+{
+    int                  argc;
+    const char          *argv[3];
+    redisAsyncContext   *ac = (redisAsyncContext *) cac;
+    ngx_bottle_redis_t  *rd = ac->data;
+
+    if (rd == NULL) {
+        return;
+    }
+
+    if (status != REDIS_OK) {
+        /* hiredis frees the context after this callback */
+        ngx_cpystrn((u_char *) rd->errbuf, (u_char *) ac->errstr,
+                    sizeof(rd->errbuf));
+        rd->ac = NULL;
+        ngx_bottle_redis_detach(rd, ac);
+        ngx_bottle_redis_lost(rd, rd->errbuf);
+        return;
+    }
+
+    rd->state = NGX_BOTTLE_REDIS_HELLO;
+
+    if (rd->url->has_password) {
+        argc = 0;
+        argv[argc++] = "AUTH";
+
+        if (rd->url->user[0]) {
+            argv[argc++] = rd->url->user;
+        }
+
+        argv[argc++] = rd->url->password;
+
+        redisAsyncCommandArgv(ac, ngx_bottle_redis_hello, (void *) "AUTH",
+                              argc, argv, NULL);
+    }
+
+    /* SELECT always: it also tells a server that answers from one that
+       does not; its reply completes the hello */
+
+    redisAsyncCommand(ac, ngx_bottle_redis_hello, (void *) "SELECT",
+                      "SELECT %u", rd->url->db);
+}
+
+
+static void
+ngx_bottle_redis_hello(redisAsyncContext *ac, void *r, void *privdata)
+{
+    redisReply          *reply = r;
+    ngx_bottle_redis_t  *rd = ac->data;
+
+    if (rd == NULL || reply == NULL) {
+        return;
+    }
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        ngx_snprintf((u_char *) rd->errbuf, sizeof(rd->errbuf) - 1,
+                     "%s: %*s%Z", (char *) privdata,
+                     ngx_min(reply->len, 80), reply->str);
+        ngx_bottle_redis_lost(rd, rd->errbuf);
+        return;
+    }
+
+    if (ngx_strcmp(privdata, "SELECT") != 0
+        || rd->state != NGX_BOTTLE_REDIS_HELLO)
+    {
+        return;
+    }
+
+    rd->state = NGX_BOTTLE_REDIS_READY;
+    rd->backoff = NGX_BOTTLE_REDIS_BACKOFF_MIN;
+
+    if (rd->timer.timer_set) {
+        ngx_del_timer(&rd->timer);
+    }
+
+    if (rd->ping) {
+        ngx_add_timer(&rd->timer, rd->ping);
+    }
+
+    if (!rd->was_up || rd->failures) {
+        ngx_log_error(NGX_LOG_NOTICE, rd->log, 0,
+                      "bottle: store %s connection up%s",
+                      rd->role, rd->was_up ? " again" : "");
+    }
+
+    rd->was_up = 1;
+    rd->failures = 0;
+
+    rd->handler(rd, 1);
+}
+
+
+static void
+ngx_bottle_redis_pong(redisAsyncContext *ac, void *r, void *privdata)
+{
+    ngx_bottle_redis_t  *rd = ac->data;
+
+    if (rd && r) {
+        rd->pings = 0;
+    }
+}
+
+
+static void
+ngx_bottle_redis_timer(ngx_event_t *ev)
+{
+    ngx_bottle_redis_t  *rd = ev->data;
+
+    switch (rd->state) {
+
+    case NGX_BOTTLE_REDIS_IDLE:
+        ngx_bottle_redis_connect(rd);
+        return;
+
+    case NGX_BOTTLE_REDIS_READY:
+        if (rd->pings >= 2) {
+            ngx_bottle_redis_lost(rd, "no answer to PING");
+            return;
+        }
+
+        rd->pings++;
+        redisAsyncCommand(rd->ac, ngx_bottle_redis_pong, NULL, "PING");
+        ngx_add_timer(&rd->timer, rd->ping);
+        return;
+
+    default:
+        ngx_bottle_redis_lost(rd, "connect timed out");
+    }
+}
+
+
+static void
+ngx_bottle_redis_disconnected(const redisAsyncContext *cac, int status)
+{
+    redisAsyncContext   *ac = (redisAsyncContext *) cac;
+    ngx_bottle_redis_t  *rd = ac->data;
+
+    if (rd == NULL) {
+        return;
+    }
+
+    /* hiredis frees the context after this callback */
+
+    ngx_cpystrn((u_char *) rd->errbuf,
+                (u_char *) (status == REDIS_OK ? "closed"
+                            : ac->errstr[0] ? ac->errstr : "closed by the "
+                                                           "server"),
+                sizeof(rd->errbuf));
+
+    rd->ac = NULL;
+    ngx_bottle_redis_detach(rd, ac);
+    ngx_bottle_redis_lost(rd, rd->errbuf);
+}
+
+
+/*
+ * The context is about to be freed (now, or by hiredis once its callback
+ * returns): the nginx connection goes now, and nothing hiredis still calls
+ * reaches rd.
+ */
+
+static void
+ngx_bottle_redis_detach(ngx_bottle_redis_t *rd, redisAsyncContext *ac)
+{
+    ngx_bottle_redis_cleanup(rd);
+
+    ac->data = NULL;
+    ac->ev.data = NULL;
+    ac->ev.addRead = NULL;
+    ac->ev.delRead = NULL;
+    ac->ev.addWrite = NULL;
+    ac->ev.delWrite = NULL;
+    ac->ev.cleanup = NULL;
+}
+
+
+/*
+ * The connection is gone or must go: pending callbacks run (with NULL
+ * replies), the owner hears of it once, and a timer connects again.
+ */
+
+static void
+ngx_bottle_redis_lost(ngx_bottle_redis_t *rd, const char *why)
+{
+    ngx_uint_t          was_ready;
+    redisAsyncContext  *ac;
+
+    was_ready = (rd->state == NGX_BOTTLE_REDIS_READY);
+
+    rd->state = NGX_BOTTLE_REDIS_IDLE;
+
+    ac = rd->ac;
+    rd->ac = NULL;
+
+    if (ac) {
+        /* inside a hiredis callback this defers the free; either way the
+           callbacks see no owner any more */
+        ngx_bottle_redis_detach(rd, ac);
+        redisAsyncFree(ac);
+    }
+
+    if (rd->timer.timer_set) {
+        ngx_del_timer(&rd->timer);
+    }
+
+    if (was_ready) {
+        ngx_log_error(NGX_LOG_ERR, rd->log, 0,
+                      "bottle: store %s connection lost (%s), reconnecting",
+                      rd->role, why);
+        rd->handler(rd, 0);
+
+    } else if (rd->failures++ == 0) {
+        ngx_log_error(NGX_LOG_ERR, rd->log, 0,
+                      "bottle: store %s connection failed (%s), "
+                      "retrying", rd->role, why);
+
+    } else {
+        ngx_log_debug2(NGX_LOG_DEBUG_CORE, rd->log, 0,
+                       "bottle: store %s connection failed (%s)",
+                       rd->role, why);
+    }
+
+    if (rd->stopped || ngx_exiting || ngx_quit || ngx_terminate) {
+        return;
+    }
+
+    ngx_add_timer(&rd->timer, rd->backoff);
+
+    rd->backoff = ngx_min(rd->backoff * 2, NGX_BOTTLE_REDIS_BACKOFF_MAX);
+}
+
+
+static void
+ngx_bottle_redis_read(ngx_event_t *ev)
+{
+    ngx_connection_t    *c = ev->data;
+    ngx_bottle_redis_t  *rd = c->data;
+
+    if (rd->ac) {
+        redisAsyncHandleRead(rd->ac);
+    }
+}
+
+
+static void
+ngx_bottle_redis_write(ngx_event_t *ev)
+{
+    ngx_connection_t    *c = ev->data;
+    ngx_bottle_redis_t  *rd = c->data;
+
+    if (rd->ac) {
+        redisAsyncHandleWrite(rd->ac);
+    }
+}
+
+
+/* level-triggered: hiredis reads once per call, and says when to stop */
+
+static void
+ngx_bottle_redis_add_read(void *privdata)
+{
+    ngx_bottle_redis_t  *rd = privdata;
+
+    if (rd->conn && !rd->conn->read->active) {
+        (void) ngx_add_event(rd->conn->read, NGX_READ_EVENT,
+                             NGX_LEVEL_EVENT);
+    }
+}
+
+
+static void
+ngx_bottle_redis_del_read(void *privdata)
+{
+    ngx_bottle_redis_t  *rd = privdata;
+
+    if (rd->conn && rd->conn->read->active) {
+        (void) ngx_del_event(rd->conn->read, NGX_READ_EVENT, 0);
+    }
+}
+
+
+static void
+ngx_bottle_redis_add_write(void *privdata)
+{
+    ngx_bottle_redis_t  *rd = privdata;
+
+    if (rd->conn && !rd->conn->write->active) {
+        (void) ngx_add_event(rd->conn->write, NGX_WRITE_EVENT,
+                             NGX_LEVEL_EVENT);
+    }
+}
+
+
+static void
+ngx_bottle_redis_del_write(void *privdata)
+{
+    ngx_bottle_redis_t  *rd = privdata;
+
+    if (rd->conn && rd->conn->write->active) {
+        (void) ngx_del_event(rd->conn->write, NGX_WRITE_EVENT, 0);
+    }
+}
+
+
+/* hiredis frees the context and closes the descriptor right after this */
+
+static void
+ngx_bottle_redis_cleanup(void *privdata)
+{
+    ngx_bottle_redis_t  *rd = privdata;
+    ngx_connection_t    *c;
+
+    c = rd ? rd->conn : NULL;
+
+    if (c == NULL) {
+        return;
+    }
+
+    rd->conn = NULL;
+
+    ngx_bottle_redis_del_read(rd);
+    ngx_bottle_redis_del_write(rd);
+
+    if (c->read->posted) {
+        ngx_delete_posted_event(c->read);
+    }
+
+    if (c->write->posted) {
+        ngx_delete_posted_event(c->write);
+    }
+
+    c->fd = (ngx_socket_t) -1;
+    ngx_free_connection(c);
+}

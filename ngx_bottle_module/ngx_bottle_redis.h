@@ -1,0 +1,69 @@
+
+/*
+ * One Redis connection on a worker's event loop: hiredis's async API with
+ * nginx events under it.  It connects, authenticates, selects the db,
+ * pings, and when it is lost it says so once and connects again by itself
+ * (docs/control-plane.md).  Nothing here blocks.
+ */
+
+#ifndef _NGX_BOTTLE_REDIS_H_INCLUDED_
+#define _NGX_BOTTLE_REDIS_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+#include <hiredis/hiredis.h>
+#include <hiredis/async.h>
+
+#include "bottle_store.h"
+
+
+typedef struct ngx_bottle_redis_s  ngx_bottle_redis_t;
+
+/* up: 1 ready for commands, 0 lost (every pending callback has run) */
+typedef void (*ngx_bottle_redis_state_pt)(ngx_bottle_redis_t *rd,
+    ngx_uint_t up);
+
+
+struct ngx_bottle_redis_s {
+    /* set by the owner */
+    const bottle_store_url_t  *url;
+    ngx_str_t                  addr;        /* resolved host, for connect */
+    const char                *role;        /* "policy", "changes", ... */
+    ngx_log_t                 *log;
+    ngx_msec_t                 ping;        /* 0: no pings */
+    ngx_bottle_redis_state_pt  handler;
+    void                      *data;
+
+    /* private */
+    redisAsyncContext         *ac;
+    ngx_connection_t          *conn;
+    ngx_event_t                timer;       /* connect, ping, reconnect */
+    ngx_msec_t                 backoff;
+    ngx_uint_t                 state;
+    ngx_uint_t                 pings;       /* unanswered */
+    ngx_uint_t                 failures;    /* attempts since last up */
+    char                       errbuf[128];
+    unsigned                   was_up:1;
+    unsigned                   stopped:1;
+};
+
+
+ngx_int_t ngx_bottle_redis_start(ngx_bottle_redis_t *rd);
+void ngx_bottle_redis_stop(ngx_bottle_redis_t *rd);
+ngx_uint_t ngx_bottle_redis_ready(ngx_bottle_redis_t *rd);
+
+/* drops the connection now (a protocol error): lost, then reconnect */
+void ngx_bottle_redis_reset(ngx_bottle_redis_t *rd, const char *why);
+
+/*
+ * Queues a command; NGX_ERROR if the connection is not ready.  fn gets
+ * NULL as the reply when the connection is lost before it answers.
+ */
+ngx_int_t ngx_bottle_redis_command(ngx_bottle_redis_t *rd,
+    redisCallbackFn *fn, void *privdata, int argc, const char **argv,
+    const size_t *argvlen);
+
+
+#endif /* _NGX_BOTTLE_REDIS_H_INCLUDED_ */
