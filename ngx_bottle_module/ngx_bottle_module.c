@@ -30,6 +30,7 @@ static char *ngx_bottle_scan_compile(ngx_conf_t *cf, ngx_bottle_conf_t *bcf);
 static void ngx_bottle_scan_db_cleanup(void *data);
 static void ngx_bottle_secrets_cleanup(void *data);
 static ngx_int_t ngx_bottle_init_process(ngx_cycle_t *cycle);
+static void ngx_bottle_exit_process(ngx_cycle_t *cycle);
 
 
 /* at least one ping period and a reconnection */
@@ -100,7 +101,7 @@ ngx_module_t  ngx_bottle_module = {
     ngx_bottle_init_process,               /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
-    NULL,                                  /* exit process */
+    ngx_bottle_exit_process,               /* exit process */
     NULL,                                  /* exit master */
     NGX_MODULE_V1_PADDING
 };
@@ -147,6 +148,20 @@ ngx_bottle_init_process(ngx_cycle_t *cycle)
     }
 
     return ngx_bottle_jar_init_process(cycle);
+}
+
+
+static void
+ngx_bottle_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_bottle_conf_t  *bcf;
+
+    bcf = (ngx_bottle_conf_t *) ngx_get_conf(cycle->conf_ctx,
+                                             ngx_bottle_module);
+
+    if (bcf->store && bcf->store->redis) {
+        ngx_bottle_store_redis_exit_process(bcf->store);
+    }
 }
 
 

@@ -134,6 +134,7 @@ char *ngx_bottle_store_redis_conf(ngx_conf_t *cf, ngx_bottle_store_t *st,
     ngx_str_t *value);
 ngx_int_t ngx_bottle_store_redis_init_process(ngx_cycle_t *cycle,
     ngx_bottle_store_t *st);
+void ngx_bottle_store_redis_exit_process(ngx_bottle_store_t *st);
 const char *ngx_bottle_store_redis_name(ngx_bottle_store_t *st);
 const bottle_store_url_t *ngx_bottle_store_redis_url(ngx_bottle_store_t *st,
     ngx_str_t *addr);

@@ -172,15 +172,22 @@ ngx_bottle_store_redis_conf(ngx_conf_t *cf, ngx_bottle_store_t *st,
     if (!sr->url.is_unix) {
         ngx_memzero(&u, sizeof(ngx_url_t));
 
-        u.url.data = (u_char *) sr->url.host;
-        u.url.len = ngx_strlen(sr->url.host);
-        u.default_port = (in_port_t) sr->url.port;
-        u.no_resolve = 0;
+        p = ngx_pnalloc(cf->pool, BOTTLE_STORE_HOST_MAX + sizeof("[]:65535"));
+        if (p == NULL) {
+            return NGX_CONF_ERROR;
+        }
 
-        if (ngx_inet_resolve_host(cf->pool, &u) != NGX_OK || u.naddrs == 0) {
+        u.url.data = p;
+        u.url.len = ngx_sprintf(p, ngx_strchr(sr->url.host, ':') ? "[%s]:%ui"
+                                                                  : "%s:%ui",
+                                sr->url.host, (ngx_uint_t) sr->url.port)
+                    - p;
+
+        if (ngx_parse_url(cf->pool, &u) != NGX_OK || u.naddrs == 0) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "bottle_policy: store host \"%s\" could not "
-                               "be resolved", sr->url.host);
+                               "be resolved%s%s", sr->url.host,
+                               u.err ? ": " : "", u.err ? u.err : "");
             return NGX_CONF_ERROR;
         }
 
@@ -284,6 +291,16 @@ ngx_bottle_store_redis_start(ngx_bottle_store_redis_t *sr)
     }
 
     return NGX_OK;
+}
+
+
+void
+ngx_bottle_store_redis_exit_process(ngx_bottle_store_t *st)
+{
+    ngx_bottle_store_redis_t  *sr = st->redis;
+
+    ngx_bottle_redis_stop(&sr->sub);
+    ngx_bottle_redis_stop(&sr->cmd);
 }
 
 

@@ -16,12 +16,14 @@ our @EXPORT = qw/
 	gen_ca gen_cert
 	basic write_policy read_jsonl
 	redis_start redis_stop redis_cli
+	store_put store_rm store_raw
 /;
 our @EXPORT_OK = @EXPORT;
 
 use File::Basename qw/ basename /;
 use IO::Select;
 use IO::Socket::INET;
+use Digest::SHA qw//;
 use JSON::PP qw//;
 use MIME::Base64 qw/ encode_base64 decode_base64 /;
 use POSIX qw/ WNOHANG /;
@@ -503,9 +505,11 @@ sub write_policy {
 ###############################################################################
 # Redis, the control plane
 
-# redis_start($t, port => P, name => 'redis', password => 'pw'): a
-# redis-server of the test's own on 127.0.0.1:P (a logical or real port),
-# nothing saved to disk, its log in <testdir>/<name>.log.  Called again
+# redis_start($t, port => P, name => 'redis', password => 'pw',
+# persist => 1): a redis-server of the test's own on 127.0.0.1:P (a
+# logical or real port), its log in <testdir>/<name>.log; nothing saved to
+# disk unless persist (an append-only file, synced on every write, so that
+# a killed and restarted store has its data back).  Called again
 # after redis_stop() it starts on the same port (a store that comes back).
 # Returns { port, url, pid, name }; url is "redis://127.0.0.1:P" (with
 # ":pw@" when a password is set).
@@ -522,6 +526,9 @@ sub redis_start {
 	my $password = $o{password}
 		// ($t->{"_bottle_$name"} || {})->{password};
 
+	$t->{"_bottle_${name}_persist"} //= $o{persist};
+	$t->{"_bottle_${name}_db"} //= $o{db};
+
 	for (my $try = 1; ; $try++) {
 		my $r = _redis_start($t, $name, $port, $password);
 		return $r if ref $r;
@@ -536,7 +543,7 @@ sub redis_start {
 }
 
 sub _redis_start {
-	my ($t, $name, $port, $password) = @_;
+	my ($t, $name, $port, $password, %o) = @_;
 	my $d = $t->testdir();
 	my $log = "$d/$name.log";
 
@@ -545,6 +552,9 @@ sub _redis_start {
 		'--dbfilename', "$name.rdb", '--logfile', $log,
 		'--daemonize', 'no', '--protected-mode', 'no');
 	push @cmd, '--requirepass', $password if defined $password;
+	push @cmd, '--appendonly', 'yes', '--appendfsync', 'always',
+		'--appendfilename', "$name.aof"
+		if $t->{"_bottle_${name}_persist"};
 
 	my $before = -e $log ? -s $log : 0;
 
@@ -567,7 +577,8 @@ sub _redis_start {
 				. (defined $password ? ":$password@" : '')
 				. "127.0.0.1:$port";
 			my $r = { port => $port, url => $url, pid => $pid,
-				name => $name, password => $password };
+				name => $name, password => $password,
+				db => $t->{"_bottle_${name}_db"} };
 			$t->{"_bottle_$name"} = $r;
 			return $r;
 		}
@@ -597,6 +608,46 @@ sub redis_stop {
 	return $t;
 }
 
+# store_put($t, @bottles): bottles (Perl structures, as in a policy file)
+# into the test's Redis, as the control plane's put script writes them
+# (docs/control-plane.md): token replaced by its digest, a new version,
+# the index and token hashes, the change published.  store_rm($t, $id)
+# removes one; store_raw($t, $id, $json) writes a bottle's JSON as is (a
+# policy no writer would have let through).
+
+sub store_put {
+	my ($t, @bottles) = @_;
+	for my $b (@bottles) {
+		my %b = %$b;
+		$b{token_sha256} = Digest::SHA::sha256_hex(delete $b{token})
+			if exists $b{token};
+		store_raw($t, $b{id},
+			JSON::PP->new->canonical->encode(\%b), $b{token_sha256});
+	}
+}
+
+sub store_raw {
+	my ($t, $id, $json, $digest) = @_;
+	my $v = redis_cli($t, 'INCR', 'bottle:version');
+	chomp $v;
+	redis_cli($t, 'HSET', "bottle:policy:$id", 'json', $json,
+		'version', $v, 'token_sha256', $digest // '');
+	redis_cli($t, 'HSET', 'bottle:bottles', $id, $v);
+	redis_cli($t, 'HSET', 'bottle:tokens', $digest, $id) if $digest;
+	redis_cli($t, 'PUBLISH', 'bottle:changes', "$id $v");
+	return $v;
+}
+
+sub store_rm {
+	my ($t, $id) = @_;
+	my $d = redis_cli($t, 'HGET', "bottle:policy:$id", 'token_sha256');
+	chomp $d;
+	redis_cli($t, 'HDEL', 'bottle:tokens', $d) if $d ne '';
+	redis_cli($t, 'HDEL', 'bottle:bottles', $id);
+	redis_cli($t, 'DEL', "bottle:policy:$id");
+	redis_cli($t, 'PUBLISH', 'bottle:changes', "$id 0");
+}
+
 # redis_cli($t, @args): redis-cli's output (--raw) for one command
 # against the test's Redis; redis_cli($t, { name => 'x' }, @args) for
 # another started with that name.
@@ -607,6 +658,7 @@ sub redis_cli {
 	my $r = $t->{"_bottle_$name"} or die "redis_cli: no $name started\n";
 
 	my @cmd = ($REDIS_CLI, '--raw', '-h', '127.0.0.1', '-p', $r->{port});
+	push @cmd, '-n', $r->{db} if defined $r->{db};
 	push @cmd, '--no-auth-warning', '-a', $r->{password}
 		if defined $r->{password};
 

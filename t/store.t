@@ -1,0 +1,205 @@
+#!/usr/bin/perl
+
+# Tests for the Redis policy source (docs/control-plane.md): a gateway
+# with no store resolves no bottle; a bottle put in the store is served on
+# the next request, without a reload; a change and a removal apply at once;
+# an invalid policy in the store fails closed for that bottle; a lost store
+# is served from the snapshot for bottle_store_stale_max, then refused, and
+# the gateway reconnects and serves again by itself.
+
+###############################################################################
+
+use warnings;
+use strict;
+
+use Test::More;
+
+BEGIN { use FindBin; chdir($FindBin::Bin); }
+
+use lib 'lib';
+use Test::Nginx;
+use Test::Bottle;
+
+use Time::HiRes qw/ sleep time /;
+
+###############################################################################
+
+select STDERR; $| = 1;
+select STDOUT; $| = 1;
+
+my $t = Test::Nginx->new()->has(qw/http proxy stream bottle/);
+
+my $ALICE = 'alice-token-0123456789';
+my $BOB = 'bob-token-9876543210xyz';
+
+my $RP = port(8090);
+
+$t->write_file_expand('nginx.conf', <<"EOF");
+
+%%TEST_GLOBALS%%
+
+daemon off;
+worker_processes 2;
+
+bottle_policy redis://127.0.0.1:$RP/3;
+bottle_store_stale_max 3s;
+
+events {
+}
+
+stream {
+    %%TEST_GLOBALS_STREAM%%
+
+    server {
+        listen 127.0.0.1:8080;
+        bottle_front on;
+        bottle_plain_pass unix:%%TESTDIR%%/plain.sock;
+        proxy_pass \$bottle_upstream;
+    }
+}
+
+http {
+    %%TEST_GLOBALS_HTTP%%
+
+    server {
+        listen unix:%%TESTDIR%%/plain.sock proxy_protocol;
+        bottle on;
+
+        location / {
+            proxy_pass http://\$bottle_upstream\$bottle_uri;
+            proxy_set_header Host \$bottle_host_header;
+        }
+    }
+}
+
+EOF
+
+my $P1 = port(8081);
+my $P2 = port(8082);
+
+fake_upstream($t, port => $P1, name => 'one');
+fake_upstream($t, port => $P2, name => 'two', addr => '127.0.0.2');
+
+$t->run()->plan(19);
+
+###############################################################################
+
+sub alice {
+	return { id => 'alice', token => $ALICE,
+		canary => 'CANARY-a1b2c3d4e5',
+		routes => [ map { { host => $_->[0], port => $_->[1] } } @_ ] };
+}
+
+# no store yet: fail closed, with a reason
+
+like(get($ALICE, '127.0.0.1', $P1, '/'),
+	qr/^HTTP\/1\.1 407 .*has not read its policy from the store yet/s,
+	'no store: refused');
+
+redis_start($t, port => $RP, persist => 1, db => 3);
+store_put($t, alice([ '127.0.0.1', $P1 ]),
+	{ id => 'bob', token => $BOB, routes => [] });
+
+like(wait_for(sub { get($ALICE, '127.0.0.1', $P1, '/a') }, qr/ 200 /),
+	qr/^HTTP\/1\.1 200 /, 'store up: served');
+like($t->read_file('error.log'), qr/policy store redis:\/\/127\.0\.0\.1:$RP\/3 read: \d+ bottles/,
+	'log: store read');
+like(get($BOB, '127.0.0.1', $P1, '/'), qr/ 403 .*allowlist/s,
+	'other bottle, no route');
+
+# every request of both workers: a keep-alive of neither matters here, but
+# each worker has its own snapshot; several requests reach both
+
+my $ok = 0;
+$ok += get($ALICE, '127.0.0.1', $P1, "/w$_") =~ /^HTTP\/1\.1 200 / for 1 .. 8;
+is($ok, 8, 'both workers serve');
+
+# the canary: the bottle's scanner, compiled when first needed
+
+like(get($ALICE, '127.0.0.1', $P1, '/?c=CANARY-a1b2c3d4e5'),
+	qr/^HTTP\/1\.1 403 .*canary/s, 'canary refused');
+
+# a change: a second route, the first removed
+
+my $t0 = time();
+store_put($t, alice([ '127.0.0.2', $P2 ]));
+like(wait_for(sub { get($ALICE, '127.0.0.2', $P2, '/b') }, qr/ 200 /),
+	qr/ 200 /, 'change: new route served');
+cmp_ok(time() - $t0, '<', 1, 'change applied within a second');
+like(get($ALICE, '127.0.0.1', $P1, '/'), qr/ 403 .*allowlist/s,
+	'change: old route gone');
+
+# an invalid policy in the store: that bottle fails closed
+
+store_raw($t, 'alice', '{"id":"alice","token_sha256":"'
+	. ('ab' x 32) . '","routes":[{"host":"x","colour":1}]}');
+like(wait_for(sub { get($ALICE, '127.0.0.2', $P2, '/') }, qr/ 407 /),
+	qr/ 407 .*no bottle has this token/s, 'invalid policy: bottle refused');
+like($t->read_file('error.log'),
+	qr/bottle_policy: bottle:policy:alice: bottle "alice": routes\[0\]: unknown field "colour"/,
+	'invalid policy: logged with key, bottle and field');
+
+# removal
+
+store_put($t, alice([ '127.0.0.1', $P1 ]));
+wait_for(sub { get($ALICE, '127.0.0.1', $P1, '/') }, qr/ 200 /);
+store_rm($t, 'alice');
+like(wait_for(sub { get($ALICE, '127.0.0.1', $P1, '/') }, qr/ 407 /),
+	qr/ 407 .*no bottle has this token/s, 'removed: refused');
+
+# the store is lost: the snapshot serves for the bound, then nothing
+
+store_put($t, alice([ '127.0.0.1', $P1 ]));
+wait_for(sub { get($ALICE, '127.0.0.1', $P1, '/') }, qr/ 200 /);
+
+redis_stop($t);
+my $lost = time();
+like(get($ALICE, '127.0.0.1', $P1, '/'), qr/^HTTP\/1\.1 200 /,
+	'store lost: snapshot served');
+my $r = wait_for(sub { get($ALICE, '127.0.0.1', $P1, '/') }, qr/ 407 /, 8);
+like($r, qr/ 407 .*lost its policy store/s, 'past the bound: refused');
+my $after = time() - $lost;
+ok($after >= 2.5 && $after < 6, "refused after the bound ($after s)");
+like($t->read_file('error.log'), qr/store policy connection lost/,
+	'log: connection lost');
+
+# back: served again, by itself
+
+redis_start($t);
+like(wait_for(sub { get($ALICE, '127.0.0.1', $P1, '/') }, qr/ 200 /, 8),
+	qr/^HTTP\/1\.1 200 /, 'store back: served');
+like($t->read_file('error.log'), qr/store policy connection up again/,
+	'log: reconnected');
+
+# a removal while the store was away is seen when it is back
+
+redis_stop($t);
+sleep 0.5;
+redis_start($t);
+store_rm($t, 'alice');
+like(wait_for(sub { get($ALICE, '127.0.0.1', $P1, '/') }, qr/ 407 /, 8),
+	qr/ 407 /, 'removed while away: refused');
+
+###############################################################################
+
+sub get {
+	my ($token, $host, $port, $path) = @_;
+	return proxy_request(8080, "GET http://$host:$port$path HTTP/1.1\r\n"
+		. "Host: $host:$port\r\n"
+		. 'Proxy-Authorization: ' . basic('agent', $token) . "\r\n"
+		. "Connection: close\r\n\r\n") // '';
+}
+
+sub wait_for {
+	my ($code, $re, $max) = @_;
+	my $deadline = time() + ($max // 5);
+	my $r;
+	while (time() < $deadline) {
+		$r = $code->();
+		return $r if $r =~ $re;
+		sleep 0.05;
+	}
+	return $r;
+}
+
+###############################################################################
