@@ -503,12 +503,14 @@ sub write_policy {
 ###############################################################################
 # Redis, the control plane
 
-# redis_start($t, port => P, name => 'redis', password => 'pw'): a
-# redis-server of the test's own on 127.0.0.1:P (a logical or real port),
-# nothing saved to disk, its log in <testdir>/<name>.log.  Called again
-# after redis_stop() it starts on the same port (a store that comes back).
-# Returns { port, url, pid, name }; url is "redis://127.0.0.1:P" (with
-# ":pw@" when a password is set).
+# redis_start($t, port => P, name => 'redis', password => 'pw',
+#             unix => 1): a redis-server of the test's own on 127.0.0.1:P
+# (a logical or real port), nothing saved to disk, its log in
+# <testdir>/<name>.log.  Called again after redis_stop() it starts on the
+# same port (a store that comes back).  Returns { port, url, pid, name };
+# url is "redis://127.0.0.1:P" (with ":pw@" when a password is set).  With
+# unix => 1 it also listens on <testdir>/<name>.sock (mode 700) and
+# unix_url is "unix:<testdir>/<name>.sock" (with "?password=pw").
 
 sub redis_start {
 	my ($t, %o) = @_;
@@ -521,9 +523,10 @@ sub redis_start {
 			->{port};
 	my $password = $o{password}
 		// ($t->{"_bottle_$name"} || {})->{password};
+	my $unix = $o{unix} // ($t->{"_bottle_$name"} || {})->{unix};
 
 	for (my $try = 1; ; $try++) {
-		my $r = _redis_start($t, $name, $port, $password);
+		my $r = _redis_start($t, $name, $port, $password, $unix);
 		return $r if ref $r;
 
 		my $new;
@@ -536,15 +539,17 @@ sub redis_start {
 }
 
 sub _redis_start {
-	my ($t, $name, $port, $password) = @_;
+	my ($t, $name, $port, $password, $unix) = @_;
 	my $d = $t->testdir();
 	my $log = "$d/$name.log";
+	my $sock = "$d/$name.sock";
 
 	my @cmd = ($REDIS, '--port', $port, '--bind', '127.0.0.1',
 		'--save', '', '--appendonly', 'no', '--dir', $d,
 		'--dbfilename', "$name.rdb", '--logfile', $log,
 		'--daemonize', 'no', '--protected-mode', 'no');
 	push @cmd, '--requirepass', $password if defined $password;
+	push @cmd, '--unixsocket', $sock, '--unixsocketperm', '700' if $unix;
 
 	my $before = -e $log ? -s $log : 0;
 
@@ -568,6 +573,12 @@ sub _redis_start {
 				. "127.0.0.1:$port";
 			my $r = { port => $port, url => $url, pid => $pid,
 				name => $name, password => $password };
+			if ($unix) {
+				$r->{unix} = 1;
+				$r->{unix_url} = "unix:$sock"
+					. (defined $password
+					? '?password=' . _pct($password) : '');
+			}
 			$t->{"_bottle_$name"} = $r;
 			return $r;
 		}
@@ -582,6 +593,13 @@ sub _redis_start {
 	}
 
 	die "redis-server does not start on 127.0.0.1:$port\n";
+}
+
+# percent-encoding for a store URL's query
+sub _pct {
+	my ($s) = @_;
+	$s =~ s/([^A-Za-z0-9._~-])/sprintf('%%%02X', ord($1))/ge;
+	return $s;
 }
 
 # redis_stop($t, name => 'redis'): stops it (SIGKILL: a store that is lost,
