@@ -159,6 +159,8 @@ test_errors(void)
         { "redis://:" PW "@h h", "bad character" },
         { "redis://:" PW "@h?x", "bad character" },
         { "redis://:" PW "@h#x", "bad character" },
+        { "redis://:" PW "@h\x7f", "bad character" },
+        { "redis://:" PW "@caf\xc3\xa9", "bad character" },
         { "redis://:" PW "%zz@h", "percent-encoding" },
         { "redis://:" PW "%00@h", "percent-encoding" },
         { "redis://:" PW "%4@h", "percent-encoding" },
