@@ -3,8 +3,9 @@
  *
  *   bottlectl [--store URL] [--policy FILE] [--json] COMMAND ...
  *
- * Global options may stand anywhere before "--"; -h/--help anywhere
- * prints the manual.  Each command returns the exit status itself
+ * Global options may stand anywhere before "--" (which is dropped: what
+ * follows it is the command's, "policy put -- --odd-name.json");
+ * -h/--help anywhere prints the manual.  Each command returns the exit status itself
  * (bottlectl.h): 0 ok, 1 refused, 2 usage, 3 store unreachable.
  */
 
@@ -199,7 +200,6 @@ bottlectl_options(bottlectl_t *ctl, int *argc, char **argv, int *help,
 
         if (strcmp(argv[i], "--") == 0) {
             rest = 1;
-            argv[n++] = argv[i];
             continue;
         }
 

@@ -45,7 +45,7 @@ if (!-x $BOTTLECTL) {
 }
 
 my $t = Test::Nginx->new()->has_daemon('redis-server')
-	->has_daemon('redis-cli')->plan(116);
+	->has_daemon('redis-cli')->plan(119);
 my $d = $t->testdir();
 
 my $ALICE = 'alice-token-0123456789';
@@ -344,6 +344,13 @@ my @missing = grep { $res->{out} !~ /^    \Q$_\E/m } ('policy put',
 	'policy get', 'policy rm', 'bottles', 'audit tail', 'explain');
 is("@missing", '', '--help: every command');
 like(ctl('policy', '--help')->{out}, qr/^NAME/, 'policy --help: the manual');
+
+$t->write_file('--odd.json', '{"bottles": []}');
+$res = ctl('policy', 'put', '--', "--odd.json");
+is($res->{rc}, 1, '-- then a file named like an option: read as a file');
+like($res->{err}, qr/cannot open '--odd.json'/, '-- : the name kept');
+$res = ctl('policy', 'put', '--', "$d/--odd.json");
+is($res->{rc}, 0, '-- : an empty document puts nothing');
 
 $res = ctl('--version');
 like($res->{out}, qr/^bottlectl \S+\n\z/, '--version');
