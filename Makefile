@@ -32,14 +32,14 @@ UNIT_CFLAGS = -std=c99 -Wall -Wextra -Werror -O1 -g -Ilib
 LIB_LIBS    = -ljansson -lcrypto -lhs -lpcre2-8 -lz -lbrotlidec -lbrotlienc -lpthread -lm
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -Ilib
 
-.PHONY: all lib module unit test test-asan asan fuzz clean run stop install
+.PHONY: all lib module unit ctl ctl-asan test test-asan asan fuzz clean run stop install
 
 # `make run`: a gateway on 127.0.0.1:9099 from the shipped nginx-conf/
 RUN_DIR    ?= /tmp/ngx-bottle
 POLICY     ?= nginx-conf/policy.example.json
 RESOLVER   ?=
 
-all: lib module unit
+all: lib module unit ctl
 
 lib: $(LIBBOTTLE)
 
@@ -86,6 +86,25 @@ $(NGX_BUILD)/objs/Makefile: config $(BUILD)/module-sources
 	    --add-dynamic-module=$(CURDIR) >configure.log 2>&1 \
 	|| { tail -30 configure.log; exit 1; }
 
+# bottlectl, the control plane's CLI (docs/bottlectl.md): libbottle and
+# hiredis; `make ctl-asan` builds build-asan/bottlectl with the sanitizers
+CTL_SRCS    = $(wildcard bottlectl/*.c)
+CTL_HDRS    = $(wildcard bottlectl/*.h)
+CTL_CFLAGS  = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib
+CTL_LIBS    = -lhiredis $(LIB_LIBS)
+
+ctl: $(BUILD)/bottlectl
+
+$(BUILD)/bottlectl: $(CTL_SRCS) $(CTL_HDRS) $(LIBBOTTLE)
+	@mkdir -p $(dir $@)
+	$(CC) $(CTL_CFLAGS) $(DEB_LD_OPT) $(LD_OPT) -o $@ $(CTL_SRCS) \
+	    $(LIBBOTTLE) $(CTL_LIBS)
+
+ctl-asan:
+	$(MAKE) BUILD=build-asan \
+	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
+	    LD_OPT="-fsanitize=address,undefined" ctl
+
 unit: $(UNIT_BINS)
 
 $(BUILD)/unit/%_test: t/unit/%_test.c $(LIBBOTTLE) $(LIB_HDRS) t/unit/tap.h
@@ -130,8 +149,9 @@ stop:
 	scripts/bottle-gateway stop --dir $(RUN_DIR)
 
 # the shipped nginx.conf loads the module from Debian's module directory
-install: module
+install: module ctl
 	install -m 644 $(MODULE) /usr/lib/nginx/modules/ngx_bottle_module.so
+	install -m 755 $(BUILD)/bottlectl /usr/local/bin/bottlectl
 
 # `make bench`: the gateway side by side with a direct connection, plain
 # nginx and mitmproxy, on loopback (bench/README.md); BENCH_QUICK=1 for a

@@ -112,8 +112,12 @@ bottle_store_url_parse(bottle_store_url_t *u, const char *s, char *err,
         return bottle_store_fail(err, errlen, "no host, or a host too long");
     }
 
-    for (const char *q = host; q < host_end; q++) {
-        if (*q <= ' ' || *q == 0x7f || *q == '@' || *q == '?' || *q == '#') {
+    /* unsigned: a byte over 0x7f is refused whatever char's sign */
+
+    for (const unsigned char *q = (const unsigned char *) host;
+         q < (const unsigned char *) host_end; q++)
+    {
+        if (*q <= ' ' || *q >= 0x7f || *q == '@' || *q == '?' || *q == '#') {
             return bottle_store_fail(err, errlen, "bad character in the host");
         }
     }

@@ -506,13 +506,16 @@ sub write_policy {
 # Redis, the control plane
 
 # redis_start($t, port => P, name => 'redis', password => 'pw',
-# persist => 1): a redis-server of the test's own on 127.0.0.1:P (a
-# logical or real port), its log in <testdir>/<name>.log; nothing saved to
-# disk unless persist (an append-only file, synced on every write, so that
-# a killed and restarted store has its data back).  Called again
-# after redis_stop() it starts on the same port (a store that comes back).
-# Returns { port, url, pid, name }; url is "redis://127.0.0.1:P" (with
-# ":pw@" when a password is set).
+#             unix => 1, persist => 1, db => N): a redis-server of the
+# test's own on 127.0.0.1:P (a logical or real port), its log in
+# <testdir>/<name>.log; nothing saved to disk unless persist (an
+# append-only file, synced on every write, so that a killed and restarted
+# store has its data back).  Called again after redis_stop() it starts on
+# the same port (a store that comes back).  Returns { port, url, pid, name,
+# db }; url is "redis://127.0.0.1:P" (with ":pw@" when a password is set).
+# With unix => 1 it also listens on <testdir>/<name>.sock (mode 700) and
+# unix_url is "unix:<testdir>/<name>.sock" (with "?password=pw").  db is
+# the database redis_cli() and the store_* helpers use.
 
 sub redis_start {
 	my ($t, %o) = @_;
@@ -525,12 +528,13 @@ sub redis_start {
 			->{port};
 	my $password = $o{password}
 		// ($t->{"_bottle_$name"} || {})->{password};
+	my $unix = $o{unix} // ($t->{"_bottle_$name"} || {})->{unix};
 
 	$t->{"_bottle_${name}_persist"} //= $o{persist};
 	$t->{"_bottle_${name}_db"} //= $o{db};
 
 	for (my $try = 1; ; $try++) {
-		my $r = _redis_start($t, $name, $port, $password);
+		my $r = _redis_start($t, $name, $port, $password, $unix);
 		return $r if ref $r;
 
 		my $new;
@@ -543,9 +547,10 @@ sub redis_start {
 }
 
 sub _redis_start {
-	my ($t, $name, $port, $password, %o) = @_;
+	my ($t, $name, $port, $password, $unix) = @_;
 	my $d = $t->testdir();
 	my $log = "$d/$name.log";
+	my $sock = "$d/$name.sock";
 
 	my @cmd = ($REDIS, '--port', $port, '--bind', '127.0.0.1',
 		'--save', '', '--appendonly', 'no', '--dir', $d,
@@ -555,6 +560,7 @@ sub _redis_start {
 	push @cmd, '--appendonly', 'yes', '--appendfsync', 'always',
 		'--appendfilename', "$name.aof"
 		if $t->{"_bottle_${name}_persist"};
+	push @cmd, '--unixsocket', $sock, '--unixsocketperm', '700' if $unix;
 
 	my $before = -e $log ? -s $log : 0;
 
@@ -579,6 +585,12 @@ sub _redis_start {
 			my $r = { port => $port, url => $url, pid => $pid,
 				name => $name, password => $password,
 				db => $t->{"_bottle_${name}_db"} };
+			if ($unix) {
+				$r->{unix} = 1;
+				$r->{unix_url} = "unix:$sock"
+					. (defined $password
+					? '?password=' . _pct($password) : '');
+			}
 			$t->{"_bottle_$name"} = $r;
 			return $r;
 		}
@@ -595,6 +607,13 @@ sub _redis_start {
 	die "redis-server does not start on 127.0.0.1:$port\n";
 }
 
+# percent-encoding for a store URL's query
+sub _pct {
+	my ($s) = @_;
+	$s =~ s/([^A-Za-z0-9._~-])/sprintf('%%%02X', ord($1))/ge;
+	return $s;
+}
+
 # redis_stop($t, name => 'redis'): stops it (SIGKILL: a store that is lost,
 # not one that says goodbye); its port stays the test's.
 
@@ -609,21 +628,52 @@ sub redis_stop {
 }
 
 # store_put($t, @bottles): bottles (Perl structures, as in a policy file)
-# into the test's Redis, as the control plane's put script writes them
-# (docs/control-plane.md): token replaced by its digest, a new version,
-# the index and token hashes, the change published.  store_rm($t, $id)
-# removes one; store_raw($t, $id, $json) writes a bottle's JSON as is (a
-# policy no writer would have let through).
+# into the test's Redis with bottlectl (build/bottlectl, or $BOTTLECTL),
+# as an operator would; dies if bottlectl refuses them.  store_rm($t, $id)
+# removes one the same way.  store_raw($t, $id, $json) writes a bottle's
+# JSON as is, as the put script would (docs/control-plane.md), for a
+# policy no writer would have let through.  A first argument
+# { redis => 'x' } picks another Redis than 'redis' (redis_start's name).
+
+our $BOTTLECTL = $ENV{BOTTLECTL} // "$Test::Nginx::REPO/build/bottlectl";
+
+sub bottlectl {
+	my ($t, $r, @args) = @_;
+	my $url = $r->{url} . (defined $r->{db} ? "/$r->{db}" : '');
+	my $out = $t->testdir() . '/bottlectl.out';
+
+	my $rc = system("$BOTTLECTL --store '$url' "
+		. join(' ', map { "'$_'" } @args) . " >$out 2>&1");
+	open my $fh, '<', $out or die "$out: $!\n";
+	local $/;
+	my $text = <$fh> // '';
+	die "bottlectl @args: $text" if $rc != 0;
+	return $text;
+}
+
+sub _store {
+	my ($t, $args) = @_;
+	my $name = ref $args->[0] && exists $args->[0]{redis}
+		? (shift @$args)->{redis} : 'redis';
+	return $t->{"_bottle_$name"} || die "no $name started\n";
+}
 
 sub store_put {
 	my ($t, @bottles) = @_;
-	for my $b (@bottles) {
-		my %b = %$b;
-		$b{token_sha256} = Digest::SHA::sha256_hex(delete $b{token})
-			if exists $b{token};
-		store_raw($t, $b{id},
-			JSON::PP->new->canonical->encode(\%b), $b{token_sha256});
-	}
+	my $r = _store($t, \@bottles);
+	my $file = $t->testdir() . '/store-put.json';
+
+	open my $fh, '>', $file or die "$file: $!\n";
+	print $fh JSON::PP->new->canonical->encode({ bottles => \@bottles });
+	close $fh;
+
+	return bottlectl($t, $r, 'policy', 'put', $file);
+}
+
+sub store_rm {
+	my ($t, @ids) = @_;
+	my $r = _store($t, \@ids);
+	return bottlectl($t, $r, 'policy', 'rm', $ids[0]);
 }
 
 sub store_raw {
@@ -636,16 +686,6 @@ sub store_raw {
 	redis_cli($t, 'HSET', 'bottle:tokens', $digest, $id) if $digest;
 	redis_cli($t, 'PUBLISH', 'bottle:changes', "$id $v");
 	return $v;
-}
-
-sub store_rm {
-	my ($t, $id) = @_;
-	my $d = redis_cli($t, 'HGET', "bottle:policy:$id", 'token_sha256');
-	chomp $d;
-	redis_cli($t, 'HDEL', 'bottle:tokens', $d) if $d ne '';
-	redis_cli($t, 'HDEL', 'bottle:bottles', $id);
-	redis_cli($t, 'DEL', "bottle:policy:$id");
-	redis_cli($t, 'PUBLISH', 'bottle:changes', "$id 0");
 }
 
 # redis_cli($t, @args): redis-cli's output (--raw) for one command

@@ -1,0 +1,317 @@
+/*
+ * bottlectl: main, the global options, the command table and the help.
+ *
+ *   bottlectl [--store URL] [--policy FILE] [--json] COMMAND ...
+ *
+ * Global options may stand anywhere before "--" (which is dropped: what
+ * follows it is the command's, "policy put -- --odd-name.json");
+ * -h/--help anywhere prints the manual.  Each command returns the exit status itself
+ * (bottlectl.h): 0 ok, 1 refused, 2 usage, 3 store unreachable.
+ */
+
+#define _POSIX_C_SOURCE  200809L
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bottlectl.h"
+
+
+#define BOTTLECTL_DEFAULT_STORE  "redis://127.0.0.1:6379"
+
+
+typedef int (*bottlectl_cmd_pt)(bottlectl_t *ctl, int argc, char **argv);
+
+typedef struct {
+    const char         *name;
+    bottlectl_cmd_pt    handler;
+} bottlectl_cmd_t;
+
+
+static int bottlectl_options(bottlectl_t *ctl, int *argc, char **argv,
+    int *help, int *version);
+static const char *bottlectl_option_value(int argc, char **argv, int *i,
+    const char *name);
+
+
+static const bottlectl_cmd_t  bottlectl_commands[] = {
+    { "policy", bottlectl_policy },
+    { "bottles", bottlectl_bottles },
+    { "audit", bottlectl_audit },
+    { "explain", bottlectl_explain },
+    { NULL, NULL }
+};
+
+
+static const char  bottlectl_manual[] =
+"NAME\n"
+"    bottlectl - the operator CLI of ngx_bottle's Redis control plane\n"
+"\n"
+"SYNOPSIS\n"
+"    bottlectl [--store URL] policy put FILE|-\n"
+"    bottlectl [--store URL] policy get BOTTLE\n"
+"    bottlectl [--store URL] policy rm BOTTLE\n"
+"    bottlectl [--store URL | --policy FILE] [--json] bottles\n"
+"    bottlectl [--store URL] audit tail [-f] [--bottle BOTTLE] [-n N]\n"
+"    bottlectl [--store URL | --policy FILE] explain ...\n"
+"    bottlectl -h | --help | --version\n"
+"\n"
+"DESCRIPTION\n"
+"    Every gateway whose bottle_policy is a Redis store serves the bottles\n"
+"    that store holds; bottlectl writes them, reads them back and reads\n"
+"    the audit journal (docs/control-plane.md).  A change takes effect on\n"
+"    every gateway without a reload.  Policy is validated by the\n"
+"    gateway's own parser before anything is written, and identity tokens\n"
+"    reach the store only as SHA-256 digests.\n"
+"\n"
+"COMMANDS\n"
+"    policy put FILE|-\n"
+"        Validate a policy document (a {\"bottles\": [...]} document or one\n"
+"        bottle object; - reads standard input) and write all its bottles\n"
+"        at once, or none.  A plaintext \"token\" is replaced by its\n"
+"        \"token_sha256\".  Prints \"<id> version <v>\" per bottle.\n"
+"    policy get BOTTLE\n"
+"        Print the bottle's stored JSON.\n"
+"    policy rm BOTTLE\n"
+"        Remove the bottle, its token digest and its first-contact set.\n"
+"    bottles\n"
+"        One line per bottle, sorted by id: id, number of routes, version\n"
+"        (version \"-\" with --policy).\n"
+"    audit tail [-f] [--bottle BOTTLE] [-n N]\n"
+"        Print the last N (default 10) events of the audit journal, oldest\n"
+"        first, one JSON object per line; --bottle keeps that bottle's\n"
+"        events; -f then prints new events as they come, until\n"
+"        interrupted.\n"
+"    explain ...\n"
+"        Explain what a bottle's policy does with a request.\n"
+"\n"
+"OPTIONS\n"
+"    --store URL\n"
+"        The store: redis://[[user]:password@]host[:port][/db] or\n"
+"        unix:/path/redis.sock[?db=N][&user=U&password=P].\n"
+"    --policy FILE\n"
+"        Read bottles from a policy file or directory instead of the\n"
+"        store (bottles, explain); policy put and rm refuse it.\n"
+"    --json\n"
+"        Machine-readable output (bottles).\n"
+"    -h, --help\n"
+"        This manual.\n"
+"    --version\n"
+"        The version.\n"
+"\n"
+"ENVIRONMENT\n"
+"    BOTTLE_STORE\n"
+"        The store when --store is not given; else\n"
+"        " BOTTLECTL_DEFAULT_STORE ".\n"
+"\n"
+"EXIT STATUS\n"
+"    0   success\n"
+"    1   refused: an invalid policy, a token already another bottle's,\n"
+"        no such bottle\n"
+"    2   usage error\n"
+"    3   the store cannot be reached\n"
+"\n"
+"EXAMPLES\n"
+"    bottlectl --store redis://:secret@10.0.0.5:6379/0 policy put team.json\n"
+"    bottlectl policy get alice\n"
+"    bottlectl bottles\n"
+"    bottlectl audit tail -f --bottle alice\n"
+"    bottlectl policy rm alice\n";
+
+
+int
+main(int argc, char **argv)
+{
+    int                     rc, help, version;
+    bottlectl_t             ctl;
+    const bottlectl_cmd_t  *cmd;
+
+    memset(&ctl, 0, sizeof(ctl));
+
+    rc = bottlectl_options(&ctl, &argc, argv, &help, &version);
+    if (rc != BOTTLECTL_OK) {
+        return rc;
+    }
+
+    if (help) {
+        fputs(bottlectl_manual, stdout);
+        return BOTTLECTL_OK;
+    }
+
+    if (version) {
+        printf("bottlectl %s\n", BOTTLECTL_VERSION);
+        return BOTTLECTL_OK;
+    }
+
+    if (argc < 2) {
+        bottlectl_error("no command (bottlectl --help lists them)");
+        return BOTTLECTL_USAGE;
+    }
+
+    for (cmd = bottlectl_commands; cmd->name; cmd++) {
+        if (strcmp(cmd->name, argv[1]) == 0) {
+            break;
+        }
+    }
+
+    if (cmd->name == NULL) {
+        bottlectl_error("unknown command '%s' (bottlectl --help lists them)",
+                        argv[1]);
+        return BOTTLECTL_USAGE;
+    }
+
+    rc = cmd->handler(&ctl, argc - 1, argv + 1);
+
+    bottlectl_disconnect(&ctl);
+
+    if (fflush(stdout) != 0 && rc == BOTTLECTL_OK) {
+        rc = BOTTLECTL_REFUSED;
+    }
+
+    return rc;
+}
+
+
+/*
+ * Takes the global options out of argv wherever they stand before "--",
+ * leaving the command and its own arguments in place.
+ */
+
+static int
+bottlectl_options(bottlectl_t *ctl, int *argc, char **argv, int *help,
+    int *version)
+{
+    int          i, n, rest;
+    char         err[256];
+    const char  *v;
+
+    *help = 0;
+    *version = 0;
+    n = 1;
+    rest = 0;
+
+    for (i = 1; i < *argc; i++) {
+        if (rest) {
+            argv[n++] = argv[i];
+            continue;
+        }
+
+        if (strcmp(argv[i], "--") == 0) {
+            rest = 1;
+            continue;
+        }
+
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            *help = 1;
+            continue;
+        }
+
+        if (strcmp(argv[i], "--version") == 0) {
+            *version = 1;
+            continue;
+        }
+
+        if (strcmp(argv[i], "--json") == 0) {
+            ctl->json = 1;
+            continue;
+        }
+
+        if (strncmp(argv[i], "--store", 7) == 0
+            && (argv[i][7] == '\0' || argv[i][7] == '='))
+        {
+            v = bottlectl_option_value(*argc, argv, &i, "--store");
+            if (v == NULL) {
+                return BOTTLECTL_USAGE;
+            }
+            ctl->store = v;
+            continue;
+        }
+
+        if (strncmp(argv[i], "--policy", 8) == 0
+            && (argv[i][8] == '\0' || argv[i][8] == '='))
+        {
+            v = bottlectl_option_value(*argc, argv, &i, "--policy");
+            if (v == NULL) {
+                return BOTTLECTL_USAGE;
+            }
+            ctl->policy = v;
+            continue;
+        }
+
+        argv[n++] = argv[i];
+    }
+
+    argv[n] = NULL;
+    *argc = n;
+
+    if (*help || *version) {
+        return BOTTLECTL_OK;
+    }
+
+    if (ctl->store == NULL) {
+        ctl->store = getenv("BOTTLE_STORE");
+        if (ctl->store == NULL || ctl->store[0] == '\0') {
+            ctl->store = BOTTLECTL_DEFAULT_STORE;
+        }
+    }
+
+    if (bottle_store_url_parse(&ctl->url, ctl->store, err, sizeof(err))
+        != 0)
+    {
+        bottlectl_error("invalid store URL: %s", err);
+        return BOTTLECTL_USAGE;
+    }
+
+    bottle_store_url_print(&ctl->url, ctl->url_text, sizeof(ctl->url_text));
+
+    return BOTTLECTL_OK;
+}
+
+
+/* "--name VALUE" or "--name=VALUE" */
+
+static const char *
+bottlectl_option_value(int argc, char **argv, int *i, const char *name)
+{
+    size_t  len;
+
+    len = strlen(name);
+
+    if (argv[*i][len] == '=') {
+        return argv[*i] + len + 1;
+    }
+
+    if (*i + 1 >= argc) {
+        bottlectl_error("option '%s' needs a value", name);
+        return NULL;
+    }
+
+    (*i)++;
+
+    return argv[*i];
+}
+
+
+void
+bottlectl_error(const char *fmt, ...)
+{
+    va_list  args;
+
+    fflush(stdout);
+    fputs("bottlectl: ", stderr);
+    va_start(args, fmt);
+    vfprintf(stderr, fmt, args);
+    va_end(args);
+    fputc('\n', stderr);
+}
+
+
+int
+bottlectl_usage(const char *synopsis)
+{
+    bottlectl_error("usage: bottlectl %s", synopsis);
+
+    return BOTTLECTL_USAGE;
+}

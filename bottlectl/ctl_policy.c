@@ -1,0 +1,442 @@
+/*
+ * bottlectl policy get|rm, bottles, and bottlectl_fetch_bottle() for the
+ * commands that look at one bottle (explain).  policy put is ctl_put.c.
+ */
+
+#define _POSIX_C_SOURCE  200809L
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "bottlectl.h"
+
+
+typedef struct {
+    const char         *id;
+    long long           version;    /* -1: none (--policy) */
+    long long           routes;     /* -1: unreadable */
+} bottlectl_row_t;
+
+
+static int bottlectl_policy_get(bottlectl_t *ctl, const char *id);
+static int bottlectl_policy_rm(bottlectl_t *ctl, const char *id);
+static int bottlectl_get_json(bottlectl_t *ctl, const char *id,
+    redisReply **out);
+static int bottlectl_bottles_store(bottlectl_t *ctl);
+static int bottlectl_bottles_file(bottlectl_t *ctl);
+static void bottlectl_bottles_print(bottlectl_t *ctl, bottlectl_row_t *rows,
+    size_t n);
+static int bottlectl_row_cmp(const void *a, const void *b);
+
+
+int
+bottlectl_policy(bottlectl_t *ctl, int argc, char **argv)
+{
+    if (argc != 3) {
+        return bottlectl_usage("policy put FILE|- | get BOTTLE | rm BOTTLE");
+    }
+
+    if (strcmp(argv[1], "put") != 0 && strcmp(argv[1], "get") != 0
+        && strcmp(argv[1], "rm") != 0)
+    {
+        bottlectl_error("unknown policy command '%s' (put, get and rm are "
+                        "known)", argv[1]);
+        return BOTTLECTL_USAGE;
+    }
+
+    if (ctl->policy) {
+        bottlectl_error("policy %s works on the store, not on --policy",
+                        argv[1]);
+        return BOTTLECTL_USAGE;
+    }
+
+    if (strcmp(argv[1], "put") == 0) {
+        return bottlectl_policy_put(ctl, argv[2]);
+    }
+
+    if (strcmp(argv[1], "get") == 0) {
+        return bottlectl_policy_get(ctl, argv[2]);
+    }
+
+    return bottlectl_policy_rm(ctl, argv[2]);
+}
+
+
+/* HGET bottle:policy:<id> json: 0 with a string reply, or an exit status */
+
+static int
+bottlectl_get_json(bottlectl_t *ctl, const char *id, redisReply **out)
+{
+    int          rc;
+    char        *key;
+    size_t       len;
+    const char  *argv[3];
+    redisReply  *r;
+
+    *out = NULL;
+
+    len = sizeof(BOTTLE_STORE_POLICY_PREFIX) + strlen(id);
+    key = malloc(len);
+    if (key == NULL) {
+        bottlectl_error("out of memory");
+        return BOTTLECTL_REFUSED;
+    }
+
+    snprintf(key, len, "%s%s", BOTTLE_STORE_POLICY_PREFIX, id);
+
+    argv[0] = "HGET";
+    argv[1] = key;
+    argv[2] = BOTTLE_STORE_F_JSON;
+
+    rc = bottlectl_command(ctl, &r, 3, argv, NULL);
+    free(key);
+
+    if (rc != BOTTLECTL_OK) {
+        return rc;
+    }
+
+    if (r->type == REDIS_REPLY_ERROR) {
+        bottlectl_error("cannot read bottle \"%s\": %s", id, r->str);
+        freeReplyObject(r);
+        return BOTTLECTL_REFUSED;
+    }
+
+    if (r->type != REDIS_REPLY_STRING) {
+        bottlectl_error("no bottle \"%s\"", id);
+        freeReplyObject(r);
+        return BOTTLECTL_REFUSED;
+    }
+
+    *out = r;
+
+    return BOTTLECTL_OK;
+}
+
+
+static int
+bottlectl_policy_get(bottlectl_t *ctl, const char *id)
+{
+    int           rc;
+    char         *text;
+    json_t       *root;
+    redisReply   *r;
+    json_error_t  jerr;
+
+    rc = bottlectl_get_json(ctl, id, &r);
+    if (rc != BOTTLECTL_OK) {
+        return rc;
+    }
+
+    root = json_loadb(r->str, r->len, 0, &jerr);
+    freeReplyObject(r);
+
+    if (root == NULL) {
+        bottlectl_error("bottle \"%s\": the stored JSON is invalid", id);
+        return BOTTLECTL_REFUSED;
+    }
+
+    text = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS);
+    json_decref(root);
+
+    if (text == NULL) {
+        bottlectl_error("out of memory");
+        return BOTTLECTL_REFUSED;
+    }
+
+    printf("%s\n", text);
+    free(text);
+
+    return BOTTLECTL_OK;
+}
+
+
+static int
+bottlectl_policy_rm(bottlectl_t *ctl, const char *id)
+{
+    int          rc;
+    long long    removed;
+    const char  *argv[4];
+    redisReply  *r;
+
+    argv[0] = "EVAL";
+    argv[1] = bottle_store_rm_script;
+    argv[2] = "0";
+    argv[3] = id;
+
+    rc = bottlectl_command(ctl, &r, 4, argv, NULL);
+    if (rc != BOTTLECTL_OK) {
+        return rc;
+    }
+
+    if (r->type != REDIS_REPLY_INTEGER) {
+        bottlectl_error("cannot remove bottle \"%s\": %s", id,
+                        r->type == REDIS_REPLY_ERROR ? r->str
+                                                     : "unexpected reply");
+        freeReplyObject(r);
+        return BOTTLECTL_REFUSED;
+    }
+
+    removed = r->integer;
+    freeReplyObject(r);
+
+    if (removed == 0) {
+        bottlectl_error("no bottle \"%s\"", id);
+        return BOTTLECTL_REFUSED;
+    }
+
+    printf("%s removed\n", id);
+
+    return BOTTLECTL_OK;
+}
+
+
+int
+bottlectl_bottles(bottlectl_t *ctl, int argc, char **argv)
+{
+    (void) argv;
+
+    if (argc != 1) {
+        return bottlectl_usage("[--json] bottles");
+    }
+
+    return ctl->policy ? bottlectl_bottles_file(ctl)
+                       : bottlectl_bottles_store(ctl);
+}
+
+
+/* HGETALL bottle:bottles, then each bottle's JSON in one pipeline */
+
+static int
+bottlectl_bottles_store(bottlectl_t *ctl)
+{
+    int               rc;
+    char              key[BOTTLECTL_URL_LEN];
+    size_t            i, n;
+    json_t           *root;
+    const char       *argv[3];
+    redisReply       *all, *r;
+    json_error_t      jerr;
+    bottlectl_row_t  *rows;
+
+    argv[0] = "HGETALL";
+    argv[1] = BOTTLE_STORE_BOTTLES;
+
+    rc = bottlectl_command(ctl, &all, 2, argv, NULL);
+    if (rc != BOTTLECTL_OK) {
+        return rc;
+    }
+
+    if (all->type != REDIS_REPLY_ARRAY) {
+        bottlectl_error("cannot read %s: %s", BOTTLE_STORE_BOTTLES,
+                        all->type == REDIS_REPLY_ERROR ? all->str
+                                                       : "not a hash");
+        freeReplyObject(all);
+        return BOTTLECTL_REFUSED;
+    }
+
+    n = all->elements / 2;
+    rows = calloc(n ? n : 1, sizeof(bottlectl_row_t));
+    if (rows == NULL) {
+        freeReplyObject(all);
+        bottlectl_error("out of memory");
+        return BOTTLECTL_REFUSED;
+    }
+
+    for (i = 0; i < n; i++) {
+        rows[i].id = all->element[2 * i]->str;
+        rows[i].version = strtoll(all->element[2 * i + 1]->str, NULL, 10);
+        rows[i].routes = -1;
+
+        snprintf(key, sizeof(key), "%s%s", BOTTLE_STORE_POLICY_PREFIX,
+                 rows[i].id);
+        argv[0] = "HGET";
+        argv[1] = key;
+        argv[2] = BOTTLE_STORE_F_JSON;
+
+        if (redisAppendCommandArgv(ctl->redis, 3, argv, NULL) != REDIS_OK) {
+            rc = bottlectl_lost(ctl);
+            goto cleanup;
+        }
+    }
+
+    for (i = 0; i < n; i++) {
+        if (redisGetReply(ctl->redis, (void **) &r) != REDIS_OK) {
+            rc = bottlectl_lost(ctl);
+            goto cleanup;
+        }
+
+        if (r->type == REDIS_REPLY_STRING) {
+            root = json_loadb(r->str, r->len, 0, &jerr);
+            if (json_is_array(json_object_get(root, "routes"))) {
+                rows[i].routes = (long long)
+                    json_array_size(json_object_get(root, "routes"));
+            }
+            json_decref(root);
+        }
+
+        freeReplyObject(r);
+    }
+
+    qsort(rows, n, sizeof(bottlectl_row_t), bottlectl_row_cmp);
+    bottlectl_bottles_print(ctl, rows, n);
+
+cleanup:
+
+    free(rows);
+    freeReplyObject(all);
+
+    return rc;
+}
+
+
+static int
+bottlectl_bottles_file(bottlectl_t *ctl)
+{
+    char              err[1024];
+    size_t            i, n;
+    const bottle_t   *b;
+    bottle_policy_t  *p;
+    bottlectl_row_t  *rows;
+
+    if (bottle_policy_load(&p, ctl->policy, err, sizeof(err)) != 0) {
+        bottlectl_error("%s", err);
+        return BOTTLECTL_REFUSED;
+    }
+
+    n = bottle_policy_count(p);
+    rows = calloc(n ? n : 1, sizeof(bottlectl_row_t));
+    if (rows == NULL) {
+        bottle_policy_free(p);
+        bottlectl_error("out of memory");
+        return BOTTLECTL_REFUSED;
+    }
+
+    for (i = 0; i < n; i++) {
+        b = bottle_policy_at(p, i);
+        rows[i].id = b->id.data;
+        rows[i].version = -1;
+        rows[i].routes = (long long) b->nroutes;
+    }
+
+    qsort(rows, n, sizeof(bottlectl_row_t), bottlectl_row_cmp);
+    bottlectl_bottles_print(ctl, rows, n);
+
+    free(rows);
+    bottle_policy_free(p);
+
+    return BOTTLECTL_OK;
+}
+
+
+static void
+bottlectl_bottles_print(bottlectl_t *ctl, bottlectl_row_t *rows, size_t n)
+{
+    int      w;
+    char     routes[32], version[32];
+    size_t   i;
+    json_t  *list, *o;
+    char    *text;
+
+    if (ctl->json) {
+        list = json_array();
+
+        for (i = 0; i < n; i++) {
+            o = json_pack("{s:s}", "id", rows[i].id);
+            json_object_set_new(o, "routes", rows[i].routes < 0
+                                ? json_null() : json_integer(rows[i].routes));
+            json_object_set_new(o, "version", rows[i].version < 0
+                                ? json_null() : json_integer(rows[i].version));
+            json_array_append_new(list, o);
+        }
+
+        text = json_dumps(list, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        if (text) {
+            printf("%s\n", text);
+            free(text);
+        }
+
+        json_decref(list);
+        return;
+    }
+
+    w = 6;
+    for (i = 0; i < n; i++) {
+        if ((int) strlen(rows[i].id) > w) {
+            w = (int) strlen(rows[i].id);
+        }
+    }
+
+    printf("%-*s  %6s  %s\n", w, "BOTTLE", "ROUTES", "VERSION");
+
+    for (i = 0; i < n; i++) {
+        snprintf(routes, sizeof(routes), "%lld", rows[i].routes);
+        snprintf(version, sizeof(version), "%lld", rows[i].version);
+
+        printf("%-*s  %6s  %s\n", w, rows[i].id,
+               rows[i].routes < 0 ? "?" : routes,
+               rows[i].version < 0 ? "-" : version);
+    }
+}
+
+
+static int
+bottlectl_row_cmp(const void *a, const void *b)
+{
+    return strcmp(((const bottlectl_row_t *) a)->id,
+                  ((const bottlectl_row_t *) b)->id);
+}
+
+
+int
+bottlectl_fetch_bottle(bottlectl_t *ctl, const char *id,
+    bottle_policy_t **out)
+{
+    int           rc;
+    char          err[1024], source[BOTTLECTL_URL_LEN];
+    redisReply   *r;
+
+    *out = NULL;
+
+    if (ctl->policy) {
+        if (bottle_policy_load(out, ctl->policy, err, sizeof(err)) != 0) {
+            bottlectl_error("%s", err);
+            return BOTTLECTL_REFUSED;
+        }
+
+        if (bottle_policy_find_id(*out, id, strlen(id)) == NULL) {
+            bottlectl_error("no bottle \"%s\" in '%s'", id, ctl->policy);
+            bottle_policy_free(*out);
+            *out = NULL;
+            return BOTTLECTL_REFUSED;
+        }
+
+        return BOTTLECTL_OK;
+    }
+
+    rc = bottlectl_get_json(ctl, id, &r);
+    if (rc != BOTTLECTL_OK) {
+        return rc;
+    }
+
+    snprintf(source, sizeof(source), "%s%s", BOTTLE_STORE_POLICY_PREFIX, id);
+
+    rc = bottle_policy_parse(out, r->str, r->len, source, err, sizeof(err));
+    freeReplyObject(r);
+
+    if (rc != 0) {
+        bottlectl_error("%s", err);
+        return BOTTLECTL_REFUSED;
+    }
+
+    if (bottle_policy_find_id(*out, id, strlen(id)) == NULL) {
+        bottlectl_error("%s: holds no bottle \"%s\"", source, id);
+        bottle_policy_free(*out);
+        *out = NULL;
+        return BOTTLECTL_REFUSED;
+    }
+
+    return BOTTLECTL_OK;
+}

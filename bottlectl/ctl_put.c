@@ -1,0 +1,320 @@
+/*
+ * bottlectl policy put FILE|-: validate a policy document with the
+ * gateway's parser, then write every bottle in it with one EVAL of the put
+ * script (all or none).  What is stored is the bottle's own JSON object,
+ * its plaintext "token" replaced by "token_sha256": the token itself never
+ * reaches the store.
+ */
+
+#define _POSIX_C_SOURCE  200809L
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "bottlectl.h"
+
+
+#define BOTTLECTL_POLICY_MAX  (64 * 1024 * 1024)    /* bytes read at most */
+
+
+typedef struct {
+    const char         *id;         /* borrowed from the document */
+    char               *json;       /* json_dumps(), free() */
+    char                digest[65];
+} bottlectl_put_t;
+
+
+static int bottlectl_read(char **out, size_t *len, const char *file);
+static int bottlectl_put_prepare(bottlectl_put_t *put, json_t *bottle,
+    const bottle_policy_t *p);
+static int bottlectl_put_eval(bottlectl_t *ctl, bottlectl_put_t *items,
+    size_t n);
+
+
+int
+bottlectl_policy_put(bottlectl_t *ctl, const char *file)
+{
+    int               rc;
+    char             *text, err[1024];
+    size_t            len, i, n;
+    json_t           *root, *list, *b;
+    json_error_t      jerr;
+    const char       *name;
+    bottle_policy_t  *p;
+    bottlectl_put_t  *items;
+
+    text = NULL;
+    root = NULL;
+    p = NULL;
+    items = NULL;
+    n = 0;
+
+    if (bottlectl_read(&text, &len, file) != 0) {
+        return BOTTLECTL_REFUSED;
+    }
+
+    name = strcmp(file, "-") == 0 ? "stdin" : file;
+    rc = BOTTLECTL_REFUSED;
+
+    /* the gateway's own checks, and its messages */
+
+    if (bottle_policy_parse(&p, text, len, name, err, sizeof(err)) != 0
+        || bottle_policy_unsupported(p, err, sizeof(err)) != 0)
+    {
+        bottlectl_error("%s", err);
+        goto cleanup;
+    }
+
+    /* the parser accepted it, so it is an object with valid bottles */
+
+    root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (root == NULL) {
+        bottlectl_error("%s: invalid JSON", name);
+        goto cleanup;
+    }
+
+    list = json_object_get(root, "bottles");        /* borrowed */
+    n = list ? json_array_size(list) : 1;
+
+    items = calloc(n ? n : 1, sizeof(bottlectl_put_t));
+    if (items == NULL) {
+        bottlectl_error("out of memory");
+        goto cleanup;
+    }
+
+    for (i = 0; i < n; i++) {
+        b = list ? json_array_get(list, i) : root;  /* borrowed */
+
+        if (bottlectl_put_prepare(&items[i], b, p) != 0) {
+            goto cleanup;
+        }
+    }
+
+    rc = bottlectl_put_eval(ctl, items, n);
+
+cleanup:
+
+    for (i = 0; items && i < n; i++) {
+        free(items[i].json);
+    }
+
+    free(items);
+    json_decref(root);
+    bottle_policy_free(p);
+
+    if (text) {
+        /* it may hold tokens and egress secrets */
+        memset(text, 0, len);
+        free(text);
+    }
+
+    return rc;
+}
+
+
+/*
+ * The stored form of one bottle: its object, compact with sorted keys,
+ * "token" replaced by "token_sha256" in lowercase hex (the parser's
+ * digest, the one the gateway compares).
+ */
+
+static int
+bottlectl_put_prepare(bottlectl_put_t *put, json_t *bottle,
+    const bottle_policy_t *p)
+{
+    size_t           i;
+    json_t          *copy;
+    const char      *id;
+    const bottle_t  *b;
+
+    static const char  hex[] = "0123456789abcdef";
+
+    id = json_string_value(json_object_get(bottle, "id"));
+    b = id ? bottle_policy_find_id(p, id, strlen(id)) : NULL;
+
+    if (b == NULL) {
+        bottlectl_error("a bottle without a valid id");
+        return -1;
+    }
+
+    for (i = 0; i < 32; i++) {
+        put->digest[2 * i] = hex[b->token_sha256[i] >> 4];
+        put->digest[2 * i + 1] = hex[b->token_sha256[i] & 0x0f];
+    }
+
+    put->digest[64] = '\0';
+    put->id = id;
+
+    copy = json_deep_copy(bottle);                  /* new */
+    if (copy == NULL) {
+        bottlectl_error("out of memory");
+        return -1;
+    }
+
+    json_object_del(copy, "token");
+
+    if (json_object_set_new(copy, "token_sha256", json_string(put->digest))
+        != 0)
+    {
+        json_decref(copy);
+        bottlectl_error("out of memory");
+        return -1;
+    }
+
+    put->json = json_dumps(copy, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(copy);
+
+    if (put->json == NULL) {
+        bottlectl_error("out of memory");
+        return -1;
+    }
+
+    return 0;
+}
+
+
+/* EVAL put 0 n id json digest ...: one script, so all or none */
+
+static int
+bottlectl_put_eval(bottlectl_t *ctl, bottlectl_put_t *items, size_t n)
+{
+    int           rc, argc;
+    char          count[32];
+    size_t        i, *lens;
+    const char  **argv, *msg;
+    redisReply   *r;
+
+    argc = 4 + 3 * (int) n;
+    argv = calloc((size_t) argc, sizeof(char *));
+    lens = calloc((size_t) argc, sizeof(size_t));
+
+    if (argv == NULL || lens == NULL) {
+        free(argv);
+        free(lens);
+        bottlectl_error("out of memory");
+        return BOTTLECTL_REFUSED;
+    }
+
+    snprintf(count, sizeof(count), "%zu", n);
+
+    argv[0] = "EVAL";
+    argv[1] = bottle_store_put_script;
+    argv[2] = "0";
+    argv[3] = count;
+
+    for (i = 0; i < n; i++) {
+        argv[4 + 3 * i] = items[i].id;
+        argv[5 + 3 * i] = items[i].json;
+        argv[6 + 3 * i] = items[i].digest;
+    }
+
+    for (i = 0; i < (size_t) argc; i++) {
+        lens[i] = strlen(argv[i]);
+    }
+
+    rc = bottlectl_command(ctl, &r, argc, argv, lens);
+
+    free(argv);
+    free(lens);
+
+    if (rc != BOTTLECTL_OK) {
+        return rc;
+    }
+
+    if (r->type == REDIS_REPLY_ERROR) {
+        /* a script's error_reply: "bottle "b": token: already ..." */
+        msg = r->str;
+        if (strncmp(msg, "ERR ", 4) == 0) {
+            msg += 4;
+        }
+        bottlectl_error("%s", msg);
+        freeReplyObject(r);
+        return BOTTLECTL_REFUSED;
+    }
+
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != n) {
+        bottlectl_error("unexpected reply from the store to the put script");
+        freeReplyObject(r);
+        return BOTTLECTL_REFUSED;
+    }
+
+    for (i = 0; i < n; i++) {
+        printf("%s version %lld\n", items[i].id, r->element[i]->integer);
+    }
+
+    freeReplyObject(r);
+
+    return BOTTLECTL_OK;
+}
+
+
+static int
+bottlectl_read(char **out, size_t *len, const char *file)
+{
+    FILE    *f;
+    char    *buf, *nbuf;
+    size_t   cap, n, got;
+
+    *out = NULL;
+    *len = 0;
+
+    f = strcmp(file, "-") == 0 ? stdin : fopen(file, "rb");
+    if (f == NULL) {
+        bottlectl_error("cannot open '%s': %s", file, strerror(errno));
+        return -1;
+    }
+
+    buf = NULL;
+    cap = 0;
+    n = 0;
+
+    for ( ;; ) {
+        if (n + 1 >= cap) {
+            cap = cap ? cap * 2 : 65536;
+            nbuf = cap <= BOTTLECTL_POLICY_MAX + 1 ? realloc(buf, cap) : NULL;
+            if (nbuf == NULL) {
+                bottlectl_error("cannot read '%s': %s", file,
+                                cap > BOTTLECTL_POLICY_MAX + 1
+                                ? "larger than 64 MiB" : "out of memory");
+                goto failed;
+            }
+            buf = nbuf;
+        }
+
+        got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+
+        if (got == 0) {
+            break;
+        }
+    }
+
+    if (ferror(f)) {
+        bottlectl_error("cannot read '%s': %s", file, strerror(errno));
+        goto failed;
+    }
+
+    if (f != stdin) {
+        fclose(f);
+    }
+
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+
+    return 0;
+
+failed:
+
+    if (f != stdin) {
+        fclose(f);
+    }
+
+    free(buf);
+
+    return -1;
+}
