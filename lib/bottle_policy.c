@@ -680,11 +680,7 @@ bottle_policy_unsupported(const bottle_policy_t *p, char *err, size_t errlen)
         field = NULL;
         why = "git-gate is not built yet";
 
-        if (b->audit_required) {
-            field = "audit.delivery: \"required\"";
-            why = "there is no audit journal to wait for";
-
-        } else if (b->firehose != BOTTLE_FIREHOSE_OFF) {
+        if (b->firehose != BOTTLE_FIREHOSE_OFF) {
             field = "audit.firehose";
             why = "there is no firehose";
 
@@ -706,6 +702,29 @@ bottle_policy_unsupported(const bottle_policy_t *p, char *err, size_t errlen)
         if (field) {
             snprintf(err, errlen, "%s: bottle \"%s\": %s is not supported "
                      "yet: %s", b->source.data, b->id.data, field, why);
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+int
+bottle_policy_needs_journal(const bottle_policy_t *p, char *err,
+    size_t errlen)
+{
+    size_t           i;
+    const bottle_t  *b;
+
+    for (i = 0; i < bottle_policy_count(p); i++) {
+        b = bottle_policy_at(p, i);
+
+        if (b->audit_required) {
+            snprintf(err, errlen, "%s: bottle \"%s\": audit.delivery: "
+                     "\"required\" needs the audit journal, which is off "
+                     "on this gateway (bottle_audit)", b->source.data,
+                     b->id.data);
             return -1;
         }
     }

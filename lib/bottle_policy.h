@@ -193,6 +193,14 @@ int bottle_policy_load(bottle_policy_t **out, const char *path, char *err,
 int bottle_policy_unsupported(const bottle_policy_t *p, char *err,
     size_t errlen);
 
+/*
+ * For a gateway whose audit journal is off (bottle_audit off): a bottle
+ * with audit.delivery: "required" cannot be served.  -1 and one line in
+ * err, in bottle_policy_load's form, for the first such bottle.
+ */
+int bottle_policy_needs_journal(const bottle_policy_t *p, char *err,
+    size_t errlen);
+
 /* as bottle_policy_load, from memory; source_name prefixes errors */
 int bottle_policy_parse(bottle_policy_t **out, const char *json, size_t len,
     const char *source_name, char *err, size_t errlen);

@@ -190,9 +190,9 @@ my @bad = (
 	[ 'duplicate id', { bottles => [ alice(), alice() ] },
 		'bottle "alice": id: duplicate: also defined in %F' ],
 	[ 'unsupported field',
-		{ bottles => [ alice(audit => { delivery => 'required' }) ] },
-		'bottle "alice": audit.delivery: "required" is not supported '
-		. 'yet: there is no audit journal to wait for' ],
+		{ bottles => [ alice(audit => { firehose => 'metadata' }) ] },
+		'bottle "alice": audit.firehose is not supported yet: there is '
+		. 'no firehose' ],
 	[ 'route log full',
 		{ bottles => [ bob(routes => [ { host => 'a.example',
 			log => 'full' } ]) ] },

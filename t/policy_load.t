@@ -182,10 +182,12 @@ bad_policy('log full',
 	{ bottles => [ alice({ host => 'a.example', log => 'full' }) ] },
 	qr/\Q$CHECK\E: bottle "alice": routes\[0\]\.log: "full" is not supported yet: there is no full log/);
 
+# audit.delivery: "required" with the journal off (no store: the default)
+
 bad_policy('audit delivery required',
 	{ bottles => [ { %{alice(route_one())},
 		audit => { delivery => 'required' } } ] },
-	qr/\Q$CHECK\E: bottle "alice": audit\.delivery: "required" is not supported yet/);
+	qr/\Q$CHECK\E: bottle "alice": audit\.delivery: "required" needs the audit journal, which is off on this gateway \(bottle_audit\)/);
 
 bad_policy('held secrets',
 	{ bottles => [ { %{alice(route_one())},

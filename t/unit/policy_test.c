@@ -688,6 +688,34 @@ unsupported_of(const char *fields, const char *routes)
 }
 
 
+/* a gateway with its audit journal off */
+
+static const char *
+journal_of(const char *fields)
+{
+    bottle_policy_t  *p;
+    static char       json[4096];
+
+    snprintf(json, sizeof(json), "{\"id\":\"alice\",\"token\":\"" TOKEN
+             "\",%s\"routes\":[]}", fields);
+    err[0] = '\0';
+
+    if (bottle_policy_parse(&p, json, strlen(json), "policy.json", err,
+                            sizeof(err)) != 0)
+    {
+        return "parse failed";
+    }
+
+    if (bottle_policy_needs_journal(p, err, sizeof(err)) == 0) {
+        err[0] = '\0';
+    }
+
+    bottle_policy_free(p);
+
+    return err;
+}
+
+
 static void
 test_unsupported(void)
 {
@@ -698,10 +726,14 @@ test_unsupported(void)
                           "\"firehose\":\"off\"},\"repos\":[],"
                           "\"held_secrets\":{},", route), "",
            "the defaults and empty lists are supported");
-    check_error(unsupported_of("\"audit\":{\"delivery\":\"required\"},",
-                               route),
-                "policy.json: bottle \"alice\": audit.delivery: \"required\" "
-                "is not supported yet", "audit.delivery required refused");
+    is_str(unsupported_of("\"audit\":{\"delivery\":\"required\"},", route),
+           "", "audit.delivery required is supported");
+    is_str(journal_of("\"audit\":{\"delivery\":\"best_effort\"},"), "",
+           "best effort needs no journal");
+    is_str(journal_of("\"audit\":{\"delivery\":\"required\"},"),
+           "policy.json: bottle \"alice\": audit.delivery: \"required\" "
+           "needs the audit journal, which is off on this gateway "
+           "(bottle_audit)", "required needs the journal");
     check_error(unsupported_of("\"audit\":{\"firehose\":\"metadata\"},",
                                route),
                 "audit.firehose is not supported yet", "firehose refused");

@@ -1,0 +1,118 @@
+/*
+ * The audit journal's one event schema (docs/control-plane.md, "Audit
+ * events"), for every producer: the gateway's egress side now, git-gate,
+ * supervise and the decisions later.  An event is built from a struct
+ * into compact JSON; the producer queues it and writes it to the
+ * bottle:audit stream (XADD, or the first-contact script below).
+ *
+ * No hiredis and no nginx here: callers bring their own connection.
+ */
+
+#ifndef BOTTLE_AUDIT_H
+#define BOTTLE_AUDIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+
+#define BOTTLE_AUDIT_VERSION     1
+
+/* strings longer than this are cut (reasons, hosts from the agent) */
+#define BOTTLE_AUDIT_STR_MAX     1024
+
+/* "2026-12-01T13:48:49.123Z" and its NUL */
+#define BOTTLE_AUDIT_TIME_LEN    25
+
+/* a fresh correlation id: 32 lowercase hex digits and a NUL */
+#define BOTTLE_AUDIT_RANDOM_LEN  33
+
+
+typedef enum {
+    BOTTLE_AUDIT_FIRST_CONTACT = 0,     /* egress.first_contact */
+    BOTTLE_AUDIT_REFUSAL,               /* egress.refusal */
+    BOTTLE_AUDIT_DLP_FINDING,           /* dlp.finding */
+    BOTTLE_AUDIT_TRUNCATION,            /* audit.truncation_detected */
+    BOTTLE_AUDIT_NTYPES
+} bottle_audit_type_e;
+
+
+/* a string that need not be NUL-terminated; data NULL or len 0: absent */
+typedef struct {
+    const char          *data;
+    size_t               len;
+} bottle_audit_str_t;
+
+
+typedef struct {
+    bottle_audit_type_e  type;
+    const char          *producer;      /* NULL: "egress" */
+
+    /* every event */
+    bottle_audit_str_t   id;            /* unique per event */
+    int64_t              time_ms;       /* ms since the epoch, UTC */
+    bottle_audit_str_t   gateway;
+    bottle_audit_str_t   bottle;        /* absent: not identified */
+    bottle_audit_str_t   host;
+    bottle_audit_str_t   correlation_id;
+
+    /* first contact; refusal where known */
+    bottle_audit_str_t   method;
+    unsigned             port;          /* 0: not known */
+    bottle_audit_str_t   scheme;        /* first contact */
+
+    /* refusal */
+    bottle_audit_str_t   rule;
+    unsigned             status;
+    bottle_audit_str_t   reason;
+
+    /* dlp.finding: never the value */
+    bottle_audit_str_t   detector;
+    bottle_audit_str_t   dlp_rule;      /* "rule" in the JSON */
+    bottle_audit_str_t   location;
+    bottle_audit_str_t   digest;        /* "sha256:<16 hex digits>" */
+    bottle_audit_str_t   action;        /* blocked, redacted, ... */
+
+    /* audit.truncation_detected */
+    uint64_t             dropped;
+    int64_t              first_dropped_ms;
+    int64_t              last_dropped_ms;
+} bottle_audit_event_t;
+
+
+/* "egress.first_contact", ...; NULL for an unknown type */
+const char *bottle_audit_type_name(bottle_audit_type_e type);
+
+/*
+ * The event's JSON, compact, keys in a fixed order, malloc()ed and NUL-
+ * terminated (free() it); *len its length.  Bytes outside printable
+ * ASCII in any string become '?', strings are cut at BOTTLE_AUDIT_STR_MAX.
+ * NULL if out of memory or the type is unknown.
+ */
+char *bottle_audit_json(const bottle_audit_event_t *e, size_t *len);
+
+/* RFC 3339, UTC, milliseconds: "2026-12-01T13:48:49.123Z"; 0 or -1 */
+int bottle_audit_time(char *buf, size_t size, int64_t ms);
+
+/*
+ * An event id: "<gateway>-<ms>-<counter>" into buf (cut to size); returns
+ * its length.  Unique as long as (gateway, counter) is.
+ */
+size_t bottle_audit_id(char *buf, size_t size, const char *gateway,
+    size_t gateway_len, int64_t ms, uint64_t counter);
+
+/* 16 random bytes as 32 lowercase hex digits (a correlation id); 0 or -1 */
+int bottle_audit_random_id(char out[BOTTLE_AUDIT_RANDOM_LEN]);
+
+
+/*
+ * EVAL script, no KEYS: first contact, once per (bottle, host) across
+ * every gateway.  ARGV = bottle id, host, the stream's MAXLEN (about),
+ * the event's JSON.  SADD bottle:contacts:<id> <host>; only if it was
+ * added, XADD bottle:audit MAXLEN ~ <max> * event <json>.  Returns the
+ * new entry's id, or 0 when the pair was already recorded: either is the
+ * acknowledgement.
+ */
+extern const char  bottle_audit_contact_script[];
+
+
+#endif /* BOTTLE_AUDIT_H */
