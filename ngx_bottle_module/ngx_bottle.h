@@ -85,7 +85,8 @@ typedef enum {
     NGX_BOTTLE_RULE_DLP,
     NGX_BOTTLE_RULE_TOO_LARGE,
     NGX_BOTTLE_RULE_ENCODING,
-    NGX_BOTTLE_RULE_INTERNAL
+    NGX_BOTTLE_RULE_INTERNAL,
+    NGX_BOTTLE_RULE_AUDIT
 } ngx_bottle_rule_e;
 
 
@@ -102,6 +103,11 @@ typedef struct {
     ngx_str_t            host;
     ngx_bottle_rule_e    rule;
     ngx_str_t            reason;     /* short, never a secret */
+
+    /* for the audit journal, where known */
+    ngx_str_t            correlation;    /* $request_id, or the session's */
+    ngx_str_t            method;
+    in_port_t            port;
 } ngx_bottle_verdict_t;
 
 
@@ -188,6 +194,51 @@ ngx_uint_t ngx_bottle_safelist_has(ngx_pool_t *pool, ngx_str_t *id,
 
 ngx_int_t ngx_bottle_resolve(ngx_bottle_resolve_t *res);
 void ngx_bottle_resolve_cancel(ngx_bottle_resolve_t *res);
+
+
+/*
+ * The audit journal (ngx_bottle_audit.c, docs/control-plane.md): events
+ * queue per worker and go to the bottle:audit stream.  A first contact of
+ * a bottle with audit.delivery: "required" waits for its acknowledgement:
+ * ngx_bottle_audit_contact() returns NGX_AGAIN and calls handler later
+ * with NGX_OK or NGX_DECLINED (reason set); NGX_DECLINED at once when the
+ * journal is off, unreachable or full.
+ */
+
+typedef struct ngx_bottle_contact_s  ngx_bottle_contact_t;
+
+typedef void (*ngx_bottle_contact_pt)(ngx_bottle_contact_t *ct,
+    ngx_int_t rc);
+
+struct ngx_bottle_contact_s {
+    const bottle_t          *bottle;
+    ngx_str_t                host;
+    in_port_t                port;
+    ngx_str_t                method;
+    ngx_str_t                scheme;
+    ngx_str_t                correlation;
+    ngx_bottle_contact_pt    handler;
+    void                    *data;
+    const char              *reason;     /* NGX_DECLINED's */
+
+    /* private */
+    ngx_queue_t              queue;
+    ngx_event_t              ev;         /* the timeout, or the answer */
+    uint64_t                 seq;
+    ngx_int_t                rc;
+    unsigned                 waiting:1;
+};
+
+
+ngx_uint_t ngx_bottle_audit_enabled(void);
+int ngx_bottle_audit_check(const bottle_policy_t *p, char *err,
+    size_t errlen);
+void ngx_bottle_audit_refusal(ngx_bottle_verdict_t *v);
+void ngx_bottle_audit_finding(const bottle_t *bottle, ngx_str_t *host,
+    ngx_str_t *correlation, const char *detector, const char *rule,
+    const char *location, const char *digest, const char *action);
+ngx_int_t ngx_bottle_audit_contact(ngx_bottle_contact_t *ct);
+void ngx_bottle_audit_contact_cancel(ngx_bottle_contact_t *ct);
 
 
 #endif /* _NGX_BOTTLE_H_INCLUDED_ */

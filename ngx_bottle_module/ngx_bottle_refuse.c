@@ -77,7 +77,11 @@ static ngx_bottle_rule_t  ngx_bottle_rules[] = {
                  "deflate: the gateway must read it before it goes out.") },
     { 500, ngx_string("internal"),
       ngx_string("The gateway could not check this request, so it refused "
-                 "it. Tell the operator.") }
+                 "it. Tell the operator.") },
+    { 503, ngx_string("audit"),
+      ngx_string("This bottle's first request to a host must be recorded in "
+                 "the audit journal first, and it could not be. Retrying "
+                 "later may help; tell the operator if it persists.") }
 };
 
 
@@ -155,6 +159,8 @@ ngx_bottle_log_verdict(ngx_connection_t *c, ngx_bottle_verdict_t *v)
                    "status=%ui reason=\"%V\" client=%V",
                    &id, &host, &rule->name, rule->status, &v->reason,
                    &client);
+
+    ngx_bottle_audit_refusal(v);
 }
 
 

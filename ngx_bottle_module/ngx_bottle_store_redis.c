@@ -837,7 +837,9 @@ ngx_bottle_store_redis_parse(ngx_bottle_slot_t *slot, bottle_scan_db_t *db)
         return;
     }
 
-    if (bottle_policy_unsupported(p, slot->err, sizeof(slot->err)) != 0) {
+    if (bottle_policy_unsupported(p, slot->err, sizeof(slot->err)) != 0
+        || ngx_bottle_audit_check(p, slot->err, sizeof(slot->err)) != 0)
+    {
         bottle_policy_free(p);
         return;
     }

@@ -100,6 +100,7 @@ struct ngx_http_bottle_ctx_s {
     ngx_http_bottle_inbound_t  *inbound; /* the response's inbound scan */
     ngx_str_t                refusal;    /* in place of nginx's own page */
     void                    *dlp;        /* ngx_http_bottle_dlp_t */
+    void                    *contact;    /* the first contact's */
     ngx_http_bottle_resume_pt  resume;   /* after an asynchronous step */
 };
 
@@ -138,6 +139,8 @@ ngx_int_t ngx_http_bottle_inbound_start(ngx_http_request_t *r,
 ngx_int_t ngx_http_bottle_inbound_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
 ngx_int_t ngx_http_bottle_dlp(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+ngx_int_t ngx_http_bottle_first_contact(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 ngx_http_bottle_ctx_t *ngx_http_bottle_create_ctx(ngx_http_request_t *r);
 ngx_int_t ngx_http_bottle_deny(ngx_http_bottle_ctx_t *ctx, ngx_pool_t *pool,

@@ -37,6 +37,8 @@ static ngx_str_t *ngx_http_bottle_dlp_field_value(ngx_http_bottle_dlp_t *d,
     int field);
 static u_char *ngx_http_bottle_dlp_where(ngx_http_bottle_dlp_t *d,
     int field, u_char *buf, size_t size);
+static void ngx_http_bottle_dlp_audit(ngx_http_bottle_dlp_t *d,
+    const bottle_scan_match_t *m, const char *action);
 static void ngx_http_bottle_dlp_log(ngx_http_bottle_dlp_t *d,
     const bottle_scan_match_t *m, const char *action);
 static u_char *ngx_http_bottle_dlp_hash(ngx_http_bottle_dlp_t *d,
@@ -373,6 +375,8 @@ ngx_http_bottle_dlp_decide(ngx_http_bottle_dlp_t *d)
     for (i = 0; i < n; i++) {
 
         if (m[i].detector == BOTTLE_DETECT_CANARY) {
+            ngx_http_bottle_dlp_audit(d, &m[i], "blocked");
+
             *ngx_http_bottle_dlp_where(d, m[i].field, where,
                                        sizeof(where) - 1) = '\0';
 
@@ -422,6 +426,8 @@ ngx_http_bottle_dlp_decide(ngx_http_bottle_dlp_t *d)
     if (route->on_match == BOTTLE_ON_MATCH_REDACT) {
         return ngx_http_bottle_dlp_redact(d, m, n);
     }
+
+    ngx_http_bottle_dlp_audit(d, first, "blocked");
 
     if (route->on_match == BOTTLE_ON_MATCH_SUPERVISE) {
 
@@ -488,6 +494,8 @@ ngx_http_bottle_dlp_redact(ngx_http_bottle_dlp_t *d,
             || !ngx_http_bottle_dlp_redactable(m[i].field))
         {
             u_char  hash[17];
+
+            ngx_http_bottle_dlp_audit(d, &m[i], "blocked");
 
             return ngx_http_bottle_deny(d->ctx, d->r->pool,
                                         NGX_BOTTLE_RULE_DLP,
@@ -660,6 +668,33 @@ ngx_http_bottle_dlp_log(ngx_http_bottle_dlp_t *d,
                    d->ctx->verdict.bottle->id.data, &d->ctx->target.host,
                    bottle_scan_detector_name(m->detector), m->rule, where,
                    ngx_http_bottle_dlp_hash(d, m, hash), action);
+
+    ngx_http_bottle_dlp_audit(d, m, action[0] == 'w' ? "warned"
+                                    : action[0] == 'r' ? "redacted"
+                                    : action);
+}
+
+
+/* the finding in the audit journal, as the log names it: never the value */
+
+static void
+ngx_http_bottle_dlp_audit(ngx_http_bottle_dlp_t *d,
+    const bottle_scan_match_t *m, const char *action)
+{
+    u_char  where[64], hash[17], digest[sizeof("sha256:") + 16];
+
+    if (!ngx_bottle_audit_enabled()) {
+        return;
+    }
+
+    *ngx_http_bottle_dlp_where(d, m->field, where, sizeof(where) - 1) = '\0';
+    *ngx_sprintf(digest, "sha256:%s", ngx_http_bottle_dlp_hash(d, m, hash))
+        = '\0';
+
+    ngx_bottle_audit_finding(d->ctx->verdict.bottle, &d->ctx->target.host,
+                             &d->ctx->verdict.correlation,
+                             bottle_scan_detector_name(m->detector), m->rule,
+                             (char *) where, (char *) digest, action);
 }
 
 

@@ -21,6 +21,8 @@ static ngx_int_t ngx_http_bottle_run(ngx_http_request_t *r,
 static void ngx_http_bottle_body_handler(ngx_http_request_t *r);
 static void ngx_http_bottle_checks_resume(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx, ngx_int_t rc);
+static void ngx_http_bottle_contact_resume(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx, ngx_int_t rc);
 static void ngx_http_bottle_checked(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx, ngx_int_t rc);
 static ngx_int_t ngx_http_bottle_checks(ngx_http_request_t *r,
@@ -280,7 +282,32 @@ ngx_http_bottle_checks_after_dlp(ngx_http_request_t *r,
         return rc;
     }
 
+    /* NGX_AGAIN: ngx_http_bottle_contact_resume() comes back */
+
+    ctx->resume = ngx_http_bottle_contact_resume;
+
+    rc = ngx_http_bottle_first_contact(r, ctx);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
     return ngx_http_bottle_resolve_upstream(r, ctx);
+}
+
+
+/* the first contact is recorded (or refused): the upstream */
+
+static void
+ngx_http_bottle_contact_resume(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx, ngx_int_t rc)
+{
+    ctx->async = 0;
+
+    if (rc == NGX_OK) {
+        rc = ngx_http_bottle_resolve_upstream(r, ctx);
+    }
+
+    ngx_http_bottle_checked(r, ctx, rc);
 }
 
 

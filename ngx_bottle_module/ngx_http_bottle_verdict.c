@@ -22,8 +22,11 @@ static void ngx_http_bottle_cleanup(void *data);
 ngx_http_bottle_ctx_t *
 ngx_http_bottle_create_ctx(ngx_http_request_t *r)
 {
-    ngx_pool_cleanup_t     *cln;
-    ngx_http_bottle_ctx_t  *ctx;
+    ngx_pool_cleanup_t         *cln;
+    ngx_http_bottle_ctx_t      *ctx;
+    ngx_http_variable_value_t  *vv;
+
+    static ngx_str_t  request_id = ngx_string("request_id");
 
     ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_bottle_ctx_t));
     if (ctx == NULL) {
@@ -39,6 +42,20 @@ ngx_http_bottle_create_ctx(ngx_http_request_t *r)
     cln->data = ctx;
 
     ngx_http_set_ctx(r, ctx, ngx_http_bottle_module);
+
+    /* the audit journal's: every event of the request names its id */
+
+    ctx->verdict.method = r->method_name;
+
+    if (ngx_bottle_audit_enabled()) {
+        vv = ngx_http_get_variable(r, &request_id,
+                                   ngx_hash_key(request_id.data,
+                                                request_id.len));
+        if (vv && !vv->not_found) {
+            ctx->verdict.correlation.data = vv->data;
+            ctx->verdict.correlation.len = vv->len;
+        }
+    }
 
     return ctx;
 }
@@ -91,6 +108,7 @@ ngx_http_bottle_deny(ngx_http_bottle_ctx_t *ctx, ngx_pool_t *pool,
 
     ctx->state = NGX_HTTP_BOTTLE_REFUSED;
     ctx->verdict.rule = rule;
+    ctx->verdict.port = ctx->target.port;
 
     p = ngx_pnalloc(pool, NGX_HTTP_BOTTLE_REASON_MAX);
     if (p == NULL) {

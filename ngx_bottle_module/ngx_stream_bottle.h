@@ -68,6 +68,11 @@ typedef struct {
 } ngx_stream_bottle_ctx_t;
 
 
+/* where the front goes on after a step that waited */
+typedef ngx_int_t (*ngx_stream_bottle_next_pt)(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx);
+
+
 extern ngx_module_t  ngx_stream_bottle_module;
 
 
@@ -82,6 +87,8 @@ ngx_int_t ngx_stream_bottle_send(ngx_connection_t *c, u_char *data,
     size_t len);
 ngx_int_t ngx_stream_bottle_adopt(ngx_stream_session_t *s,
     ngx_stream_bottle_ctx_t *ctx);
+ngx_int_t ngx_stream_bottle_first_contact(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx, ngx_stream_bottle_next_pt next);
 
 
 #endif /* _NGX_STREAM_BOTTLE_H_INCLUDED_ */

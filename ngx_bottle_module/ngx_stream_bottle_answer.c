@@ -52,6 +52,11 @@ ngx_stream_bottle_refuse(ngx_stream_session_t *s,
 
     ctx->verdict.reason.data = p;
     ctx->verdict.rule = rule;
+    ctx->verdict.port = ctx->port;
+
+    if (ctx->connect) {
+        ngx_str_set(&ctx->verdict.method, "CONNECT");
+    }
 
     ngx_bottle_log_verdict(c, &ctx->verdict);
 

@@ -46,6 +46,8 @@ static ngx_int_t ngx_stream_bottle_identify(ngx_stream_session_t *s,
     ngx_stream_bottle_ctx_t *ctx, bottle_head_t *head);
 static ngx_int_t ngx_stream_bottle_introspect(ngx_stream_session_t *s,
     ngx_stream_bottle_ctx_t *ctx, bottle_head_t *head);
+static ngx_int_t ngx_stream_bottle_passthrough(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx);
 static void ngx_stream_bottle_resolved(void *data, ngx_int_t rc);
 static ngx_int_t ngx_stream_bottle_inspect(ngx_stream_session_t *s,
     ngx_stream_bottle_ctx_t *ctx);
@@ -365,8 +367,6 @@ ngx_stream_bottle_connect(ngx_stream_session_t *s,
 {
     ngx_int_t                     rc;
     const bottle_route_t         *route;
-    ngx_bottle_resolve_t         *res;
-    ngx_stream_core_srv_conf_t   *cscf;
 
     ctx->connect = 1;
 
@@ -408,6 +408,28 @@ ngx_stream_bottle_connect(ngx_stream_session_t *s,
         return ngx_stream_bottle_inspect(s, ctx);
     }
 
+    /* the tunnel is the contact: recorded (or waited for) first */
+
+    rc = ngx_stream_bottle_first_contact(s, ctx,
+                                         ngx_stream_bottle_passthrough);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    return ngx_stream_bottle_passthrough(s, ctx);
+}
+
+
+/* a passthrough route: the target's address, resolved and checked */
+
+static ngx_int_t
+ngx_stream_bottle_passthrough(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx)
+{
+    ngx_int_t                     rc;
+    ngx_bottle_resolve_t         *res;
+    ngx_stream_core_srv_conf_t   *cscf;
+
     cscf = ngx_stream_get_module_srv_conf(s, ngx_stream_core_module);
 
     res = &ctx->resolve;
@@ -415,7 +437,7 @@ ngx_stream_bottle_connect(ngx_stream_session_t *s,
     res->timeout = cscf->resolver_timeout;
     res->log = s->connection->log;
     res->pool = s->connection->pool;
-    res->route = route;
+    res->route = ctx->route;
     res->host = ctx->verdict.host;
     res->port = ctx->port;
     res->handler = ngx_stream_bottle_resolved;

@@ -1,0 +1,850 @@
+
+/*
+ * The audit journal (docs/control-plane.md, "Audit events"): a core module
+ * of its own, with its directives.  Each worker keeps a bounded ring of
+ * serialized events and writes them to the bottle:audit stream on its own
+ * Redis connection, a few commands in flight; an event leaves the ring
+ * only when Redis acknowledged it.  A full ring drops its oldest event;
+ * once delivery resumes, one audit.truncation_detected event says how many
+ * were lost.  Nothing here blocks the worker.
+ *
+ * First contacts go through a script that records the (bottle, host) pair
+ * in a set and writes the event only if the pair is new, so the journal
+ * holds one first contact per pair however many workers and gateways saw
+ * it; a per-worker cache of acknowledged pairs runs the script once per
+ * pair per worker.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_event.h>
+
+#include "ngx_bottle.h"
+#include "ngx_bottle_audit.h"
+
+
+static void *ngx_bottle_audit_create_conf(ngx_cycle_t *cycle);
+static char *ngx_bottle_audit_init_conf(ngx_cycle_t *cycle, void *conf);
+static char *ngx_bottle_audit_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static ngx_int_t ngx_bottle_audit_resolve(ngx_pool_t *pool,
+    ngx_bottle_audit_conf_t *acf, ngx_log_t *log);
+static ngx_int_t ngx_bottle_audit_init_process(ngx_cycle_t *cycle);
+static void ngx_bottle_audit_exit_process(ngx_cycle_t *cycle);
+static void ngx_bottle_audit_state(ngx_bottle_redis_t *rd, ngx_uint_t up);
+static void ngx_bottle_audit_drop_head(void);
+static void ngx_bottle_audit_flush(void);
+static void ngx_bottle_audit_send_truncation(void);
+static void ngx_bottle_audit_reply(redisAsyncContext *ac, void *r,
+    void *privdata);
+static void ngx_bottle_audit_truncation_reply(redisAsyncContext *ac, void *r,
+    void *privdata);
+static int64_t ngx_bottle_audit_now(void);
+
+
+ngx_bottle_audit_t  ngx_bottle_audit;
+
+
+/* at least one event; a stream keeps at least a thousand */
+static ngx_conf_num_bounds_t  ngx_bottle_audit_queue_bounds = {
+    ngx_conf_check_num_bounds, 1, 10000000
+};
+
+static ngx_conf_num_bounds_t  ngx_bottle_audit_stream_bounds = {
+    ngx_conf_check_num_bounds, 1000, NGX_MAX_INT_T_VALUE
+};
+
+
+static ngx_command_t  ngx_bottle_audit_commands[] = {
+
+    { ngx_string("bottle_audit"),
+      NGX_MAIN_CONF|NGX_DIRECT_CONF|NGX_CONF_TAKE1,
+      ngx_bottle_audit_directive,
+      0,
+      0,
+      NULL },
+
+    { ngx_string("bottle_audit_queue"),
+      NGX_MAIN_CONF|NGX_DIRECT_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      0,
+      offsetof(ngx_bottle_audit_conf_t, queue),
+      &ngx_bottle_audit_queue_bounds },
+
+    { ngx_string("bottle_audit_stream_max"),
+      NGX_MAIN_CONF|NGX_DIRECT_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      0,
+      offsetof(ngx_bottle_audit_conf_t, stream_max),
+      &ngx_bottle_audit_stream_bounds },
+
+    { ngx_string("bottle_audit_timeout"),
+      NGX_MAIN_CONF|NGX_DIRECT_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_msec_slot,
+      0,
+      offsetof(ngx_bottle_audit_conf_t, timeout),
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_core_module_t  ngx_bottle_audit_module_ctx = {
+    ngx_string("bottle_audit"),
+    ngx_bottle_audit_create_conf,          /* create conf */
+    ngx_bottle_audit_init_conf             /* init conf */
+};
+
+
+ngx_module_t  ngx_bottle_audit_module = {
+    NGX_MODULE_V1,
+    &ngx_bottle_audit_module_ctx,          /* module context */
+    ngx_bottle_audit_commands,             /* module directives */
+    NGX_CORE_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    ngx_bottle_audit_init_process,         /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    ngx_bottle_audit_exit_process,         /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static void *
+ngx_bottle_audit_create_conf(ngx_cycle_t *cycle)
+{
+    ngx_bottle_audit_conf_t  *acf;
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     acf->url = { 0, NULL };
+     *     acf->store_url = NULL;
+     *     acf->addr = { 0, NULL };
+     */
+
+    acf = ngx_pcalloc(cycle->pool, sizeof(ngx_bottle_audit_conf_t));
+    if (acf == NULL) {
+        return NULL;
+    }
+
+    acf->off = NGX_CONF_UNSET;
+    acf->queue = NGX_CONF_UNSET;
+    acf->stream_max = NGX_CONF_UNSET;
+    acf->timeout = NGX_CONF_UNSET_MSEC;
+
+    return acf;
+}
+
+
+/*
+ * bottle_audit's default is the policy store when bottle_policy is a
+ * store URL, else off.  A journal that is off cannot honour a bottle's
+ * audit.delivery: "required": a file's bottles are checked here, a store's
+ * as they are read (ngx_bottle_audit_check).
+ */
+
+static char *
+ngx_bottle_audit_init_conf(ngx_cycle_t *cycle, void *conf)
+{
+    ngx_bottle_audit_conf_t *acf = conf;
+
+    char                       err[1024];
+    ngx_bottle_conf_t         *bcf;
+    const bottle_store_url_t  *u;
+
+    ngx_conf_init_value(acf->queue, NGX_BOTTLE_AUDIT_QUEUE);
+    ngx_conf_init_value(acf->stream_max, NGX_BOTTLE_AUDIT_STREAM_MAX);
+    ngx_conf_init_msec_value(acf->timeout, NGX_BOTTLE_AUDIT_TIMEOUT);
+
+    bcf = (ngx_bottle_conf_t *) ngx_get_conf(cycle->conf_ctx,
+                                             ngx_bottle_module);
+
+    if (acf->off == NGX_CONF_UNSET) {
+        acf->off = 1;
+
+        u = (bcf && bcf->store) ? ngx_bottle_store_redis_url(bcf->store,
+                                                             &acf->addr)
+                                : NULL;
+        if (u) {
+            acf->store_url = (bottle_store_url_t *) u;
+            bottle_store_url_print(u, acf->name, sizeof(acf->name));
+            acf->off = 0;
+        }
+    }
+
+    if (acf->off && bcf && bcf->policy
+        && bottle_policy_needs_journal(bcf->policy, err, sizeof(err)) != 0)
+    {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "bottle_policy: %s", err);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_bottle_audit_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_bottle_audit_conf_t *acf = conf;
+
+    char        err[256];
+    ngx_str_t  *value;
+
+    if (acf->off != NGX_CONF_UNSET) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    if (value[1].len == 3 && ngx_strncmp(value[1].data, "off", 3) == 0) {
+        acf->off = 1;
+        return NGX_CONF_OK;
+    }
+
+    acf->store_url = ngx_pcalloc(cf->pool, sizeof(bottle_store_url_t));
+    if (acf->store_url == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (bottle_store_url_parse(acf->store_url, (char *) value[1].data, err,
+                               sizeof(err))
+        != 0)
+    {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "bottle_audit: store URL: %s", err);
+        return NGX_CONF_ERROR;
+    }
+
+    acf->url = value[1];
+    acf->off = 0;
+    bottle_store_url_print(acf->store_url, acf->name, sizeof(acf->name));
+
+    if (ngx_bottle_audit_resolve(cf->pool, acf, cf->log) != NGX_OK) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "bottle_audit: store host \"%s\" could not be "
+                           "resolved", acf->store_url->host);
+        return NGX_CONF_ERROR;
+    }
+
+    return NGX_CONF_OK;
+}
+
+
+/* now, at configuration: hiredis would resolve it with getaddrinfo() */
+
+static ngx_int_t
+ngx_bottle_audit_resolve(ngx_pool_t *pool, ngx_bottle_audit_conf_t *acf,
+    ngx_log_t *log)
+{
+    u_char     *p;
+    ngx_url_t   u;
+
+    if (acf->store_url->is_unix) {
+        return NGX_OK;
+    }
+
+    ngx_memzero(&u, sizeof(ngx_url_t));
+
+    p = ngx_pnalloc(pool, BOTTLE_STORE_HOST_MAX + sizeof("[]:65535"));
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    u.url.data = p;
+    u.url.len = ngx_sprintf(p, ngx_strchr(acf->store_url->host, ':')
+                               ? "[%s]:%ui" : "%s:%ui",
+                            acf->store_url->host,
+                            (ngx_uint_t) acf->store_url->port)
+                - p;
+
+    if (ngx_parse_url(pool, &u) != NGX_OK || u.naddrs == 0) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_pnalloc(pool, NGX_SOCKADDR_STRLEN + 1);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    acf->addr.data = p;
+    acf->addr.len = ngx_sock_ntop(u.addrs[0].sockaddr, u.addrs[0].socklen, p,
+                                  NGX_SOCKADDR_STRLEN, 0);
+    p[acf->addr.len] = '\0';
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_bottle_audit_init_process(ngx_cycle_t *cycle)
+{
+    ngx_bottle_audit_t       *a = &ngx_bottle_audit;
+    ngx_bottle_audit_conf_t  *acf;
+
+    acf = (ngx_bottle_audit_conf_t *) ngx_get_conf(cycle->conf_ctx,
+                                                   ngx_bottle_audit_module);
+
+    ngx_memzero(a, sizeof(ngx_bottle_audit_t));
+
+    if (acf == NULL || acf->off || acf->store_url == NULL) {
+        return NGX_OK;
+    }
+
+    a->ring = ngx_calloc(acf->queue * sizeof(ngx_bottle_audit_entry_t),
+                         cycle->log);
+    if (a->ring == NULL) {
+        return NGX_ERROR;
+    }
+
+    a->conf = acf;
+    a->log = cycle->log;
+    a->cap = acf->queue;
+    ngx_queue_init(&a->waiters);
+    ngx_rbtree_init(&a->bottles, &a->sentinel, ngx_str_rbtree_insert_value);
+
+    a->gateway_len = ngx_snprintf(a->gateway, sizeof(a->gateway), "%V:%P",
+                                  &cycle->hostname, ngx_pid)
+                     - a->gateway;
+    *ngx_snprintf((u_char *) a->maxlen, sizeof(a->maxlen) - 1, "%i",
+                  acf->stream_max) = '\0';
+
+    a->rd.url = acf->store_url;
+    a->rd.addr = acf->addr;
+    a->rd.role = "audit";
+    a->rd.log = cycle->log;
+    a->rd.ping = NGX_BOTTLE_AUDIT_PING;
+    a->rd.handler = ngx_bottle_audit_state;
+    a->rd.data = a;
+
+    a->on = 1;
+
+    ngx_log_error(NGX_LOG_INFO, cycle->log, 0, "bottle: audit journal %s",
+                  acf->name);
+
+    return ngx_bottle_redis_start(&a->rd);
+}
+
+
+/* what is still queued is lost (docs/control-plane.md) */
+
+static void
+ngx_bottle_audit_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_bottle_audit_t  *a = &ngx_bottle_audit;
+
+    if (!a->on) {
+        return;
+    }
+
+    ngx_bottle_redis_stop(&a->rd);
+
+    if (a->tail != a->head) {
+        ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
+                      "bottle: audit journal: %uL events not delivered at "
+                      "exit", a->tail - a->head);
+    }
+
+    while (a->head != a->tail) {
+        ngx_bottle_audit_entry_t  *e = &a->ring[a->head % a->cap];
+
+        free(e->json);
+        if (e->key) {
+            ngx_free(e->key);
+        }
+
+        a->head++;
+    }
+
+    ngx_free(a->ring);
+    a->on = 0;
+}
+
+
+ngx_uint_t
+ngx_bottle_audit_enabled(void)
+{
+    return ngx_bottle_audit.on;
+}
+
+
+/*
+ * A bottle read from the store, in a thread: set before the workers'
+ * threads run, read only.
+ */
+
+int
+ngx_bottle_audit_check(const bottle_policy_t *p, char *err, size_t errlen)
+{
+    if (ngx_bottle_audit.on) {
+        return 0;
+    }
+
+    return bottle_policy_needs_journal(p, err, errlen);
+}
+
+
+static void
+ngx_bottle_audit_state(ngx_bottle_redis_t *rd, ngx_uint_t up)
+{
+    if (up) {
+        ngx_bottle_audit_flush();
+    }
+
+    /* lost: every pending reply comes back NULL, and is sent again */
+}
+
+
+/* every event: refusals are logged once each, at ngx_bottle_log_verdict */
+
+void
+ngx_bottle_audit_refusal(ngx_bottle_verdict_t *v)
+{
+    u_char                    id[128];
+    bottle_audit_event_t      e;
+    const ngx_bottle_rule_t  *rule;
+
+    if (!ngx_bottle_audit.on) {
+        return;
+    }
+
+    rule = ngx_bottle_rule(v->rule);
+
+    ngx_bottle_audit_common(&e, BOTTLE_AUDIT_REFUSAL, v->bottle, &v->host,
+                            &v->correlation, id, sizeof(id));
+
+    e.rule.data = (const char *) rule->name.data;
+    e.rule.len = rule->name.len;
+    e.status = rule->status;
+    e.reason.data = (const char *) v->reason.data;
+    e.reason.len = v->reason.len;
+    e.method.data = (const char *) v->method.data;
+    e.method.len = v->method.len;
+    e.port = v->port;
+
+    (void) ngx_bottle_audit_push(&e, NULL, 0);
+}
+
+
+void
+ngx_bottle_audit_finding(const bottle_t *bottle, ngx_str_t *host,
+    ngx_str_t *correlation, const char *detector, const char *rule,
+    const char *location, const char *digest, const char *action)
+{
+    u_char                id[128];
+    bottle_audit_event_t  e;
+
+    if (!ngx_bottle_audit.on) {
+        return;
+    }
+
+    ngx_bottle_audit_common(&e, BOTTLE_AUDIT_DLP_FINDING, bottle, host,
+                            correlation, id, sizeof(id));
+
+    e.detector.data = detector;
+    e.detector.len = ngx_strlen(detector);
+    e.dlp_rule.data = rule;
+    e.dlp_rule.len = ngx_strlen(rule);
+    e.location.data = location;
+    e.location.len = ngx_strlen(location);
+    e.digest.data = digest;
+    e.digest.len = ngx_strlen(digest);
+    e.action.data = action;
+    e.action.len = ngx_strlen(action);
+
+    (void) ngx_bottle_audit_push(&e, NULL, 0);
+}
+
+
+void
+ngx_bottle_audit_common(bottle_audit_event_t *e, bottle_audit_type_e type,
+    const bottle_t *bottle, ngx_str_t *host, ngx_str_t *correlation,
+    u_char *idbuf, size_t idsize)
+{
+    ngx_bottle_audit_t  *a = &ngx_bottle_audit;
+
+    ngx_memzero(e, sizeof(bottle_audit_event_t));
+
+    e->type = type;
+    e->time_ms = ngx_bottle_audit_now();
+    e->id.data = (const char *) idbuf;
+    e->id.len = bottle_audit_id((char *) idbuf, idsize,
+                                (const char *) a->gateway, a->gateway_len,
+                                e->time_ms, a->counter++);
+    e->gateway.data = (const char *) a->gateway;
+    e->gateway.len = a->gateway_len;
+
+    if (bottle) {
+        e->bottle.data = bottle->id.data;
+        e->bottle.len = bottle->id.len;
+    }
+
+    if (host) {
+        e->host.data = (const char *) host->data;
+        e->host.len = host->len;
+    }
+
+    if (correlation) {
+        e->correlation_id.data = (const char *) correlation->data;
+        e->correlation_id.len = correlation->len;
+    }
+}
+
+
+/*
+ * Into the ring: a full ring drops its oldest event, but a required first
+ * contact is refused instead (NGX_DECLINED).
+ */
+
+ngx_int_t
+ngx_bottle_audit_push(bottle_audit_event_t *e, ngx_bottle_contact_t *ct,
+    ngx_uint_t required)
+{
+    char                      rnd[BOTTLE_AUDIT_RANDOM_LEN];
+    u_char                   *key;
+    ngx_bottle_audit_t       *a = &ngx_bottle_audit;
+    ngx_bottle_audit_entry_t *entry;
+
+    if (a->tail - a->head >= a->cap) {
+        if (required) {
+            return NGX_DECLINED;
+        }
+
+        ngx_bottle_audit_drop_head();
+    }
+
+    if (e->correlation_id.len == 0 && e->type != BOTTLE_AUDIT_TRUNCATION
+        && bottle_audit_random_id(rnd) == 0)
+    {
+        /* no request id known (a front refusal): one of the event's own */
+        e->correlation_id.data = rnd;
+        e->correlation_id.len = BOTTLE_AUDIT_RANDOM_LEN - 1;
+    }
+
+    key = NULL;
+
+    if (ct) {
+        key = ngx_alloc(ct->bottle->id.len + ct->host.len, a->log);
+        if (key == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_memcpy(key, ct->bottle->id.data, ct->bottle->id.len);
+        ngx_memcpy(key + ct->bottle->id.len, ct->host.data, ct->host.len);
+    }
+
+    entry = &a->ring[a->tail % a->cap];
+
+    entry->json = bottle_audit_json(e, &entry->len);
+    if (entry->json == NULL) {
+        if (key) {
+            ngx_free(key);
+        }
+
+        ngx_log_error(NGX_LOG_ALERT, a->log, 0,
+                      "bottle: audit event could not be built");
+        return NGX_ERROR;
+    }
+
+    entry->key = key;
+    entry->id_len = ct ? ct->bottle->id.len : 0;
+    entry->host_len = ct ? ct->host.len : 0;
+    entry->at = e->time_ms;
+
+    a->tail++;
+
+    ngx_bottle_audit_flush();
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_bottle_audit_drop_head(void)
+{
+    ngx_str_t                  id, host;
+    ngx_bottle_audit_t        *a = &ngx_bottle_audit;
+    ngx_bottle_audit_host_t   *h;
+    ngx_bottle_audit_entry_t  *e;
+
+    e = &a->ring[a->head % a->cap];
+
+    if (a->dropped++ == 0) {
+        a->first_dropped = e->at;
+    }
+
+    a->last_dropped = e->at;
+
+    if (e->key) {
+        /* a later request of the pair runs the script again */
+        id.data = e->key;
+        id.len = e->id_len;
+        host.data = e->key + e->id_len;
+        host.len = e->host_len;
+
+        h = ngx_bottle_audit_cache(&id, &host, 0);
+        if (h && !h->acked) {
+            ngx_bottle_audit_cache_forget(h);
+        }
+
+        ngx_free(e->key);
+    }
+
+    ngx_bottle_audit_wake(a->head, NGX_DECLINED,
+                          "the audit journal could not record the first "
+                          "contact: the audit queue overflowed");
+
+    free(e->json);
+    ngx_memzero(e, sizeof(ngx_bottle_audit_entry_t));
+
+    a->head++;
+
+    if (a->sent < a->head) {
+        a->sent = a->head;
+    }
+}
+
+
+/* send what waits, a few commands in flight, the truncation first */
+
+static void
+ngx_bottle_audit_flush(void)
+{
+    int                        argc;
+    const char                *argv[8];
+    size_t                     argvlen[8];
+    ngx_bottle_audit_t        *a = &ngx_bottle_audit;
+    ngx_bottle_audit_entry_t  *e;
+
+    if (!ngx_bottle_redis_ready(&a->rd)) {
+        return;
+    }
+
+    if (a->dropped && !a->trunc_inflight) {
+        ngx_bottle_audit_send_truncation();
+    }
+
+    while (a->sent < a->tail && a->inflight < NGX_BOTTLE_AUDIT_INFLIGHT) {
+        e = &a->ring[a->sent % a->cap];
+        argc = 0;
+
+        if (e->key) {
+            argv[argc] = "EVAL";
+            argvlen[argc++] = 4;
+            argv[argc] = bottle_audit_contact_script;
+            argvlen[argc++] = ngx_strlen(bottle_audit_contact_script);
+            argv[argc] = "0";
+            argvlen[argc++] = 1;
+            argv[argc] = (const char *) e->key;
+            argvlen[argc++] = e->id_len;
+            argv[argc] = (const char *) e->key + e->id_len;
+            argvlen[argc++] = e->host_len;
+            argv[argc] = a->maxlen;
+            argvlen[argc++] = ngx_strlen(a->maxlen);
+            argv[argc] = e->json;
+            argvlen[argc++] = e->len;
+
+        } else {
+            argv[argc] = "XADD";
+            argvlen[argc++] = 4;
+            argv[argc] = BOTTLE_STORE_AUDIT;
+            argvlen[argc++] = sizeof(BOTTLE_STORE_AUDIT) - 1;
+            argv[argc] = "MAXLEN";
+            argvlen[argc++] = 6;
+            argv[argc] = "~";
+            argvlen[argc++] = 1;
+            argv[argc] = a->maxlen;
+            argvlen[argc++] = ngx_strlen(a->maxlen);
+            argv[argc] = "*";
+            argvlen[argc++] = 1;
+            argv[argc] = "event";
+            argvlen[argc++] = 5;
+            argv[argc] = e->json;
+            argvlen[argc++] = e->len;
+        }
+
+        if (ngx_bottle_redis_command(&a->rd, ngx_bottle_audit_reply,
+                                     (void *) (uintptr_t) a->sent, argc, argv,
+                                     argvlen)
+            != NGX_OK)
+        {
+            ngx_bottle_redis_reset(&a->rd, "a command could not be sent");
+            return;
+        }
+
+        a->sent++;
+        a->inflight++;
+    }
+}
+
+
+static void
+ngx_bottle_audit_send_truncation(void)
+{
+    u_char                id[128];
+    char                 *json;
+    size_t                len;
+    const char           *argv[8];
+    size_t                argvlen[8];
+    ngx_bottle_audit_t   *a = &ngx_bottle_audit;
+    bottle_audit_event_t  e;
+
+    ngx_bottle_audit_common(&e, BOTTLE_AUDIT_TRUNCATION, NULL, NULL, NULL, id,
+                            sizeof(id));
+
+    e.dropped = a->dropped;
+    e.first_dropped_ms = a->first_dropped;
+    e.last_dropped_ms = a->last_dropped;
+
+    json = bottle_audit_json(&e, &len);
+    if (json == NULL) {
+        return;
+    }
+
+    argv[0] = "XADD";
+    argv[1] = BOTTLE_STORE_AUDIT;
+    argv[2] = "MAXLEN";
+    argv[3] = "~";
+    argv[4] = a->maxlen;
+    argv[5] = "*";
+    argv[6] = "event";
+    argv[7] = json;
+
+    argvlen[0] = 4;
+    argvlen[1] = sizeof(BOTTLE_STORE_AUDIT) - 1;
+    argvlen[2] = 6;
+    argvlen[3] = 1;
+    argvlen[4] = ngx_strlen(a->maxlen);
+    argvlen[5] = 1;
+    argvlen[6] = 5;
+    argvlen[7] = len;
+
+    /* hiredis has copied the command when this returns */
+
+    if (ngx_bottle_redis_command(&a->rd, ngx_bottle_audit_truncation_reply,
+                                 NULL, 8, argv, argvlen)
+        == NGX_OK)
+    {
+        a->trunc = a->dropped;
+        a->trunc_first = a->first_dropped;
+        a->trunc_last = a->last_dropped;
+        a->trunc_inflight = 1;
+        a->dropped = 0;
+
+        ngx_log_error(NGX_LOG_WARN, a->log, 0,
+                      "bottle: audit journal: %uL events were dropped",
+                      a->trunc);
+    }
+
+    free(json);
+}
+
+
+static void
+ngx_bottle_audit_truncation_reply(redisAsyncContext *ac, void *r,
+    void *privdata)
+{
+    redisReply          *reply = r;
+    ngx_bottle_audit_t  *a = &ngx_bottle_audit;
+
+    a->trunc_inflight = 0;
+
+    if (reply && reply->type != REDIS_REPLY_ERROR) {
+        a->trunc = 0;
+        return;
+    }
+
+    /* not written: reported again, with what was dropped since */
+
+    if (a->dropped == 0) {
+        a->last_dropped = a->trunc_last;
+    }
+
+    a->dropped += a->trunc;
+    a->first_dropped = a->trunc_first;
+    a->trunc = 0;
+}
+
+
+static void
+ngx_bottle_audit_reply(redisAsyncContext *ac, void *r, void *privdata)
+{
+    uint64_t                   seq = (uintptr_t) privdata;
+    ngx_str_t                  id, host;
+    redisReply                *reply = r;
+    ngx_bottle_audit_t        *a = &ngx_bottle_audit;
+    ngx_bottle_audit_host_t   *h;
+    ngx_bottle_audit_entry_t  *e;
+
+    a->inflight--;
+
+    if (reply == NULL) {
+        /* the connection went: all that was sent goes again */
+        a->sent = a->head;
+        return;
+    }
+
+    if (seq != a->head) {
+        /* dropped from a full ring while in flight */
+        ngx_bottle_audit_flush();
+        return;
+    }
+
+    e = &a->ring[a->head % a->cap];
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        /* a store that refuses the event would refuse it again */
+        if (!a->error_logged) {
+            ngx_log_error(NGX_LOG_ERR, a->log, 0,
+                          "bottle: audit journal %s refused an event: %*s",
+                          a->conf->name, ngx_min(reply->len, 200),
+                          reply->str);
+            a->error_logged = 1;
+        }
+
+        ngx_bottle_audit_drop_head();
+        ngx_bottle_audit_flush();
+        return;
+    }
+
+    if (e->key) {
+        id.data = e->key;
+        id.len = e->id_len;
+        host.data = e->key + e->id_len;
+        host.len = e->host_len;
+
+        h = ngx_bottle_audit_cache(&id, &host, 1);
+        if (h) {
+            h->acked = 1;
+        }
+
+        ngx_free(e->key);
+    }
+
+    ngx_bottle_audit_wake(a->head, NGX_OK, NULL);
+
+    free(e->json);
+    ngx_memzero(e, sizeof(ngx_bottle_audit_entry_t));
+
+    a->head++;
+
+    if (a->sent < a->head) {
+        a->sent = a->head;
+    }
+
+    ngx_bottle_audit_flush();
+}
+
+
+static int64_t
+ngx_bottle_audit_now(void)
+{
+    ngx_time_t  *tp;
+
+    tp = ngx_timeofday();
+
+    return (int64_t) tp->sec * 1000 + tp->msec;
+}
