@@ -98,6 +98,9 @@ ngx_stream_bottle_refuse(ngx_stream_session_t *s,
     case 502:
         status = NGX_STREAM_BAD_GATEWAY;
         break;
+    case 503:
+        status = NGX_STREAM_SERVICE_UNAVAILABLE;
+        break;
     default:
         status = NGX_STREAM_FORBIDDEN;
     }
@@ -125,7 +128,8 @@ ngx_stream_bottle_respond(ngx_stream_session_t *s,
         ngx_string("407 Proxy Authentication Required"),
         ngx_string("408 Request Timeout"),
         ngx_string("500 Internal Server Error"),
-        ngx_string("502 Bad Gateway")
+        ngx_string("502 Bad Gateway"),
+        ngx_string("503 Service Unavailable")
     };
 
     c = s->connection;
@@ -138,6 +142,7 @@ ngx_stream_bottle_respond(ngx_stream_session_t *s,
     case 408: status = &statuses[3]; break;
     case 500: status = &statuses[4]; break;
     case 502: status = &statuses[5]; break;
+    case 503: status = &statuses[6]; break;
     default:  status = &statuses[1];
     }
 
