@@ -6,8 +6,9 @@
 # (bottle, host) across requests, workers and gateways; the request's
 # $request_id as correlation_id; a full queue drops its oldest events and
 # one audit.truncation_detected says how many; audit.delivery: "required"
-# waits for the record and is refused (rule audit, 503) without it;
-# bottlectl audit tail shows the events.
+# waits for the record and is refused (rule audit, 503) without it, and
+# a gateway whose journal is off refuses such a bottle (a store's at load,
+# a file's at nginx -t); bottlectl audit tail shows the events.
 
 ###############################################################################
 
@@ -24,6 +25,7 @@ use Test::Bottle;
 use Test::Bottle qw//;
 
 use JSON::PP;
+use POSIX qw//;
 use Time::HiRes qw/ sleep time /;
 
 ###############################################################################
@@ -108,6 +110,13 @@ my $t2 = Test::Nginx->new()->has(qw/http proxy stream bottle/);
 $t2->write_file_expand('nginx.conf', conf($FB, 1,
 	"bottle_audit_queue 4;\nbottle_audit_timeout 1s;", 'b.log'));
 
+# a third, with the journal off: a bottle requiring delivery is not served
+
+my $FC = port(8280);
+my $t3 = Test::Nginx->new()->has(qw/http proxy stream bottle/);
+$t3->write_file_expand('nginx.conf', conf($FC, 1, 'bottle_audit off;',
+	'c.log'));
+
 redis_start($t, port => $RP, persist => 1, db => 2);
 
 my $T = JSON::PP::true;
@@ -139,8 +148,9 @@ $t->waitforsocket("127.0.0.4:$P4") or die "no sink\n";
 
 $t->run();
 $t2->run();
+$t3->run();
 
-$t->plan(42);
+$t->plan(47);
 
 ###############################################################################
 
@@ -308,6 +318,30 @@ my $tail = Test::Bottle::bottlectl($t, $t->{_bottle_redis}, 'audit', 'tail', '--
 like($tail, qr/"type":"egress\.first_contact","gateway":"[^"]+","bottle":"carol","host":"127\.0\.0\.2"/,
 	'bottlectl audit tail --bottle: the real events');
 
+# the journal off: a store's bottle requiring delivery is refused at load,
+# a file's at nginx -t
+
+like(wait_for(sub { get($FC, $ALICE, '127.0.0.1', $P1, '/c') }, qr/ 200 /),
+	qr/ 200 /, 'journal off: another bottle served');
+like(get($FC, $CAROL, '127.0.0.1', $P1, '/c'), qr/ 407 /,
+	'journal off: a bottle requiring delivery is not served');
+like($t3->read_file('error.log'), qr/bottle_policy: bottle:policy:carol: bottle "carol": audit\.delivery: "required" needs the audit journal, which is off on this gateway \(bottle_audit\)/,
+	'journal off: logged with key, bottle and field');
+
+write_policy($t3, 'file.json', { bottles => [ { id => 'dave',
+	token => 'dave-token-0123456789', audit => { delivery => 'required' },
+	routes => [] } ] });
+my $conf = $t3->read_file('nginx.conf');
+$conf =~ s!bottle_policy redis://\S+;!bottle_policy ${\$t3->testdir()}/file.json;!;
+$conf =~ s!\berror\.log\b!check-error.log!g;
+$conf =~ s!\bnginx\.pid\b!check.pid!g;
+$t3->write_file('check.conf', $conf);
+my ($rc, $out) = nginx_t($t3, 'check.conf');
+isnt($rc, 0, 'file, journal off: nginx -t fails');
+like($out, qr/\[emerg\] bottle_policy: \S*file\.json: bottle "dave": audit\.delivery: "required" needs the audit journal, which is off on this gateway \(bottle_audit\)/,
+	'file, journal off: the message names file, bottle and field');
+
+$t3->stop();
 $t2->stop();
 
 ###############################################################################
@@ -372,6 +406,27 @@ sub last_id {
 	my ($id) = redis_cli($t, 'XREVRANGE', 'bottle:audit', '+', '-', 'COUNT', 1)
 		=~ /^(\d+-\d+)$/m;
 	return $id;
+}
+
+sub nginx_t {
+	my ($tt, $name) = @_;
+	my $d = $tt->testdir();
+
+	my $pid = open(my $fh, '-|');
+	die "fork: $!\n" unless defined $pid;
+
+	if ($pid == 0) {
+		open STDERR, '>&', \*STDOUT;
+		Test::Nginx::_sanitizer_env();
+		exec($Test::Nginx::NGINX, '-t', '-p', "$d/", '-c', $name,
+			'-e', "$d/t.log") or POSIX::_exit(127);
+	}
+
+	local $/;
+	my $text = <$fh> // '';
+	close $fh;
+
+	return ($? >> 8, $text);
 }
 
 sub contacts {
