@@ -41,7 +41,7 @@ $t->write_file_expand('nginx.conf', <<"EOF");
 daemon off;
 worker_processes 2;
 
-bottle_policy redis://127.0.0.1:$RP/3;
+bottle_policy redis://gateway:gw-secret\@127.0.0.1:$RP/3;
 bottle_store_stale_max 3s;
 
 events {
@@ -97,6 +97,7 @@ like(get($ALICE, '127.0.0.1', $P1, '/'),
 	'no store: refused');
 
 redis_start($t, port => $RP, persist => 1, db => 3);
+gateway_user();
 store_put($t, alice([ '127.0.0.1', $P1 ]),
 	{ id => 'bob', token => $BOB, routes => [] });
 
@@ -166,6 +167,7 @@ like($t->read_file('error.log'), qr/store policy connection lost/,
 # back: served again, by itself
 
 redis_start($t);
+gateway_user();
 like(wait_for(sub { get($ALICE, '127.0.0.1', $P1, '/') }, qr/ 200 /, 8),
 	qr/^HTTP\/1\.1 200 /, 'store back: served');
 like($t->read_file('error.log'), qr/store policy connection up again/,
@@ -176,6 +178,7 @@ like($t->read_file('error.log'), qr/store policy connection up again/,
 redis_stop($t);
 sleep 0.5;
 redis_start($t);
+gateway_user();
 store_rm($t, 'alice');
 like(wait_for(sub { get($ALICE, '127.0.0.1', $P1, '/') }, qr/ 407 /, 8),
 	qr/ 407 /, 'removed while away: refused');
@@ -188,6 +191,18 @@ sub get {
 		. "Host: $host:$port\r\n"
 		. 'Proxy-Authorization: ' . basic('agent', $token) . "\r\n"
 		. "Connection: close\r\n\r\n") // '';
+}
+
+# the gateway's ACL user, as docs/control-plane.md gives it (the store
+# forgets users when it restarts)
+
+sub gateway_user {
+	my $doc = do { local $/; open my $fh, '<', '../docs/control-plane.md'
+		or die "control-plane.md: $!\n"; <$fh> };
+	my ($acl) = $doc =~ /^user gateway (.*)$/m or die "no gateway user\n";
+	$acl =~ s/>GATEWAY-PASSWORD/>gw-secret/;
+	my $r = redis_cli($t, 'ACL', 'SETUSER', 'gateway', split(' ', $acl));
+	die "ACL SETUSER: $r" unless $r =~ /^OK/;
 }
 
 sub wait_for {
