@@ -54,6 +54,7 @@ stream {
         listen 127.0.0.1:8080;
         bottle_front on;
         bottle_plain_pass unix:%%TESTDIR%%/plain.sock;
+        bottle_tls_pass unix:%%TESTDIR%%/tls.sock;
         proxy_pass \$bottle_upstream;
     }
 }
@@ -80,14 +81,16 @@ my $P2 = port(8082);
 fake_upstream($t, port => $P1, name => 'one');
 fake_upstream($t, port => $P2, name => 'two', addr => '127.0.0.2');
 
-$t->run()->plan(19);
+$t->run()->plan(24);
 
 ###############################################################################
 
 sub alice {
 	return { id => 'alice', token => $ALICE,
 		canary => 'CANARY-a1b2c3d4e5',
-		routes => [ map { { host => $_->[0], port => $_->[1] } } @_ ] };
+		routes => [ map { { host => $_->[0], port => $_->[1],
+			$_->[2] ? (methods => $_->[2]) : (),
+			$_->[3] ? (allow => $_->[3]) : () } } @_ ] };
 }
 
 # no store yet: fail closed, with a reason
@@ -129,6 +132,28 @@ like(wait_for(sub { get($ALICE, '127.0.0.2', $P2, '/b') }, qr/ 200 /),
 cmp_ok(time() - $t0, '<', 1, 'change applied within a second');
 like(get($ALICE, '127.0.0.1', $P1, '/'), qr/ 403 .*allowlist/s,
 	'change: old route gone');
+
+# a tunnel outlives changes: each request of it sees the bottle as it is
+
+store_put($t, alice([ '127.0.0.1', $P1 ], [ '127.0.0.2', $P2 ]));
+wait_for(sub { get($ALICE, '127.0.0.1', $P1, '/') }, qr/ 200 /);
+
+my $s = proxy_session(8080);
+$s->send("CONNECT 127.0.0.2:$P2 HTTP/1.1\r\nHost: 127.0.0.2:$P2\r\n"
+	. 'Proxy-Authorization: ' . basic('agent', $ALICE) . "\r\n\r\n");
+like($s->read_response(), qr/^HTTP\/1\.1 200 /, 'tunnel: established');
+like(in_tunnel($s, '/t1'), qr/^HTTP\/1\.1 200 /, 'tunnel: served');
+
+store_put($t, alice([ '127.0.0.2', $P2, [ 'GET' ], [ { path => '/ok/*' } ] ]));
+like(wait_for(sub { in_tunnel($s, '/t2') }, qr/ 403 /),
+	qr/^HTTP\/1\.1 403 .*allow/s, 'tunnel: a changed route applies to its next request');
+like(in_tunnel($s, '/ok/1'), qr/^HTTP\/1\.1 200 /, 'tunnel: the new allow entry');
+
+store_rm($t, 'alice');
+like(wait_for(sub { in_tunnel($s, '/ok/2') }, qr/ 407 /),
+	qr/^HTTP\/1\.1 407 .*no longer in the policy/s,
+	'tunnel: a removed bottle is refused in its open tunnel');
+$s->close();
 
 # an invalid policy in the store: that bottle fails closed
 
@@ -203,6 +228,14 @@ sub gateway_user {
 	$acl =~ s/>GATEWAY-PASSWORD/>gw-secret/;
 	my $r = redis_cli($t, 'ACL', 'SETUSER', 'gateway', split(' ', $acl));
 	die "ACL SETUSER: $r" unless $r =~ /^OK/;
+}
+
+# a request in an open tunnel, kept alive
+
+sub in_tunnel {
+	my ($s, $path) = @_;
+	$s->send("GET $path HTTP/1.1\r\nHost: 127.0.0.2:$P2\r\n\r\n");
+	return $s->read_response() // '';
 }
 
 sub wait_for {
