@@ -38,6 +38,7 @@ static void ngx_bottle_store_redis_stale(ngx_bottle_store_redis_t *sr);
 static void ngx_bottle_store_redis_sync(ngx_bottle_store_redis_t *sr);
 static void ngx_bottle_store_redis_message(redisAsyncContext *ac, void *r,
     void *privdata);
+static void ngx_bottle_store_redis_cleanup(void *data);
 
 
 /*
@@ -52,6 +53,7 @@ ngx_bottle_store_redis_conf(ngx_conf_t *cf, ngx_bottle_store_t *st,
     char                       err[256];
     u_char                    *p;
     ngx_url_t                  u;
+    ngx_pool_cleanup_t        *cln;
     ngx_bottle_store_redis_t  *sr;
 
     sr = ngx_pcalloc(cf->pool, sizeof(ngx_bottle_store_redis_t));
@@ -106,15 +108,42 @@ ngx_bottle_store_redis_conf(ngx_conf_t *cf, ngx_bottle_store_t *st,
     }
 
     sr->store = st;
+    sr->log = cf->log;
     ngx_queue_init(&sr->slots);
 
     st->redis = sr;
     st->usable = ngx_bottle_store_redis_usable;
 
+    cln = ngx_pool_cleanup_add(cf->pool, 0);
+    if (cln == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    cln->handler = ngx_bottle_store_redis_cleanup;
+    cln->data = st;
+
     /* jansson seeds its hash function once: before any thread parses */
     json_object_seed(0);
 
+    ngx_bottle_store_redis_preload(cf, sr);
+
     return NGX_CONF_OK;
+}
+
+
+/* the bottles of a configuration that is over (the master, on reload) */
+
+static void
+ngx_bottle_store_redis_cleanup(void *data)
+{
+    ngx_bottle_store_t *st = data;
+
+    ngx_rbtree_node_t  *node;
+
+    while (st->ids.root != st->ids.sentinel) {
+        node = ngx_rbtree_min(st->ids.root, st->ids.sentinel);
+        ngx_bottle_store_remove(st, (ngx_bottle_entry_t *) node);
+    }
 }
 
 
@@ -152,7 +181,10 @@ ngx_bottle_store_redis_init_process(ngx_cycle_t *cycle, ngx_bottle_store_t *st)
     sr->log = cycle->log;
     sr->stale_max = st->stale_max;
     st->log = cycle->log;
-    sr->lost_at = ngx_current_msec;
+
+    if (!sr->loaded) {
+        sr->lost_at = ngx_current_msec;
+    }
 
     /* a hung store is noticed within two pings */
     ping = sr->stale_max / 4;

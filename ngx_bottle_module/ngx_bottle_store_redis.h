@@ -89,6 +89,12 @@ void ngx_bottle_store_redis_index(redisAsyncContext *ac, void *r,
 ngx_bottle_slot_t *ngx_bottle_store_redis_fetch(ngx_bottle_store_redis_t *sr,
     const u_char *id, size_t len);
 void ngx_bottle_store_redis_apply(ngx_bottle_store_redis_t *sr);
+void ngx_bottle_store_redis_load_one(ngx_bottle_store_redis_t *sr,
+    ngx_bottle_slot_t *slot);
+
+/* ngx_bottle_store_load.c */
+void ngx_bottle_store_redis_preload(ngx_conf_t *cf,
+    ngx_bottle_store_redis_t *sr);
 
 
 #endif /* _NGX_BOTTLE_STORE_REDIS_H_INCLUDED_ */

@@ -606,6 +606,20 @@ ngx_bottle_store_redis_apply_one(ngx_bottle_store_redis_t *sr,
 }
 
 
+/* one bottle read by the master at configuration: parsed and listed now */
+
+void
+ngx_bottle_store_redis_load_one(ngx_bottle_store_redis_t *sr,
+    ngx_bottle_slot_t *slot)
+{
+    ngx_bottle_store_redis_parse(slot, sr->store->scan_db);
+    ngx_bottle_store_redis_apply_one(sr, slot);
+
+    bottle_policy_free(slot->policy);
+    slot->policy = NULL;
+}
+
+
 static void
 ngx_bottle_slot_free(ngx_bottle_slot_t *slot)
 {
