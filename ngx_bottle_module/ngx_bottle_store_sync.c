@@ -387,6 +387,16 @@ ngx_bottle_store_redis_parse(ngx_bottle_slot_t *slot, bottle_scan_db_t *db)
         return;
     }
 
+    if (b->token_given) {
+        /* a store keeps digests only: bottlectl never writes a token */
+        snprintf(slot->err, sizeof(slot->err),
+                 "%s: bottle \"%s\": token: the store holds token_sha256 "
+                 "only (bottlectl policy put hashes the token)", source,
+                 b->id.data);
+        bottle_policy_free(p);
+        return;
+    }
+
     if (bottle_policy_unsupported(p, slot->err, sizeof(slot->err)) != 0) {
         bottle_policy_free(p);
         return;

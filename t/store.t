@@ -81,7 +81,7 @@ my $P2 = port(8082);
 fake_upstream($t, port => $P1, name => 'one');
 fake_upstream($t, port => $P2, name => 'two', addr => '127.0.0.2');
 
-$t->run()->plan(24);
+$t->run()->plan(27);
 
 ###############################################################################
 
@@ -101,9 +101,13 @@ like(get($ALICE, '127.0.0.1', $P1, '/'),
 
 redis_start($t, port => $RP, persist => 1, db => 3);
 gateway_user();
+
+# both workers have read the store (each says so), then put: served
+
+wait_for(sub { scalar(() = $t->read_file('error.log')
+	=~ /policy store \S+ read:/g) }, qr/^[2-9]/);
 store_put($t, alice([ '127.0.0.1', $P1 ]),
 	{ id => 'bob', token => $BOB, routes => [] });
-
 like(wait_for(sub { get($ALICE, '127.0.0.1', $P1, '/a') }, qr/ 200 /),
 	qr/^HTTP\/1\.1 200 /, 'store up: served');
 like($t->read_file('error.log'), qr/policy store redis:\/\/127\.0\.0\.1:$RP\/3 read: \d+ bottles/,
@@ -164,6 +168,25 @@ like(wait_for(sub { get($ALICE, '127.0.0.2', $P2, '/') }, qr/ 407 /),
 like($t->read_file('error.log'),
 	qr/bottle_policy: bottle:policy:alice: bottle "alice": routes\[0\]: unknown field "colour"/,
 	'invalid policy: logged with key, bottle and field');
+
+# a token in the clear in the store (bottlectl never writes one): refused
+
+store_raw($t, 'alice', '{"id":"alice","token":"' . $ALICE
+	. '","routes":[{"host":"127.0.0.1","port":' . $P1 . '}]}');
+wait_for(sub { $t->read_file('error.log') }, qr/holds token_sha256 only/);
+like(get($ALICE, '127.0.0.1', $P1, '/'), qr/ 407 /,
+	'a token in the clear in the store: refused');
+
+# token rotation: the new token works, the old one no longer does
+
+store_put($t, alice([ '127.0.0.1', $P1 ]));
+wait_for(sub { get($ALICE, '127.0.0.1', $P1, '/') }, qr/ 200 /);
+my $NEW = 'alice-rotated-token-77777';
+store_put($t, { %{alice([ '127.0.0.1', $P1 ])}, token => $NEW });
+like(wait_for(sub { get($NEW, '127.0.0.1', $P1, '/') }, qr/ 200 /),
+	qr/^HTTP\/1\.1 200 /, 'rotated: the new token is served');
+like(get($ALICE, '127.0.0.1', $P1, '/'), qr/ 407 .*no bottle has this token/s,
+	'rotated: the old token is refused');
 
 # removal
 
