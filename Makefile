@@ -111,12 +111,13 @@ $(BUILD)/unit/%_test: t/unit/%_test.c $(LIBBOTTLE) $(LIB_HDRS) t/unit/tap.h
 	@mkdir -p $(dir $@)
 	$(CC) $(UNIT_CFLAGS) -o $@ $< $(LIBBOTTLE) $(LIB_LIBS)
 
-# The module with AddressSanitizer and UBSan; nginx must then run with the
-# sanitizer runtime preloaded (docs/install.md, docs/testing.md).
+# The module (and bottlectl) with AddressSanitizer and UBSan; nginx must
+# then run with the sanitizer runtime preloaded (docs/install.md,
+# docs/testing.md).
 asan:
 	$(MAKE) BUILD=build-asan \
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
-	    LD_OPT="-fsanitize=address,undefined" module
+	    LD_OPT="-fsanitize=address,undefined" module ctl
 
 FUZZ_BINS   = $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/*_fuzz.c))
 
@@ -137,6 +138,7 @@ test: all asan
 # docs/testing.md and docs/install.md show this recipe; t/docs.t checks
 # that they show it as it is here.
 test-asan: asan
+	BOTTLECTL=build-asan/bottlectl \
 	TEST_NGINX_MODULE=build-asan/ngx_bottle_module.so \
 	TEST_NGINX_PRELOAD="$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so)" \
 	    prove t/

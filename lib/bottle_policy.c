@@ -278,7 +278,7 @@ bottle_index_tokens(bottle_ctx_t *ctx)
 
 static int
 bottle_policy_build(bottle_policy_t **out, bottle_doc_t *docs, size_t ndocs,
-    char *err, size_t errlen)
+    size_t len, char *err, size_t errlen)
 {
     size_t            n;
     bottle_ctx_t      ctx;
@@ -295,6 +295,12 @@ bottle_policy_build(bottle_policy_t **out, bottle_doc_t *docs, size_t ndocs,
     }
 
     ctx.policy = p;
+
+    /* what a document of len bytes needs, about: its strings and a little
+       more (0: a file or directory, whole blocks) */
+    if (len) {
+        p->block_next = len < 1024 ? 1024 : (len + 255) & ~(size_t) 255;
+    }
 
     if (bottle_count_bottles(&n, &ctx, docs, ndocs) != 0) {
         goto failed;
@@ -389,7 +395,7 @@ bottle_policy_parse(bottle_policy_t **out, const char *json, size_t len,
         return -1;
     }
 
-    rc = bottle_policy_build(out, &doc, 1, err, errlen);
+    rc = bottle_policy_build(out, &doc, 1, len, err, errlen);
 
     json_decref(doc.root);
 
@@ -648,7 +654,7 @@ bottle_policy_load(bottle_policy_t **out, const char *path, char *err,
         ndocs++;
     }
 
-    rc = bottle_policy_build(out, docs, ndocs, err, errlen);
+    rc = bottle_policy_build(out, docs, ndocs, 0, err, errlen);
 
 cleanup:
 

@@ -150,6 +150,8 @@ typedef struct bottle_s {
     bottle_str_t        slug;           /* defaults to id */
     bottle_str_t        source;         /* file or source name it came from */
     unsigned char       token_sha256[32];
+    unsigned            token_given:1;  /* the token itself was in the
+                                           policy, not only its digest */
 
     bottle_net_t       *sources;        /* none: any source address */
     size_t              nsources;

@@ -174,6 +174,8 @@ bottle_parse_token(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
         return bottle_fail(ctx, "cannot hash");
     }
 
+    b->token_given = 1;
+
     bottle_path_pop(ctx, saved);
 
     return 0;

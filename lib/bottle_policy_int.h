@@ -41,6 +41,8 @@ struct bottle_policy_s {
     size_t              nbottles;
     size_t             *token_slots;    /* bottle index + 1, 0 if empty */
     size_t              token_mask;
+    size_t              block_next;     /* the next arena block's size; 0:
+                                           BOTTLE_ARENA_BLOCK */
 };
 
 

@@ -54,7 +54,7 @@ static void *
 bottle_alloc(bottle_policy_t *p, size_t size)
 {
     uintptr_t        base, start;
-    size_t           need;
+    size_t           need, min;
     bottle_block_t  *b;
 
     b = p->blocks;
@@ -74,9 +74,21 @@ bottle_alloc(bottle_policy_t *p, size_t size)
         return NULL;
     }
 
+    /*
+     * A policy of one small bottle (the store holds one per key) starts
+     * with a block its size, not a whole one, then doubles.
+     */
+
+    min = p->block_next ? p->block_next : BOTTLE_ARENA_BLOCK;
+
     need = size + BOTTLE_ARENA_ALIGN;
-    if (need < BOTTLE_ARENA_BLOCK) {
-        need = BOTTLE_ARENA_BLOCK;
+    if (need < min) {
+        need = min;
+    }
+
+    if (p->block_next) {
+        p->block_next = (min < BOTTLE_ARENA_BLOCK / 2) ? min * 2
+                                                       : BOTTLE_ARENA_BLOCK;
     }
 
     /* zeroed, so parsed structures start with every field off */

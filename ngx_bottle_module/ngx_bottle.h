@@ -13,6 +13,7 @@
 #include "bottle_cookie.h"
 #include "bottle_ip.h"
 #include "bottle_policy.h"
+#include "bottle_rule.h"
 #include "bottle_scan.h"
 
 #include "ngx_bottle_store.h"
@@ -61,35 +62,37 @@ typedef struct {
 
 /*
  * Every refusal names one rule; the rule decides the status, the text the
- * agent reads, and the log line (docs/refusals.md).
+ * agent reads, and the log line (docs/refusals.md).  The rules and their
+ * table are libbottle's (bottle_rule.h), which bottlectl explain reads too.
  */
-typedef enum {
-    NGX_BOTTLE_RULE_NONE = 0,
-    NGX_BOTTLE_RULE_BAD_REQUEST,
-    NGX_BOTTLE_RULE_IDENTITY,
-    NGX_BOTTLE_RULE_NO_ROUTE,
-    NGX_BOTTLE_RULE_PORT,
-    NGX_BOTTLE_RULE_ADDRESS,
-    NGX_BOTTLE_RULE_RESOLVE,
-    NGX_BOTTLE_RULE_INSPECT,
-    NGX_BOTTLE_RULE_RAW_TCP,
-    NGX_BOTTLE_RULE_HOST_MISMATCH,
-    NGX_BOTTLE_RULE_GIT,
-    NGX_BOTTLE_RULE_METHOD,
-    NGX_BOTTLE_RULE_ALLOW,
-    NGX_BOTTLE_RULE_TIMEOUT,
-    NGX_BOTTLE_RULE_UPSTREAM,
-    NGX_BOTTLE_RULE_WEBSOCKET,
-    NGX_BOTTLE_RULE_CANARY,
-    NGX_BOTTLE_RULE_CRLF,
-    NGX_BOTTLE_RULE_DLP,
-    NGX_BOTTLE_RULE_TOO_LARGE,
-    NGX_BOTTLE_RULE_ENCODING,
-    NGX_BOTTLE_RULE_INTERNAL,
-    NGX_BOTTLE_RULE_AUDIT
-} ngx_bottle_rule_e;
+typedef bottle_rule_e  ngx_bottle_rule_e;
+
+#define NGX_BOTTLE_RULE_NONE            BOTTLE_RULE_NONE
+#define NGX_BOTTLE_RULE_BAD_REQUEST     BOTTLE_RULE_BAD_REQUEST
+#define NGX_BOTTLE_RULE_IDENTITY        BOTTLE_RULE_IDENTITY
+#define NGX_BOTTLE_RULE_NO_ROUTE        BOTTLE_RULE_NO_ROUTE
+#define NGX_BOTTLE_RULE_PORT            BOTTLE_RULE_PORT
+#define NGX_BOTTLE_RULE_ADDRESS         BOTTLE_RULE_ADDRESS
+#define NGX_BOTTLE_RULE_RESOLVE         BOTTLE_RULE_RESOLVE
+#define NGX_BOTTLE_RULE_INSPECT         BOTTLE_RULE_INSPECT
+#define NGX_BOTTLE_RULE_RAW_TCP         BOTTLE_RULE_RAW_TCP
+#define NGX_BOTTLE_RULE_HOST_MISMATCH   BOTTLE_RULE_HOST_MISMATCH
+#define NGX_BOTTLE_RULE_GIT             BOTTLE_RULE_GIT
+#define NGX_BOTTLE_RULE_METHOD          BOTTLE_RULE_METHOD
+#define NGX_BOTTLE_RULE_ALLOW           BOTTLE_RULE_ALLOW
+#define NGX_BOTTLE_RULE_TIMEOUT         BOTTLE_RULE_TIMEOUT
+#define NGX_BOTTLE_RULE_UPSTREAM        BOTTLE_RULE_UPSTREAM
+#define NGX_BOTTLE_RULE_WEBSOCKET       BOTTLE_RULE_WEBSOCKET
+#define NGX_BOTTLE_RULE_CANARY          BOTTLE_RULE_CANARY
+#define NGX_BOTTLE_RULE_CRLF            BOTTLE_RULE_CRLF
+#define NGX_BOTTLE_RULE_DLP             BOTTLE_RULE_DLP
+#define NGX_BOTTLE_RULE_TOO_LARGE       BOTTLE_RULE_TOO_LARGE
+#define NGX_BOTTLE_RULE_ENCODING        BOTTLE_RULE_ENCODING
+#define NGX_BOTTLE_RULE_INTERNAL        BOTTLE_RULE_INTERNAL
+#define NGX_BOTTLE_RULE_AUDIT           BOTTLE_RULE_AUDIT
 
 
+/* bottle_rule_t, as nginx strings */
 typedef struct {
     ngx_uint_t           status;     /* 400, 403, 407, 502 */
     ngx_str_t            name;       /* "no_route" */

@@ -29,6 +29,8 @@ static char *ngx_bottle_audit_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static ngx_int_t ngx_bottle_audit_resolve(ngx_pool_t *pool,
     ngx_bottle_audit_conf_t *acf, ngx_log_t *log);
+static void ngx_bottle_audit_unlist(ngx_cycle_t *cycle,
+    ngx_bottle_store_t *st);
 static ngx_int_t ngx_bottle_audit_init_process(ngx_cycle_t *cycle);
 static void ngx_bottle_audit_exit_process(ngx_cycle_t *cycle);
 static void ngx_bottle_audit_state(ngx_bottle_redis_t *rd, ngx_uint_t up);
@@ -182,7 +184,62 @@ ngx_bottle_audit_init_conf(ngx_cycle_t *cycle, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    if (acf->off && bcf && bcf->store && bcf->store->redis) {
+        ngx_bottle_audit_unlist(cycle, bcf->store);
+    }
+
     return NGX_CONF_OK;
+}
+
+
+/*
+ * The store's bottles the master read while the configuration was parsed,
+ * before it was known whether the journal is on: those requiring delivery
+ * are not served (a worker that fetches one again refuses it the same way,
+ * ngx_bottle_audit_check).
+ */
+
+static void
+ngx_bottle_audit_unlist(ngx_cycle_t *cycle, ngx_bottle_store_t *st)
+{
+    char                 err[1024];
+    bottle_policy_t     *p;
+    ngx_rbtree_node_t   *node;
+    ngx_bottle_entry_t  *e;
+
+    for ( ;; ) {
+        e = NULL;
+
+        if (st->ids.root != st->ids.sentinel) {
+            for (node = ngx_rbtree_min(st->ids.root, st->ids.sentinel);
+                 node;
+                 node = ngx_rbtree_next(&st->ids, node))
+            {
+                e = (ngx_bottle_entry_t *)
+                        ((u_char *) node
+                         - offsetof(ngx_bottle_entry_t, id_node));
+
+                if (e->bottle->audit_required) {
+                    break;
+                }
+
+                e = NULL;
+            }
+        }
+
+        if (e == NULL) {
+            return;
+        }
+
+        p = e->policy;
+
+        if (p && bottle_policy_needs_journal(p, err, sizeof(err)) != 0) {
+            ngx_log_error(NGX_LOG_ERR, cycle->log, 0, "bottle_policy: %s",
+                          err);
+        }
+
+        ngx_bottle_store_remove(st, e);
+    }
 }
 
 
@@ -290,6 +347,8 @@ ngx_bottle_audit_init_process(ngx_cycle_t *cycle)
 
     ngx_memzero(a, sizeof(ngx_bottle_audit_t));
 
+    a->known = 1;
+
     if (acf == NULL || acf->off || acf->store_url == NULL) {
         return NGX_OK;
     }
@@ -373,13 +432,17 @@ ngx_bottle_audit_enabled(void)
 
 /*
  * A bottle read from the store, in a thread: set before the workers'
- * threads run, read only.
+ * threads run, read only.  In the master (the store read at
+ * configuration) nothing is known yet.
  */
 
 int
 ngx_bottle_audit_check(const bottle_policy_t *p, char *err, size_t errlen)
 {
-    if (ngx_bottle_audit.on) {
+    /* the master, reading the store while the configuration is parsed,
+       does not know yet: ngx_bottle_audit_init_conf() decides for it */
+
+    if (ngx_bottle_audit.on || !ngx_bottle_audit.known) {
         return 0;
     }
 

@@ -98,6 +98,7 @@ typedef struct {
     uint64_t                   counter;
     char                       maxlen[NGX_INT_T_LEN + 1];
     unsigned                   on:1;
+    unsigned                   known:1;    /* on is decided (a worker) */
 } ngx_bottle_audit_t;
 
 

@@ -9,87 +9,41 @@
 #include <ngx_core.h>
 
 #include "ngx_bottle.h"
+#include "bottle_decide.h"
 
 
 #define NGX_BOTTLE_LOG_HOST_MAX  255
 
 
-static ngx_bottle_rule_t  ngx_bottle_rules[] = {
-    { 200, ngx_string("none"), ngx_null_string },
-    { 400, ngx_string("bad_request"),
-      ngx_string("Send a well-formed HTTP/1.1 proxy request.") },
-    { 407, ngx_string("identity"),
-      ngx_string("Use the proxy URL you were given: its password is this "
-                 "bottle's token.") },
-    { 403, ngx_string("no_route"),
-      ngx_string("This host is not on this bottle's egress allowlist. "
-                 "If you need it, ask the operator to allow it "
-                 "(supervise: egress-allow).") },
-    { 403, ngx_string("port"),
-      ngx_string("This port is not allowed for this host. If you need it, "
-                 "ask the operator to add it to the route "
-                 "(supervise: egress-allow).") },
-    { 403, ngx_string("address"),
-      ngx_string("This host resolves to an internal address, which routes "
-                 "may reach only when the operator allows it explicitly.") },
-    { 502, ngx_string("resolve"),
-      ngx_string("The gateway could not resolve this host. Check the name; "
-                 "retrying later may help.") },
-    { 403, ngx_string("inspect"),
-      ngx_string("This route is inspected, and TLS interception is not "
-                 "available on this gateway. Ask the operator.") },
-    { 403, ngx_string("raw_tcp"),
-      ngx_string("Only HTTP, or TLS carrying HTTP, may pass the gateway.") },
-    { 403, ngx_string("host_mismatch"),
-      ngx_string("The Host header must name the host you connect to.") },
-    { 403, ngx_string("git"),
-      ngx_string("git does not go out through egress: use git-gate with "
-                 "the repository's usual URL.") },
-    { 403, ngx_string("method"),
-      ngx_string("This method is not allowed on this route. If you need it, "
-                 "ask the operator to allow it (supervise: egress-allow).") },
-    { 403, ngx_string("allow"),
-      ngx_string("No allow rule of this route matches this request. If you "
-                 "need it, ask the operator (supervise: egress-allow).") },
-    { 408, ngx_string("timeout"),
-      ngx_string("Send the whole request head promptly.") },
-    { 502, ngx_string("upstream"),
-      ngx_string("The upstream could not be reached; retrying later may "
-                 "help.") },
-    { 403, ngx_string("websocket"),
-      ngx_string("WebSocket upgrades are refused on this route; its frames "
-                 "would not be inspected. Ask the operator if you need "
-                 "them.") },
-    { 403, ngx_string("canary"),
-      ngx_string("The request carries this bottle's canary secret, which "
-                 "must never leave the bottle.") },
-    { 403, ngx_string("crlf"),
-      ngx_string("Header values may not carry line breaks.") },
-    { 403, ngx_string("dlp"),
-      ngx_string("The request carries what looks like a secret. If it must "
-                 "go to this host, ask the operator to approve it "
-                 "(supervise: egress-token-allow).") },
-    { 413, ngx_string("too_large"),
-      ngx_string("Send a smaller request body, or ask the operator to raise "
-                 "the gateway's limit.") },
-    { 415, ngx_string("encoding"),
-      ngx_string("Send the request body uncompressed, or with gzip or "
-                 "deflate: the gateway must read it before it goes out.") },
-    { 500, ngx_string("internal"),
-      ngx_string("The gateway could not check this request, so it refused "
-                 "it. Tell the operator.") },
-    { 503, ngx_string("audit"),
-      ngx_string("This bottle's first request to a host must be recorded in "
-                 "the audit journal first, and it could not be. Retrying "
-                 "later may help; tell the operator if it persists.") }
-};
+/*
+ * The rule table is libbottle's (bottle_rule.c); this is it as nginx
+ * strings, made once per process on first use.
+ */
+
+static ngx_bottle_rule_t  ngx_bottle_rules[BOTTLE_RULE_COUNT];
+static ngx_uint_t         ngx_bottle_rules_made;
 
 
 const ngx_bottle_rule_t *
 ngx_bottle_rule(ngx_bottle_rule_e rule)
 {
-    if ((size_t) rule >= sizeof(ngx_bottle_rules) / sizeof(ngx_bottle_rule_t))
-    {
+    ngx_uint_t            i;
+    const bottle_rule_t  *br;
+
+    if (!ngx_bottle_rules_made) {
+        for (i = 0; i < BOTTLE_RULE_COUNT; i++) {
+            br = bottle_rule((bottle_rule_e) i);
+            ngx_bottle_rules[i].status = br->status;
+            ngx_bottle_rules[i].name.data = (u_char *) br->name;
+            ngx_bottle_rules[i].name.len = ngx_strlen(br->name);
+            ngx_bottle_rules[i].advice.data = (u_char *) br->advice;
+            ngx_bottle_rules[i].advice.len = ngx_strlen(br->advice);
+        }
+
+        ngx_bottle_rules_made = 1;
+    }
+
+    if ((ngx_uint_t) rule >= BOTTLE_RULE_COUNT) {
         rule = NGX_BOTTLE_RULE_INTERNAL;
     }
 
@@ -242,55 +196,20 @@ ngx_int_t
 ngx_bottle_canonical_host(ngx_pool_t *pool, const u_char *host, size_t len,
     ngx_uint_t bracketed, ngx_str_t *out)
 {
-    size_t       i;
-    u_char      *p;
-    bottle_ip_t  ip;
+    u_char  *p;
 
-    if (len && host[len - 1] == '.' && !bracketed) {
-        len--;
-    }
+    /* libbottle's, as bottlectl explain reads a host (bottle_decide.h) */
 
-    if (len == 0 || len > 253) {
-        return NGX_DECLINED;
-    }
-
-    if (bracketed || bottle_ip_looks_numeric((const char *) host, len)
-        || ngx_strlchr((u_char *) host, (u_char *) host + len, ':'))
-    {
-        if (bottle_ip_parse(&ip, (const char *) host, len) != 0) {
-            return NGX_DECLINED;
-        }
-
-        p = ngx_pnalloc(pool, NGX_INET6_ADDRSTRLEN + 1);
-        if (p == NULL) {
-            return NGX_ERROR;
-        }
-
-        out->data = p;
-        out->len = bottle_ip_format((char *) p, NGX_INET6_ADDRSTRLEN + 1, &ip);
-
-        return out->len ? NGX_OK : NGX_DECLINED;
-    }
-
-    p = ngx_pnalloc(pool, len);
+    p = ngx_pnalloc(pool, bottle_decide_host_size(len));
     if (p == NULL) {
         return NGX_ERROR;
     }
 
-    for (i = 0; i < len; i++) {
-        if (!(isalnum(host[i]) || host[i] == '-' || host[i] == '.'
-              || host[i] == '_'))
-        {
-            return NGX_DECLINED;
-        }
-
-        p[i] = ngx_tolower(host[i]);
-    }
-
     out->data = p;
-    out->len = len;
+    out->len = bottle_decide_canonical_host((char *) p, (const char *) host,
+                                            len, bracketed);
 
-    return NGX_OK;
+    return out->len ? NGX_OK : NGX_DECLINED;
 }
 
 

@@ -14,6 +14,7 @@
 #include "ngx_bottle.h"
 #include "bottle_mint.h"
 #include "bottle_coding.h"
+#include "bottle_decide.h"
 
 
 typedef struct {
@@ -89,6 +90,8 @@ struct ngx_http_bottle_ctx_s {
     const bottle_route_t    *route;
     ngx_http_bottle_conn_t  *tunnel;     /* NULL: a plain proxy request */
     ngx_http_bottle_target_t target;
+    bottle_request_t         req;        /* the target, for libbottle's
+                                            decisions (bottle_decide.h) */
 
     ngx_str_t                uri;        /* $bottle_uri: path?stripped args */
     ngx_str_t                host_header; /* $bottle_host_header */

@@ -19,31 +19,6 @@ typedef enum {
 } ngx_http_bottle_fate_e;
 
 
-/* the gateway's own headers: gone whatever the route says */
-static ngx_str_t  ngx_http_bottle_gateway_headers[] = {
-    ngx_string("proxy-authorization"),
-    ngx_string("proxy-connection"),
-    ngx_null_string
-};
-
-/* CREDENTIAL_HEADERS of the spec; cookies go through the jar */
-static ngx_str_t  ngx_http_bottle_credential_headers[] = {
-    ngx_string("authorization"),
-    ngx_string("x-api-key"),
-    ngx_string("api-key"),
-    ngx_string("x-goog-api-key"),
-    ngx_string("private-token"),
-    ngx_string("x-auth-token"),
-    ngx_string("x-access-token"),
-    ngx_string("x-gitea-token"),
-    ngx_string("x-vault-token"),
-    ngx_string("x-amz-security-token"),
-    ngx_string("ocp-apim-subscription-key"),
-    ngx_null_string
-};
-
-static ngx_uint_t ngx_http_bottle_in(ngx_str_t *list, u_char *name,
-    size_t len);
 static ngx_uint_t ngx_http_bottle_is_cookie(ngx_table_elt_t *h);
 static ngx_int_t ngx_http_bottle_cookies(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx, ngx_table_elt_t **first, ngx_str_t *kept);
@@ -85,59 +60,25 @@ ngx_http_bottle_find_header(ngx_http_request_t *r, const char *lowcase,
 }
 
 
-static ngx_uint_t
-ngx_http_bottle_in(ngx_str_t *list, u_char *name, size_t len)
-{
-    for ( /* void */ ; list->len; list++) {
-        if (list->len == len && ngx_strncasecmp(list->data, name, len) == 0) {
-            return 1;
-        }
-    }
-
-    return 0;
-}
-
+/*
+ * The gateway's own headers, the one the route injects, and without
+ * preserve_auth the credential headers: libbottle's list
+ * (bottle_decide_strips), which bottlectl explain reads too.
+ */
 
 static ngx_http_bottle_fate_e
 ngx_http_bottle_header_fate(ngx_http_bottle_ctx_t *ctx, ngx_table_elt_t *h)
 {
-    const bottle_route_t  *route;
-
-    route = ctx->route;
-
-    if (ngx_http_bottle_in(ngx_http_bottle_gateway_headers, h->key.data,
-                           h->key.len))
-    {
-        return NGX_HTTP_BOTTLE_DROP;
-    }
-
-    /* the injected header is the gateway's, even with preserve_auth */
-
-    if (route->auth_type != BOTTLE_AUTH_NONE
-        && h->key.len == route->auth_header.len
-        && ngx_strncasecmp(h->key.data, (u_char *) route->auth_header.data,
-                           h->key.len) == 0)
-    {
-        return NGX_HTTP_BOTTLE_DROP;
-    }
-
-    if (!route->preserve_auth
-        && ngx_http_bottle_in(ngx_http_bottle_credential_headers, h->key.data,
-                              h->key.len))
-    {
-        return NGX_HTTP_BOTTLE_DROP;
-    }
-
-    return NGX_HTTP_BOTTLE_KEEP;
+    return bottle_decide_strips(ctx->route, (const char *) h->key.data,
+                                h->key.len)
+           ? NGX_HTTP_BOTTLE_DROP : NGX_HTTP_BOTTLE_KEEP;
 }
 
 
 static ngx_uint_t
 ngx_http_bottle_is_cookie(ngx_table_elt_t *h)
 {
-    return h->key.len == sizeof("cookie") - 1
-           && ngx_strncasecmp(h->key.data, (u_char *) "cookie", h->key.len)
-              == 0;
+    return bottle_decide_is_cookie((const char *) h->key.data, h->key.len);
 }
 
 

@@ -35,10 +35,10 @@ static ngx_int_t ngx_http_bottle_git(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 static ngx_int_t ngx_http_bottle_route(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
+static ngx_int_t ngx_http_bottle_decided(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx, bottle_decision_t *d);
 static ngx_int_t ngx_http_bottle_allowed(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
-static ngx_uint_t ngx_http_bottle_allow_match(ngx_http_request_t *r,
-    ngx_http_bottle_ctx_t *ctx, const bottle_allow_t *allow);
 static ngx_int_t ngx_http_bottle_resolve_upstream(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 static void ngx_http_bottle_resolved(void *data, ngx_int_t rc);
@@ -256,25 +256,11 @@ ngx_http_bottle_checks_after_dlp(ngx_http_request_t *r,
         return rc;
     }
 
+    /* methods, allow entries, a WebSocket upgrade */
+
     rc = ngx_http_bottle_allowed(r, ctx);
     if (rc != NGX_OK) {
         return rc;
-    }
-
-    /*
-     * a WebSocket leaves HTTP: its frames are not inspected, so only a
-     * route that opts in may upgrade
-     */
-
-    if (r->headers_in.upgrade) {
-        if (!ctx->route->websocket) {
-            return ngx_http_bottle_deny(ctx, r->pool,
-                                        NGX_BOTTLE_RULE_WEBSOCKET,
-                                        "upgrade to \"%V\" refused",
-                                        &r->headers_in.upgrade->value);
-        }
-
-        ctx->upgrade = r->headers_in.upgrade->value;
     }
 
     rc = ngx_http_bottle_inject(r, ctx);
@@ -360,198 +346,130 @@ ngx_http_bottle_allowlist(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 /*
  * The route of the target, and its port.  A passthrough route's host is
  * policed here like any other: plain HTTP is never an unscanned channel.
+ * The request-level decisions are libbottle's (bottle_decide.h), which
+ * bottlectl explain runs too; the request is described for them once.
  */
 
 static ngx_int_t
 ngx_http_bottle_route(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 {
-    const bottle_route_t  *route;
+    bottle_request_t   *req;
+    bottle_decision_t   d;
 
-    route = bottle_find_route(ctx->verdict.bottle,
-                              (const char *) ctx->target.host.data,
-                              ctx->target.host.len);
-    if (route == NULL) {
-        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_NO_ROUTE,
-                                    "the host is not on this bottle's "
-                                    "allowlist");
-    }
+    req = &ctx->req;
 
-    ctx->route = route;
+    req->method = (const char *) r->method_name.data;
+    req->method_len = r->method_name.len;
+    req->host = (const char *) ctx->target.host.data;
+    req->host_len = ctx->target.host.len;
+    req->port = ctx->target.port;
+    req->tunnel = (ctx->tunnel != NULL);
+    req->path = (const char *) ctx->target.path.data;
+    req->path_len = ctx->target.path.len;
+    req->query = (const char *) ctx->target.args.data;
+    req->query_len = ctx->target.args.len;
 
-    /* inside a tunnel the port is the CONNECT's: CONNECT defaults apply */
+    bottle_decide_route(&d, ctx->verdict.bottle, req);
 
-    if (!bottle_route_port_ok(route, ctx->target.port, ctx->tunnel != NULL)) {
-        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_PORT,
-                                    "port %ui is not allowed for this host",
-                                    (ngx_uint_t) ctx->target.port);
-    }
+    ctx->route = d.route;
 
-    return NGX_OK;
+    return ngx_http_bottle_decided(r, ctx, &d);
 }
 
 
-/*
- * git smart HTTP: push (git-receive-pack) never goes out through egress,
- * fetch (git-upload-pack) only where the route sets git.fetch.  Both the
- * service endpoints and the ref advertisement (?service=...) are caught.
- */
+/* a libbottle decision: NGX_OK, or the refusal it names */
+
+static ngx_int_t
+ngx_http_bottle_decided(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
+    bottle_decision_t *d)
+{
+    if (d->rule == BOTTLE_RULE_NONE) {
+        return NGX_OK;
+    }
+
+    return ngx_http_bottle_deny(ctx, r->pool, d->rule, "%*s", d->reason_len,
+                                (u_char *) d->reason);
+}
+
+
+/* git smart HTTP, on the decoded path and query */
 
 static ngx_int_t
 ngx_http_bottle_git(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 {
-    ngx_uint_t   i;
-    ngx_str_t    hay;
-    u_char      *decoded, *dst, *src;
+    u_char             *scratch;
+    bottle_decision_t   d;
 
-    static ngx_str_t  services[] = {
-        ngx_string("git-receive-pack"),
-        ngx_string("git-upload-pack")
-    };
-
-    /* the decoded path and query, as a server would see them */
-
-    decoded = ngx_pnalloc(r->pool, ctx->target.path.len + 1
-                                   + ctx->target.args.len);
-    if (decoded == NULL) {
+    scratch = ngx_pnalloc(r->pool, bottle_decide_git_scratch(&ctx->req));
+    if (scratch == NULL) {
         return NGX_ERROR;
     }
 
-    dst = decoded;
-    src = ctx->target.path.data;
-    ngx_unescape_uri(&dst, &src, ctx->target.path.len, 0);
-    *dst++ = '?';
-    src = ctx->target.args.data;
-    ngx_unescape_uri(&dst, &src, ctx->target.args.len, 0);
+    bottle_decide_git(&d, ctx->route, &ctx->req, scratch);
 
-    hay.data = decoded;
-    hay.len = dst - decoded;
-
-    for (i = 0; i < 2; i++) {
-        if (ngx_strlcasestrn(hay.data, hay.data + hay.len,
-                             services[i].data, services[i].len - 1)
-            == NULL)
-        {
-            continue;
-        }
-
-        if (i == 1 && ctx->route->git_fetch) {
-            continue;
-        }
-
-        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_GIT,
-                                    "git smart HTTP (%V) is refused on this "
-                                    "route", &services[i]);
-    }
-
-    return NGX_OK;
+    return ngx_http_bottle_decided(r, ctx, &d);
 }
 
 
-/* methods and allow entries; headers are seen without the stripped ones */
+/*
+ * Methods, allow entries, a WebSocket upgrade.  The headers are seen
+ * without the stripped ones, and only a route whose allow entries filter
+ * on headers has them listed for libbottle.
+ */
 
 static ngx_int_t
 ngx_http_bottle_allowed(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 {
-    size_t                 i;
-    unsigned               m, methods;
-    ngx_uint_t             path_matched;
-    const bottle_route_t  *route;
+    ngx_uint_t               i, n;
+    ngx_list_part_t         *part;
+    ngx_table_elt_t         *h;
+    bottle_request_t        *req;
+    bottle_decision_t        d;
+    bottle_decide_header_t  *bh;
 
-    route = ctx->route;
-    m = bottle_method_bit((const char *) r->method_name.data,
-                          r->method_name.len);
-    path_matched = 0;
+    req = &ctx->req;
 
-    if (route->nallow == 0) {
-        methods = route->methods ? route->methods : BOTTLE_M_READ_ONLY;
-
-        if ((methods & BOTTLE_M_ANY) || (m & methods)) {
-            return NGX_OK;
-        }
-
-        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_METHOD,
-                                    "method %V is not allowed on this route",
-                                    &r->method_name);
-    }
-
-    for (i = 0; i < route->nallow; i++) {
-        if (!ngx_http_bottle_allow_match(r, ctx, &route->allow[i])) {
-            continue;
-        }
-
-        path_matched = 1;
-
-        methods = route->allow[i].methods ? route->allow[i].methods
-                  : route->methods ? route->methods : BOTTLE_M_READ_ONLY;
-
-        if ((methods & BOTTLE_M_ANY) || (m & methods)) {
-            return NGX_OK;
-        }
-    }
-
-    if (path_matched) {
-        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_METHOD,
-                                    "method %V is not allowed for this path",
-                                    &r->method_name);
-    }
-
-    return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_ALLOW,
-                                "no allow entry matches this path");
-}
-
-
-static ngx_uint_t
-ngx_http_bottle_allow_match(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
-    const bottle_allow_t *allow)
-{
-    size_t            i;
-    ngx_uint_t        n;
-    ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
-
-    if (allow->path.len
-        && !bottle_glob_match(allow->path.data, allow->path.len,
-                              (const char *) ctx->target.path.data,
-                              ctx->target.path.len))
-    {
-        return 0;
-    }
-
-    /* every filtered header is present, and each of its values matches */
-
-    for (i = 0; i < allow->nheaders; i++) {
+    if (bottle_decide_wants_headers(ctx->route)) {
         n = 0;
+
+        for (part = &r->headers_in.headers.part; part; part = part->next) {
+            n += part->nelts;
+        }
+
+        bh = ngx_palloc(r->pool, (n ? n : 1) * sizeof(bottle_decide_header_t));
+        if (bh == NULL) {
+            return NGX_ERROR;
+        }
+
+        req->headers = bh;
 
         for (part = &r->headers_in.headers.part; part; part = part->next) {
             h = part->elts;
 
-            for (ngx_uint_t j = 0; j < part->nelts; j++) {
-                if (h[j].key.len != allow->headers[i].name.len
-                    || ngx_strncasecmp(h[j].key.data,
-                                       (u_char *) allow->headers[i].name.data,
-                                       h[j].key.len) != 0)
-                {
-                    continue;
-                }
-
-                if (!bottle_glob_match(allow->headers[i].value.data,
-                                       allow->headers[i].value.len,
-                                       (const char *) h[j].value.data,
-                                       h[j].value.len))
-                {
-                    return 0;
-                }
-
-                n++;
+            for (i = 0; i < part->nelts; i++) {
+                bh->name = (const char *) h[i].key.data;
+                bh->name_len = h[i].key.len;
+                bh->value = (const char *) h[i].value.data;
+                bh->value_len = h[i].value.len;
+                bh++;
             }
         }
 
-        if (n == 0) {
-            return 0;
-        }
+        req->nheaders = n;
     }
 
-    return 1;
+    if (r->headers_in.upgrade) {
+        req->upgrade = (const char *) r->headers_in.upgrade->value.data;
+        req->upgrade_len = r->headers_in.upgrade->value.len;
+    }
+
+    bottle_decide_policy(&d, ctx->route, req);
+
+    if (d.rule == BOTTLE_RULE_NONE && r->headers_in.upgrade) {
+        ctx->upgrade = r->headers_in.upgrade->value;
+    }
+
+    return ngx_http_bottle_decided(r, ctx, &d);
 }
 
 

@@ -10,7 +10,6 @@
 
 #include "ngx_http_bottle.h"
 #include "bottle_head.h"
-#include "bottle_uri.h"
 
 
 #define NGX_HTTP_BOTTLE_PASSWORD_MAX  512
@@ -97,38 +96,29 @@ ngx_http_bottle_target(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 static ngx_int_t
 ngx_http_bottle_path(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 {
-    int      rc;
-    u_char  *scratch;
-
-    if (bottle_uri_check_target(r->unparsed_uri.data, r->unparsed_uri.len)
-        != BOTTLE_URI_OK)
-    {
-        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_BAD_REQUEST,
-                                    "a '#' in the request target is "
-                                    "refused");
-    }
+    u_char             *scratch;
+    bottle_request_t    req;
+    bottle_decision_t   d;
 
     scratch = ngx_pnalloc(r->pool, ctx->target.path.len);
     if (scratch == NULL) {
         return NGX_ERROR;
     }
 
-    rc = bottle_uri_check_path(ctx->target.path.data, ctx->target.path.len,
-                               scratch);
+    ngx_memzero(&req, sizeof(bottle_request_t));
+    req.path = (const char *) ctx->target.path.data;
+    req.path_len = ctx->target.path.len;
+    req.query = (const char *) ctx->target.args.data;
+    req.query_len = ctx->target.args.len;
 
-    if (rc == BOTTLE_URI_E_DOT) {
-        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_BAD_REQUEST,
-                                    "dot segments in the path are refused, "
-                                    "in any spelling");
+    bottle_decide_target(&d, &req, scratch);
+
+    if (d.rule == BOTTLE_RULE_NONE) {
+        return NGX_OK;
     }
 
-    if (rc != BOTTLE_URI_OK) {
-        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_BAD_REQUEST,
-                                    "the path is percent-encoded more than "
-                                    "%d times over", BOTTLE_URI_DECODE_ROUNDS);
-    }
-
-    return NGX_OK;
+    return ngx_http_bottle_deny(ctx, r->pool, d.rule, "%*s", d.reason_len,
+                                (u_char *) d.reason);
 }
 
 

@@ -23,6 +23,7 @@
 #include <ngx_stream.h>
 
 #include "ngx_stream_bottle.h"
+#include "bottle_decide.h"
 #include "bottle_hello.h"
 #include "bottle_introspect.h"
 
@@ -366,6 +367,8 @@ ngx_stream_bottle_connect(ngx_stream_session_t *s,
     ngx_stream_bottle_ctx_t *ctx, bottle_head_t *head)
 {
     ngx_int_t                     rc;
+    bottle_request_t              req;
+    bottle_decision_t             d;
     const bottle_route_t         *route;
 
     ctx->connect = 1;
@@ -387,21 +390,22 @@ ngx_stream_bottle_connect(ngx_stream_session_t *s,
         return ngx_stream_bottle_inspect(s, ctx);
     }
 
-    route = bottle_find_route(ctx->verdict.bottle,
-                              (const char *) ctx->verdict.host.data,
-                              ctx->verdict.host.len);
-    if (route == NULL) {
-        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_NO_ROUTE,
-                                        "the host is not on this bottle's "
-                                        "allowlist");
-    }
+    /* the route and its port, as the http side decides them (libbottle) */
 
+    ngx_memzero(&req, sizeof(bottle_request_t));
+    req.host = (const char *) ctx->verdict.host.data;
+    req.host_len = ctx->verdict.host.len;
+    req.port = head->port;
+    req.tunnel = 1;
+
+    bottle_decide_route(&d, ctx->verdict.bottle, &req);
+
+    route = d.route;
     ctx->route = route;
 
-    if (!bottle_route_port_ok(route, head->port, 1)) {
-        return ngx_stream_bottle_refuse(s, ctx, NGX_BOTTLE_RULE_PORT,
-                                        "port %ui is not allowed for this "
-                                        "host", (ngx_uint_t) head->port);
+    if (d.rule != BOTTLE_RULE_NONE) {
+        return ngx_stream_bottle_refuse(s, ctx, d.rule, "%*s", d.reason_len,
+                                        (u_char *) d.reason);
     }
 
     if (!route->passthrough) {

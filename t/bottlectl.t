@@ -45,7 +45,7 @@ if (!-x $BOTTLECTL) {
 }
 
 my $t = Test::Nginx->new()->has_daemon('redis-server')
-	->has_daemon('redis-cli')->plan(119);
+	->has_daemon('redis-cli')->plan(129);
 my $d = $t->testdir();
 
 my $ALICE = 'alice-token-0123456789';
@@ -355,8 +355,36 @@ is($res->{rc}, 0, '-- : an empty document puts nothing');
 $res = ctl('--version');
 like($res->{out}, qr/^bottlectl \S+\n\z/, '--version');
 
+# explain, from the store: the gateway's verdict and rule
+
 $res = ctl('explain', 'alice');
-is($res->{rc}, 2, 'explain: not built yet, exit 2');
+is($res->{rc}, 2, 'explain: usage, exit 2');
+$res = ctl('explain', 'nobody', 'GET', 'https://example.com/');
+is($res->{rc}, 2, 'explain: unknown bottle, exit 2');
+
+$res = ctl('explain', 'alice', 'GET', 'https://api.github.com/user',
+	'-H', 'Authorization: Bearer agent-own');
+is($res->{rc}, 0, 'explain allowed: exit 0');
+like($res->{out}, qr/^verdict: allowed\nroute: api\.github\.com\n/,
+	'explain allowed: verdict and route');
+like($res->{out}, qr/^inject: authorization .*GH/m,
+	'explain allowed: the injected header, by token name');
+unlike($res->{out}, qr/\Q$SECRET\E/, 'explain: never the token value');
+like($res->{out}, qr/^stripped: Authorization$/m,
+	'explain: the agent\'s credential stripped');
+
+$res = ctl('explain', 'alice', 'GET', 'https://nope.example/');
+is($res->{rc}, 1, 'explain refused: exit 1');
+like($res->{out}, qr/^verdict: refused\nrule: no_route\nstatus: 403\n/,
+	'explain refused: rule and status');
+
+$res = ctl('explain', 'alice', 'GET', 'https://example.org:8443/');
+like($res->{out}, qr/^rule: port$/m, 'explain: the port rule');
+
+$res = ctl('--policy', policy('explain.json', { bottles => [ alice() ] }),
+	'explain', 'alice', 'POST', 'http://EXAMPLE.org./x');
+like($res->{out}, qr/^rule: method$/m,
+	'explain from a file: the method rule, host canonicalised');
 
 ###############################################################################
 

@@ -80,7 +80,7 @@ for my $doc (@DOCS) {
 
 	# the sanitizer command: as make test-asan runs it
 
-	while ($text =~ /^\s*(TEST_NGINX_MODULE=build-asan\S*\s*\\\n(?:[^\n]*\\\n)*[^\n]*)$/mg) {
+	while ($text =~ /^\s*((?:BOTTLECTL=\S+\s*\\\n\s*)?TEST_NGINX_MODULE=build-asan\S*\s*\\\n(?:[^\n]*\\\n)*[^\n]*)$/mg) {
 		my $cmd = $1;
 		push @checks, [ "$doc: sanitizer command is make test-asan's",
 			sub {

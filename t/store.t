@@ -41,7 +41,7 @@ $t->write_file_expand('nginx.conf', <<"EOF");
 daemon off;
 worker_processes 2;
 
-bottle_policy redis://127.0.0.1:$RP/3;
+bottle_policy redis://gateway:gw-secret\@127.0.0.1:$RP/3;
 bottle_store_stale_max 3s;
 
 events {
@@ -54,6 +54,7 @@ stream {
         listen 127.0.0.1:8080;
         bottle_front on;
         bottle_plain_pass unix:%%TESTDIR%%/plain.sock;
+        bottle_tls_pass unix:%%TESTDIR%%/tls.sock;
         proxy_pass \$bottle_upstream;
     }
 }
@@ -80,14 +81,16 @@ my $P2 = port(8082);
 fake_upstream($t, port => $P1, name => 'one');
 fake_upstream($t, port => $P2, name => 'two', addr => '127.0.0.2');
 
-$t->run()->plan(19);
+$t->run()->plan(27);
 
 ###############################################################################
 
 sub alice {
 	return { id => 'alice', token => $ALICE,
 		canary => 'CANARY-a1b2c3d4e5',
-		routes => [ map { { host => $_->[0], port => $_->[1] } } @_ ] };
+		routes => [ map { { host => $_->[0], port => $_->[1],
+			$_->[2] ? (methods => $_->[2]) : (),
+			$_->[3] ? (allow => $_->[3]) : () } } @_ ] };
 }
 
 # no store yet: fail closed, with a reason
@@ -97,9 +100,14 @@ like(get($ALICE, '127.0.0.1', $P1, '/'),
 	'no store: refused');
 
 redis_start($t, port => $RP, persist => 1, db => 3);
+gateway_user();
+
+# both workers have read the store (each says so), then put: served
+
+wait_for(sub { scalar(() = $t->read_file('error.log')
+	=~ /policy store \S+ read:/g) }, qr/^[2-9]/);
 store_put($t, alice([ '127.0.0.1', $P1 ]),
 	{ id => 'bob', token => $BOB, routes => [] });
-
 like(wait_for(sub { get($ALICE, '127.0.0.1', $P1, '/a') }, qr/ 200 /),
 	qr/^HTTP\/1\.1 200 /, 'store up: served');
 like($t->read_file('error.log'), qr/policy store redis:\/\/127\.0\.0\.1:$RP\/3 read: \d+ bottles/,
@@ -129,6 +137,28 @@ cmp_ok(time() - $t0, '<', 1, 'change applied within a second');
 like(get($ALICE, '127.0.0.1', $P1, '/'), qr/ 403 .*allowlist/s,
 	'change: old route gone');
 
+# a tunnel outlives changes: each request of it sees the bottle as it is
+
+store_put($t, alice([ '127.0.0.1', $P1 ], [ '127.0.0.2', $P2 ]));
+wait_for(sub { get($ALICE, '127.0.0.1', $P1, '/') }, qr/ 200 /);
+
+my $s = proxy_session(8080);
+$s->send("CONNECT 127.0.0.2:$P2 HTTP/1.1\r\nHost: 127.0.0.2:$P2\r\n"
+	. 'Proxy-Authorization: ' . basic('agent', $ALICE) . "\r\n\r\n");
+like($s->read_response(), qr/^HTTP\/1\.1 200 /, 'tunnel: established');
+like(in_tunnel($s, '/t1'), qr/^HTTP\/1\.1 200 /, 'tunnel: served');
+
+store_put($t, alice([ '127.0.0.2', $P2, [ 'GET' ], [ { path => '/ok/*' } ] ]));
+like(wait_for(sub { in_tunnel($s, '/t2') }, qr/ 403 /),
+	qr/^HTTP\/1\.1 403 .*allow/s, 'tunnel: a changed route applies to its next request');
+like(in_tunnel($s, '/ok/1'), qr/^HTTP\/1\.1 200 /, 'tunnel: the new allow entry');
+
+store_rm($t, 'alice');
+like(wait_for(sub { in_tunnel($s, '/ok/2') }, qr/ 407 /),
+	qr/^HTTP\/1\.1 407 .*no longer in the policy/s,
+	'tunnel: a removed bottle is refused in its open tunnel');
+$s->close();
+
 # an invalid policy in the store: that bottle fails closed
 
 store_raw($t, 'alice', '{"id":"alice","token_sha256":"'
@@ -138,6 +168,25 @@ like(wait_for(sub { get($ALICE, '127.0.0.2', $P2, '/') }, qr/ 407 /),
 like($t->read_file('error.log'),
 	qr/bottle_policy: bottle:policy:alice: bottle "alice": routes\[0\]: unknown field "colour"/,
 	'invalid policy: logged with key, bottle and field');
+
+# a token in the clear in the store (bottlectl never writes one): refused
+
+store_raw($t, 'alice', '{"id":"alice","token":"' . $ALICE
+	. '","routes":[{"host":"127.0.0.1","port":' . $P1 . '}]}');
+wait_for(sub { $t->read_file('error.log') }, qr/holds token_sha256 only/);
+like(get($ALICE, '127.0.0.1', $P1, '/'), qr/ 407 /,
+	'a token in the clear in the store: refused');
+
+# token rotation: the new token works, the old one no longer does
+
+store_put($t, alice([ '127.0.0.1', $P1 ]));
+wait_for(sub { get($ALICE, '127.0.0.1', $P1, '/') }, qr/ 200 /);
+my $NEW = 'alice-rotated-token-77777';
+store_put($t, { %{alice([ '127.0.0.1', $P1 ])}, token => $NEW });
+like(wait_for(sub { get($NEW, '127.0.0.1', $P1, '/') }, qr/ 200 /),
+	qr/^HTTP\/1\.1 200 /, 'rotated: the new token is served');
+like(get($ALICE, '127.0.0.1', $P1, '/'), qr/ 407 .*no bottle has this token/s,
+	'rotated: the old token is refused');
 
 # removal
 
@@ -166,6 +215,7 @@ like($t->read_file('error.log'), qr/store policy connection lost/,
 # back: served again, by itself
 
 redis_start($t);
+gateway_user();
 like(wait_for(sub { get($ALICE, '127.0.0.1', $P1, '/') }, qr/ 200 /, 8),
 	qr/^HTTP\/1\.1 200 /, 'store back: served');
 like($t->read_file('error.log'), qr/store policy connection up again/,
@@ -176,6 +226,7 @@ like($t->read_file('error.log'), qr/store policy connection up again/,
 redis_stop($t);
 sleep 0.5;
 redis_start($t);
+gateway_user();
 store_rm($t, 'alice');
 like(wait_for(sub { get($ALICE, '127.0.0.1', $P1, '/') }, qr/ 407 /, 8),
 	qr/ 407 /, 'removed while away: refused');
@@ -188,6 +239,26 @@ sub get {
 		. "Host: $host:$port\r\n"
 		. 'Proxy-Authorization: ' . basic('agent', $token) . "\r\n"
 		. "Connection: close\r\n\r\n") // '';
+}
+
+# the gateway's ACL user, as docs/control-plane.md gives it (the store
+# forgets users when it restarts)
+
+sub gateway_user {
+	my $doc = do { local $/; open my $fh, '<', '../docs/control-plane.md'
+		or die "control-plane.md: $!\n"; <$fh> };
+	my ($acl) = $doc =~ /^user gateway (.*)$/m or die "no gateway user\n";
+	$acl =~ s/>GATEWAY-PASSWORD/>gw-secret/;
+	my $r = redis_cli($t, 'ACL', 'SETUSER', 'gateway', split(' ', $acl));
+	die "ACL SETUSER: $r" unless $r =~ /^OK/;
+}
+
+# a request in an open tunnel, kept alive
+
+sub in_tunnel {
+	my ($s, $path) = @_;
+	$s->send("GET $path HTTP/1.1\r\nHost: 127.0.0.2:$P2\r\n\r\n");
+	return $s->read_response() // '';
 }
 
 sub wait_for {

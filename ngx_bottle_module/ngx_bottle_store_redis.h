@@ -1,0 +1,100 @@
+
+/*
+ * The Redis source's state, shared by its two files: the connections and
+ * staleness (ngx_bottle_store_redis.c) and the replies applied in order
+ * (ngx_bottle_store_sync.c).
+ */
+
+#ifndef _NGX_BOTTLE_STORE_REDIS_H_INCLUDED_
+#define _NGX_BOTTLE_STORE_REDIS_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+#include "ngx_bottle.h"
+#include "ngx_bottle_redis.h"
+
+
+/* a reply, in the order Redis executed the commands */
+
+typedef enum {
+    NGX_BOTTLE_SLOT_WAITING = 0,    /* no reply yet */
+    NGX_BOTTLE_SLOT_PARSE,          /* a policy to parse */
+    NGX_BOTTLE_SLOT_PARSING,        /* in a thread */
+    NGX_BOTTLE_SLOT_READY           /* to apply */
+} ngx_bottle_slot_state_e;
+
+typedef struct ngx_bottle_store_redis_s  ngx_bottle_store_redis_t;
+
+typedef struct {
+    ngx_queue_t                 queue;
+    ngx_queue_t                 batch;      /* in a parse task */
+    ngx_bottle_store_redis_t   *sr;
+    ngx_bottle_slot_state_e     state;
+    ngx_uint_t                  generation;
+
+    /* a fetch: HMGET of one bottle */
+    u_char                     *id;         /* NUL-terminated */
+    size_t                      id_len;
+    char                       *json;
+    size_t                      json_len;
+    uint64_t                    version;
+    unsigned                    is_sync:1;  /* the index, not a bottle */
+    unsigned                    gone:1;     /* removed from the store */
+    unsigned                    lost:1;     /* no reply: the connection
+                                               went */
+    unsigned                    unchanged:1;
+    unsigned                    want_secrets:1;
+    unsigned                    sync_end:1; /* the sync is done when this
+                                               one is applied */
+
+    /* the index (is_sync): ids and versions, sorted by id */
+    ngx_str_t                  *ids;
+    ngx_uint_t                  nids;
+
+    /* the parse */
+    bottle_policy_t            *policy;
+    bottle_scan_secrets_t      *secrets;
+    char                        err[512];
+} ngx_bottle_slot_t;
+
+
+struct ngx_bottle_store_redis_s {
+    ngx_bottle_store_t         *store;
+    bottle_store_url_t          url;
+    ngx_str_t                   addr;
+    char                        name[512];  /* the URL, no credentials */
+    ngx_msec_t                  stale_max;
+    ngx_log_t                  *log;
+
+    ngx_bottle_redis_t          cmd;
+    ngx_bottle_redis_t          sub;
+
+    ngx_queue_t                 slots;
+    ngx_uint_t                  generation; /* of the connections */
+    ngx_uint_t                  parsing;    /* a task is out */
+
+    ngx_msec_t                  lost_at;    /* not fresh since then */
+    unsigned                    fresh:1;
+    unsigned                    loaded:1;   /* read whole once */
+    unsigned                    subscribed:1;
+    unsigned                    syncing:1;
+};
+
+
+/* ngx_bottle_store_sync.c */
+void ngx_bottle_store_redis_index(redisAsyncContext *ac, void *r,
+    void *privdata);
+ngx_bottle_slot_t *ngx_bottle_store_redis_fetch(ngx_bottle_store_redis_t *sr,
+    const u_char *id, size_t len);
+void ngx_bottle_store_redis_apply(ngx_bottle_store_redis_t *sr);
+void ngx_bottle_store_redis_load_one(ngx_bottle_store_redis_t *sr,
+    ngx_bottle_slot_t *slot);
+
+/* ngx_bottle_store_load.c */
+void ngx_bottle_store_redis_preload(ngx_conf_t *cf,
+    ngx_bottle_store_redis_t *sr);
+
+
+#endif /* _NGX_BOTTLE_STORE_REDIS_H_INCLUDED_ */

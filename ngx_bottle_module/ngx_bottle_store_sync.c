@@ -1,0 +1,667 @@
+
+/*
+ * The Redis source's replies, applied in the order Redis executed the
+ * commands (docs/control-plane.md): the index read after a (re)connection,
+ * and each bottle fetched after a change.  A fetched policy is parsed (and,
+ * for a bottle whose scanner was in use, its scanner compiled) in the
+ * thread pool; the replies wait for one another at the head of the queue,
+ * so the snapshot never goes back in time.
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_event.h>
+#if (NGX_THREADS)
+#include <ngx_thread_pool.h>
+#endif
+
+#include "ngx_bottle_store_redis.h"
+
+
+static void ngx_bottle_store_redis_fetched(redisAsyncContext *ac, void *r,
+    void *privdata);
+static void ngx_bottle_store_redis_dispatch(ngx_bottle_store_redis_t *sr);
+static void ngx_bottle_store_redis_parse(ngx_bottle_slot_t *slot,
+    bottle_scan_db_t *db);
+#if (NGX_THREADS)
+static void ngx_bottle_store_redis_thread(void *data, ngx_log_t *log);
+static void ngx_bottle_store_redis_parsed(ngx_event_t *ev);
+#endif
+static void ngx_bottle_store_redis_apply_sync(ngx_bottle_store_redis_t *sr,
+    ngx_bottle_slot_t *slot);
+static void ngx_bottle_store_redis_apply_one(ngx_bottle_store_redis_t *sr,
+    ngx_bottle_slot_t *slot);
+static void ngx_bottle_slot_free(ngx_bottle_slot_t *slot);
+static int ngx_libc_cdecl ngx_bottle_str_cmp(const void *a, const void *b);
+
+
+/* a batch of policies parsed in one thread task */
+
+typedef struct {
+    ngx_bottle_store_redis_t   *sr;
+    ngx_queue_t                 batch;
+    bottle_scan_db_t           *db;
+} ngx_bottle_parse_task_t;
+
+#define NGX_BOTTLE_PARSE_BATCH  256
+
+
+/* the index: what to fetch, and (applied in turn) what is gone */
+
+void
+ngx_bottle_store_redis_index(redisAsyncContext *ac, void *r, void *privdata)
+{
+    size_t                     i, n;
+    redisReply                *reply = r, *k, *v;
+    ngx_bottle_slot_t         *slot = privdata, *last;
+    ngx_bottle_entry_t        *e;
+    ngx_bottle_store_redis_t  *sr;
+
+    sr = slot->sr;
+
+    slot->state = NGX_BOTTLE_SLOT_READY;
+
+    if (reply == NULL || slot->generation != sr->generation) {
+        slot->lost = 1;
+        ngx_bottle_store_redis_apply(sr);
+        return;
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements % 2) {
+        ngx_log_error(NGX_LOG_ERR, sr->log, 0,
+                      "bottle: policy store %s: \"%s\" is not a hash",
+                      sr->name, BOTTLE_STORE_BOTTLES);
+        slot->lost = 1;
+        ngx_bottle_store_redis_apply(sr);
+        ngx_bottle_redis_reset(&sr->cmd, "a bad index");
+        return;
+    }
+
+    n = reply->elements / 2;
+
+    slot->ids = ngx_alloc((n ? n : 1) * sizeof(ngx_str_t), sr->log);
+    if (slot->ids == NULL) {
+        slot->lost = 1;
+        ngx_bottle_store_redis_apply(sr);
+        return;
+    }
+
+    last = slot;
+
+    for (i = 0; i < n; i++) {
+        k = reply->element[2 * i];
+        v = reply->element[2 * i + 1];
+
+        if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) {
+            continue;
+        }
+
+        slot->ids[slot->nids].data = ngx_alloc(k->len + 1, sr->log);
+        if (slot->ids[slot->nids].data == NULL) {
+            break;
+        }
+
+        ngx_memcpy(slot->ids[slot->nids].data, k->str, k->len);
+        slot->ids[slot->nids].data[k->len] = '\0';
+        slot->ids[slot->nids].len = k->len;
+        slot->nids++;
+
+        /* a bottle of another version than the snapshot's: fetch it */
+
+        e = ngx_bottle_store_get(sr->store, (u_char *) k->str, k->len);
+
+        if (e && e->version == (uint64_t) ngx_atoof((u_char *) v->str,
+                                                     v->len))
+        {
+            continue;
+        }
+
+        last = ngx_bottle_store_redis_fetch(sr, (u_char *) k->str, k->len);
+        if (last == NULL) {
+            break;
+        }
+    }
+
+    if (i < n) {
+        slot->lost = 1;
+        ngx_bottle_store_redis_apply(sr);
+        ngx_bottle_redis_reset(&sr->cmd, "out of memory");
+        return;
+    }
+
+    ngx_qsort(slot->ids, slot->nids, sizeof(ngx_str_t), ngx_bottle_str_cmp);
+
+    last->sync_end = 1;
+
+    ngx_bottle_store_redis_apply(sr);
+}
+
+
+ngx_bottle_slot_t *
+ngx_bottle_store_redis_fetch(ngx_bottle_store_redis_t *sr, const u_char *id,
+    size_t len)
+{
+    size_t              argvlen[4];
+    const char         *argv[4];
+    ngx_bottle_slot_t  *slot;
+    u_char              key[sizeof(BOTTLE_STORE_POLICY_PREFIX) + 256];
+
+    if (len > 255) {
+        return NULL;
+    }
+
+    slot = ngx_calloc(sizeof(ngx_bottle_slot_t) + len + 1, sr->log);
+    if (slot == NULL) {
+        return NULL;
+    }
+
+    slot->sr = sr;
+    slot->generation = sr->generation;
+    slot->id = (u_char *) (slot + 1);
+    slot->id_len = len;
+    ngx_memcpy(slot->id, id, len);
+
+    argv[0] = "HMGET";
+    argvlen[0] = 5;
+    argv[1] = (char *) key;
+    argvlen[1] = ngx_sprintf(key, BOTTLE_STORE_POLICY_PREFIX "%*s", len, id)
+                 - key;
+    argv[2] = BOTTLE_STORE_F_JSON;
+    argvlen[2] = sizeof(BOTTLE_STORE_F_JSON) - 1;
+    argv[3] = BOTTLE_STORE_F_VERSION;
+    argvlen[3] = sizeof(BOTTLE_STORE_F_VERSION) - 1;
+
+    if (ngx_bottle_redis_command(&sr->cmd, ngx_bottle_store_redis_fetched,
+                                 slot, 4, argv, argvlen)
+        != NGX_OK)
+    {
+        ngx_free(slot);
+        return NULL;
+    }
+
+    ngx_queue_insert_tail(&sr->slots, &slot->queue);
+
+    return slot;
+}
+
+
+static void
+ngx_bottle_store_redis_fetched(redisAsyncContext *ac, void *r,
+    void *privdata)
+{
+    redisReply                *reply = r, *json, *version;
+    ngx_bottle_slot_t         *slot = privdata;
+    ngx_bottle_entry_t        *e;
+    ngx_bottle_store_redis_t  *sr;
+
+    sr = slot->sr;
+    slot->state = NGX_BOTTLE_SLOT_READY;
+
+    if (reply == NULL || slot->generation != sr->generation) {
+        slot->lost = 1;
+        goto done;
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
+        ngx_log_error(NGX_LOG_ERR, sr->log, 0,
+                      "bottle: policy store %s: \"" BOTTLE_STORE_POLICY_PREFIX
+                      "%s\" is not a hash", sr->name, slot->id);
+        slot->gone = 1;
+        goto done;
+    }
+
+    json = reply->element[0];
+    version = reply->element[1];
+
+    if (json->type != REDIS_REPLY_STRING) {
+        slot->gone = 1;
+        goto done;
+    }
+
+    slot->version = (version->type == REDIS_REPLY_STRING)
+                    ? (uint64_t) ngx_atoof((u_char *) version->str,
+                                           version->len)
+                    : 0;
+
+    e = ngx_bottle_store_get(sr->store, slot->id, slot->id_len);
+
+    if (e && e->version == slot->version && slot->version != 0) {
+        slot->unchanged = 1;
+        goto done;
+    }
+
+    slot->json = ngx_alloc(json->len + 1, sr->log);
+    if (slot->json == NULL) {
+        slot->lost = 1;
+        goto done;
+    }
+
+    ngx_memcpy(slot->json, json->str, json->len);
+    slot->json[json->len] = '\0';
+    slot->json_len = json->len;
+
+    /* a bottle in use gets its scanner before it is swapped in */
+    slot->want_secrets = (e && e->secrets) ? 1 : 0;
+
+    slot->state = NGX_BOTTLE_SLOT_PARSE;
+
+done:
+
+    ngx_bottle_store_redis_dispatch(sr);
+    ngx_bottle_store_redis_apply(sr);
+}
+
+
+/* the policies waiting for a parse, in one task (one at a time) */
+
+static void
+ngx_bottle_store_redis_dispatch(ngx_bottle_store_redis_t *sr)
+{
+    ngx_uint_t                n;
+    ngx_queue_t              *q;
+    ngx_bottle_slot_t        *slot;
+#if (NGX_THREADS)
+    ngx_thread_task_t        *task;
+    ngx_bottle_parse_task_t  *t;
+#endif
+
+    if (sr->parsing) {
+        return;
+    }
+
+#if (NGX_THREADS)
+
+    if (sr->store->thread_pool) {
+        task = ngx_calloc(sizeof(ngx_thread_task_t)
+                          + sizeof(ngx_bottle_parse_task_t), sr->log);
+        if (task == NULL) {
+            return;
+        }
+
+        t = (ngx_bottle_parse_task_t *) (task + 1);
+        t->sr = sr;
+        t->db = sr->store->scan_db;
+        ngx_queue_init(&t->batch);
+
+        n = 0;
+
+        for (q = ngx_queue_head(&sr->slots);
+             q != ngx_queue_sentinel(&sr->slots) && n < NGX_BOTTLE_PARSE_BATCH;
+             q = ngx_queue_next(q))
+        {
+            slot = ngx_queue_data(q, ngx_bottle_slot_t, queue);
+
+            if (slot->state == NGX_BOTTLE_SLOT_PARSE) {
+                slot->state = NGX_BOTTLE_SLOT_PARSING;
+                ngx_queue_insert_tail(&t->batch, &slot->batch);
+                n++;
+            }
+        }
+
+        if (n == 0) {
+            ngx_free(task);
+            return;
+        }
+
+        task->ctx = t;
+        task->handler = ngx_bottle_store_redis_thread;
+        task->event.handler = ngx_bottle_store_redis_parsed;
+        task->event.data = task;
+        task->event.log = sr->log;
+
+        if (ngx_thread_task_post(sr->store->thread_pool, task) == NGX_OK) {
+            sr->parsing = 1;
+            return;
+        }
+
+        /* the pool's queue is full: parse here */
+
+        while (!ngx_queue_empty(&t->batch)) {
+            q = ngx_queue_head(&t->batch);
+            ngx_queue_remove(q);
+            slot = ngx_queue_data(q, ngx_bottle_slot_t, batch);
+            slot->state = NGX_BOTTLE_SLOT_PARSE;
+        }
+
+        ngx_free(task);
+    }
+
+#endif
+
+    for (q = ngx_queue_head(&sr->slots);
+         q != ngx_queue_sentinel(&sr->slots);
+         q = ngx_queue_next(q))
+    {
+        slot = ngx_queue_data(q, ngx_bottle_slot_t, queue);
+
+        if (slot->state == NGX_BOTTLE_SLOT_PARSE) {
+            ngx_bottle_store_redis_parse(slot, sr->store->scan_db);
+            slot->state = NGX_BOTTLE_SLOT_READY;
+        }
+    }
+
+    (void) n;
+}
+
+
+/*
+ * One bottle's policy, as the file source would take it: the same parser,
+ * the same refusal of what this build does not act on, errors that name
+ * the key, the bottle and the field.  In a thread: nothing of nginx.
+ */
+
+static void
+ngx_bottle_store_redis_parse(ngx_bottle_slot_t *slot, bottle_scan_db_t *db)
+{
+    char             source[sizeof(BOTTLE_STORE_POLICY_PREFIX) + 256];
+    bottle_policy_t *p;
+    const bottle_t  *b;
+
+    snprintf(source, sizeof(source), BOTTLE_STORE_POLICY_PREFIX "%s",
+             (char *) slot->id);
+
+    if (bottle_policy_parse(&p, slot->json, slot->json_len, source, slot->err,
+                            sizeof(slot->err))
+        != 0)
+    {
+        return;
+    }
+
+    b = bottle_policy_at(p, 0);
+
+    if (bottle_policy_count(p) != 1) {
+        snprintf(slot->err, sizeof(slot->err),
+                 "%s: holds %zu bottles, not one", source,
+                 bottle_policy_count(p));
+        bottle_policy_free(p);
+        return;
+    }
+
+    if (b->id.len != slot->id_len
+        || memcmp(b->id.data, slot->id, slot->id_len) != 0)
+    {
+        snprintf(slot->err, sizeof(slot->err),
+                 "%s: bottle \"%s\": id: not the key's id", source,
+                 b->id.data);
+        bottle_policy_free(p);
+        return;
+    }
+
+    if (b->token_given) {
+        /* a store keeps digests only: bottlectl never writes a token */
+        snprintf(slot->err, sizeof(slot->err),
+                 "%s: bottle \"%s\": token: the store holds token_sha256 "
+                 "only (bottlectl policy put hashes the token)", source,
+                 b->id.data);
+        bottle_policy_free(p);
+        return;
+    }
+
+    if (bottle_policy_unsupported(p, slot->err, sizeof(slot->err)) != 0
+        || ngx_bottle_audit_check(p, slot->err, sizeof(slot->err)) != 0)
+    {
+        bottle_policy_free(p);
+        return;
+    }
+
+    if (slot->want_secrets
+        && bottle_scan_secrets_from_bottle(&slot->secrets, db, b, slot->err,
+                                           sizeof(slot->err))
+           != 0)
+    {
+        slot->secrets = NULL;
+    }
+
+    slot->policy = p;
+    slot->err[0] = '\0';
+}
+
+
+#if (NGX_THREADS)
+
+static void
+ngx_bottle_store_redis_thread(void *data, ngx_log_t *log)
+{
+    ngx_queue_t              *q;
+    ngx_bottle_slot_t        *slot;
+    ngx_bottle_parse_task_t  *t = data;
+
+    for (q = ngx_queue_head(&t->batch);
+         q != ngx_queue_sentinel(&t->batch);
+         q = ngx_queue_next(q))
+    {
+        slot = ngx_queue_data(q, ngx_bottle_slot_t, batch);
+        ngx_bottle_store_redis_parse(slot, t->db);
+    }
+}
+
+
+static void
+ngx_bottle_store_redis_parsed(ngx_event_t *ev)
+{
+    ngx_queue_t               *q;
+    ngx_thread_task_t         *task = ev->data;
+    ngx_bottle_slot_t         *slot;
+    ngx_bottle_parse_task_t   *t;
+    ngx_bottle_store_redis_t  *sr;
+
+    t = task->ctx;
+    sr = t->sr;
+
+    for (q = ngx_queue_head(&t->batch);
+         q != ngx_queue_sentinel(&t->batch);
+         q = ngx_queue_next(q))
+    {
+        slot = ngx_queue_data(q, ngx_bottle_slot_t, batch);
+        slot->state = NGX_BOTTLE_SLOT_READY;
+    }
+
+    ngx_free(task);
+    sr->parsing = 0;
+
+    ngx_bottle_store_redis_dispatch(sr);
+    ngx_bottle_store_redis_apply(sr);
+}
+
+#endif
+
+
+/* the replies that are complete, in order, from the head */
+
+void
+ngx_bottle_store_redis_apply(ngx_bottle_store_redis_t *sr)
+{
+    ngx_uint_t          sync_end;
+    ngx_queue_t        *q;
+    ngx_bottle_slot_t  *slot;
+
+    while (!ngx_queue_empty(&sr->slots)) {
+        q = ngx_queue_head(&sr->slots);
+        slot = ngx_queue_data(q, ngx_bottle_slot_t, queue);
+
+        if (slot->state != NGX_BOTTLE_SLOT_READY) {
+            return;
+        }
+
+        ngx_queue_remove(q);
+
+        sync_end = slot->sync_end && !slot->lost
+                   && slot->generation == sr->generation;
+
+        if (slot->lost || slot->generation != sr->generation) {
+            /* the next sync reads it again */
+
+        } else if (slot->is_sync) {
+            ngx_bottle_store_redis_apply_sync(sr, slot);
+
+        } else {
+            ngx_bottle_store_redis_apply_one(sr, slot);
+        }
+
+        ngx_bottle_slot_free(slot);
+
+        if (sync_end) {
+            sr->syncing = 0;
+
+            if (ngx_bottle_redis_ready(&sr->cmd) && sr->subscribed) {
+                if (!sr->loaded || !sr->fresh) {
+                    ngx_log_error(NGX_LOG_NOTICE, sr->log, 0,
+                                  "bottle: policy store %s read: %ui "
+                                  "bottles", sr->name, sr->store->count);
+                }
+
+                sr->loaded = 1;
+                sr->fresh = 1;
+            }
+        }
+    }
+}
+
+
+/* the index: bottles of the snapshot that the store no longer has go */
+
+static void
+ngx_bottle_store_redis_apply_sync(ngx_bottle_store_redis_t *sr,
+    ngx_bottle_slot_t *slot)
+{
+    ngx_str_t            id;
+    ngx_uint_t           n;
+    ngx_rbtree_node_t   *node, *next;
+    ngx_bottle_entry_t  *e;
+    ngx_bottle_store_t  *st;
+
+    st = sr->store;
+
+    if (st->ids.root == st->ids.sentinel) {
+        return;
+    }
+
+    n = 0;
+
+    for (node = ngx_rbtree_min(st->ids.root, st->ids.sentinel);
+         node;
+         node = next)
+    {
+        next = ngx_rbtree_next(&st->ids, node);
+        e = (ngx_bottle_entry_t *) node;
+
+        id.data = (u_char *) e->bottle->id.data;
+        id.len = e->bottle->id.len;
+
+        if (bsearch(&id, slot->ids, slot->nids, sizeof(ngx_str_t),
+                    ngx_bottle_str_cmp)
+            == NULL)
+        {
+            ngx_bottle_store_remove(st, e);
+            n++;
+        }
+    }
+
+    if (n) {
+        ngx_log_error(NGX_LOG_NOTICE, sr->log, 0,
+                      "bottle: policy store %s: %ui bottles removed while "
+                      "it was away", sr->name, n);
+    }
+}
+
+
+static void
+ngx_bottle_store_redis_apply_one(ngx_bottle_store_redis_t *sr,
+    ngx_bottle_slot_t *slot)
+{
+    ngx_bottle_entry_t  *e, *old;
+    ngx_bottle_store_t  *st;
+
+    st = sr->store;
+
+    old = ngx_bottle_store_get(st, slot->id, slot->id_len);
+
+    if (slot->unchanged) {
+        return;
+    }
+
+    if (slot->gone) {
+        if (old) {
+            ngx_bottle_store_remove(st, old);
+            ngx_log_error(NGX_LOG_NOTICE, sr->log, 0,
+                          "bottle: bottle \"%s\" removed", slot->id);
+        }
+        return;
+    }
+
+    if (slot->policy == NULL) {
+        /* fail closed: the bottle of a policy that does not parse goes */
+
+        ngx_log_error(NGX_LOG_ERR, sr->log, 0, "bottle_policy: %s", slot->err);
+
+        if (old) {
+            ngx_bottle_store_remove(st, old);
+        }
+        return;
+    }
+
+    e = ngx_bottle_entry_create(st, slot->policy, slot->version);
+    if (e == NULL) {
+        return;
+    }
+
+    slot->policy = NULL;
+    e->secrets = slot->secrets;
+    slot->secrets = NULL;
+    e->size = bottle_policy_bytes(e->policy) + sizeof(ngx_bottle_entry_t);
+
+    ngx_bottle_store_put(st, e);
+
+    ngx_log_debug2(NGX_LOG_DEBUG_CORE, sr->log, 0,
+                   "bottle: bottle \"%s\" version %uL", slot->id,
+                   slot->version);
+}
+
+
+/* one bottle read by the master at configuration: parsed and listed now */
+
+void
+ngx_bottle_store_redis_load_one(ngx_bottle_store_redis_t *sr,
+    ngx_bottle_slot_t *slot)
+{
+    ngx_bottle_store_redis_parse(slot, sr->store->scan_db);
+    ngx_bottle_store_redis_apply_one(sr, slot);
+
+    bottle_policy_free(slot->policy);
+    slot->policy = NULL;
+}
+
+
+static void
+ngx_bottle_slot_free(ngx_bottle_slot_t *slot)
+{
+    ngx_uint_t  i;
+
+    if (slot->ids) {
+        for (i = 0; i < slot->nids; i++) {
+            ngx_free(slot->ids[i].data);
+        }
+        ngx_free(slot->ids);
+    }
+
+    if (slot->json) {
+        ngx_explicit_memzero(slot->json, slot->json_len);
+        ngx_free(slot->json);
+    }
+
+    if (slot->secrets) {
+        bottle_scan_secrets_free(slot->secrets);
+    }
+
+    bottle_policy_free(slot->policy);
+    ngx_free(slot);
+}
+
+
+static int ngx_libc_cdecl
+ngx_bottle_str_cmp(const void *a, const void *b)
+{
+    const ngx_str_t  *x = a, *y = b;
+
+    return ngx_memn2cmp(x->data, y->data, x->len, y->len);
+}
