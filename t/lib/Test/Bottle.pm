@@ -636,6 +636,7 @@ sub redis_stop {
 # { redis => 'x' } picks another Redis than 'redis' (redis_start's name).
 
 our $BOTTLECTL = $ENV{BOTTLECTL} // "$Test::Nginx::REPO/build/bottlectl";
+$BOTTLECTL = "$Test::Nginx::REPO/$BOTTLECTL" if $BOTTLECTL !~ m{^/};
 
 sub bottlectl {
 	my ($t, $r, @args) = @_;
