@@ -81,7 +81,7 @@ my $P2 = port(8082);
 fake_upstream($t, port => $P1, name => 'one');
 fake_upstream($t, port => $P2, name => 'two', addr => '127.0.0.2');
 
-$t->run()->plan(27);
+$t->run()->plan(29);
 
 ###############################################################################
 
@@ -121,6 +121,15 @@ like(get($BOB, '127.0.0.1', $P1, '/'), qr/ 403 .*allowlist/s,
 my $ok = 0;
 $ok += get($ALICE, '127.0.0.1', $P1, "/w$_") =~ /^HTTP\/1\.1 200 / for 1 .. 8;
 is($ok, 8, 'both workers serve');
+
+# the journal, written as the documented ACL user: refusals (XADD) and the
+# first contact (the script: SADD, XADD)
+
+like(wait_for(sub { redis_cli($t, 'SCARD', 'bottle:contacts:alice') },
+	qr/^[1-9]/), qr/^1$/, 'first contact recorded as the gateway user');
+like(redis_cli($t, 'XRANGE', 'bottle:audit', '-', '+'),
+	qr/"type":"egress\.refusal".*"bottle":"bob"/s,
+	'refusal recorded as the gateway user');
 
 # the canary: the bottle's scanner, compiled when first needed
 
