@@ -27,8 +27,6 @@ static void *ngx_bottle_audit_create_conf(ngx_cycle_t *cycle);
 static char *ngx_bottle_audit_init_conf(ngx_cycle_t *cycle, void *conf);
 static char *ngx_bottle_audit_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
-static ngx_int_t ngx_bottle_audit_resolve(ngx_pool_t *pool,
-    ngx_bottle_audit_conf_t *acf, ngx_log_t *log);
 static void ngx_bottle_audit_unlist(ngx_cycle_t *cycle,
     ngx_bottle_store_t *st);
 static ngx_int_t ngx_bottle_audit_init_process(ngx_cycle_t *cycle);
@@ -280,7 +278,9 @@ ngx_bottle_audit_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     acf->off = 0;
     bottle_store_url_print(acf->store_url, acf->name, sizeof(acf->name));
 
-    if (ngx_bottle_audit_resolve(cf->pool, acf, cf->log) != NGX_OK) {
+    if (ngx_bottle_redis_resolve(cf->pool, acf->store_url, &acf->addr)
+        != NGX_OK)
+    {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "bottle_audit: store host \"%s\" could not be "
                            "resolved", acf->store_url->host);
@@ -288,51 +288,6 @@ ngx_bottle_audit_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     return NGX_CONF_OK;
-}
-
-
-/* now, at configuration: hiredis would resolve it with getaddrinfo() */
-
-static ngx_int_t
-ngx_bottle_audit_resolve(ngx_pool_t *pool, ngx_bottle_audit_conf_t *acf,
-    ngx_log_t *log)
-{
-    u_char     *p;
-    ngx_url_t   u;
-
-    if (acf->store_url->is_unix) {
-        return NGX_OK;
-    }
-
-    ngx_memzero(&u, sizeof(ngx_url_t));
-
-    p = ngx_pnalloc(pool, BOTTLE_STORE_HOST_MAX + sizeof("[]:65535"));
-    if (p == NULL) {
-        return NGX_ERROR;
-    }
-
-    u.url.data = p;
-    u.url.len = ngx_sprintf(p, ngx_strchr(acf->store_url->host, ':')
-                               ? "[%s]:%ui" : "%s:%ui",
-                            acf->store_url->host,
-                            (ngx_uint_t) acf->store_url->port)
-                - p;
-
-    if (ngx_parse_url(pool, &u) != NGX_OK || u.naddrs == 0) {
-        return NGX_ERROR;
-    }
-
-    p = ngx_pnalloc(pool, NGX_SOCKADDR_STRLEN + 1);
-    if (p == NULL) {
-        return NGX_ERROR;
-    }
-
-    acf->addr.data = p;
-    acf->addr.len = ngx_sock_ntop(u.addrs[0].sockaddr, u.addrs[0].socklen, p,
-                                  NGX_SOCKADDR_STRLEN, 0);
-    p[acf->addr.len] = '\0';
-
-    return NGX_OK;
 }
 
 

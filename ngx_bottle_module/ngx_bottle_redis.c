@@ -49,6 +49,50 @@ static void ngx_bottle_redis_cleanup(void *privdata);
 
 
 ngx_int_t
+ngx_bottle_redis_resolve(ngx_pool_t *pool, const bottle_store_url_t *url,
+    ngx_str_t *addr)
+{
+    u_char     *p;
+    ngx_url_t   u;
+
+    ngx_str_set(addr, "");
+
+    if (url->is_unix) {
+        return NGX_OK;
+    }
+
+    ngx_memzero(&u, sizeof(ngx_url_t));
+
+    p = ngx_pnalloc(pool, BOTTLE_STORE_HOST_MAX + sizeof("[]:65535"));
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    u.url.data = p;
+    u.url.len = ngx_sprintf(p, ngx_strchr(url->host, ':') ? "[%s]:%ui"
+                                                          : "%s:%ui",
+                            url->host, (ngx_uint_t) url->port)
+                - p;
+
+    if (ngx_parse_url(pool, &u) != NGX_OK || u.naddrs == 0) {
+        return NGX_ERROR;
+    }
+
+    p = ngx_pnalloc(pool, NGX_SOCKADDR_STRLEN + 1);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    addr->data = p;
+    addr->len = ngx_sock_ntop(u.addrs[0].sockaddr, u.addrs[0].socklen, p,
+                              NGX_SOCKADDR_STRLEN, 0);
+    p[addr->len] = '\0';
+
+    return NGX_OK;
+}
+
+
+ngx_int_t
 ngx_bottle_redis_start(ngx_bottle_redis_t *rd)
 {
     rd->timer.handler = ngx_bottle_redis_timer;

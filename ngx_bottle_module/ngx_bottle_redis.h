@@ -50,6 +50,15 @@ struct ngx_bottle_redis_s {
 };
 
 
+/*
+ * At configuration: the address of url's host (""" for a unix socket),
+ * NUL-terminated, for ngx_bottle_redis_t.addr; hiredis would resolve the
+ * name with a blocking getaddrinfo() in the worker.  NGX_ERROR if it does
+ * not resolve.
+ */
+ngx_int_t ngx_bottle_redis_resolve(ngx_pool_t *pool,
+    const bottle_store_url_t *url, ngx_str_t *addr);
+
 ngx_int_t ngx_bottle_redis_start(ngx_bottle_redis_t *rd);
 void ngx_bottle_redis_stop(ngx_bottle_redis_t *rd);
 ngx_uint_t ngx_bottle_redis_ready(ngx_bottle_redis_t *rd);

@@ -51,8 +51,6 @@ ngx_bottle_store_redis_conf(ngx_conf_t *cf, ngx_bottle_store_t *st,
     ngx_str_t *value)
 {
     char                       err[256];
-    u_char                    *p;
-    ngx_url_t                  u;
     ngx_pool_cleanup_t        *cln;
     ngx_bottle_store_redis_t  *sr;
 
@@ -72,39 +70,11 @@ ngx_bottle_store_redis_conf(ngx_conf_t *cf, ngx_bottle_store_t *st,
 
     bottle_store_url_print(&sr->url, sr->name, sizeof(sr->name));
 
-    if (!sr->url.is_unix) {
-        ngx_memzero(&u, sizeof(ngx_url_t));
-
-        p = ngx_pnalloc(cf->pool, BOTTLE_STORE_HOST_MAX + sizeof("[]:65535"));
-        if (p == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        u.url.data = p;
-        u.url.len = ngx_sprintf(p, ngx_strchr(sr->url.host, ':') ? "[%s]:%ui"
-                                                                  : "%s:%ui",
-                                sr->url.host, (ngx_uint_t) sr->url.port)
-                    - p;
-
-        if (ngx_parse_url(cf->pool, &u) != NGX_OK || u.naddrs == 0) {
-            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                               "bottle_policy: store host \"%s\" could not "
-                               "be resolved%s%s", sr->url.host,
-                               u.err ? ": " : "", u.err ? u.err : "");
-            return NGX_CONF_ERROR;
-        }
-
-        /* the address alone, as hiredis wants it */
-
-        p = ngx_pnalloc(cf->pool, NGX_SOCKADDR_STRLEN + 1);
-        if (p == NULL) {
-            return NGX_CONF_ERROR;
-        }
-
-        sr->addr.data = p;
-        sr->addr.len = ngx_sock_ntop(u.addrs[0].sockaddr, u.addrs[0].socklen,
-                                     p, NGX_SOCKADDR_STRLEN, 0);
-        p[sr->addr.len] = '\0';
+    if (ngx_bottle_redis_resolve(cf->pool, &sr->url, &sr->addr) != NGX_OK) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "bottle_policy: store host \"%s\" could not be "
+                           "resolved", sr->url.host);
+        return NGX_CONF_ERROR;
     }
 
     sr->store = st;

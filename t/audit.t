@@ -336,7 +336,7 @@ $conf =~ s!bottle_policy redis://\S+;!bottle_policy ${\$t3->testdir()}/file.json
 $conf =~ s!\berror\.log\b!check-error.log!g;
 $conf =~ s!\bnginx\.pid\b!check.pid!g;
 $t3->write_file('check.conf', $conf);
-my ($rc, $out) = nginx_t($t3, 'check.conf');
+my ($rc, $out) = $t3->nginx_t('check.conf');
 isnt($rc, 0, 'file, journal off: nginx -t fails');
 like($out, qr/\[emerg\] bottle_policy: \S*file\.json: bottle "dave": audit\.delivery: "required" needs the audit journal, which is off on this gateway \(bottle_audit\)/,
 	'file, journal off: the message names file, bottle and field');
@@ -408,26 +408,6 @@ sub last_id {
 	return $id;
 }
 
-sub nginx_t {
-	my ($tt, $name) = @_;
-	my $d = $tt->testdir();
-
-	my $pid = open(my $fh, '-|');
-	die "fork: $!\n" unless defined $pid;
-
-	if ($pid == 0) {
-		open STDERR, '>&', \*STDOUT;
-		Test::Nginx::_sanitizer_env();
-		exec($Test::Nginx::NGINX, '-t', '-p', "$d/", '-c', $name,
-			'-e', "$d/t.log") or POSIX::_exit(127);
-	}
-
-	local $/;
-	my $text = <$fh> // '';
-	close $fh;
-
-	return ($? >> 8, $text);
-}
 
 sub contacts {
 	my ($e, $bottle, $host) = @_;

@@ -140,7 +140,7 @@ my $CHECK = "$d/check.json";
 my ($rc, $out);
 
 write_policy($t, 'check.json', { bottles => [ alice(route_one()) ] });
-($rc, $out) = nginx_t('check.conf');
+($rc, $out) = $t->nginx_t('check.conf');
 ok($rc == 0 && $out =~ /test is successful/, 'valid policy: nginx -t ok')
 	or diag($out);
 
@@ -210,7 +210,7 @@ write_policy($t, 'checkdir/b.json', { id => 'bob', token => $BOB,
 	routes => [ { host => 'b.example', methods => [ 'FETCH' ] } ] });
 (my $checkdir = $conf) =~ s/%%POLICY%%/%%TESTDIR%%\/checkdir/;
 write_check_conf('checkdir.conf', $checkdir);
-($rc, $out) = nginx_t('checkdir.conf');
+($rc, $out) = $t->nginx_t('checkdir.conf');
 isnt($rc, 0, 'broken file in a directory: nginx -t fails');
 like($out, qr/\Q$d\E\/checkdir\/b\.json: bottle "bob": routes\[0\]\.methods\[0\]: "FETCH" is not a known method/,
 	'broken file in a directory: file, bottle and field named');
@@ -220,14 +220,14 @@ like($out, qr/\Q$d\E\/checkdir\/b\.json: bottle "bob": routes\[0\]\.methods\[0\]
 
 (my $nopolicy = $conf) =~ s/^bottle_policy .*$//m;
 write_check_conf('nopolicy.conf', $nopolicy);
-($rc, $out) = nginx_t('nopolicy.conf');
+($rc, $out) = $t->nginx_t('nopolicy.conf');
 isnt($rc, 0, 'bottle_front without bottle_policy: nginx -t fails');
 like($out, qr/\[emerg\] "bottle_front" needs "bottle_policy"/,
 	'bottle_front without bottle_policy: message');
 
 (my $http_only = $nopolicy) =~ s/^stream \{.*?^\}$//ms;
 write_check_conf('nopolicy-http.conf', $http_only);
-($rc, $out) = nginx_t('nopolicy-http.conf');
+($rc, $out) = $t->nginx_t('nopolicy-http.conf');
 isnt($rc, 0, 'bottle without bottle_policy: nginx -t fails');
 like($out, qr/\[emerg\] "bottle" needs "bottle_policy"/,
 	'bottle without bottle_policy: message');
@@ -235,7 +235,7 @@ like($out, qr/\[emerg\] "bottle" needs "bottle_policy"/,
 (my $late = $nopolicy) =~ s/^(http \{)/bottle_policy %%TESTDIR%%\/check.json;\n\n$1/m;
 write_policy($t, 'check.json', { bottles => [ alice(route_one()) ] });
 write_check_conf('late.conf', $late);
-($rc, $out) = nginx_t('late.conf');
+($rc, $out) = $t->nginx_t('late.conf');
 isnt($rc, 0, 'bottle_policy after the stream block: nginx -t fails');
 like($out, qr/\[emerg\] "bottle_front" needs "bottle_policy" at the top level, before the "stream" block/,
 	'bottle_policy after the stream block: message');
@@ -434,28 +434,6 @@ sub write_check_conf {
 
 # nginx -t: (exit status, stderr and stdout)
 
-sub nginx_t {
-	my ($name) = @_;
-
-	unlink "$d/t.log";
-
-	my $pid = open(my $fh, '-|');
-	die "fork: $!\n" unless defined $pid;
-
-	if ($pid == 0) {
-		open STDERR, '>&', \*STDOUT;
-		# the sanitizer runtime as the harness gives it, leak checks off
-		Test::Nginx::_sanitizer_env();
-		exec($Test::Nginx::NGINX, '-t', '-p', "$d/", '-c', $name,
-			'-e', "$d/t.log") or POSIX::_exit(127);
-	}
-
-	local $/;
-	my $text = <$fh> // '';
-	close $fh;
-
-	return ($? >> 8, $text);
-}
 
 # an invalid policy: nginx -t fails, the message names the file, the
 # bottle and the field, and no secret
@@ -464,7 +442,7 @@ sub bad_policy {
 	my ($what, $policy, $re) = @_;
 
 	write_policy($t, 'check.json', $policy);
-	my ($rc, $out) = nginx_t('check.conf');
+	my ($rc, $out) = $t->nginx_t('check.conf');
 
 	isnt($rc, 0, "$what: nginx -t fails");
 	like($out, qr/\[emerg\] bottle_policy: $re/, "$what: message");

@@ -782,6 +782,33 @@ sub _sanitizer_env {
 	$ENV{UBSAN_OPTIONS} //= 'print_stacktrace=1';
 }
 
+# $t->nginx_t($conf): "nginx -t" on <testdir>/$conf, with the sanitizer
+# runtime as the harness gives it (leak checks off); returns its exit
+# status and what it printed (stderr and stdout).
+
+sub nginx_t {
+	my ($self, $name) = @_;
+	my $d = $self->testdir();
+
+	unlink "$d/t.log";
+
+	my $pid = open(my $fh, '-|');
+	die "fork: $!\n" unless defined $pid;
+
+	if ($pid == 0) {
+		open STDERR, '>&', \*STDOUT;
+		_sanitizer_env();
+		exec($NGINX, '-t', '-p', "$d/", '-c', $name, '-e', "$d/t.log")
+			or POSIX::_exit(127);
+	}
+
+	local $/;
+	my $text = <$fh> // '';
+	close $fh;
+
+	return ($? >> 8, $text);
+}
+
 sub try_run {
 	my ($self, $message) = @_;
 
