@@ -1233,6 +1233,9 @@ def save(meta, text, data, suffix=""):
         .strftime("%Y%m%d-%H%M")
     name = f"{stamp}-{meta['build']['head']}{'-quick' if QUICK else ''}" \
         + suffix
+    base, n = name, 2
+    while os.path.exists(os.path.join(RESULTS, name + ".md")):
+        name, n = f"{base}-{n}", n + 1        # two runs in one minute
     with open(os.path.join(RESULTS, name + ".md"), "w") as f:
         f.write(text)
     with open(os.path.join(RESULTS, name + ".json"), "w") as f:

@@ -424,9 +424,11 @@ http {{
                 else:
                     time.sleep(0.002)
         workers = worker_pids(p.pid)
+        cpu = [self.R.cpu_seconds([w]) for w in workers]
         gw = {"proc": p, "dir": g, "port": port, "workers": workers,
               "load_s": max(seen.values()),
               "per_worker_s": sorted(seen.values()),
+              "cpu_s": cpu,
               "probe_log": os.path.join(g, "logs", "probe.log"),
               "probe_pos": 0}
         self.wait_listen(port, p)
@@ -669,6 +671,7 @@ http {{
         gw = self.start_gateway("loaded", n)
         res["load_s"] = gw["load_s"]
         res["load_per_worker_s"] = gw["per_worker_s"]
+        res["load_worker_cpu_s"] = gw["cpu_s"]
         self.log(f"loaded in {gw['load_s']:.3f} s (workers "
                  + ", ".join(f"{x:.3f}" for x in gw["per_worker_s"]) + ")")
         time.sleep(0.5)
@@ -809,7 +812,10 @@ def report_lines(res):
     row(f"load at start: nginx start to both workers \"read: {n} bottles\"",
         f"{load:.3f} s (workers "
         + ", ".join(f"{x:.3f}" for x in res["load_per_worker_s"])
-        + f"; empty store {res['empty_load_s']:.3f} s)",
+        + f"; empty store {res['empty_load_s']:.3f} s"
+        + ("; CPU " + " and ".join(f"{x:.2f}" for x in
+                                   res["load_worker_cpu_s"]) + " s"
+           if res.get("load_worker_cpu_s") else "") + ")",
         f"≤ {LOAD_TARGET_S:g} s", load <= LOAD_TARGET_S)
     for kind, text in (("compiled", "scanner compiled on every worker"),
                        ("uncompiled", "scanner never compiled")):
@@ -868,7 +874,8 @@ def report_lines(res):
         "reported", None)
     w("")
     w("Load: from starting nginx (master, `daemon off`) to the last worker's "
-      "notice in the error log, polled every 2 ms. A change: one "
+      "notice in the error log, polled every 2 ms; CPU: each worker's "
+      "utime+stime (its thread pool's included) then. A change: one "
       "`bottlectl policy put -` of the bottle with a route to "
       "127.0.0.2 added (or removed again); the time runs from its "
       "publication on `bottle:changes` (as a subscriber of the bench sees "
