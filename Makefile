@@ -159,7 +159,7 @@ install: module ctl
 # nginx and mitmproxy, on loopback (bench/README.md); BENCH_QUICK=1 for a
 # short smoke run
 .PHONY: bench
-bench: module
+bench: module ctl
 	python3 bench/run.py
 
 clean:

@@ -11,7 +11,8 @@ under bench/results/.  Stops everything it started.
 
 Environment: BENCH_QUICK=1 (one short round), BENCH_ROUNDS, BENCH_WINDOW,
 BENCH_WARMUP (seconds), BENCH_MODULE (default build/ngx_bottle_module.so),
-BENCH_KEEP=1 (keep the run directory), BENCH_RESULTS (output directory).
+BENCH_KEEP=1 (keep the run directory), BENCH_RESULTS (output directory),
+BENCH_SCALE_BOTTLES (the control plane's bottles: 10000, quick 1000).
 Python 3 standard library only.
 """
 
@@ -33,6 +34,8 @@ import sys
 import tempfile
 import threading
 import time
+
+import scale
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(TOP, "bench")
@@ -59,6 +62,8 @@ NGINX = os.environ.get("TEST_NGINX_BINARY", "/usr/sbin/nginx")
 # the load generator: ours (bench/load.c), or Debian's hey to compare with
 LOADGEN = os.environ.get("BENCH_LOAD", "bottle-load")
 LOAD_EXE = None                           # bottle-load, once built
+# the control plane's scale rows (bench/scale.py, issue 14)
+SCALE_BOTTLES = env_num("BENCH_SCALE_BOTTLES", 1000 if QUICK else 10000)
 
 HOST = "api.bench.test"
 TOKEN = "bench-agent-token-0123456789"
@@ -999,7 +1004,7 @@ def cpu_model():
         return "?"
 
 
-def report(meta, targets, results, chk, scan, scan_err):
+def report(meta, targets, results, chk, scan, scan_err, cplane=None):
     lines = []
     w = lines.append
     b = meta["build"]
@@ -1186,7 +1191,56 @@ def report(meta, targets, results, chk, scan, scan_err):
         w("")
         for key, t, notes in failed[:20]:
             w(f"- {key} / {t}: {'; '.join(notes)[:300]}")
+    if cplane:
+        w("")
+        lines.extend(scale.report_lines(cplane))
     return "\n".join(lines) + "\n"
+
+
+def scale_report(meta, cplane):
+    """The report of `--scale-only`: the control plane alone."""
+    b = meta["build"]
+    lines = [f"# ngx_bottle benchmark, control plane only, {meta['date']}"
+             f"{' (BENCH_QUICK)' if QUICK else ''}", "",
+             f"- build measured: `{b['head']}`"
+             + (f", {b['dirty_src']} uncommitted source file(s)"
+                if b["dirty_src"] else "")
+             + f"; module `{os.path.relpath(MODULE, TOP)}` built "
+             f"{b['module_built']}, sha256 {b['module_sha256']}…",
+             f"- machine: {meta['cpu']}, {meta['ncpu']} CPUs, Linux "
+             f"{platform.release()}; nginx {meta['versions']['nginx']}", ""]
+    lines.extend(scale.report_lines(cplane))
+    return "\n".join(lines) + "\n"
+
+
+def run_scale(d):
+    """The control plane's rows; a failure is reported, not fatal."""
+    log(f"control plane: {SCALE_BOTTLES} bottles")
+    la = os.getloadavg()[0]
+    try:
+        cp = scale.control_plane(sys.modules[__name__], d, SCALE_BOTTLES)
+    except (RuntimeError, OSError, subprocess.SubprocessError,
+            ValueError, KeyError) as e:
+        log(f"control plane: failed: {e}")
+        cp = {"error": str(e)}
+    cp["loadavg_start"] = la
+    return cp
+
+
+def save(meta, text, data, suffix=""):
+    os.makedirs(RESULTS, exist_ok=True)
+    stamp = datetime.datetime.now(datetime.timezone.utc) \
+        .strftime("%Y%m%d-%H%M")
+    name = f"{stamp}-{meta['build']['head']}{'-quick' if QUICK else ''}" \
+        + suffix
+    base, n = name, 2
+    while os.path.exists(os.path.join(RESULTS, name + ".md")):
+        name, n = f"{base}-{n}", n + 1        # two runs in one minute
+    with open(os.path.join(RESULTS, name + ".md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(RESULTS, name + ".json"), "w") as f:
+        json.dump(data, f, indent=1)
+    return name
 
 
 ###############################################################################
@@ -1194,11 +1248,18 @@ def report(meta, targets, results, chk, scan, scan_err):
 def rerender(path):
     with open(path) as f:
         saved = json.load(f)
+    if "results" not in saved:              # --scale-only
+        text = scale_report(saved["meta"], saved["control_plane"])
+        with open(re.sub(r"\.json$", "", path) + ".md", "w") as f:
+            f.write(text)
+        print(text)
+        return
     targets = [Target(k, label, None, None) for k, label in TARGETS]
     SCENARIOS[:] = [sc for sc in SCENARIOS if sc[0] in saved["results"]]
     scan = saved.get("scanner")
     text = report(saved["meta"], targets, saved["results"], saved["checks"],
-                  scan, None if scan else "none in this run")
+                  scan, None if scan else "none in this run",
+                  saved.get("control_plane"))
     with open(re.sub(r"\.json$", "", path) + ".md", "w") as f:
         f.write(text)
     print(text)
@@ -1228,6 +1289,11 @@ def main():
     ap.add_argument("--report", metavar="RESULTS.json",
                     help="write the report of a saved run again (after a "
                     "change to the report's format) and print it")
+    ap.add_argument("--no-scale", action="store_true",
+                    help="leave out the control plane's scale rows")
+    ap.add_argument("--scale-only", action="store_true",
+                    help="only the control plane's scale rows "
+                    "(bench/scale.py)")
     args = ap.parse_args()
     if args.report:
         rerender(args.report)
@@ -1240,12 +1306,19 @@ def main():
 
     if LOADGEN not in ("bottle-load", "hey"):
         sys.exit("bench: BENCH_LOAD is bottle-load or hey")
-    for tool in (("cc" if LOADGEN == "bottle-load" else "hey"), "mitmdump",
-                 "dnsmasq", "curl", "openssl", NGINX):
+    tools = ["redis-server"] if args.scale_only else [
+        ("cc" if LOADGEN == "bottle-load" else "hey"), "mitmdump",
+        "dnsmasq", "curl", "openssl"]
+    if not (args.no_scale or args.scale_only):
+        tools.append("redis-server")
+    for tool in tools + [NGINX]:
         if not shutil.which(tool):
             sys.exit(f"bench: cannot find {tool} (bench/README.md: install)")
     if not os.path.exists(MODULE):
         sys.exit(f"bench: cannot find {MODULE} (make module)")
+    if not args.no_scale and not os.path.exists(
+            os.path.join(TOP, "build", "bottlectl")):
+        sys.exit("bench: cannot find build/bottlectl (make ctl)")
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, on_signal)
     if LOAD_CORE is not None:
@@ -1264,6 +1337,18 @@ def main():
                 "quick": QUICK, "rounds": ROUNDS, "warmup": WARMUP,
                 "window": WINDOW, "loadavg_start": os.getloadavg()[0]}
         log(f"run directory {d}")
+        if args.scale_only:
+            cp = run_scale(d)
+            meta["loadavg_end"] = os.getloadavg()[0]
+            meta["elapsed_s"] = round(time.time() - started)
+            text = scale_report(meta, cp)
+            print(text)
+            name = save(meta, text, {"meta": meta, "control_plane": cp},
+                        "-scale")
+            log(f"saved {os.path.relpath(RESULTS, TOP)}/{name}.md and .json "
+                f"({meta['elapsed_s']} s)")
+            ok = "error" not in cp
+            return
         if LOADGEN == "bottle-load":
             LOAD_EXE = build_load(d)
         meta["load"] = LOADGEN
@@ -1360,19 +1445,16 @@ def main():
 
         log("scanner benchmark")
         scan, scan_err = scanner(d)
+        cp = None if args.no_scale else run_scale(d)
         meta["elapsed_s"] = round(time.time() - started)
         meta["loadavg_end"] = os.getloadavg()[0]
-        text = report(meta, targets, results, chk, scan, scan_err)
+        text = report(meta, targets, results, chk, scan, scan_err, cp)
         print(text)
-        os.makedirs(RESULTS, exist_ok=True)
-        stamp = datetime.datetime.now(datetime.timezone.utc) \
-            .strftime("%Y%m%d-%H%M")
-        name = f"{stamp}-{meta['build']['head']}{'-quick' if QUICK else ''}"
-        with open(os.path.join(RESULTS, name + ".md"), "w") as f:
-            f.write(text)
-        with open(os.path.join(RESULTS, name + ".json"), "w") as f:
-            json.dump({"meta": meta, "checks": chk, "scanner": scan,
-                       "results": results}, f, indent=1)
+        data = {"meta": meta, "checks": chk, "scanner": scan,
+                "results": results}
+        if cp is not None:
+            data["control_plane"] = cp
+        name = save(meta, text, data)
         log(f"saved {os.path.relpath(RESULTS, TOP)}/{name}.md and .json "
             f"({meta['elapsed_s']} s)")
         ok = True
