@@ -30,7 +30,7 @@ typedef struct {
 
 static int bottlectl_read(char **out, size_t *len, const char *file);
 static int bottlectl_put_prepare(bottlectl_put_t *put, json_t *bottle,
-    const bottle_policy_t *p);
+    const bottle_t *parsed, const bottle_policy_t *p);
 static int bottlectl_put_eval(bottlectl_t *ctl, bottlectl_put_t *items,
     size_t n);
 
@@ -89,7 +89,9 @@ bottlectl_policy_put(bottlectl_t *ctl, const char *file)
     for (i = 0; i < n; i++) {
         b = list ? json_array_get(list, i) : root;  /* borrowed */
 
-        if (bottlectl_put_prepare(&items[i], b, p) != 0) {
+        if (bottlectl_put_prepare(&items[i], b, bottle_policy_at(p, i), p)
+            != 0)
+        {
             goto cleanup;
         }
     }
@@ -124,7 +126,7 @@ cleanup:
 
 static int
 bottlectl_put_prepare(bottlectl_put_t *put, json_t *bottle,
-    const bottle_policy_t *p)
+    const bottle_t *parsed, const bottle_policy_t *p)
 {
     size_t           i;
     json_t          *copy;
@@ -133,8 +135,14 @@ bottlectl_put_prepare(bottlectl_put_t *put, json_t *bottle,
 
     static const char  hex[] = "0123456789abcdef";
 
+    /* the parser keeps the document's order: the i-th bottle is this */
+
     id = json_string_value(json_object_get(bottle, "id"));
-    b = id ? bottle_policy_find_id(p, id, strlen(id)) : NULL;
+    b = parsed;
+
+    if (id && (b == NULL || strcmp(b->id.data, id) != 0)) {
+        b = bottle_policy_find_id(p, id, strlen(id));
+    }
 
     if (b == NULL) {
         bottlectl_error("a bottle without a valid id");
