@@ -3,7 +3,7 @@
  * The Redis source, read once by the master when the configuration loads
  * (start and reload), so that workers start with the bottles instead of
  * refusing until each has read them (and parse them once, not once per
- * worker).  Blocking calls are fine here: no request is being served by
+ * worker, on every core).  Blocking calls are fine here: no request is being served by
  * this process.  Each worker then reads the index again and fetches only
  * what changed since (ngx_bottle_store_sync.c).
  *
@@ -14,18 +14,33 @@
 #include <ngx_config.h>
 #include <ngx_core.h>
 
+#include <pthread.h>
+
 #include "ngx_bottle_store_redis.h"
 
 
 #define NGX_BOTTLE_LOAD_TIMEOUT  2      /* seconds, to connect and per reply */
 #define NGX_BOTTLE_LOAD_BATCH    512    /* HMGETs in flight */
+#define NGX_BOTTLE_LOAD_THREADS  8
+
+
+typedef struct {
+    ngx_bottle_slot_t         *slots;
+    ngx_uint_t                 n;
+    ngx_uint_t                 first;      /* every step-th from first */
+    ngx_uint_t                 step;
+    bottle_scan_db_t          *db;
+} ngx_bottle_load_part_t;
 
 
 static redisContext *ngx_bottle_store_load_connect(ngx_conf_t *cf,
     ngx_bottle_store_redis_t *sr);
-static ngx_int_t ngx_bottle_store_load_batch(ngx_conf_t *cf,
-    ngx_bottle_store_redis_t *sr, redisContext *c, redisReply *index,
-    size_t from, size_t n);
+static ngx_int_t ngx_bottle_store_load_batch(ngx_bottle_store_redis_t *sr,
+    redisContext *c, redisReply *index, size_t from, size_t n,
+    ngx_bottle_slot_t *slots, redisReply **replies);
+static void ngx_bottle_store_load_parse(ngx_bottle_store_redis_t *sr,
+    ngx_bottle_slot_t *slots, ngx_uint_t n);
+static void *ngx_bottle_store_load_thread(void *data);
 static void ngx_bottle_store_load_failed(ngx_conf_t *cf,
     ngx_bottle_store_redis_t *sr, redisContext *c, const char *what);
 
@@ -33,9 +48,10 @@ static void ngx_bottle_store_load_failed(ngx_conf_t *cf,
 void
 ngx_bottle_store_redis_preload(ngx_conf_t *cf, ngx_bottle_store_redis_t *sr)
 {
-    size_t         i, n;
-    redisReply    *index;
-    redisContext  *c;
+    size_t              i, n;
+    redisReply         *index, **replies;
+    redisContext       *c;
+    ngx_bottle_slot_t  *slots;
 
     /* nginx -t and nginx -s only read the configuration */
 
@@ -62,17 +78,40 @@ ngx_bottle_store_redis_preload(ngx_conf_t *cf, ngx_bottle_store_redis_t *sr)
 
     n = index->elements / 2;
 
+    slots = ngx_calloc((n ? n : 1) * sizeof(ngx_bottle_slot_t), cf->log);
+    replies = ngx_calloc((n ? n : 1) * sizeof(redisReply *), cf->log);
+
+    if (slots == NULL || replies == NULL) {
+        goto failed;
+    }
+
+    /* all of them read first, then parsed on every core */
+
     for (i = 0; i < n; i += NGX_BOTTLE_LOAD_BATCH) {
-        if (ngx_bottle_store_load_batch(cf, sr, c, index, i,
-                                        ngx_min(n - i, NGX_BOTTLE_LOAD_BATCH))
+        if (ngx_bottle_store_load_batch(sr, c, index, i,
+                                        ngx_min(n - i, NGX_BOTTLE_LOAD_BATCH),
+                                        slots, replies)
             != NGX_OK)
         {
-            freeReplyObject(index);
-            ngx_bottle_store_load_failed(cf, sr, c, "HMGET");
-            return;
+            goto failed;
         }
     }
 
+    ngx_bottle_store_load_parse(sr, slots, n);
+
+    for (i = 0; i < n; i++) {
+        if (slots[i].sr) {
+            ngx_bottle_store_redis_apply_one(sr, &slots[i]);
+            bottle_policy_free(slots[i].policy);
+        }
+
+        if (replies[i]) {
+            freeReplyObject(replies[i]);
+        }
+    }
+
+    ngx_free(slots);
+    ngx_free(replies);
     freeReplyObject(index);
     redisFree(c);
 
@@ -86,6 +125,26 @@ ngx_bottle_store_redis_preload(ngx_conf_t *cf, ngx_bottle_store_redis_t *sr)
     ngx_conf_log_error(NGX_LOG_NOTICE, cf, 0,
                        "bottle_policy: store %s read: %ui bottles",
                        sr->name, sr->store->count);
+    return;
+
+failed:
+
+    for (i = 0; replies && i < n; i++) {
+        if (replies[i]) {
+            freeReplyObject(replies[i]);
+        }
+    }
+
+    if (slots) {
+        ngx_free(slots);
+    }
+
+    if (replies) {
+        ngx_free(replies);
+    }
+
+    freeReplyObject(index);
+    ngx_bottle_store_load_failed(cf, sr, c, "HMGET");
 }
 
 
@@ -143,17 +202,18 @@ ngx_bottle_store_load_connect(ngx_conf_t *cf, ngx_bottle_store_redis_t *sr)
 }
 
 
-/* n bottles of the index from "from": pipelined, then parsed in turn */
+/* n bottles of the index from "from", pipelined; their replies kept */
 
 static ngx_int_t
-ngx_bottle_store_load_batch(ngx_conf_t *cf, ngx_bottle_store_redis_t *sr,
-    redisContext *c, redisReply *index, size_t from, size_t n)
+ngx_bottle_store_load_batch(ngx_bottle_store_redis_t *sr, redisContext *c,
+    redisReply *index, size_t from, size_t n, ngx_bottle_slot_t *slots,
+    redisReply **replies)
 {
     size_t              i, argvlen[4];
     u_char              key[sizeof(BOTTLE_STORE_POLICY_PREFIX) + 256];
     const char         *argv[4];
-    redisReply         *id, *r;
-    ngx_bottle_slot_t   slot;
+    redisReply         *id, *r, *v;
+    ngx_bottle_slot_t  *slot;
 
     argv[0] = "HMGET";
     argvlen[0] = 5;
@@ -180,38 +240,101 @@ ngx_bottle_store_load_batch(ngx_conf_t *cf, ngx_bottle_store_redis_t *sr,
     }
 
     for (i = from; i < from + n; i++) {
-        id = index->element[2 * i];
-
         if (redisGetReply(c, (void **) &r) != REDIS_OK || r == NULL) {
             return NGX_ERROR;
         }
 
-        ngx_memzero(&slot, sizeof(ngx_bottle_slot_t));
+        replies[i] = r;
 
-        if (r->type == REDIS_REPLY_ARRAY && r->elements == 2
-            && r->element[0]->type == REDIS_REPLY_STRING)
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2
+            || r->element[0]->type != REDIS_REPLY_STRING)
         {
-            slot.sr = sr;
-            slot.id = (u_char *) id->str;
-            slot.id_len = id->len;
-            slot.json = r->element[0]->str;
-            slot.json_len = r->element[0]->len;
-            slot.version = r->element[1]->type == REDIS_REPLY_STRING
-                           ? (uint64_t) ngx_atoof((u_char *)
-                                                  r->element[1]->str,
-                                                  r->element[1]->len)
-                           : 0;
-
-            /* the reply's strings are NUL-terminated, as the parser wants */
-            ngx_bottle_store_redis_load_one(sr, &slot);
+            /* gone since the index was read */
+            continue;
         }
 
-        freeReplyObject(r);
+        id = index->element[2 * i];
+        v = r->element[1];
+        slot = &slots[i];
+
+        /* the reply's strings are NUL-terminated, as the parser wants */
+
+        slot->sr = sr;
+        slot->id = (u_char *) id->str;
+        slot->id_len = id->len;
+        slot->json = r->element[0]->str;
+        slot->json_len = r->element[0]->len;
+        slot->version = v->type == REDIS_REPLY_STRING
+                        ? (uint64_t) ngx_atoof((u_char *) v->str, v->len)
+                        : 0;
     }
 
-    (void) cf;
-
     return NGX_OK;
+}
+
+
+/* the parser is thread-safe (jansson is seeded): one part per core */
+
+static void
+ngx_bottle_store_load_parse(ngx_bottle_store_redis_t *sr,
+    ngx_bottle_slot_t *slots, ngx_uint_t n)
+{
+    ngx_uint_t               i, nthreads, started;
+    pthread_t                tid[NGX_BOTTLE_LOAD_THREADS];
+    ngx_bottle_load_part_t   part[NGX_BOTTLE_LOAD_THREADS];
+
+    nthreads = ngx_min(ngx_max(ngx_ncpu, 1), NGX_BOTTLE_LOAD_THREADS);
+    nthreads = ngx_min(nthreads, ngx_max(n / 64, 1));
+
+    for (i = 0; i < nthreads; i++) {
+        part[i].slots = slots;
+        part[i].n = n;
+        part[i].first = i;
+        part[i].step = nthreads;
+        part[i].db = sr->store->scan_db;
+    }
+
+    /* part 0 here; a thread that cannot start leaves its part to us */
+
+    started = 0;
+
+    for (i = 1; i < nthreads; i++) {
+        if (pthread_create(&tid[i], NULL, ngx_bottle_store_load_thread,
+                           &part[i])
+            != 0)
+        {
+            break;
+        }
+
+        started = i;
+    }
+
+    ngx_bottle_store_load_thread(&part[0]);
+
+    for (i = started + 1; i < nthreads; i++) {
+        ngx_bottle_store_load_thread(&part[i]);
+    }
+
+    for (i = 1; i <= started; i++) {
+        (void) pthread_join(tid[i], NULL);
+    }
+}
+
+
+static void *
+ngx_bottle_store_load_thread(void *data)
+{
+    ngx_bottle_load_part_t  *part = data;
+
+    ngx_uint_t  i;
+
+    for (i = part->first; i < part->n; i += part->step) {
+        if (part->slots[i].sr) {
+            ngx_bottle_store_redis_parse(&part->slots[i], part->db);
+        }
+    }
+
+    return NULL;
 }
 
 

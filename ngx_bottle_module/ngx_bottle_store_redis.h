@@ -89,7 +89,10 @@ void ngx_bottle_store_redis_index(redisAsyncContext *ac, void *r,
 ngx_bottle_slot_t *ngx_bottle_store_redis_fetch(ngx_bottle_store_redis_t *sr,
     const u_char *id, size_t len);
 void ngx_bottle_store_redis_apply(ngx_bottle_store_redis_t *sr);
-void ngx_bottle_store_redis_load_one(ngx_bottle_store_redis_t *sr,
+/* in a thread: nothing of nginx */
+void ngx_bottle_store_redis_parse(ngx_bottle_slot_t *slot,
+    bottle_scan_db_t *db);
+void ngx_bottle_store_redis_apply_one(ngx_bottle_store_redis_t *sr,
     ngx_bottle_slot_t *slot);
 
 /* ngx_bottle_store_load.c */

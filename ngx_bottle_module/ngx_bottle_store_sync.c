@@ -21,15 +21,11 @@
 static void ngx_bottle_store_redis_fetched(redisAsyncContext *ac, void *r,
     void *privdata);
 static void ngx_bottle_store_redis_dispatch(ngx_bottle_store_redis_t *sr);
-static void ngx_bottle_store_redis_parse(ngx_bottle_slot_t *slot,
-    bottle_scan_db_t *db);
 #if (NGX_THREADS)
 static void ngx_bottle_store_redis_thread(void *data, ngx_log_t *log);
 static void ngx_bottle_store_redis_parsed(ngx_event_t *ev);
 #endif
 static void ngx_bottle_store_redis_apply_sync(ngx_bottle_store_redis_t *sr,
-    ngx_bottle_slot_t *slot);
-static void ngx_bottle_store_redis_apply_one(ngx_bottle_store_redis_t *sr,
     ngx_bottle_slot_t *slot);
 static void ngx_bottle_slot_free(ngx_bottle_slot_t *slot);
 static int ngx_libc_cdecl ngx_bottle_str_cmp(const void *a, const void *b);
@@ -350,7 +346,7 @@ ngx_bottle_store_redis_dispatch(ngx_bottle_store_redis_t *sr)
  * the key, the bottle and the field.  In a thread: nothing of nginx.
  */
 
-static void
+void
 ngx_bottle_store_redis_parse(ngx_bottle_slot_t *slot, bottle_scan_db_t *db)
 {
     char             source[sizeof(BOTTLE_STORE_POLICY_PREFIX) + 256];
@@ -565,7 +561,7 @@ ngx_bottle_store_redis_apply_sync(ngx_bottle_store_redis_t *sr,
 }
 
 
-static void
+void
 ngx_bottle_store_redis_apply_one(ngx_bottle_store_redis_t *sr,
     ngx_bottle_slot_t *slot)
 {
@@ -615,20 +611,6 @@ ngx_bottle_store_redis_apply_one(ngx_bottle_store_redis_t *sr,
     ngx_log_debug2(NGX_LOG_DEBUG_CORE, sr->log, 0,
                    "bottle: bottle \"%s\" version %uL", slot->id,
                    slot->version);
-}
-
-
-/* one bottle read by the master at configuration: parsed and listed now */
-
-void
-ngx_bottle_store_redis_load_one(ngx_bottle_store_redis_t *sr,
-    ngx_bottle_slot_t *slot)
-{
-    ngx_bottle_store_redis_parse(slot, sr->store->scan_db);
-    ngx_bottle_store_redis_apply_one(sr, slot);
-
-    bottle_policy_free(slot->policy);
-    slot->policy = NULL;
 }
 
 
