@@ -34,6 +34,7 @@ typedef struct {
     bottle_policy_t     *policy;     /* the file's */
     ngx_bottle_store_t  *store;      /* the bottles, from either source */
     ngx_msec_t           stale_max;  /* bottle_store_stale_max */
+    ngx_uint_t           scanners;   /* bottle_store_scanners */
     ngx_shm_zone_t      *zone;       /* CONNECT records, safelist */
     ngx_shm_zone_t      *jar_zone;   /* the cookie jars */
     size_t               jar_size;   /* bottle_jar_zone */

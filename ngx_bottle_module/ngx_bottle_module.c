@@ -33,6 +33,11 @@ static ngx_int_t ngx_bottle_init_process(ngx_cycle_t *cycle);
 static void ngx_bottle_exit_process(ngx_cycle_t *cycle);
 
 
+/* one, or a bottle could never keep the scanner it is using */
+static ngx_conf_num_bounds_t  ngx_bottle_scanners_bounds = {
+    ngx_conf_check_num_bounds, 1, NGX_MAX_INT_T_VALUE
+};
+
 /* at least one ping period and a reconnection */
 static ngx_conf_num_bounds_t  ngx_bottle_stale_bounds = {
     ngx_conf_check_num_bounds, 1000, 24 * 3600 * 1000
@@ -65,6 +70,13 @@ static ngx_command_t  ngx_bottle_commands[] = {
       0,
       offsetof(ngx_bottle_conf_t, stale_max),
       &ngx_bottle_stale_bounds },
+
+    { ngx_string("bottle_store_scanners"),
+      NGX_MAIN_CONF|NGX_DIRECT_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_num_slot,
+      0,
+      offsetof(ngx_bottle_conf_t, scanners),
+      &ngx_bottle_scanners_bounds },
 
     { ngx_string("bottle_jar_zone"),
       NGX_MAIN_CONF|NGX_DIRECT_CONF|NGX_CONF_TAKE1,
@@ -187,12 +199,14 @@ ngx_bottle_create_conf(ngx_cycle_t *cycle)
     bcf->jar_size = NGX_CONF_UNSET_SIZE;
     bcf->jar_bottle_max = NGX_CONF_UNSET_SIZE;
     bcf->stale_max = NGX_CONF_UNSET_MSEC;
+    bcf->scanners = NGX_CONF_UNSET_UINT;
 
     return bcf;
 }
 
 
 #define NGX_BOTTLE_STALE_MAX  30000
+#define NGX_BOTTLE_SCANNERS   1024
 
 
 static char *
@@ -201,9 +215,11 @@ ngx_bottle_init_conf(ngx_cycle_t *cycle, void *conf)
     ngx_bottle_conf_t *bcf = conf;
 
     ngx_conf_init_msec_value(bcf->stale_max, NGX_BOTTLE_STALE_MAX);
+    ngx_conf_init_uint_value(bcf->scanners, NGX_BOTTLE_SCANNERS);
 
     if (bcf->store) {
         bcf->store->stale_max = bcf->stale_max;
+        bcf->store->max_compiled = bcf->scanners;
     }
 
     return ngx_bottle_jar_init_conf(cycle, bcf);

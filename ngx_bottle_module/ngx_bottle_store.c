@@ -59,6 +59,7 @@ ngx_bottle_store_create(ngx_pool_t *pool, bottle_scan_db_t *db,
     ngx_rbtree_init(&st->ids, &st->ids_sentinel, ngx_bottle_id_insert);
     ngx_rbtree_init(&st->tokens, &st->tokens_sentinel,
                     ngx_rbtree_insert_value);
+    ngx_queue_init(&st->compiled);
 
     st->scan_db = db;
     st->log = log;
@@ -193,6 +194,8 @@ ngx_bottle_entry_free(ngx_bottle_entry_t *e)
     /* a scan still running keeps the databases until it ends */
 
     if (e->secrets) {
+        ngx_queue_remove(&e->lru);
+        e->store->ncompiled--;
         bottle_scan_secrets_free(e->secrets);
     }
 
@@ -408,6 +411,12 @@ ngx_bottle_entry_secrets(ngx_bottle_entry_t *e, ngx_bottle_waiter_t *w,
     char                        err[256];
 
     if (e->secrets) {
+        if (!e->permanent) {
+            /* the most recently used */
+            ngx_queue_remove(&e->lru);
+            ngx_queue_insert_tail(&e->store->compiled, &e->lru);
+        }
+
         *out = e->secrets;
         return NGX_OK;
     }
@@ -453,8 +462,8 @@ ngx_bottle_entry_secrets(ngx_bottle_entry_t *e, ngx_bottle_waiter_t *w,
 
 #endif
 
-    if (bottle_scan_secrets_from_bottle(&e->secrets, e->store->scan_db,
-                                        e->bottle, err, sizeof(err))
+    if (bottle_scan_secrets_from_bottle(out, e->store->scan_db, e->bottle,
+                                        err, sizeof(err))
         != 0)
     {
         ngx_log_error(NGX_LOG_ALERT, e->store->log, 0,
@@ -464,9 +473,51 @@ ngx_bottle_entry_secrets(ngx_bottle_entry_t *e, ngx_bottle_waiter_t *w,
         return NGX_ERROR;
     }
 
-    *out = e->secrets;
+    ngx_bottle_entry_compiled(e, *out);
 
     return NGX_OK;
+}
+
+
+/*
+ * A compiled scanner is about 100 KiB in each worker: past
+ * bottle_store_scanners of them, the least recently used is freed (a scan
+ * still running keeps it until it ends) and compiled again when its bottle
+ * next needs it.
+ */
+
+void
+ngx_bottle_entry_compiled(ngx_bottle_entry_t *e,
+    bottle_scan_secrets_t *secrets)
+{
+    ngx_queue_t         *q;
+    ngx_bottle_entry_t  *old;
+    ngx_bottle_store_t  *st;
+
+    st = e->store;
+
+    e->secrets = secrets;
+    ngx_queue_insert_tail(&st->compiled, &e->lru);
+    st->ncompiled++;
+
+    while (st->max_compiled && st->ncompiled > st->max_compiled) {
+        q = ngx_queue_head(&st->compiled);
+        old = ngx_queue_data(q, ngx_bottle_entry_t, lru);
+
+        if (old == e) {
+            break;
+        }
+
+        ngx_queue_remove(q);
+        st->ncompiled--;
+
+        ngx_log_debug1(NGX_LOG_DEBUG_CORE, st->log, 0,
+                       "bottle: the scanner of bottle \"%s\" freed (least "
+                       "recently used)", old->bottle->id.data);
+
+        bottle_scan_secrets_free(old->secrets);
+        old->secrets = NULL;
+    }
 }
 
 
@@ -516,7 +567,7 @@ ngx_bottle_secrets_done(ngx_event_t *ev)
         e->failed = 1;
 
     } else {
-        e->secrets = t->secrets;
+        ngx_bottle_entry_compiled(e, t->secrets);
     }
 
     ngx_free(task);

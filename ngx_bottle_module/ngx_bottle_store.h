@@ -48,6 +48,7 @@ struct ngx_bottle_entry_s {
     size_t                   size;          /* bytes, for the stats */
     ngx_uint_t               refs;
     ngx_queue_t              waiters;       /* for the secrets */
+    ngx_queue_t              lru;           /* in store->compiled */
     unsigned                 listed:1;      /* in the table */
     unsigned                 compiling:1;
     unsigned                 failed:1;      /* the secrets could not be
@@ -64,6 +65,11 @@ struct ngx_bottle_store_s {
     ngx_rbtree_node_t        tokens_sentinel;
     ngx_uint_t               count;
     size_t                   bytes;         /* of listed entries */
+
+    /* the store's compiled scanners, least recently used first */
+    ngx_queue_t              compiled;
+    ngx_uint_t               ncompiled;
+    ngx_uint_t               max_compiled;  /* bottle_store_scanners */
 
     bottle_scan_db_t        *scan_db;
 #if (NGX_THREADS)
@@ -120,6 +126,10 @@ ngx_int_t ngx_bottle_store_usable(const char **reason);
 ngx_int_t ngx_bottle_entry_secrets(ngx_bottle_entry_t *e,
     ngx_bottle_waiter_t *w, bottle_scan_secrets_t **out);
 void ngx_bottle_waiter_cancel(ngx_bottle_waiter_t *w);
+
+/* an entry that got its scanner another way (compiled before its swap) */
+void ngx_bottle_entry_compiled(ngx_bottle_entry_t *e,
+    bottle_scan_secrets_t *secrets);
 
 /* the running cycle's store */
 ngx_bottle_store_t *ngx_bottle_store(void);

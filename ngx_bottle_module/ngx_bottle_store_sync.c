@@ -602,8 +602,10 @@ ngx_bottle_store_redis_apply_one(ngx_bottle_store_redis_t *sr,
     }
 
     slot->policy = NULL;
-    e->secrets = slot->secrets;
-    slot->secrets = NULL;
+    if (slot->secrets) {
+        ngx_bottle_entry_compiled(e, slot->secrets);
+        slot->secrets = NULL;
+    }
     e->size = bottle_policy_bytes(e->policy) + sizeof(ngx_bottle_entry_t);
 
     ngx_bottle_store_put(st, e);

@@ -43,6 +43,7 @@ worker_processes 2;
 
 bottle_policy redis://gateway:gw-secret\@127.0.0.1:$RP/3;
 bottle_store_stale_max 3s;
+bottle_store_scanners 1;
 
 events {
 }
@@ -81,7 +82,7 @@ my $P2 = port(8082);
 fake_upstream($t, port => $P1, name => 'one');
 fake_upstream($t, port => $P2, name => 'two', addr => '127.0.0.2');
 
-$t->run()->plan(29);
+$t->run()->plan(31);
 
 ###############################################################################
 
@@ -135,6 +136,26 @@ like(redis_cli($t, 'XRANGE', 'bottle:audit', '-', '+'),
 
 like(get($ALICE, '127.0.0.1', $P1, '/?c=CANARY-a1b2c3d4e5'),
 	qr/^HTTP\/1\.1 403 .*canary/s, 'canary refused');
+
+# one compiled scanner a worker (bottle_store_scanners 1): each bottle's
+# is freed when the other's is compiled, and compiled again when needed
+
+store_put($t, { id => 'carol', token => 'carol-token-0123456789',
+	canary => 'CANARY-c0ffee1234', routes => [ { host => '127.0.0.1',
+	port => $P1 } ] });
+my $caught = 0;
+for (1 .. 4) {
+	$caught++ if get($ALICE, '127.0.0.1', $P1, '/?c=CANARY-a1b2c3d4e5')
+		=~ /^HTTP\/1\.1 403 .*canary/s;
+	$caught++ if wait_for(sub { get('carol-token-0123456789', '127.0.0.1',
+		$P1, '/?c=CANARY-c0ffee1234') }, qr/ 403 /)
+		=~ /^HTTP\/1\.1 403 .*canary/s;
+}
+is($caught, 8, 'scanners freed and compiled again: every canary caught');
+like($t->read_file('error.log'),
+	qr/the scanner of bottle "(alice|carol)" freed \(least recently used\)/,
+	'a scanner freed past bottle_store_scanners');
+store_rm($t, 'carol');
 
 # a change: a second route, the first removed
 
