@@ -10,7 +10,7 @@ nginx-core nginx-dev libnginx-mod-stream
 libhiredis-dev libssl-dev libpcre2-dev libjansson-dev zlib1g-dev libbrotli-dev libvectorscan-dev
 dnsmasq-base redis-server
 perl libio-socket-ssl-perl libjson-pp-perl
-curl git openssl python3 iproute2 valgrind procps brotli
+curl git openssl python3 iproute2 valgrind procps brotli fcgiwrap
 mitmproxy hey nodejs node-undici
 "
 

@@ -2,7 +2,7 @@ package Test::Bottle;
 
 # ngx_bottle test helpers on top of Test::Nginx: recording fake
 # upstreams, a local DNS server (dnsmasq), test certificates, policy
-# files.  See docs/testing.md.
+# files, a real git forge (Test::Bottle::Forge).  See docs/testing.md.
 
 use warnings;
 use strict;
@@ -17,6 +17,8 @@ our @EXPORT = qw/
 	basic write_policy read_jsonl
 	redis_start redis_stop redis_cli
 	store_put store_rm store_raw
+	forge_start forge_repo forge_refs forge_log forge_connections
+	forge_status forge_config run_git
 /;
 our @EXPORT_OK = @EXPORT;
 
@@ -32,6 +34,7 @@ use Time::HiRes qw/ time sleep /;
 
 use Test::Nginx qw//;
 use Test::Bottle::Upstream;
+use Test::Bottle::Forge;
 
 our $DNSMASQ = $ENV{TEST_DNSMASQ_BINARY} // '/usr/sbin/dnsmasq';
 our $OPENSSL = $ENV{TEST_OPENSSL_BINARY} // 'openssl';
@@ -709,5 +712,46 @@ sub redis_cli {
 	close $fh;
 	return $out;
 }
+
+###############################################################################
+# the fake forge: nginx + fcgiwrap + git http-backend (Test::Bottle::Forge)
+
+# forge_start($t, port => P, name => 'forge', token => 'forge-token',
+#             public_read => 1, tls => 1, hosts => [...], cert, key,
+#             workers => 4): returns { name, port, url, token, root, log,
+#             ca, ... } once it listens.
+
+sub forge_start { return Test::Bottle::Forge::start(@_); }
+
+# forge_repo($t, 'owner/repo', forge => name, commits => N, size => '100M',
+#            file_size => '1M', branch => 'main'): a bare repository,
+#            { name, path, url, auth_url, branch, head }.
+
+sub forge_repo { return Test::Bottle::Forge::repo(@_); }
+
+# forge_refs($t, 'owner/repo', forge => name): { refname => object id }.
+
+sub forge_refs { return Test::Bottle::Forge::refs(@_); }
+
+# forge_log($t, forge => name, wait => 5): the requests received (records
+# of <testdir>/<name>/requests.jsonl), once none is in progress.
+
+sub forge_log { return Test::Bottle::Forge::log(@_); }
+
+# forge_connections($t, forge => name): connections accepted (its own
+# status queries left out); forge_status: nginx's stub_status numbers.
+
+sub forge_connections { return Test::Bottle::Forge::connections(@_); }
+sub forge_status { return Test::Bottle::Forge::status(@_); }
+
+# forge_config($t, forge => name, token => 'new', public_read => 0|1):
+# the running forge's auth changed.
+
+sub forge_config { return Test::Bottle::Forge::configure(@_); }
+
+# run_git($t, [{ dir => path, env => {...} },] @args): the git client,
+# isolated from the machine's config; ($status, $output).
+
+sub run_git { return Test::Bottle::Forge::git(@_); }
 
 1;

@@ -152,8 +152,10 @@ sub _finish {
 sub _log_text {
 	my ($self) = @_;
 	my $s = '';
-	for my $f ('error.log', 'stderr.log') {
-		my $p = "$self->{_testdir}/$f";
+	# and the error logs of other servers of the test (a fake forge's
+	# nginx), absolute paths in $self->{_logs}
+	for my $f ('error.log', 'stderr.log', @{$self->{_logs} || []}) {
+		my $p = $f =~ m!^/! ? $f : "$self->{_testdir}/$f";
 		next unless -e $p;
 		open my $fh, '<', $p or next;
 		local $/;
