@@ -41,6 +41,13 @@ static const bottlectl_cmd_t  bottlectl_commands[] = {
     { "bottles", bottlectl_bottles },
     { "audit", bottlectl_audit },
     { "explain", bottlectl_explain },
+    { "proposals", bottlectl_proposals },
+    { "show", bottlectl_show },
+    { "approve", bottlectl_approve },
+    { "deny", bottlectl_deny },
+    { "modify", bottlectl_modify },
+    { "propose", bottlectl_propose },
+    { "check", bottlectl_check },
     { NULL, NULL }
 };
 

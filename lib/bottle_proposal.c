@@ -576,10 +576,37 @@ bottle_proposal_same_host(const char *a, const char *b)
 char *
 bottle_proposal_pretty(const json_t *o)
 {
-    char    *s, *t;
-    size_t   n;
+    char         *s, *t;
+    size_t        n, i;
+    json_t       *copy, *m, *v;
+    const char   *key;
 
-    s = json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+    static const char  *const maps[] = { "egress_tokens", "held_secrets" };
+    static const char  *const values[] = { "token", "canary" };
+
+    /* the journal never holds a secret: the bottle's are redacted */
+
+    copy = json_deep_copy(o);                           /* new */
+    if (copy == NULL) {
+        return NULL;
+    }
+
+    for (i = 0; i < 2; i++) {
+        if (json_object_get(copy, values[i])) {
+            json_object_set_new(copy, values[i],
+                                json_string(BOTTLE_PROPOSAL_REDACTED));
+        }
+
+        m = json_object_get(copy, maps[i]);             /* borrowed */
+
+        json_object_foreach(m, key, v) {
+            json_object_set_new(m, key, json_string(BOTTLE_PROPOSAL_REDACTED));
+        }
+    }
+
+    s = json_dumps(copy, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+    json_decref(copy);
+
     if (s == NULL) {
         return NULL;
     }

@@ -45,6 +45,8 @@
 /* a proposal's JSON at most (an egress-allow's route may be long) */
 #define BOTTLE_PROPOSAL_JSON_MAX    (1024 * 1024)
 
+#define BOTTLE_PROPOSAL_REDACTED    "<redacted>"
+
 /* justification and notes at most, in bytes */
 #define BOTTLE_PROPOSAL_TEXT_MAX    4096
 
@@ -141,8 +143,10 @@ json_t *bottle_proposal_apply(const json_t *bottle,
 
 /*
  * The text a policy change is diffed on: the object pretty-printed (two
- * spaces), keys sorted, non-ASCII escaped, with a newline at its end.
- * malloc()ed, NULL if out of memory.
+ * spaces), keys sorted, non-ASCII escaped, with a newline at its end; the
+ * bottle's secrets (token, canary, the values of egress_tokens and
+ * held_secrets) replaced by BOTTLE_PROPOSAL_REDACTED, since the diff goes
+ * to the journal.  malloc()ed, NULL if out of memory.
  */
 char *bottle_proposal_pretty(const json_t *o);
 
