@@ -451,16 +451,22 @@ bottlectl_list_follow(bottlectl_t *ctl, bottlectl_list_t *l,
               ? bottlectl_str(m, 2) : "";
         n = strcspn(msg, " ");
 
-        if (n == 0 || n >= sizeof(id)) {
+        if (n == 0 || n >= sizeof(id) || msg[n] != ' ') {
             freeReplyObject(m);
             continue;
         }
 
         memcpy(id, msg, n);
         id[n] = '\0';
+
+        /* "<id> <bottle> <kind>": --bottle's only */
+
+        dup = l->bottle
+              && (strncmp(msg + n + 1, l->bottle, strlen(l->bottle)) != 0
+                  || msg[n + 1 + strlen(l->bottle)] != ' ');
         freeReplyObject(m);
 
-        for (i = 0, dup = 0; i < l->nseen; i++) {
+        for (i = 0; i < l->nseen; i++) {
             dup |= strcmp(l->seen[i], id) == 0;
         }
 

@@ -108,7 +108,7 @@ my $r = redis_start($t, port => $RP);
 $ENV{BOTTLE_STORE} = $r->{url};
 $ENV{BOTTLE_OPERATOR} = 'op-main';
 
-$t->run()->plan(103 + 3 * $RACES);
+$t->run()->plan(104 + 3 * $RACES);
 
 my $json = JSON::PP->new->canonical;
 
@@ -526,12 +526,14 @@ like(ctl('--help')->{out}, qr/approve ID \[--note TEXT\].*^    4 /ms,
 
 my $fpid = ctl_start({}, 'proposals', '-f', '--bottle', 'bob');
 sleep 0.5;
+propose('alice', 'egress-block', { host => 'other.example.com' });
 $id = propose('bob', 'egress-block', { host => 'follow.example.com' });
 sleep 0.5;
 kill 'TERM', $fpid;
 $res = ctl_wait($fpid);
 like($res->{out}, qr/^\Q$id\E +bob +egress-block +pending +\d+s +follow\.example\.com$/m,
 	'proposals -f: the new proposal printed');
+unlike($res->{out}, qr/other\.example\.com/, "proposals -f --bottle: not another bottle's");
 
 unlike($t->read_file('stderr.log'),
 	qr/AddressSanitizer|LeakSanitizer|runtime error:/,
