@@ -644,7 +644,8 @@ bottlectl_show(bottlectl_t *ctl, int argc, char **argv)
                              ? json_integer(atoll(bottlectl_str(r, 3)))
                              : json_null());
 
-    text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER
+                                   | JSON_ENSURE_ASCII) : NULL;
     if (text) {
         printf("%s\n", text);
         free(text);
@@ -721,7 +722,8 @@ bottlectl_check(bottlectl_t *ctl, int argc, char **argv)
                               : json_null());
     freeReplyObject(r);
 
-    text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER
+                                   | JSON_ENSURE_ASCII) : NULL;
     json_decref(o);
 
     if (text == NULL) {
