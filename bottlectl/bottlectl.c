@@ -5,8 +5,9 @@
  *
  * Global options may stand anywhere before "--" (which is dropped: what
  * follows it is the command's, "policy put -- --odd-name.json");
- * -h/--help anywhere prints the manual.  Each command returns the exit status itself
- * (bottlectl.h): 0 ok, 1 refused, 2 usage, 3 store unreachable.
+ * -h/--help anywhere prints the manual.  Each command returns the exit
+ * status itself (bottlectl.h): 0 ok, 1 refused, 2 usage, 3 store
+ * unreachable, 4 a proposal answered already.
  */
 
 #define _POSIX_C_SOURCE  200809L
@@ -41,6 +42,13 @@ static const bottlectl_cmd_t  bottlectl_commands[] = {
     { "bottles", bottlectl_bottles },
     { "audit", bottlectl_audit },
     { "explain", bottlectl_explain },
+    { "proposals", bottlectl_proposals },
+    { "show", bottlectl_show },
+    { "approve", bottlectl_approve },
+    { "deny", bottlectl_deny },
+    { "modify", bottlectl_modify },
+    { "propose", bottlectl_propose },
+    { "check", bottlectl_check },
     { NULL, NULL }
 };
 
@@ -57,6 +65,15 @@ static const char  bottlectl_manual[] =
 "    bottlectl [--store URL] audit tail [-f] [--bottle BOTTLE] [-n N]\n"
 "    bottlectl [--store URL | --policy FILE] explain BOTTLE METHOD URL\n"
 "        [-H 'Name: value']...\n"
+"    bottlectl [--store URL] [--json] proposals [-f] [--bottle BOTTLE]\n"
+"        [--all]\n"
+"    bottlectl [--store URL] [--json] show ID\n"
+"    bottlectl [--store URL] approve ID [--note TEXT]\n"
+"    bottlectl [--store URL] deny ID [--note TEXT]\n"
+"    bottlectl [--store URL] modify ID FILE|- [--note TEXT]\n"
+"    bottlectl [--store URL] propose BOTTLE KIND ARGS-JSON\n"
+"        [--justification TEXT] [--producer NAME]\n"
+"    bottlectl [--store URL] check BOTTLE ID\n"
 "    bottlectl -h | --help | --version\n"
 "\n"
 "DESCRIPTION\n"
@@ -65,7 +82,9 @@ static const char  bottlectl_manual[] =
 "    the audit journal (docs/control-plane.md).  A change takes effect on\n"
 "    every gateway without a reload.  Policy is validated by the\n"
 "    gateway's own parser before anything is written, and identity tokens\n"
-"    reach the store only as SHA-256 digests.\n"
+"    reach the store only as SHA-256 digests.  Operators answer the\n"
+"    bottles' proposals (egress-allow, ...) here too: the first answer\n"
+"    stands, and every answer is journalled.\n"
 "\n"
 "COMMANDS\n"
 "    policy put FILE|-\n"
@@ -93,6 +112,37 @@ static const char  bottlectl_manual[] =
 "        the agent would send.  Exit 0 allowed, 1 refused.  The body, DLP,\n"
 "        the cookie jar, the resolved address and the token are not\n"
 "        checked, and it says so.\n"
+"    proposals [-f] [--bottle BOTTLE] [--all]\n"
+"        The pending proposals, oldest first, one line each: id, bottle,\n"
+"        kind, state, age, summary (the agent's words, untrusted);\n"
+"        --bottle keeps one bottle's, --all shows answered ones too; -f\n"
+"        then prints new ones as they are queued, until interrupted.\n"
+"    show ID\n"
+"        The proposal, its state and its decision as JSON; for a pending\n"
+"        egress-allow or egress-block, the diff an approval would make to\n"
+"        the bottle's policy (not with --json).\n"
+"    approve ID [--note TEXT]\n"
+"        The first answer stands: approve it.  An egress-allow adds its\n"
+"        route to the bottle's stored policy (replacing the route of the\n"
+"        same host), an egress-block removes the host's route; the whole\n"
+"        bottle is checked by the gateway's parser first, and written with\n"
+"        the next version, so every gateway applies it on its next\n"
+"        request.  egress-token-allow and gitleaks-allow are recorded\n"
+"        only.  forge-connect, add-repo, launch-bottle and create-repo are\n"
+"        never approved plainly: refused, deny them.\n"
+"    deny ID [--note TEXT]\n"
+"        The first answer stands: deny it; nothing changes.\n"
+"    modify ID FILE|- [--note TEXT]\n"
+"        Approve an egress-allow with the operator's own route object\n"
+"        (FILE, - for standard input) instead of the agent's.\n"
+"    propose BOTTLE KIND ARGS-JSON [--justification TEXT]\n"
+"        Queue a proposal as a producer would (for operators and tests);\n"
+"        prints its id.  KIND: egress-allow (ARGS a route), egress-block\n"
+"        ({\"host\"}), forge-connect, add-repo, launch-bottle,\n"
+"        create-repo, egress-token-allow, gitleaks-allow.\n"
+"    check BOTTLE ID\n"
+"        The proposal as its bottle sees it (the supervise helper's\n"
+"        check-proposal): another bottle's is \"no proposal\".\n"
 "\n"
 "OPTIONS\n"
 "    --store URL\n"
@@ -102,7 +152,7 @@ static const char  bottlectl_manual[] =
 "        Read bottles from a policy file or directory instead of the\n"
 "        store (bottles, explain); policy put and rm refuse it.\n"
 "    --json\n"
-"        Machine-readable output (bottles).\n"
+"        Machine-readable output (bottles, proposals, show).\n"
 "    -h, --help\n"
 "        This manual.\n"
 "    --version\n"
@@ -112,6 +162,8 @@ static const char  bottlectl_manual[] =
 "    BOTTLE_STORE\n"
 "        The store when --store is not given; else\n"
 "        " BOTTLECTL_DEFAULT_STORE ".\n"
+"    BOTTLE_OPERATOR\n"
+"        Who answers, in the decision and the journal; else $USER@host.\n"
 "\n"
 "EXIT STATUS\n"
 "    0   success\n"
@@ -119,13 +171,17 @@ static const char  bottlectl_manual[] =
 "        no such bottle\n"
 "    2   usage error\n"
 "    3   the store cannot be reached\n"
+"    4   the proposal was answered already (409): this answer changed\n"
+"        nothing, and is journalled as decision.late\n"
 "\n"
 "EXAMPLES\n"
 "    bottlectl --store redis://:secret@10.0.0.5:6379/0 policy put team.json\n"
 "    bottlectl policy get alice\n"
 "    bottlectl bottles\n"
 "    bottlectl audit tail -f --bottle alice\n"
-"    bottlectl policy rm alice\n";
+"    bottlectl policy rm alice\n"
+"    bottlectl proposals -f\n"
+"    bottlectl approve 1796133400101-5d55b7e2 --note 'for the release'\n";
 
 
 int

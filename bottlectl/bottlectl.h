@@ -12,10 +12,13 @@
 #define BOTTLECTL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <hiredis/hiredis.h>
 
+#include "bottle_audit.h"
 #include "bottle_policy.h"
+#include "bottle_proposal.h"
 #include "bottle_store.h"
 
 
@@ -28,6 +31,9 @@
 #define BOTTLECTL_REFUSED       1   /* invalid input, no such bottle, ... */
 #define BOTTLECTL_USAGE         2
 #define BOTTLECTL_UNREACHABLE   3   /* the store cannot be reached */
+#define BOTTLECTL_ANSWERED      4   /* 409: the proposal was answered
+                                       already; this answer changed
+                                       nothing */
 
 #define BOTTLECTL_CONNECT_TIMEOUT   2   /* seconds */
 #define BOTTLECTL_COMMAND_TIMEOUT   5   /* seconds, but audit tail -f */
@@ -101,10 +107,66 @@ int bottlectl_fetch_bottle(bottlectl_t *ctl, const char *id,
 
 int bottlectl_policy_put(bottlectl_t *ctl, const char *file);
 
+/* a file, or stdin for "-", whole (64 MiB at most); 0 or -1 after a line */
+int bottlectl_read(char **out, size_t *len, const char *file);
+
 
 /* ctl_audit.c */
 
 int bottlectl_audit(bottlectl_t *ctl, int argc, char **argv);
+
+
+/* ctl_propose.c: propose, proposals [-f], show, check */
+
+int bottlectl_propose(bottlectl_t *ctl, int argc, char **argv);
+int bottlectl_proposals(bottlectl_t *ctl, int argc, char **argv);
+int bottlectl_show(bottlectl_t *ctl, int argc, char **argv);
+int bottlectl_check(bottlectl_t *ctl, int argc, char **argv);
+
+/* the MAXLEN (about) bottlectl caps the audit stream at, as a gateway */
+#define BOTTLECTL_AUDIT_MAXLEN  "1000000"
+
+/* ms since the epoch */
+int64_t bottlectl_now(void);
+
+/*
+ * An audit event of bottlectl's: its id, time and gateway ("<host
+ * name>:<pid>") set, the producer "bottlectl" unless set; the JSON
+ * malloc()ed, or NULL after a line on stderr.
+ */
+char *bottlectl_event_json(bottle_audit_event_t *e, size_t *len);
+
+/* who answers: $BOTTLE_OPERATOR, else $USER@<host name> */
+const char *bottlectl_operator(void);
+
+/* a reply's string element, or "" */
+const char *bottlectl_str(const redisReply *r, size_t i);
+
+
+/* ctl_decide.c: approve, deny, modify */
+
+int bottlectl_approve(bottlectl_t *ctl, int argc, char **argv);
+int bottlectl_deny(bottlectl_t *ctl, int argc, char **argv);
+int bottlectl_modify(bottlectl_t *ctl, int argc, char **argv);
+
+/*
+ * The change an approval of an egress proposal would make to the bottle's
+ * stored policy, checked by the gateway's parser.
+ */
+typedef struct {
+    int                 changed;    /* 0: the policy stays as it is */
+    char               *version;    /* the version it was computed from */
+    char               *digest;     /* the bottle's token_sha256 */
+    char               *json;       /* the new stored JSON */
+    char               *diff;       /* unified diff of the pretty JSON */
+    size_t              diff_len;
+} bottlectl_change_t;
+
+/* 0, or an exit status after a line; bottlectl_change_free() either way */
+int bottlectl_change(bottlectl_t *ctl, const char *bottle,
+    bottle_proposal_kind_e kind, const json_t *route,
+    bottlectl_change_t *chg);
+void bottlectl_change_free(bottlectl_change_t *chg);
 
 
 /* ctl_explain.c */

@@ -28,7 +28,6 @@ typedef struct {
 } bottlectl_put_t;
 
 
-static int bottlectl_read(char **out, size_t *len, const char *file);
 static int bottlectl_put_prepare(bottlectl_put_t *put, json_t *bottle,
     const bottle_t *parsed, const bottle_policy_t *p);
 static int bottlectl_put_eval(bottlectl_t *ctl, bottlectl_put_t *items,
@@ -260,7 +259,7 @@ bottlectl_put_eval(bottlectl_t *ctl, bottlectl_put_t *items, size_t n)
 }
 
 
-static int
+int
 bottlectl_read(char **out, size_t *len, const char *file)
 {
     FILE    *f;

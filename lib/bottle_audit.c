@@ -15,6 +15,7 @@
 #include <openssl/rand.h>
 
 #include "bottle_audit.h"
+#include "bottle_diff.h"
 #include "bottle_store.h"
 
 
@@ -23,13 +24,18 @@ static int bottle_audit_set_str(json_t *o, const char *key,
 static int bottle_audit_set_int(json_t *o, const char *key, int64_t v);
 static int bottle_audit_set_time(json_t *o, const char *key, int64_t ms);
 static int bottle_audit_fields(json_t *o, const bottle_audit_event_t *e);
+static int bottle_audit_decision(json_t *o, const bottle_audit_event_t *e);
+static int bottle_audit_set_diff(json_t *o, const bottle_audit_str_t *s);
 
 
 static const char *const  bottle_audit_types[BOTTLE_AUDIT_NTYPES] = {
     "egress.first_contact",
     "egress.refusal",
     "dlp.finding",
-    "audit.truncation_detected"
+    "audit.truncation_detected",
+    "decision.proposed",
+    "decision.resolved",
+    "decision.late"
 };
 
 
@@ -141,9 +147,96 @@ bottle_audit_fields(json_t *o, const bottle_audit_event_t *e)
                || bottle_audit_set_time(o, "last_dropped",
                                         e->last_dropped_ms);
 
+    case BOTTLE_AUDIT_PROPOSED:
+    case BOTTLE_AUDIT_RESOLVED:
+    case BOTTLE_AUDIT_LATE:
+        return bottle_audit_decision(o, e);
+
     default:
         return -1;
     }
+}
+
+
+static int
+bottle_audit_decision(json_t *o, const bottle_audit_event_t *e)
+{
+    if (bottle_audit_set_str(o, "kind", &e->kind, 1) != 0) {
+        return -1;
+    }
+
+    if (e->type == BOTTLE_AUDIT_PROPOSED) {
+        return bottle_audit_set_str(o, "untrusted.summary", &e->summary, 1)
+               || bottle_audit_set_str(o, "untrusted.justification",
+                                       &e->justification, 1);
+    }
+
+    if (bottle_audit_set_str(o, "operator", &e->operator_name, 1) != 0
+        || bottle_audit_set_str(o, "operator_action", &e->operator_action, 1)
+           != 0
+        || bottle_audit_set_str(o, "operator_notes", &e->operator_notes, 1)
+           != 0
+        || bottle_audit_set_str(o, "decision", &e->decision, 1) != 0)
+    {
+        return -1;
+    }
+
+    if (e->type == BOTTLE_AUDIT_LATE) {
+        return bottle_audit_set_str(o, "lost_to", &e->lost_to, 1)
+               || bottle_audit_set_str(o, "lost_to_action",
+                                       &e->lost_to_action, 1)
+               || bottle_audit_set_str(o, "lost_to_operator",
+                                       &e->lost_to_operator, 1);
+    }
+
+    return bottle_audit_set_diff(o, &e->diff);
+}
+
+
+/*
+ * untrusted.diff: it carries the agent's proposed text, so it is a claim
+ * (an export of a restricted record drops it); printable ASCII, newlines
+ * and tabs kept; cut at a line's end under BOTTLE_DIFF_MAX, with the
+ * whole diff's digest so a cut or dropped diff can still be matched.
+ */
+
+static int
+bottle_audit_set_diff(json_t *o, const bottle_audit_str_t *s)
+{
+    int      rc;
+    char    *buf, digest[BOTTLE_DIFF_DIGEST_LEN];
+    size_t   i, n;
+
+    if (s->data == NULL || s->len == 0) {
+        return 0;
+    }
+
+    if (bottle_diff_digest(digest, s->data, s->len) != 0) {
+        return -1;
+    }
+
+    n = bottle_diff_cut(s->data, s->len, BOTTLE_DIFF_MAX);
+
+    buf = malloc(n ? n : 1);
+    if (buf == NULL) {
+        return -1;
+    }
+
+    for (i = 0; i < n; i++) {
+        unsigned char  c = (unsigned char) s->data[i];
+
+        buf[i] = ((c >= 0x20 && c < 0x7f) || c == '\n' || c == '\t')
+                 ? (char) c : '?';
+    }
+
+    rc = json_object_set_new(o, "untrusted.diff", json_stringn(buf, n))
+         || json_object_set_new(o, "diff_truncated",
+                                json_boolean(n < s->len))
+         || json_object_set_new(o, "diff_digest", json_string(digest));
+
+    free(buf);
+
+    return rc;
 }
 
 

@@ -1,7 +1,8 @@
 /*
  * The audit journal's one event schema (docs/control-plane.md, "Audit
- * events"), for every producer: the gateway's egress side now, git-gate,
- * supervise and the decisions later.  An event is built from a struct
+ * events"), for every producer: the gateway's egress side, the decisions
+ * on proposals (bottlectl, docs/control-plane.md "Proposals and
+ * decisions"), git-gate and supervise later.  An event is built from a struct
  * into compact JSON; the producer queues it and writes it to the
  * bottle:audit stream (XADD, or the first-contact script below).
  *
@@ -32,6 +33,9 @@ typedef enum {
     BOTTLE_AUDIT_REFUSAL,               /* egress.refusal */
     BOTTLE_AUDIT_DLP_FINDING,           /* dlp.finding */
     BOTTLE_AUDIT_TRUNCATION,            /* audit.truncation_detected */
+    BOTTLE_AUDIT_PROPOSED,              /* decision.proposed */
+    BOTTLE_AUDIT_RESOLVED,              /* decision.resolved */
+    BOTTLE_AUDIT_LATE,                  /* decision.late */
     BOTTLE_AUDIT_NTYPES
 } bottle_audit_type_e;
 
@@ -76,6 +80,28 @@ typedef struct {
     uint64_t             dropped;
     int64_t              first_dropped_ms;
     int64_t              last_dropped_ms;
+
+    /*
+     * decision.*: correlation_id is the proposal's id.  Proposed: kind,
+     * summary and justification (the agent's words: "untrusted.*").
+     * Resolved and late: kind, operator, operator_action (approve, deny,
+     * modify), operator_notes, decision (this answer's id).  Late:
+     * lost_to, lost_to_action, lost_to_operator (the answer that stands).
+     * Resolved: diff, the whole policy change as a unified diff, absent
+     * when none; the builder cuts it at BOTTLE_DIFF_MAX and adds
+     * diff_truncated and diff_digest.
+     */
+    bottle_audit_str_t   kind;
+    bottle_audit_str_t   summary;
+    bottle_audit_str_t   justification;
+    bottle_audit_str_t   operator_name;     /* "operator" */
+    bottle_audit_str_t   operator_action;
+    bottle_audit_str_t   operator_notes;
+    bottle_audit_str_t   decision;
+    bottle_audit_str_t   lost_to;
+    bottle_audit_str_t   lost_to_action;
+    bottle_audit_str_t   lost_to_operator;
+    bottle_audit_str_t   diff;
 } bottle_audit_event_t;
 
 
@@ -85,7 +111,8 @@ const char *bottle_audit_type_name(bottle_audit_type_e type);
 /*
  * The event's JSON, compact, keys in a fixed order, malloc()ed and NUL-
  * terminated (free() it); *len its length.  Bytes outside printable
- * ASCII in any string become '?', strings are cut at BOTTLE_AUDIT_STR_MAX.
+ * ASCII in any string become '?', strings are cut at BOTTLE_AUDIT_STR_MAX
+ * (a decision's diff keeps its newlines and is cut at BOTTLE_DIFF_MAX).
  * NULL if out of memory or the type is unknown.
  */
 char *bottle_audit_json(const bottle_audit_event_t *e, size_t *len);
