@@ -32,14 +32,14 @@ UNIT_CFLAGS = -std=c99 -Wall -Wextra -Werror -O1 -g -Ilib
 LIB_LIBS    = -ljansson -lcrypto -lhs -lpcre2-8 -lz -lbrotlidec -lbrotlienc -lpthread -lm
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -Ilib
 
-.PHONY: all lib module unit ctl ctl-asan test test-asan asan fuzz clean run stop install
+.PHONY: all lib module unit ctl ctl-asan gitgate gitgate-asan test test-asan asan fuzz clean run stop install
 
 # `make run`: a gateway on 127.0.0.1:9099 from the shipped nginx-conf/
 RUN_DIR    ?= /tmp/ngx-bottle
 POLICY     ?= nginx-conf/policy.example.json
 RESOLVER   ?=
 
-all: lib module unit ctl
+all: lib module unit ctl gitgate
 
 lib: $(LIBBOTTLE)
 
@@ -104,6 +104,29 @@ ctl-asan:
 	$(MAKE) BUILD=build-asan \
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
 	    LD_OPT="-fsanitize=address,undefined" ctl
+
+# git-gate's push scan (gitgate-helper/README.md): libbottle and libgit2;
+# `make gitgate-asan` builds build-asan/gitgate-scan with the sanitizers,
+# `make bench-gitgate` measures it
+GG_SRCS     = $(filter-out gitgate-helper/gitgate-scan.c, \
+                  $(wildcard gitgate-helper/*.c))
+GG_HDRS     = $(wildcard gitgate-helper/*.h)
+GG_CFLAGS   = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib \
+              -Igitgate-helper $(shell pkg-config --cflags libgit2)
+GG_LIBS     = $(shell pkg-config --libs libgit2) $(LIB_LIBS)
+
+gitgate: $(BUILD)/gitgate-scan
+
+$(BUILD)/gitgate-scan: gitgate-helper/gitgate-scan.c $(GG_SRCS) $(GG_HDRS) \
+                       $(LIBBOTTLE)
+	@mkdir -p $(dir $@)
+	$(CC) $(GG_CFLAGS) $(DEB_LD_OPT) $(LD_OPT) -o $@ \
+	    gitgate-helper/gitgate-scan.c $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
+
+gitgate-asan:
+	$(MAKE) BUILD=build-asan \
+	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
+	    LD_OPT="-fsanitize=address,undefined" gitgate
 
 unit: $(UNIT_BINS)
 
