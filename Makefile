@@ -123,6 +123,26 @@ $(BUILD)/gitgate-scan: gitgate-helper/gitgate-scan.c $(GG_SRCS) $(GG_HDRS) \
 	$(CC) $(GG_CFLAGS) $(DEB_LD_OPT) $(LD_OPT) -o $@ \
 	    gitgate-helper/gitgate-scan.c $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
 
+# scan MB/s of a generated push of BENCH_GITGATE_MB (150) MB of added
+# lines, per kind of change (bench/README.md)
+BENCH_GITGATE_MB ?= 150
+
+$(BUILD)/gitgate_scan_bench: bench/gitgate_scan_bench.c $(GG_SRCS) \
+                             $(GG_HDRS) $(LIBBOTTLE)
+	$(CC) $(GG_CFLAGS) -o $@ bench/gitgate_scan_bench.c $(GG_SRCS) \
+	    $(LIBBOTTLE) $(GG_LIBS)
+
+.PHONY: bench-gitgate
+bench-gitgate: $(BUILD)/gitgate_scan_bench
+	@for mode in add append edit; do \
+	    dir=$$(mktemp -d /tmp/gitgate-bench.XXXXXX); \
+	    set -- $$(python3 bench/gitgate_bench.py $$dir/r.git $$mode \
+	              $(BENCH_GITGATE_MB)); \
+	    echo "== $$mode: $(BENCH_GITGATE_MB) MB of added lines"; \
+	    $(BUILD)/gitgate_scan_bench $$dir/r.git $$1 $$2 refs/heads/main; \
+	    rm -rf $$dir; \
+	done
+
 gitgate-asan:
 	$(MAKE) BUILD=build-asan \
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \

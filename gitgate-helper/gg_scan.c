@@ -530,6 +530,18 @@ gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
      */
     git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 0);
 
+    /*
+     * A modified file's old blob is often the new blob of the commit
+     * scanned just before (the walk goes oldest first): keep recent blobs
+     * in libgit2's object cache (blobs are not cached by default) rather
+     * than inflate them again.  Also what resolves a delta against a base
+     * read just before: libgit2's own delta base cache keeps no object
+     * over 1 MB (bench/README.md, "git-gate push scan").
+     */
+    git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_BLOB,
+                     (size_t) GG_BLOB_CACHE_OBJECT);
+    git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, (ssize_t) GG_BLOB_CACHE);
+
     if (gg_open(&c.repo, repo, quarantine, err, errlen) != 0) {
         goto cleanup;
     }
@@ -561,6 +573,9 @@ gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
         snprintf(err, errlen, "out of memory");
         goto cleanup;
     }
+
+    /* parents before children: see the cache above */
+    git_revwalk_sorting(walk, GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE);
 
     if (gg_hide_existing(&c, walk) != 0) {
         goto cleanup;

@@ -12,6 +12,9 @@
 
 
 #define GG_SHORT            12      /* hex digits of a sha in a "where" */
+/* libgit2's object cache for blobs: any blob up to 64 MB, 256 MB in all */
+#define GG_BLOB_CACHE_OBJECT  (64 * 1024 * 1024)
+#define GG_BLOB_CACHE         (256 * 1024 * 1024)
 #define GG_ALLOW_MARKER     "gitleaks:allow"
 
 /* what a field is, for its "where" */
