@@ -166,6 +166,13 @@ FUZZ_BINS   = $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/*_fuzz.c))
 
 fuzz: $(FUZZ_BINS)
 
+# git-gate's ref-update parser: its own source, no libbottle
+$(BUILD)/fuzz/gg_update_fuzz: fuzz/gg_update_fuzz.c fuzz/fuzz.h \
+                              gitgate-helper/gg_update.c \
+                              gitgate-helper/gg_update.h
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< gitgate-helper/gg_update.c
+
 $(BUILD)/fuzz/%_fuzz: fuzz/%_fuzz.c fuzz/fuzz.h $(LIB_SRCS) $(LIB_HDRS)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(LIB_LIBS)
