@@ -32,14 +32,14 @@ UNIT_CFLAGS = -std=c99 -Wall -Wextra -Werror -O1 -g -Ilib
 LIB_LIBS    = -ljansson -lcrypto -lhs -lpcre2-8 -lz -lbrotlidec -lbrotlienc -lpthread -lm
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -Ilib
 
-.PHONY: all lib module unit ctl ctl-asan test test-asan asan fuzz clean run stop install
+.PHONY: all lib module unit ctl ctl-asan gitgate gitgate-asan test test-asan asan fuzz clean run stop install
 
 # `make run`: a gateway on 127.0.0.1:9099 from the shipped nginx-conf/
 RUN_DIR    ?= /tmp/ngx-bottle
 POLICY     ?= nginx-conf/policy.example.json
 RESOLVER   ?=
 
-all: lib module unit ctl
+all: lib module unit ctl gitgate
 
 lib: $(LIBBOTTLE)
 
@@ -105,6 +105,49 @@ ctl-asan:
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
 	    LD_OPT="-fsanitize=address,undefined" ctl
 
+# git-gate's push scan (gitgate-helper/README.md): libbottle and libgit2;
+# `make gitgate-asan` builds build-asan/gitgate-scan with the sanitizers,
+# `make bench-gitgate` measures it
+GG_SRCS     = $(filter-out gitgate-helper/gitgate-scan.c, \
+                  $(wildcard gitgate-helper/*.c))
+GG_HDRS     = $(wildcard gitgate-helper/*.h)
+GG_CFLAGS   = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib \
+              -Igitgate-helper $(shell pkg-config --cflags libgit2)
+GG_LIBS     = $(shell pkg-config --libs libgit2) $(LIB_LIBS)
+
+gitgate: $(BUILD)/gitgate-scan
+
+$(BUILD)/gitgate-scan: gitgate-helper/gitgate-scan.c $(GG_SRCS) $(GG_HDRS) \
+                       $(LIBBOTTLE)
+	@mkdir -p $(dir $@)
+	$(CC) $(GG_CFLAGS) $(DEB_LD_OPT) $(LD_OPT) -o $@ \
+	    gitgate-helper/gitgate-scan.c $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
+
+# scan MB/s of a generated push of BENCH_GITGATE_MB (150) MB of added
+# lines, per kind of change (bench/README.md)
+BENCH_GITGATE_MB ?= 150
+
+$(BUILD)/gitgate_scan_bench: bench/gitgate_scan_bench.c $(GG_SRCS) \
+                             $(GG_HDRS) $(LIBBOTTLE)
+	$(CC) $(GG_CFLAGS) -o $@ bench/gitgate_scan_bench.c $(GG_SRCS) \
+	    $(LIBBOTTLE) $(GG_LIBS)
+
+.PHONY: bench-gitgate
+bench-gitgate: $(BUILD)/gitgate_scan_bench
+	@for mode in add append edit; do \
+	    dir=$$(mktemp -d /tmp/gitgate-bench.XXXXXX); \
+	    set -- $$(python3 bench/gitgate_bench.py $$dir/r.git $$mode \
+	              $(BENCH_GITGATE_MB)); \
+	    echo "== $$mode: $(BENCH_GITGATE_MB) MB of added lines"; \
+	    $(BUILD)/gitgate_scan_bench $$dir/r.git $$1 $$2 refs/heads/main; \
+	    rm -rf $$dir; \
+	done
+
+gitgate-asan:
+	$(MAKE) BUILD=build-asan \
+	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
+	    LD_OPT="-fsanitize=address,undefined" gitgate
+
 unit: $(UNIT_BINS)
 
 $(BUILD)/unit/%_test: t/unit/%_test.c $(LIBBOTTLE) $(LIB_HDRS) t/unit/tap.h
@@ -122,6 +165,13 @@ asan:
 FUZZ_BINS   = $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/*_fuzz.c))
 
 fuzz: $(FUZZ_BINS)
+
+# git-gate's ref-update parser: its own source, no libbottle
+$(BUILD)/fuzz/gg_update_fuzz: fuzz/gg_update_fuzz.c fuzz/fuzz.h \
+                              gitgate-helper/gg_update.c \
+                              gitgate-helper/gg_update.h
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< gitgate-helper/gg_update.c
 
 $(BUILD)/fuzz/%_fuzz: fuzz/%_fuzz.c fuzz/fuzz.h $(LIB_SRCS) $(LIB_HDRS)
 	@mkdir -p $(dir $@)

@@ -146,6 +146,20 @@ int bottle_scan_secrets_create(bottle_scan_secrets_t **out,
 int bottle_scan_secrets_from_bottle(bottle_scan_secrets_t **out,
     const bottle_scan_db_t *db, const bottle_t *b, char *err, size_t errlen);
 
+/*
+ * The same, with held secrets too (git-gate: secret values the bottle's
+ * agent has and must not push): rule "held_secret:NAME", values shorter
+ * than BOTTLE_SCAN_SECRET_MIN skipped like egress tokens.
+ */
+int bottle_scan_secrets_create_held(bottle_scan_secrets_t **out,
+    const bottle_scan_db_t *db, const bottle_str_t *canary,
+    const bottle_secret_t *tokens, size_t ntokens,
+    const bottle_secret_t *held, size_t nheld, char *err, size_t errlen);
+
+/* git-gate's: a parsed bottle's canary, egress tokens and held secrets */
+int bottle_scan_secrets_for_git(bottle_scan_secrets_t **out,
+    const bottle_scan_db_t *db, const bottle_t *b, char *err, size_t errlen);
+
 /* allocates states up to n on the free list now, so scans don't have to */
 int bottle_scan_secrets_reserve(bottle_scan_secrets_t *sec, size_t n);
 

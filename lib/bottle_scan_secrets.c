@@ -370,29 +370,42 @@ secrets_destroy(bottle_scan_secrets_t *sec)
 }
 
 
+/*
+ * The literals of the canary, then of the egress tokens, then of the held
+ * secrets (git-gate's only): the same encodings for all, rule names
+ * "canary", "egress_token:NAME", "held_secret:NAME".
+ */
 static int
 secrets_literals(bottle_scan_secrets_t *sec, const bottle_str_t *canary,
-    const bottle_secret_t *tokens, size_t ntokens, char *err, size_t errlen)
+    const bottle_secret_t *tokens, size_t ntokens,
+    const bottle_secret_t *held, size_t nheld, char *err, size_t errlen)
 {
-    int                   rc;
-    size_t                i, k, n, max, len;
-    char                 *tmp;
-    unsigned char        *sk, *rev;
-    const unsigned char  *v;
-    bottle_lit_list_t     raw, skel;
+    int                     rc;
+    size_t                  i, k, n, max, len, total;
+    char                   *tmp;
+    const char             *prefix;
+    unsigned char          *sk, *rev;
+    const unsigned char    *v;
+    const bottle_secret_t  *t;
+    bottle_lit_list_t       raw, skel;
 
     memset(&raw, 0, sizeof(raw));
     memset(&skel, 0, sizeof(skel));
+
+    total = ntokens + nheld;
 
     max = canary ? canary->len : 0;
     for (i = 0; i < ntokens; i++) {
         max = tokens[i].value.len > max ? tokens[i].value.len : max;
     }
+    for (i = 0; i < nheld; i++) {
+        max = held[i].value.len > max ? held[i].value.len : max;
+    }
 
     tmp = malloc(6 * max + 16);
     sk = malloc(max + 16);
     rev = malloc(max + 16);
-    sec->names = calloc(ntokens + 1, sizeof(char *));
+    sec->names = calloc(total + 1, sizeof(char *));
     rc = -1;
 
     if (tmp == NULL || sk == NULL || rev == NULL || sec->names == NULL) {
@@ -400,7 +413,7 @@ secrets_literals(bottle_scan_secrets_t *sec, const bottle_str_t *canary,
         goto cleanup;
     }
 
-    for (i = 0; i <= ntokens; i++) {
+    for (i = 0; i <= total; i++) {
         if (i == 0) {
             if (canary == NULL || canary->len == 0) {
                 continue;
@@ -411,17 +424,23 @@ secrets_literals(bottle_scan_secrets_t *sec, const bottle_str_t *canary,
             sec->has_canary = 1;
 
         } else {
-            v = (const unsigned char *) tokens[i - 1].value.data;
-            n = tokens[i - 1].value.len;
+            if (i <= ntokens) {
+                t = &tokens[i - 1];
+                prefix = "egress_token";
+            } else {
+                t = &held[i - 1 - ntokens];
+                prefix = "held_secret";
+            }
+            v = (const unsigned char *) t->value.data;
+            n = t->value.len;
             if (n < BOTTLE_SCAN_SECRET_MIN) {
                 continue;
             }
-            len = sizeof("egress_token:") + tokens[i - 1].name.len;
+            len = strlen(prefix) + 2 + t->name.len;
             sec->names[sec->nnames] = malloc(len);
             if (sec->names[sec->nnames]) {
-                snprintf(sec->names[sec->nnames], len, "egress_token:%.*s",
-                         (int) tokens[i - 1].name.len,
-                         tokens[i - 1].name.data);
+                snprintf(sec->names[sec->nnames], len, "%s:%.*s", prefix,
+                         (int) t->name.len, t->name.data);
             }
         }
 
@@ -498,6 +517,17 @@ bottle_scan_secrets_create(bottle_scan_secrets_t **out,
     const bottle_scan_db_t *db, const bottle_str_t *canary,
     const bottle_secret_t *tokens, size_t ntokens, char *err, size_t errlen)
 {
+    return bottle_scan_secrets_create_held(out, db, canary, tokens, ntokens,
+                                           NULL, 0, err, errlen);
+}
+
+
+int
+bottle_scan_secrets_create_held(bottle_scan_secrets_t **out,
+    const bottle_scan_db_t *db, const bottle_str_t *canary,
+    const bottle_secret_t *tokens, size_t ntokens,
+    const bottle_secret_t *held, size_t nheld, char *err, size_t errlen)
+{
     bottle_scan_secrets_t  *sec;
 
     *out = NULL;
@@ -511,7 +541,10 @@ bottle_scan_secrets_create(bottle_scan_secrets_t **out,
     sec->db = db;
     pthread_mutex_init(&sec->lock, NULL);
 
-    if (secrets_literals(sec, canary, tokens, ntokens, err, errlen) != 0) {
+    if (secrets_literals(sec, canary, tokens, ntokens, held, nheld, err,
+                         errlen)
+        != 0)
+    {
         goto failed;
     }
 
@@ -541,6 +574,17 @@ bottle_scan_secrets_from_bottle(bottle_scan_secrets_t **out,
 {
     return bottle_scan_secrets_create(out, db, &b->canary, b->egress_tokens,
                                       b->negress_tokens, err, errlen);
+}
+
+
+int
+bottle_scan_secrets_for_git(bottle_scan_secrets_t **out,
+    const bottle_scan_db_t *db, const bottle_t *b, char *err, size_t errlen)
+{
+    return bottle_scan_secrets_create_held(out, db, &b->canary,
+                                           b->egress_tokens,
+                                           b->negress_tokens, b->held_secrets,
+                                           b->nheld_secrets, err, errlen);
 }
 
 

@@ -1,0 +1,335 @@
+/*
+ * git-gate's push scanner: one piece of a push as one scanner field, and
+ * its matches as findings that say where, never what.
+ */
+
+#define _POSIX_C_SOURCE  200809L
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gg_scan_int.h"
+
+
+/* findings */
+
+static int
+gg_add_finding(gg_ctx_t *c, int outcome, const char *rule, const char *where)
+{
+    gg_report_t   *r;
+    gg_finding_t  *f;
+
+    r = c->r;
+    if (outcome == GG_REFUSE) {
+        r->refuse = 1;
+    }
+
+    if (r->n == GG_MAX_FINDINGS) {
+        r->more++;
+        return 0;
+    }
+
+    if (r->f == NULL) {
+        r->f = calloc(GG_MAX_FINDINGS, sizeof(gg_finding_t));
+        if (r->f == NULL) {
+            return -1;
+        }
+    }
+
+    f = &r->f[r->n];
+    f->outcome = outcome;
+    f->rule = strdup(rule);
+    f->where = strdup(where);
+    if (f->rule == NULL || f->where == NULL) {
+        free(f->rule);
+        free(f->where);
+        return -1;
+    }
+    r->n++;
+    return 0;
+}
+
+
+/* the line of the new file holding byte off of the field */
+static size_t
+gg_line_of(const gg_field_t *fd, uint64_t off)
+{
+    size_t       lo, hi, mid, n;
+    const char  *p, *end;
+
+    if (fd->lines != NULL) {
+        lo = 0;
+        hi = fd->nlines;
+        while (hi - lo > 1) {
+            mid = lo + (hi - lo) / 2;
+            if (fd->lines[mid].off <= off) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        return fd->nlines ? fd->lines[lo].lineno : 0;
+    }
+
+    n = fd->first_line;
+    p = fd->data;
+    end = fd->data + (off < fd->len ? off : fd->len);
+    while ((p = memchr(p, '\n', (size_t) (end - p))) != NULL) {
+        n++;
+        p++;
+    }
+    return n;
+}
+
+
+/* 1 if the lines holding [start, end) of a file field carry the marker */
+static int
+gg_marked(const gg_field_t *fd, uint64_t start, uint64_t end)
+{
+    size_t       i, n, m;
+    const char  *p;
+
+    if (fd->kind != GG_F_FILE || fd->len == 0) {
+        return 0;
+    }
+
+    start = start < fd->len ? start : fd->len - 1;
+    end = end < fd->len ? end : fd->len;
+    while (start > 0 && fd->data[start - 1] != '\n') {
+        start--;
+    }
+    while (end < fd->len && fd->data[end] != '\n') {
+        end++;
+    }
+
+    p = fd->data + start;
+    n = end - start;
+    m = sizeof(GG_ALLOW_MARKER) - 1;
+    for (i = 0; i + m <= n; i++) {
+        if (p[i] == 'g' && memcmp(p + i, GG_ALLOW_MARKER, m) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+
+static void
+gg_where(gg_ctx_t *c, const gg_field_t *fd, uint64_t start, char *buf,
+    size_t len)
+{
+    switch (fd->kind) {
+
+    case GG_F_REF:
+        snprintf(buf, len, "ref update %zu (name withheld)", fd->index);
+        return;
+
+    case GG_F_PATH:
+        snprintf(buf, len, "%s %s path of changed file %zu (withheld)",
+                 c->obj_kind, c->obj, fd->index);
+        return;
+
+    case GG_F_FILE:
+        if (fd->name) {
+            snprintf(buf, len, "%s %s file %s line %zu", c->obj_kind, c->obj,
+                     fd->name, gg_line_of(fd, start));
+        } else {
+            snprintf(buf, len, "%s %s changed file %zu line %zu", c->obj_kind,
+                     c->obj, fd->index, gg_line_of(fd, start));
+        }
+        return;
+
+    case GG_F_TAG_NAME:
+        snprintf(buf, len, "tag (name withheld) of ref update %zu",
+                 fd->index);
+        return;
+
+    case GG_F_TAG_MESSAGE:
+    case GG_F_TAGGER:
+        snprintf(buf, len, "tag %s %s", fd->name ? fd->name : "(withheld)",
+                 fd->kind == GG_F_TAGGER ? "tagger" : "message");
+        return;
+
+    default:
+        snprintf(buf, len, "%s %s %s", c->obj_kind, c->obj,
+                 fd->kind == GG_F_MESSAGE ? "message"
+                 : fd->kind == GG_F_AUTHOR ? "author"
+                 : fd->kind == GG_F_COMMITTER ? "committer" : "header");
+    }
+}
+
+
+/*
+ * Scans one field and records its findings.  Returns how many matches it
+ * had, or -1 when the scanner failed (the push is refused).
+ */
+int
+gg_field(gg_ctx_t *c, gg_field_t *fd)
+{
+    int                         id, found;
+    char                        where[GG_MAX_REFNAME + 256];
+    size_t                      i, n;
+    const bottle_scan_match_t  *m;
+
+    id = c->field++;
+
+    if (bottle_scan_field(c->s, id, fd->data, fd->len) != BOTTLE_SCAN_OK) {
+        snprintf(c->err, c->errlen, "the secret scanner failed");
+        return -1;
+    }
+    c->r->bytes += fd->len;
+
+    m = bottle_scan_matches(c->s, &n);
+    found = 0;
+
+    for (i = 0; i < n; i++) {
+        if (m[i].field != id) {
+            continue;
+        }
+        found++;
+        gg_where(c, fd, m[i].start, where, sizeof(where));
+        if (gg_add_finding(c, m[i].detector == BOTTLE_DETECT_TOKEN_PATTERNS
+                              && gg_marked(fd, m[i].start, m[i].end)
+                              ? GG_NEEDS_ALLOW : GG_REFUSE,
+                           m[i].rule, where)
+            != 0)
+        {
+            snprintf(c->err, c->errlen, "out of memory");
+            return -1;
+        }
+    }
+
+    if (bottle_scan_overflow(c->s)) {
+        snprintf(where, sizeof(where), "%s %s", c->obj_kind, c->obj);
+        if (gg_add_finding(c, GG_REFUSE, "too_many_findings", where) != 0) {
+            snprintf(c->err, c->errlen, "out of memory");
+            return -1;
+        }
+        bottle_scan_reset(c->s, GG_DETECTORS);
+        c->field = 0;
+    }
+
+    return found;
+}
+
+
+int
+gg_simple(gg_ctx_t *c, int kind, const char *data, size_t len)
+{
+    gg_field_t  fd;
+
+    memset(&fd, 0, sizeof(fd));
+    fd.kind = kind;
+    fd.data = data;
+    fd.len = len;
+    return gg_field(c, &fd) < 0 ? -1 : 0;
+}
+
+
+/* "name <email>" of a signature, as the field fd */
+int
+gg_sig(gg_ctx_t *c, gg_field_t *fd, const git_signature *sig)
+{
+    int       rc;
+    gg_buf_t  b;
+
+    if (sig == NULL) {
+        return 0;
+    }
+
+    memset(&b, 0, sizeof(b));
+    if (gg_buf_add(&b, sig->name, strlen(sig->name)) != 0
+        || gg_buf_add(&b, " <", 2) != 0
+        || gg_buf_add(&b, sig->email, strlen(sig->email)) != 0
+        || gg_buf_add(&b, ">", 1) != 0)
+    {
+        free(b.data);
+        snprintf(c->err, c->errlen, "out of memory");
+        return -1;
+    }
+
+    fd->data = b.data;
+    fd->len = b.len;
+    rc = gg_field(c, fd);
+    free(b.data);
+    return rc < 0 ? -1 : 0;
+}
+
+
+int
+gg_identity(gg_ctx_t *c, int kind, const git_signature *sig)
+{
+    gg_field_t  fd;
+
+    memset(&fd, 0, sizeof(fd));
+    fd.kind = kind;
+    return gg_sig(c, &fd, sig);
+}
+
+
+/* buffers */
+
+int
+gg_buf_add(gg_buf_t *b, const void *data, size_t len)
+{
+    char    *p;
+    size_t   cap;
+
+    if (b->len + len > b->cap) {
+        cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + len) {
+            cap *= 2;
+        }
+        p = realloc(b->data, cap);
+        if (p == NULL) {
+            return -1;
+        }
+        b->data = p;
+        b->cap = cap;
+    }
+
+    if (len) {
+        memcpy(b->data + b->len, data, len);
+    }
+    b->len += len;
+    return 0;
+}
+
+
+int
+gg_line_add(gg_ctx_t *c, size_t lineno)
+{
+    gg_line_t  *l;
+    size_t      cap;
+
+    if (c->nlines == c->lcap) {
+        cap = c->lcap ? c->lcap * 2 : 1024;
+        l = realloc(c->lines, cap * sizeof(*l));
+        if (l == NULL) {
+            return -1;
+        }
+        c->lines = l;
+        c->lcap = cap;
+    }
+
+    c->lines[c->nlines].off = c->add.len;
+    c->lines[c->nlines].lineno = lineno;
+    c->nlines++;
+    return 0;
+}
+
+
+
+void
+gg_report_free(gg_report_t *r)
+{
+    size_t  i;
+
+    for (i = 0; i < r->n; i++) {
+        free(r->f[i].rule);
+        free(r->f[i].where);
+    }
+    free(r->f);
+    memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,621 @@
+/*
+ * git-gate's push scanner (gg_scan.h): the walk over what a push
+ * introduces; each piece is scanned by gg_field.c.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gg_scan_int.h"
+
+
+/* files */
+
+static int
+gg_on_line(const git_diff_delta *delta, const git_diff_hunk *hunk,
+    const git_diff_line *line, void *payload)
+{
+    gg_ctx_t  *c;
+
+    (void) delta;
+    (void) hunk;
+
+    c = payload;
+    if (line->origin != GIT_DIFF_LINE_ADDITION) {
+        return 0;
+    }
+
+    if (gg_line_add(c, (size_t) line->new_lineno) != 0
+        || gg_buf_add(&c->add, line->content, line->content_len) != 0)
+    {
+        c->oom = 1;
+        return -1;
+    }
+    return 0;
+}
+
+
+static size_t
+gg_count_lines(const char *p, size_t len)
+{
+    size_t       n;
+    const char  *end;
+
+    n = 0;
+    end = p + len;
+    while ((p = memchr(p, '\n', (size_t) (end - p))) != NULL) {
+        n++;
+        p++;
+    }
+    return n;
+}
+
+
+/*
+ * The added lines of one file: all of it when it is new (old NULL); the
+ * appended part when the old content is a prefix of the new one ending in
+ * a newline (most edits that grow a file, and no diff to run); else the
+ * added lines of a line diff (libgit2's xdiff, no context).
+ */
+static int
+gg_file(gg_ctx_t *c, const char *path, size_t index, const git_blob *old,
+    const git_blob *new)
+{
+    int               rc;
+    const char       *o, *d;
+    git_off_t         olen, nlen;
+    gg_field_t        fd;
+    git_diff_options  opts;
+
+    memset(&fd, 0, sizeof(fd));
+    fd.kind = GG_F_FILE;
+    fd.name = path;
+    fd.index = index;
+    fd.first_line = 1;
+
+    d = git_blob_rawcontent(new);
+    nlen = git_blob_rawsize(new);
+    c->r->files++;
+
+    if (old != NULL) {
+        o = git_blob_rawcontent(old);
+        olen = git_blob_rawsize(old);
+
+        if (olen <= nlen && (olen == 0 || o[olen - 1] == '\n')
+            && memcmp(o, d, (size_t) olen) == 0)
+        {
+            fd.first_line = 1 + gg_count_lines(o, (size_t) olen);
+            d += olen;
+            nlen -= olen;
+            old = NULL;
+        }
+    }
+
+    if (old == NULL) {
+        fd.data = d;
+        fd.len = (size_t) nlen;
+        c->r->added += fd.len;
+        return gg_field(c, &fd) < 0 ? -1 : 0;
+    }
+
+    git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
+    opts.context_lines = 0;
+    opts.interhunk_lines = 0;
+    /* binary files too: a secret in one goes to the forge all the same */
+    opts.flags = GIT_DIFF_FORCE_TEXT;
+
+    c->add.len = 0;
+    c->nlines = 0;
+    c->oom = 0;
+
+    rc = git_diff_blobs(old, NULL, new, NULL, &opts, NULL, NULL, NULL,
+                        gg_on_line, c);
+    if (rc != 0) {
+        snprintf(c->err, c->errlen, "cannot diff a file of %s %s%s",
+                 c->obj_kind, c->obj, c->oom ? ": out of memory" : "");
+        return -1;
+    }
+
+    fd.data = c->add.data;
+    fd.len = c->add.len;
+    fd.lines = c->lines;
+    fd.nlines = c->nlines;
+    c->r->added += fd.len;
+    return gg_field(c, &fd) < 0 ? -1 : 0;
+}
+
+
+static int
+gg_is_blob(uint32_t mode)
+{
+    return mode == GIT_FILEMODE_BLOB || mode == GIT_FILEMODE_BLOB_EXECUTABLE
+           || mode == GIT_FILEMODE_LINK;
+}
+
+
+/* one added or modified entry: its path, then its added lines */
+static int
+gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index)
+{
+    int          rc, n;
+    git_blob    *old, *new;
+    gg_field_t   fd;
+
+    if (d->status == GIT_DELTA_DELETED || d->new_file.path == NULL) {
+        return 0;
+    }
+
+    memset(&fd, 0, sizeof(fd));
+    fd.kind = GG_F_PATH;
+    fd.index = index;
+    fd.data = d->new_file.path;
+    fd.len = strlen(d->new_file.path);
+
+    n = gg_field(c, &fd);
+    if (n < 0) {
+        return -1;
+    }
+
+    /* a submodule's commit id is all a gitlink adds */
+    if (!gg_is_blob(d->new_file.mode)) {
+        return 0;
+    }
+
+    old = NULL;
+    new = NULL;
+    rc = -1;
+
+    if (git_blob_lookup(&new, c->repo, &d->new_file.id) != 0
+        || (d->status == GIT_DELTA_MODIFIED && gg_is_blob(d->old_file.mode)
+            && git_blob_lookup(&old, c->repo, &d->old_file.id) != 0))
+    {
+        snprintf(c->err, c->errlen, "cannot read a file of %s %s",
+                 c->obj_kind, c->obj);
+        goto cleanup;
+    }
+
+    rc = gg_file(c, n ? NULL : d->new_file.path, index, old, new);
+
+cleanup:
+
+    git_blob_free(old);
+    git_blob_free(new);
+    return rc;
+}
+
+
+/* every entry of a tree, as added files (a root commit, a tagged tree) */
+static int
+gg_tree(gg_ctx_t *c, const git_tree *ptree, const git_tree *tree)
+{
+    int               rc;
+    size_t            i, n;
+    git_diff         *diff;
+    git_diff_options  opts;
+
+    git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
+    /* only the entries: the blobs are read and diffed here, as needed */
+    opts.flags = GIT_DIFF_SKIP_BINARY_CHECK;
+
+    if (git_diff_tree_to_tree(&diff, c->repo, (git_tree *) ptree,
+                              (git_tree *) tree, &opts)
+        != 0)
+    {
+        snprintf(c->err, c->errlen, "cannot compare the trees of %s %s",
+                 c->obj_kind, c->obj);
+        return -1;
+    }
+
+    rc = 0;
+    n = git_diff_num_deltas(diff);
+    for (i = 0; i < n && rc == 0; i++) {
+        rc = gg_delta(c, git_diff_get_delta(diff, i), i + 1);
+    }
+
+    git_diff_free(diff);
+    return rc;
+}
+
+
+/* commits */
+
+/*
+ * Header lines other than tree, parent, author and committer (whose
+ * identities are fields of their own): encoding, gpgsig, mergetag and
+ * whatever a tool writes, continuation lines included.
+ */
+static int
+gg_extra_header(gg_ctx_t *c, const char *h)
+{
+    int          keep, rc;
+    size_t       len;
+    gg_buf_t     b;
+    const char  *nl;
+
+    memset(&b, 0, sizeof(b));
+    keep = 0;
+    rc = 0;
+
+    while (*h) {
+        nl = strchr(h, '\n');
+        len = nl ? (size_t) (nl - h + 1) : strlen(h);
+
+        if (*h != ' ') {
+            keep = strncmp(h, "tree ", 5) != 0 && strncmp(h, "parent ", 7)
+                   && strncmp(h, "author ", 7) && strncmp(h, "committer ", 10);
+        }
+        if (keep && gg_buf_add(&b, h, len) != 0) {
+            snprintf(c->err, c->errlen, "out of memory");
+            rc = -1;
+            break;
+        }
+        h += len;
+    }
+
+    if (rc == 0 && b.len) {
+        rc = gg_simple(c, GG_F_HEADER, b.data, b.len);
+    }
+    free(b.data);
+    return rc;
+}
+
+
+static int
+gg_commit(gg_ctx_t *c, const git_oid *oid)
+{
+    int            rc;
+    const char    *msg;
+    git_tree      *tree, *ptree;
+    git_commit    *commit, *parent;
+
+    commit = NULL;
+    parent = NULL;
+    tree = NULL;
+    ptree = NULL;
+    rc = -1;
+
+    git_oid_tostr(c->obj, GG_SHORT + 1, oid);
+    c->obj_kind = "commit";
+    bottle_scan_reset(c->s, GG_DETECTORS);
+    c->field = 0;
+    c->r->commits++;
+
+    if (git_commit_lookup(&commit, c->repo, oid) != 0
+        || git_commit_tree(&tree, commit) != 0
+        || (git_commit_parentcount(commit) > 0
+            && (git_commit_parent(&parent, commit, 0) != 0
+                || git_commit_tree(&ptree, parent) != 0)))
+    {
+        snprintf(c->err, c->errlen, "cannot read commit %s", c->obj);
+        goto cleanup;
+    }
+
+    msg = git_commit_message_raw(commit);
+
+    if (gg_simple(c, GG_F_MESSAGE, msg, strlen(msg)) != 0
+        || gg_identity(c, GG_F_AUTHOR, git_commit_author(commit)) != 0
+        || gg_identity(c, GG_F_COMMITTER, git_commit_committer(commit)) != 0
+        || gg_extra_header(c, git_commit_raw_header(commit)) != 0
+        || gg_tree(c, ptree, tree) != 0)
+    {
+        goto cleanup;
+    }
+
+    rc = 0;
+
+cleanup:
+
+    git_tree_free(ptree);
+    git_tree_free(tree);
+    git_commit_free(parent);
+    git_commit_free(commit);
+    return rc;
+}
+
+
+/* hides every commit an existing ref reaches: they are on the forge */
+static int
+gg_hide_existing(gg_ctx_t *c, git_revwalk *walk)
+{
+    int                       rc;
+    git_object               *obj;
+    git_reference            *ref;
+    git_reference_iterator   *it;
+
+    if (git_reference_iterator_new(&it, c->repo) != 0) {
+        snprintf(c->err, c->errlen, "cannot list the repository's refs");
+        return -1;
+    }
+
+    while ((rc = git_reference_next(&ref, it)) == 0) {
+        /* a ref to a tree or a blob hides no commit */
+        if (git_reference_peel(&obj, ref, GIT_OBJECT_COMMIT) == 0) {
+            rc = git_revwalk_hide(walk, git_object_id(obj));
+            git_object_free(obj);
+        }
+        git_reference_free(ref);
+        if (rc < 0) {
+            break;
+        }
+    }
+
+    git_reference_iterator_free(it);
+
+    if (rc != GIT_ITEROVER) {
+        snprintf(c->err, c->errlen, "cannot read the repository's refs");
+        return -1;
+    }
+    return 0;
+}
+
+
+/* tags and refs to trees or blobs */
+
+static int
+gg_tag(gg_ctx_t *c, const git_tag *tag, size_t index, int withheld)
+{
+    int          n;
+    const char  *msg, *name;
+    gg_field_t   fd;
+
+    c->r->tags++;
+    name = git_tag_name(tag);
+    msg = git_tag_message(tag);
+
+    memset(&fd, 0, sizeof(fd));
+    fd.kind = GG_F_TAG_NAME;
+    fd.index = index;
+    fd.data = name;
+    fd.len = strlen(name);
+
+    n = gg_field(c, &fd);
+    if (n < 0) {
+        return -1;
+    }
+
+    fd.name = (n || withheld) ? NULL : name;
+    fd.kind = GG_F_TAG_MESSAGE;
+    fd.data = msg ? msg : "";
+    fd.len = msg ? strlen(msg) : 0;
+
+    if (gg_field(c, &fd) < 0) {
+        return -1;
+    }
+
+    fd.kind = GG_F_TAGGER;
+    return gg_sig(c, &fd, git_tag_tagger(tag));
+}
+
+
+/*
+ * What one ref update points to: a commit is pushed onto the walk; a tag
+ * is scanned and followed; a tree or a blob (a ref may name one) is
+ * scanned whole, as nothing hides it.
+ */
+static int
+gg_target(gg_ctx_t *c, git_revwalk *walk, const git_oid *oid, size_t index,
+    int withheld)
+{
+    int          rc, depth;
+    git_oid      id;
+    git_object  *obj;
+
+    id = *oid;
+
+    for (depth = 0; depth < 16; depth++) {
+        if (git_object_lookup(&obj, c->repo, &id, GIT_OBJECT_ANY) != 0) {
+            git_oid_tostr(c->obj, GG_SHORT + 1, &id);
+            snprintf(c->err, c->errlen, "cannot read object %s", c->obj);
+            return -1;
+        }
+
+        bottle_scan_reset(c->s, GG_DETECTORS);
+        c->field = 0;
+        git_oid_tostr(c->obj, GG_SHORT + 1, &id);
+        rc = 0;
+
+        switch (git_object_type(obj)) {
+
+        case GIT_OBJECT_COMMIT:
+            if (git_revwalk_push(walk, &id) != 0) {
+                snprintf(c->err, c->errlen, "cannot walk from commit %s",
+                         c->obj);
+                rc = -1;
+            }
+            git_object_free(obj);
+            return rc;
+
+        case GIT_OBJECT_TAG:
+            c->obj_kind = "tag object";
+            rc = gg_tag(c, (git_tag *) obj, index, withheld);
+            id = *git_tag_target_id((git_tag *) obj);
+            git_object_free(obj);
+            if (rc != 0) {
+                return rc;
+            }
+            continue;
+
+        case GIT_OBJECT_TREE:
+            c->obj_kind = "tree";
+            rc = gg_tree(c, NULL, (git_tree *) obj);
+            break;
+
+        case GIT_OBJECT_BLOB:
+            c->obj_kind = "blob";
+            rc = gg_file(c, "(the blob itself)", 1, NULL, (git_blob *) obj);
+            break;
+
+        default:
+            snprintf(c->err, c->errlen, "unknown object type");
+            rc = -1;
+        }
+
+        git_object_free(obj);
+        return rc;
+    }
+
+    snprintf(c->err, c->errlen, "tags nested deeper than 16");
+    return -1;
+}
+
+
+static int
+gg_open(git_repository **out, const char *path, const char *quarantine,
+    char *err, size_t errlen)
+{
+    git_odb         *odb;
+    git_repository  *repo;
+
+    if (git_repository_open_ext(&repo, path, GIT_REPOSITORY_OPEN_NO_SEARCH,
+                                NULL)
+        != 0)
+    {
+        snprintf(err, errlen, "cannot open the repository");
+        return -1;
+    }
+
+    /* the pushed objects: receive-pack keeps them apart until accepted */
+    if (quarantine != NULL && *quarantine != '\0') {
+        if (git_repository_odb(&odb, repo) != 0
+            || git_odb_add_disk_alternate(odb, quarantine) != 0)
+        {
+            git_repository_free(repo);
+            snprintf(err, errlen, "cannot open the quarantine");
+            return -1;
+        }
+        git_odb_free(odb);
+    }
+
+    *out = repo;
+    return 0;
+}
+
+
+int
+gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
+    const gg_updates_t *updates, bottle_scan_secrets_t *sec, char *err,
+    size_t errlen)
+{
+    int                 rc, n;
+    char               *withheld;
+    size_t              i;
+    git_oid             oid;
+    gg_ctx_t            c;
+    gg_field_t          fd;
+    git_revwalk        *walk;
+    const gg_update_t  *u;
+
+    memset(out, 0, sizeof(*out));
+    memset(&c, 0, sizeof(c));
+    c.r = out;
+    c.err = err;
+    c.errlen = errlen;
+    c.obj_kind = "push";
+    walk = NULL;
+    rc = -1;
+
+    withheld = calloc(updates->n + 1, 1);
+    if (withheld == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+
+    git_libgit2_init();
+
+    /*
+     * receive-pack's index-pack or unpack-objects hashed every pushed
+     * object as it wrote it; hashing each again on read would be most of
+     * the cost of a scan
+     */
+    git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 0);
+
+    /*
+     * A modified file's old blob is often the new blob of the commit
+     * scanned just before (the walk goes oldest first): keep recent blobs
+     * in libgit2's object cache (blobs are not cached by default) rather
+     * than inflate them again.  Also what resolves a delta against a base
+     * read just before: libgit2's own delta base cache keeps no object
+     * over 1 MB (bench/README.md, "git-gate push scan").
+     */
+    git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_BLOB,
+                     (size_t) GG_BLOB_CACHE_OBJECT);
+    git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, (ssize_t) GG_BLOB_CACHE);
+
+    if (gg_open(&c.repo, repo, quarantine, err, errlen) != 0) {
+        goto cleanup;
+    }
+
+    if (bottle_scan_acquire(&c.s, sec, GG_DETECTORS) != 0) {
+        snprintf(err, errlen, "out of memory");
+        goto cleanup;
+    }
+
+    /* the ref names */
+    for (i = 0; i < updates->n; i++) {
+        u = &updates->u[i];
+        if (u->delete) {
+            continue;
+        }
+        memset(&fd, 0, sizeof(fd));
+        fd.kind = GG_F_REF;
+        fd.index = i + 1;
+        fd.data = u->ref;
+        fd.len = u->ref_len;
+        n = gg_field(&c, &fd);
+        if (n < 0) {
+            goto cleanup;
+        }
+        withheld[i] = n > 0;
+    }
+
+    if (git_revwalk_new(&walk, c.repo) != 0) {
+        snprintf(err, errlen, "out of memory");
+        goto cleanup;
+    }
+
+    /* parents before children: see the cache above */
+    git_revwalk_sorting(walk, GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE);
+
+    if (gg_hide_existing(&c, walk) != 0) {
+        goto cleanup;
+    }
+
+    /* tags, trees and blobs are scanned here; commits go on the walk */
+    for (i = 0; i < updates->n; i++) {
+        u = &updates->u[i];
+        if (u->delete) {
+            continue;
+        }
+        git_oid_fromraw(&oid, u->new);
+        if (gg_target(&c, walk, &oid, i + 1, withheld[i]) != 0) {
+            goto cleanup;
+        }
+    }
+
+    while ((n = git_revwalk_next(&oid, walk)) == 0) {
+        if (gg_commit(&c, &oid) != 0) {
+            goto cleanup;
+        }
+    }
+
+    if (n != GIT_ITEROVER) {
+        snprintf(err, errlen, "cannot walk the pushed commits");
+        goto cleanup;
+    }
+
+    rc = 0;
+
+cleanup:
+
+    if (c.s) {
+        bottle_scan_release(c.s);
+    }
+    git_revwalk_free(walk);
+    git_repository_free(c.repo);
+    git_libgit2_shutdown();
+    free(c.add.data);
+    free(c.lines);
+    free(withheld);
+    return rc;
+}

@@ -1,0 +1,88 @@
+/*
+ * git-gate's push scanner: over exactly what a push introduces (the
+ * commits reachable from its new tips and from no existing ref, the
+ * annotated tags it sends, its ref names), libbottle's scanner looks for
+ * token shapes, the bottle's canary, egress tokens and held secrets, in
+ * every encoding DLP knows.  Issue 16; threat model rows 4 and 5.
+ *
+ * What is scanned, one scanner field each:
+ *
+ *   ref       the name of every created or updated ref
+ *   commit    message (raw), author and committer ("name <email>"), extra
+ *             header lines (encoding, gpgsig, anything a tool added), the
+ *             path of every added or modified file, and its added lines:
+ *             against the first parent, the whole tree for a root commit
+ *   tag       annotated tags: name, message, tagger; a tag of a blob or a
+ *             tree, or a ref set to one, scans that blob or tree whole
+ *
+ * Findings carry the rule and where it was found, never the value; a name
+ * (ref, path, tag) that itself matched is withheld from every "where".
+ */
+
+#ifndef GG_SCAN_H
+#define GG_SCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bottle_scan.h"
+#include "gg_update.h"
+
+
+/* a finding refuses the push */
+#define GG_REFUSE           1
+/* a token shape on a line marked "gitleaks:allow": refused until the
+ * operator approves a gitleaks-allow proposal (supervise is not wired) */
+#define GG_NEEDS_ALLOW      2
+
+/* findings kept for the report; the rest are only counted */
+#define GG_MAX_FINDINGS     32
+
+/* the detectors a push is scanned with (the canary always is) */
+#define GG_DETECTORS        (BOTTLE_DLP_TOKEN_PATTERNS                       \
+                             | BOTTLE_DLP_KNOWN_SECRETS)
+
+
+typedef struct {
+    int                 outcome;    /* GG_REFUSE, GG_NEEDS_ALLOW */
+    char               *rule;       /* "github_pat_classic", "canary",
+                                       "held_secret:NAME", ... */
+    char               *where;      /* "commit 1a2b3c4d5e6f file a.txt
+                                       line 3", "ref update 2", ... */
+} gg_finding_t;
+
+
+typedef struct {
+    gg_finding_t       *f;
+    size_t              n;
+    size_t              more;       /* findings past GG_MAX_FINDINGS */
+    int                 refuse;     /* some finding is GG_REFUSE */
+
+    uint64_t            commits;    /* scanned */
+    uint64_t            tags;
+    uint64_t            files;      /* added or modified blobs */
+    uint64_t            added;      /* bytes of added lines scanned */
+    uint64_t            bytes;      /* every byte scanned */
+} gg_report_t;
+
+
+/*
+ * Scans the push.  repo is the repository receive-pack writes into (a bare
+ * one: its git dir); quarantine, if not NULL, is the objects directory
+ * holding the pushed objects until they are accepted (a pre-receive
+ * hook's $GIT_QUARANTINE_PATH).  sec is the bottle's
+ * (bottle_scan_secrets_for_git()).
+ *
+ * Returns 0 when the scan ran: out lists the findings (none: the push may
+ * go on).  Returns -1 when it could not run (unreadable repo or object,
+ * out of memory): err says why, without names or values, and the push
+ * must be refused.  Either way out is released with gg_report_free().
+ */
+int gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
+    const gg_updates_t *updates, bottle_scan_secrets_t *sec, char *err,
+    size_t errlen);
+
+void gg_report_free(gg_report_t *r);
+
+
+#endif /* GG_SCAN_H */

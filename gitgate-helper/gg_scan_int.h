@@ -1,0 +1,88 @@
+/*
+ * git-gate's push scanner, internal: the walk (gg_scan.c) and the fields
+ * and findings (gg_field.c) share these.
+ */
+
+#ifndef GG_SCAN_INT_H
+#define GG_SCAN_INT_H
+
+#include <git2.h>
+
+#include "gg_scan.h"
+
+
+#define GG_SHORT            12      /* hex digits of a sha in a "where" */
+/* libgit2's object cache for blobs: any blob up to 64 MB, 256 MB in all */
+#define GG_BLOB_CACHE_OBJECT  (64 * 1024 * 1024)
+#define GG_BLOB_CACHE         (256 * 1024 * 1024)
+#define GG_ALLOW_MARKER     "gitleaks:allow"
+
+/* what a field is, for its "where" */
+enum {
+    GG_F_REF = 0,
+    GG_F_MESSAGE,
+    GG_F_AUTHOR,
+    GG_F_COMMITTER,
+    GG_F_HEADER,
+    GG_F_PATH,
+    GG_F_FILE,
+    GG_F_TAG_NAME,
+    GG_F_TAG_MESSAGE,
+    GG_F_TAGGER
+};
+
+
+typedef struct {
+    uint64_t            off;        /* in the field */
+    size_t              lineno;     /* in the new file */
+} gg_line_t;
+
+
+typedef struct {
+    char               *data;
+    size_t              len;
+    size_t              cap;
+} gg_buf_t;
+
+
+/* one field: what it is and how to say where a match in it is */
+typedef struct {
+    int                 kind;       /* GG_F_* */
+    const char         *name;       /* path, tag name; NULL if withheld */
+    size_t              index;      /* ref update / file number, 1-based */
+    const char         *data;       /* the field, for lines and markers */
+    size_t              len;
+    const gg_line_t    *lines;      /* added lines; NULL: consecutive */
+    size_t              nlines;
+    size_t              first_line; /* of data[0] when lines is NULL */
+} gg_field_t;
+
+
+typedef struct {
+    git_repository     *repo;
+    bottle_scan_t      *s;
+    gg_report_t        *r;
+    int                 field;      /* id of the next field */
+    char                obj[GG_OID_HEXSZ + 1];  /* short sha or tag name */
+    const char         *obj_kind;   /* "commit", "tag" */
+    gg_buf_t            add;        /* the current file's added lines */
+    gg_line_t          *lines;
+    size_t              nlines;
+    size_t              lcap;
+    int                 oom;
+    char               *err;
+    size_t              errlen;
+} gg_ctx_t;
+
+
+/* one field scanned, its findings recorded: matches or -1 */
+int gg_field(gg_ctx_t *c, gg_field_t *fd);
+int gg_simple(gg_ctx_t *c, int kind, const char *data, size_t len);
+int gg_sig(gg_ctx_t *c, gg_field_t *fd, const git_signature *sig);
+int gg_identity(gg_ctx_t *c, int kind, const git_signature *sig);
+
+int gg_buf_add(gg_buf_t *b, const void *data, size_t len);
+int gg_line_add(gg_ctx_t *c, size_t lineno);
+
+
+#endif /* GG_SCAN_INT_H */

@@ -1,0 +1,225 @@
+/*
+ * gitgate-scan: git-gate's push scan as a pre-receive hook.
+ *
+ *   gitgate-scan --policy FILE --bottle ID [--repo GIT_DIR]
+ *
+ * Reads the ref updates on stdin, scans what the push introduces (the
+ * new objects are in $GIT_QUARANTINE_PATH until the hook accepts them)
+ * and exits 0 to let the push go on, 1 to refuse it, 2 on a usage error
+ * (refused too: git refuses on any non-zero status).  Refusals are
+ * written to stderr, which git shows the pusher as "remote: " lines; they
+ * name the rule and where, never the value.  A scan that cannot run
+ * refuses with rule "internal".
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bottle_policy.h"
+#include "bottle_scan.h"
+#include "gg_scan.h"
+#include "gg_update.h"
+
+
+/* what stdin may hold: every ref of GG_MAX_UPDATES at the longest */
+#define GG_MAX_INPUT  (64 * 1024 * 1024)
+
+
+static void
+usage(FILE *f)
+{
+    fprintf(f, "usage: gitgate-scan --policy FILE --bottle ID "
+            "[--repo GIT_DIR]\n"
+            "a pre-receive hook: ref updates on stdin; exit 0 accepts "
+            "the push, 1 refuses it\n");
+}
+
+
+static void
+refuse_internal(const char *why)
+{
+    fprintf(stderr, "git-gate refused this push (rule: internal)\n"
+            "  why: %s\n"
+            "  the push could not be checked, so it does not go on; "
+            "try again, or ask the operator\n", why);
+}
+
+
+static int
+read_input(char **out, size_t *outlen, char *err, size_t errlen)
+{
+    char    *buf, *p;
+    size_t   len, cap, n;
+
+    cap = 65536;
+    len = 0;
+    buf = malloc(cap);
+    if (buf == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+
+    while ((n = fread(buf + len, 1, cap - len, stdin)) > 0) {
+        len += n;
+        if (len == cap) {
+            if (cap >= GG_MAX_INPUT) {
+                snprintf(err, errlen, "ref updates longer than %d bytes",
+                         GG_MAX_INPUT);
+                free(buf);
+                return -1;
+            }
+            p = realloc(buf, cap * 2);
+            if (p == NULL) {
+                snprintf(err, errlen, "out of memory");
+                free(buf);
+                return -1;
+            }
+            buf = p;
+            cap *= 2;
+        }
+    }
+
+    if (ferror(stdin)) {
+        snprintf(err, errlen, "cannot read the ref updates");
+        free(buf);
+        return -1;
+    }
+
+    *out = buf;
+    *outlen = len;
+    return 0;
+}
+
+
+static void
+report(const gg_report_t *r)
+{
+    size_t               i;
+    const gg_finding_t  *f;
+
+    for (i = 0; i < r->n; i++) {
+        f = &r->f[i];
+        if (f->outcome == GG_NEEDS_ALLOW) {
+            fprintf(stderr, "git-gate refused this push (rule: %s): "
+                    "needs gitleaks-allow approval\n"
+                    "  where: %s\n"
+                    "  the line is marked gitleaks:allow; only the operator "
+                    "can allow it, and that approval is not wired yet\n",
+                    f->rule, f->where);
+        } else {
+            fprintf(stderr, "git-gate refused this push (rule: %s)\n"
+                    "  where: %s\n", f->rule, f->where);
+        }
+    }
+
+    if (r->more) {
+        fprintf(stderr, "git-gate: %zu more findings not listed\n", r->more);
+    }
+
+    fprintf(stderr, "git-gate: remove the secret from the commits that "
+            "carry it (git commit --amend, git rebase -i), then push "
+            "again\n");
+}
+
+
+int
+main(int argc, char **argv)
+{
+    int                     i, rc;
+    char                    err[512], *input;
+    size_t                  len;
+    const char             *policy, *bottle, *repo, *quarantine;
+    gg_report_t             r;
+    gg_updates_t            u;
+    const bottle_t         *b;
+    bottle_policy_t        *p;
+    bottle_scan_db_t       *db;
+    bottle_scan_secrets_t  *sec;
+
+    policy = NULL;
+    bottle = NULL;
+    repo = getenv("GIT_DIR");
+
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (i + 1 == argc) {
+            usage(stderr);
+            return 2;
+        }
+        if (strcmp(argv[i], "--policy") == 0) {
+            policy = argv[++i];
+        } else if (strcmp(argv[i], "--bottle") == 0) {
+            bottle = argv[++i];
+        } else if (strcmp(argv[i], "--repo") == 0) {
+            repo = argv[++i];
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+
+    if (policy == NULL || bottle == NULL) {
+        usage(stderr);
+        return 2;
+    }
+
+    /* a hook runs in the repository; GIT_DIR is "." there */
+    repo = repo ? repo : ".";
+    quarantine = getenv("GIT_QUARANTINE_PATH");
+
+    p = NULL;
+    db = NULL;
+    sec = NULL;
+    input = NULL;
+    memset(&u, 0, sizeof(u));
+    memset(&r, 0, sizeof(r));
+    rc = 1;
+
+    if (bottle_policy_load(&p, policy, err, sizeof(err)) != 0) {
+        refuse_internal(err);
+        goto cleanup;
+    }
+
+    b = bottle_policy_find_id(p, bottle, strlen(bottle));
+    if (b == NULL) {
+        refuse_internal("the bottle is not in the policy");
+        goto cleanup;
+    }
+
+    if (bottle_scan_db_create(&db, err, sizeof(err)) != 0
+        || bottle_scan_secrets_for_git(&sec, db, b, err, sizeof(err)) != 0
+        || read_input(&input, &len, err, sizeof(err)) != 0
+        || gg_updates_parse(&u, input, len, err, sizeof(err)) != 0
+        || gg_scan_push(&r, repo, quarantine, &u, sec, err, sizeof(err)) != 0)
+    {
+        refuse_internal(err);
+        goto cleanup;
+    }
+
+    if (r.n || r.more) {
+        report(&r);
+        goto cleanup;
+    }
+
+    rc = 0;
+
+cleanup:
+
+    gg_report_free(&r);
+    gg_updates_free(&u);
+    free(input);
+    if (sec) {
+        bottle_scan_secrets_free(sec);
+    }
+    if (db) {
+        bottle_scan_db_free(db);
+    }
+    if (p) {
+        bottle_policy_free(p);
+    }
+    return rc;
+}

@@ -1,0 +1,365 @@
+#!/usr/bin/perl
+
+# Tests for git-gate's push scan (gitgate-helper/, issue 16) with real git:
+# a bare repository whose pre-receive hook runs build/gitgate-scan, a work
+# repository pushing to it over the local transport (receive-pack with a
+# quarantine, as over HTTP).  Threat model rows 4 (token shapes) and 5
+# (the bottle's canary, egress tokens and held secrets, anywhere a push
+# carries them); exactly what the push introduces is scanned; a refused
+# push leaves the refs and the object store as they were; the output
+# names the rule and where, never the value.  No nginx needed.
+#
+# GITGATE_SCAN=path runs another build (build-asan/gitgate-scan); its
+# stderr reaches the pusher, and the "no sanitizer errors" test reads it.
+
+###############################################################################
+
+use warnings;
+use strict;
+
+use Test::More;
+
+BEGIN { use FindBin; chdir($FindBin::Bin); }
+
+use lib 'lib';
+use Test::Nginx;
+
+use MIME::Base64 qw/ encode_base64 /;
+use POSIX qw//;
+
+###############################################################################
+
+select STDERR; $| = 1;
+select STDOUT; $| = 1;
+
+my $SCAN = $ENV{GITGATE_SCAN} // "$FindBin::Bin/../build/gitgate-scan";
+$SCAN = "$FindBin::Bin/../$SCAN" if $SCAN !~ m!^/! && !-x $SCAN;
+
+if (!-x $SCAN) {
+	BAIL_OUT("GITGATE_SCAN=$SCAN is not built") if $ENV{GITGATE_SCAN};
+	plan(skip_all => 'build/gitgate-scan not built (make gitgate)');
+}
+
+my $t = Test::Nginx->new()->has_daemon('git');
+my $d = $t->testdir();
+
+# the values, built so that no token sits whole in this file
+my $CANARY = 'canary-' . 'gitgate-4242424242';
+my $EGRESS = 'egress-' . 'token-value-7777';
+my $HELD = 'held-' . 'secret-value-31337';
+my $GHP = 'ghp_' . join('', map { ('A' .. 'Z', 'a' .. 'z', 0 .. 9)[($_ * 7) % 62] }
+	1 .. 36);
+my $SLACK = 'xoxb-' . '1234567890-9876543210-' . join('',
+	map { ('a' .. 'z', 'A' .. 'Z', 0 .. 9)[($_ * 5) % 62] } 1 .. 24);
+my $GITLAB = 'glpat-' . join('', map { ('A' .. 'Z', 'a' .. 'z')[($_ * 3) % 52] }
+	1 .. 20);
+my @VALUES = ($CANARY, $EGRESS, $HELD, $GHP, $SLACK, $GITLAB);
+
+$t->write_file('policy.json', <<"EOF");
+{"bottles": [{"id": "b1", "token": "tok-0123456789abcdef",
+  "canary": "$CANARY",
+  "egress_tokens": {"API": "$EGRESS"},
+  "held_secrets": {"DB_PASSWORD": "$HELD", "SHORT": "abc"},
+  "routes": []}]}
+EOF
+
+# git without the user's or the system's configuration
+$ENV{HOME} = $d;
+$ENV{GIT_CONFIG_NOSYSTEM} = 1;
+$ENV{GIT_AUTHOR_NAME} = $ENV{GIT_COMMITTER_NAME} = 'Agent';
+$ENV{GIT_AUTHOR_EMAIL} = $ENV{GIT_COMMITTER_EMAIL} = 'agent@bottle.test';
+delete $ENV{$_} for grep { /^GIT_(?:DIR|WORK_TREE|OBJECT|ALTERNATE|INDEX)/ }
+	keys %ENV;
+
+my $all = '';
+
+# git_run($dir, @args): { rc, out } with stdout and stderr together
+my $n = 0;
+
+sub git_run {
+	my ($dir, @args) = @_;
+	$n++;
+	my $pid = fork() // die "fork: $!\n";
+	if ($pid == 0) {
+		chdir($dir) or POSIX::_exit(126);
+		open STDIN, '<', '/dev/null' or die;
+		open STDOUT, '>', "$d/git$n.out" or die;
+		open STDERR, '>&', \*STDOUT or die;
+		exec('git', @args) or POSIX::_exit(127);
+	}
+	waitpid($pid, 0);
+	my $out = $t->read_file("git$n.out");
+	$all .= $out;
+	return { rc => $? >> 8, out => $out };
+}
+
+sub git { my $r = git_run(@_); chomp(my $o = $r->{out}); return $o; }
+
+my $R = "$d/remote.git";
+my $W = "$d/work";
+
+git($d, 'init', '-q', '--bare', $R);
+git($d, 'init', '-q', $W);
+git($R, 'config', 'receive.denyDeletes', 'false');
+
+sub hook {
+	my ($policy) = @_;
+	$t->write_file('remote.git/hooks/pre-receive',
+		"#!/bin/sh\nexec '$SCAN' --policy '$policy' --bottle b1\n");
+	chmod(0755, "$R/hooks/pre-receive") or die;
+}
+
+hook("$d/policy.json");
+
+sub write_w {
+	my ($name, $text) = @_;
+	my $path = "$W/$name";
+	(my $dir = $path) =~ s!/[^/]*$!!;
+	system('mkdir', '-p', $dir) == 0 or die;
+	open my $fh, '>', $path or die "$path: $!";
+	print $fh $text;
+	close $fh;
+}
+
+sub commit {
+	my ($msg, %files) = @_;
+	write_w($_, $files{$_}) for sort keys %files;
+	git($W, 'add', '-A');
+	git($W, 'commit', '-q', '--allow-empty', '-m', $msg);
+	return git($W, 'rev-parse', 'HEAD');
+}
+
+sub git_push { return git_run($W, 'push', '--porcelain', $R, @_); }
+
+sub refs { return git($R, 'for-each-ref', '--format=%(objectname) %(refname)'); }
+
+sub on_remote { return git_run($R, 'cat-file', '-e', $_[0])->{rc} == 0; }
+
+# what the hook wrote (git's own lines name the refs it pushed)
+sub no_value {
+	my ($out) = @_;
+	my $remote = join("\n", grep { /^remote:/ } split(/\n/, $out));
+	return !grep { index($remote, $_) >= 0 } @VALUES;
+}
+
+# refused($r, $rule, $where, $name): the push refused naming rule and where
+sub refused {
+	my ($r, $rule, $where, $name) = @_;
+	my $out = $r->{out};
+	my $ok = $r->{rc} != 0
+		&& $out =~ /remote: git-gate refused this push \(rule: \Q$rule\E\)/
+		&& $out =~ /remote:   where: $where/
+		&& no_value($out);
+	ok($ok, $name) or diag($out);
+}
+
+# starts each case on main as the remote has it
+sub start {
+	my ($branch) = @_;
+	git($W, 'checkout', '-q', '-B', $branch, 'refs/remotes/r/main');
+}
+
+###############################################################################
+
+$t->plan(52);
+
+# a clean push: several commits and an annotated tag
+
+commit('first', 'README.md' => "# project\n", 'src/a.c' => "int a;\n");
+commit('second', 'src/a.c' => "int a;\nint b;\n");
+my $c3 = commit('third', 'src/b.c' => "int c;\n", 'bin/x' => "\x00\x01\x02");
+git($W, 'tag', '-a', '-m', 'release one', 'v1');
+
+my $r = git_push('HEAD:refs/heads/main', 'refs/tags/v1');
+is($r->{rc}, 0, 'clean push of three commits and a tag: accepted')
+	or diag($r->{out});
+is(git($R, 'rev-parse', 'refs/heads/main'), $c3, 'clean push: main arrived');
+is(git($R, 'rev-parse', 'refs/tags/v1^{}'), $c3, 'clean push: the tag arrived');
+git($W, 'fetch', '-q', $R, '+refs/heads/*:refs/remotes/r/*');
+
+my $before = refs();
+
+# row 4: token shapes in an added line
+
+for my $case ([ 'GitHub', $GHP, 'github_pat_classic' ],
+	[ 'Slack', $SLACK, 'slack_bot_token' ],
+	[ 'GitLab', $GITLAB, 'gitlab_pat' ])
+{
+	my ($vendor, $tok, $rule) = @$case;
+	start("t-$vendor");
+	commit('config', 'src/a.c' => "int a;\nint b;\n");
+	my $bad = commit('add settings',
+		'settings.py' => "DEBUG = True\nTOKEN = \"$tok\"\n");
+	$r = git_push("HEAD:refs/heads/t-$vendor");
+	refused($r, $rule, "commit [0-9a-f]{12} file settings.py line 2",
+		"row 4: a $vendor token in an added line: refused naming "
+		. "$rule, the file and line");
+	is(refs(), $before, "row 4 $vendor: the remote's refs are unchanged");
+	ok(!on_remote($bad), "row 4 $vendor: the commit is not in the remote "
+		. "(quarantine discarded)");
+}
+
+# row 5: the canary, an egress token, a held secret, anywhere
+
+my @secrets = ([ 'canary', $CANARY, 'canary' ],
+	[ 'egress token', $EGRESS, 'egress_token:API' ],
+	[ 'held secret', $HELD, 'held_secret:DB_PASSWORD' ]);
+
+for my $s (@secrets) {
+	my ($what, $v, $rule) = @$s;
+
+	start('m');
+	commit("fix: the value is $v\n\nmore text");
+	refused(git_push('HEAD:refs/heads/m'), $rule,
+		'commit [0-9a-f]{12} message', "row 5: $what in a commit message");
+
+	start('p');
+	commit('add', "notes/$v.txt" => "nothing\n");
+	refused(git_push('HEAD:refs/heads/p'), $rule,
+		'commit [0-9a-f]{12} path of changed file 1 \(withheld\)',
+		"row 5: $what in a path");
+
+	start('tg');
+	git($W, 'tag', '-f', '-a', '-m', "release\n\nkey $v", 'vt');
+	refused(git_push('refs/tags/vt'), $rule, 'tag vt message',
+		"row 5: $what in an annotated tag body");
+	git($W, 'tag', '-d', 'vt');
+
+	start('rn');
+	refused(git_push("HEAD:refs/heads/x-$v"), $rule,
+		'ref update 1 \(name withheld\)', "row 5: $what in a ref name");
+
+	start('au');
+	{
+		local $ENV{GIT_AUTHOR_EMAIL} = "$v\@bottle.test";
+		commit('by someone');
+	}
+	refused(git_push('HEAD:refs/heads/au'), $rule, 'commit [0-9a-f]{12} author',
+		"row 5: $what in the author email");
+}
+
+start('an');
+{
+	local $ENV{GIT_COMMITTER_NAME} = "Agent $HELD";
+	commit('by someone');
+}
+refused(git_push('HEAD:refs/heads/an'), 'held_secret:DB_PASSWORD',
+	'commit [0-9a-f]{12} committer', 'row 5: a held secret in the committer name');
+
+start('b64');
+(my $b64 = encode_base64($HELD, '')) =~ s/=+$//;
+commit('data', 'data/blob.txt' => "header\nvalue: $b64\n");
+refused(git_push('HEAD:refs/heads/b64'), 'held_secret:DB_PASSWORD',
+	'commit [0-9a-f]{12} file data/blob.txt line 2',
+	'row 5: base64 of a held secret in a file');
+
+start('mid');
+my $bad = commit('edit in the middle',
+	'src/a.c' => "int a;\nchar *k = \"$EGRESS\";\nint b;\n");
+refused(git_push('HEAD:refs/heads/mid'), 'egress_token:API',
+	'commit [0-9a-f]{12} file src/a.c line 2',
+	'row 5: an egress token inserted in the middle of a file (line diff)');
+ok(!on_remote($bad), 'the refused commit is not in the remote');
+
+start('deep');
+commit('one');
+my $deep = commit('two', 'doc.txt' => "the canary $CANARY\n");
+commit('three');
+refused(git_push('HEAD:refs/heads/deep'), 'canary',
+	'commit [0-9a-f]{12} file doc.txt line 1',
+	'row 5: the canary two commits below the pushed tip');
+ok(!on_remote($deep), 'the commit below the tip is not in the remote');
+
+start('tag-commit');
+commit('tagged', 'x.txt' => "k=$HELD\n");
+git($W, 'tag', '-f', 'lt');
+refused(git_push('refs/tags/lt'), 'held_secret:DB_PASSWORD',
+	'commit [0-9a-f]{12} file x.txt line 1',
+	'a lightweight tag on a new commit: the commit is scanned');
+git($W, 'tag', '-d', 'lt');
+
+is(refs(), $before, 'after every refused push the refs are unchanged');
+
+# gitleaks:allow never passes a push on its own
+
+start('allow');
+commit('allowed?', 'k.py' => "T = \"$GHP\"  # gitleaks:allow\n");
+$r = git_push('HEAD:refs/heads/allow');
+like($r->{out}, qr/rule: github_pat_classic\): needs gitleaks-allow approval/,
+	'gitleaks:allow on the line: refused, approval needed');
+ok($r->{rc} != 0 && no_value($r->{out}), 'gitleaks:allow: not passed, no value');
+
+start('allow2');
+commit('allowed?', 'k.py' => "T = \"$HELD\"  # gitleaks:allow\n");
+$r = git_push('HEAD:refs/heads/allow2');
+like($r->{out}, qr/rule: held_secret:DB_PASSWORD\) *\n/,
+	'gitleaks:allow does not apply to a held secret: refused outright');
+
+# exactly what the push introduces
+
+start('old');
+my $old = commit('old secret', 'old.txt' => "v=$HELD\nline two\n");
+# put it on the remote behind the hook's back (a fetch runs no hook)
+git($R, 'fetch', '-q', $W, 'refs/heads/old:refs/heads/old');
+ok(on_remote($old), 'a commit with a held value is on the remote already');
+
+my $clean = commit('clean on top', 'new.txt' => "fine\n");
+$r = git_push('HEAD:refs/heads/old');
+is($r->{rc}, 0, 'new clean commits on top of it: accepted (old not rescanned)')
+	or diag($r->{out});
+is(git($R, 'rev-parse', 'refs/heads/old'), $clean, 'and they arrived');
+
+commit('edit elsewhere', 'old.txt' => "v=$HELD\nline two changed\n");
+$r = git_push('HEAD:refs/heads/old');
+is($r->{rc}, 0, 'a file with an old held value, edited on another line: '
+	. 'accepted (added lines only)') or diag($r->{out});
+
+commit('new branch');
+$r = git_push('HEAD:refs/heads/old-branch');
+is($r->{rc}, 0, 'a new branch from there: only its new commit is scanned')
+	or diag($r->{out});
+
+$r = git_push(':refs/heads/old-branch');
+is($r->{rc}, 0, 'a deleted ref passes') or diag($r->{out});
+ok(!git_run($R, 'rev-parse', '--verify', '-q', 'refs/heads/old-branch')->{rc} == 0,
+	'and it is gone');
+
+# a tag of a blob and a ref to a tree are scanned whole
+
+start('blob');
+write_w('blob.txt', "held $HELD\n");
+my $blob = git($W, 'hash-object', '-w', 'blob.txt');
+unlink("$W/blob.txt");
+git($W, 'tag', '-f', '-a', '-m', 'a blob', 'vb', $blob);
+refused(git_push('refs/tags/vb'), 'held_secret:DB_PASSWORD',
+	'blob [0-9a-f]{12} file \(the blob itself\) line 1', 'a tag of a blob: scanned');
+git($W, 'tag', '-d', 'vb');
+
+# a scan that cannot run refuses
+
+hook("$d/no-such-policy.json");
+start('int');
+commit('clean');
+$r = git_push('HEAD:refs/heads/int');
+like($r->{out}, qr/rule: internal\)/, 'no policy: refused with rule internal');
+isnt($r->{rc}, 0, 'no policy: the push fails');
+hook("$d/policy.json");
+
+$t->write_file('remote.git/hooks/pre-receive',
+	"#!/bin/sh\nexec '$SCAN' --policy '$d/policy.json' --bottle nobody\n");
+$r = git_push('HEAD:refs/heads/int');
+like($r->{out}, qr/rule: internal\).*\n.*not in the policy/,
+	'unknown bottle: refused with rule internal');
+hook("$d/policy.json");
+
+$r = git_push('HEAD:refs/heads/int');
+is($r->{rc}, 0, 'the same push with the policy back: accepted')
+	or diag($r->{out});
+
+# never the value; the sanitizer build leaves no report
+
+ok(no_value($all), 'no hook output of any push holds a value');
+unlike($all, qr/ERROR: AddressSanitizer|runtime error:|LeakSanitizer/,
+	'no sanitizer errors');
+
+###############################################################################
