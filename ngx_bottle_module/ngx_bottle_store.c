@@ -521,16 +521,6 @@ ngx_bottle_entry_compiled(ngx_bottle_entry_t *e,
 }
 
 
-void
-ngx_bottle_waiter_cancel(ngx_bottle_waiter_t *w)
-{
-    if (w->queue.next) {
-        ngx_queue_remove(&w->queue);
-        w->queue.next = NULL;
-    }
-}
-
-
 #if (NGX_THREADS)
 
 static void
@@ -591,7 +581,6 @@ ngx_bottle_secrets_ready(ngx_bottle_entry_t *e, ngx_int_t rc)
         ngx_queue_remove(q);
 
         w = ngx_queue_data(q, ngx_bottle_waiter_t, queue);
-        w->queue.next = NULL;
         w->handler(w, rc);
     }
 }

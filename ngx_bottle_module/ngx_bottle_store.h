@@ -121,11 +121,11 @@ ngx_int_t ngx_bottle_store_usable(const char **reason);
 /*
  * The entry's scanner databases: NGX_OK (*out set), NGX_ERROR, or
  * NGX_AGAIN: they are being compiled in the thread pool and w->handler
- * runs when they are (w must stay valid until then, or be cancelled).
+ * runs when they are (w must stay valid until then: a request keeps
+ * itself alive with r->main->blocked).
  */
 ngx_int_t ngx_bottle_entry_secrets(ngx_bottle_entry_t *e,
     ngx_bottle_waiter_t *w, bottle_scan_secrets_t **out);
-void ngx_bottle_waiter_cancel(ngx_bottle_waiter_t *w);
 
 /* an entry that got its scanner another way (compiled before its swap) */
 void ngx_bottle_entry_compiled(ngx_bottle_entry_t *e,
@@ -145,7 +145,6 @@ char *ngx_bottle_store_redis_conf(ngx_conf_t *cf, ngx_bottle_store_t *st,
 ngx_int_t ngx_bottle_store_redis_init_process(ngx_cycle_t *cycle,
     ngx_bottle_store_t *st);
 void ngx_bottle_store_redis_exit_process(ngx_bottle_store_t *st);
-const char *ngx_bottle_store_redis_name(ngx_bottle_store_t *st);
 const bottle_store_url_t *ngx_bottle_store_redis_url(ngx_bottle_store_t *st,
     ngx_str_t *addr);
 

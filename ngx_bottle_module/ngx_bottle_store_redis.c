@@ -117,15 +117,6 @@ ngx_bottle_store_redis_cleanup(void *data)
 }
 
 
-const char *
-ngx_bottle_store_redis_name(ngx_bottle_store_t *st)
-{
-    ngx_bottle_store_redis_t  *sr = st->redis;
-
-    return sr ? sr->name : NULL;
-}
-
-
 /* the URL and resolved address, for another connection (the journal) */
 
 const bottle_store_url_t *
