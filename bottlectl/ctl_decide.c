@@ -50,6 +50,8 @@ static int bottlectl_decide_reply(bottlectl_t *ctl, bottlectl_answer_t *a,
     redisReply *r);
 static int bottlectl_late(bottlectl_t *ctl, bottlectl_answer_t *a,
     const char *winner);
+static void bottlectl_decision_event(bottle_audit_event_t *e,
+    bottle_audit_type_e type, bottlectl_answer_t *a, json_t *args);
 static char *bottlectl_resolved_event(bottlectl_answer_t *a,
     const bottlectl_change_t *chg);
 
@@ -430,25 +432,8 @@ bottlectl_late(bottlectl_t *ctl, bottlectl_answer_t *a, const char *winner)
     wop = json_string_value(json_object_get(w, "operator"));
     wtime = json_string_value(json_object_get(w, "time"));
 
-    memset(&e, 0, sizeof(e));
-    e.type = BOTTLE_AUDIT_LATE;
-    e.bottle.data = a->bottle;
-    e.bottle.len = a->bottle ? strlen(a->bottle) : 0;
-    e.host.data = json_string_value(json_object_get(
-                      json_object_get(a->proposal, "args"), "host"));
-    e.host.len = e.host.data ? strlen(e.host.data) : 0;
-    e.correlation_id.data = a->id;
-    e.correlation_id.len = strlen(a->id);
-    e.kind.data = bottle_proposal_kind_name(a->kind);
-    e.kind.len = strlen(e.kind.data);
-    e.operator_name.data = bottlectl_operator();
-    e.operator_name.len = strlen(e.operator_name.data);
-    e.operator_action.data = a->action;
-    e.operator_action.len = strlen(a->action);
-    e.operator_notes.data = a->note;
-    e.operator_notes.len = a->note ? strlen(a->note) : 0;
-    e.decision.data = a->decision;
-    e.decision.len = strlen(a->decision);
+    bottlectl_decision_event(&e, BOTTLE_AUDIT_LATE, a,
+                             json_object_get(a->proposal, "args"));
     e.lost_to.data = wid;
     e.lost_to.len = wid ? strlen(wid) : 0;
     e.lost_to_action.data = waction;
@@ -492,33 +477,42 @@ bottlectl_late(bottlectl_t *ctl, bottlectl_answer_t *a, const char *winner)
 }
 
 
+/* what decision.resolved and decision.late say alike; host from args */
+
+static void
+bottlectl_decision_event(bottle_audit_event_t *e, bottle_audit_type_e type,
+    bottlectl_answer_t *a, json_t *args)
+{
+    memset(e, 0, sizeof(*e));
+    e->type = type;
+    e->bottle.data = a->bottle;
+    e->bottle.len = a->bottle ? strlen(a->bottle) : 0;
+    e->host.data = json_string_value(json_object_get(args, "host"));
+    e->host.len = e->host.data ? strlen(e->host.data) : 0;
+    e->correlation_id.data = a->id;
+    e->correlation_id.len = strlen(a->id);
+    e->kind.data = bottle_proposal_kind_name(a->kind);
+    e->kind.len = strlen(e->kind.data);
+    e->operator_name.data = bottlectl_operator();
+    e->operator_name.len = strlen(e->operator_name.data);
+    e->operator_action.data = a->action;
+    e->operator_action.len = strlen(a->action);
+    e->operator_notes.data = a->note;
+    e->operator_notes.len = a->note ? strlen(a->note) : 0;
+    e->decision.data = a->decision;
+    e->decision.len = strlen(a->decision);
+}
+
+
 static char *
 bottlectl_resolved_event(bottlectl_answer_t *a, const bottlectl_change_t *chg)
 {
     size_t                len;
     bottle_audit_event_t  e;
 
-    memset(&e, 0, sizeof(e));
-    e.type = BOTTLE_AUDIT_RESOLVED;
-    e.bottle.data = a->bottle;
-    e.bottle.len = strlen(a->bottle);
-    e.host.data = json_string_value(json_object_get(
-                      a->route ? a->route
-                               : json_object_get(a->proposal, "args"),
-                      "host"));
-    e.host.len = e.host.data ? strlen(e.host.data) : 0;
-    e.correlation_id.data = a->id;
-    e.correlation_id.len = strlen(a->id);
-    e.kind.data = bottle_proposal_kind_name(a->kind);
-    e.kind.len = strlen(e.kind.data);
-    e.operator_name.data = bottlectl_operator();
-    e.operator_name.len = strlen(e.operator_name.data);
-    e.operator_action.data = a->action;
-    e.operator_action.len = strlen(a->action);
-    e.operator_notes.data = a->note;
-    e.operator_notes.len = a->note ? strlen(a->note) : 0;
-    e.decision.data = a->decision;
-    e.decision.len = strlen(a->decision);
+    bottlectl_decision_event(&e, BOTTLE_AUDIT_RESOLVED, a,
+                             a->route ? a->route
+                                      : json_object_get(a->proposal, "args"));
 
     if (chg->changed) {
         e.diff.data = chg->diff;

@@ -30,6 +30,7 @@
 #include <openssl/crypto.h>
 
 #include "bottle_policy_int.h"
+#include "bottle_util.h"
 
 
 typedef struct {
@@ -404,21 +405,6 @@ bottle_policy_parse(bottle_policy_t **out, const char *json, size_t len,
 
 
 /* files and directories */
-
-static int
-bottle_errf(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list  ap;
-
-    if (err != NULL && errlen > 0) {
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-
-    return -1;
-}
-
 
 static int
 bottle_read_file(char **out, size_t *outlen, const char *path, char *err,

@@ -16,6 +16,7 @@
 
 #include "bottle_audit.h"
 #include "bottle_proposal.h"
+#include "bottle_util.h"
 
 
 typedef struct {
@@ -25,8 +26,6 @@ typedef struct {
 } bottle_proposal_args_t;
 
 
-static int bottle_proposal_fail(char *err, size_t errlen, const char *fmt,
-    ...);
 static int bottle_proposal_in(const char *const *list, const char *key);
 static int bottle_proposal_same_host(const char *a, const char *b);
 static const char *bottle_proposal_host(const json_t *route);
@@ -152,20 +151,20 @@ bottle_proposal_args_check(bottle_proposal_kind_e kind, const json_t *args,
     const bottle_proposal_args_t  *k;
 
     if ((unsigned) kind >= BOTTLE_PROPOSAL_NKINDS) {
-        return bottle_proposal_fail(err, errlen, "unknown kind");
+        return bottle_errf(err, errlen, "unknown kind");
     }
 
     k = &bottle_proposal_kinds[kind];
 
     if (!json_is_object(args)) {
-        return bottle_proposal_fail(err, errlen, "%s: args: not an object",
+        return bottle_errf(err, errlen, "%s: args: not an object",
                                     k->name);
     }
 
     for (i = 0; i < 5 && k->required[i]; i++) {
         s = json_string_value(json_object_get(args, k->required[i]));
         if (s == NULL || s[0] == '\0') {
-            return bottle_proposal_fail(err, errlen,
+            return bottle_errf(err, errlen,
                                         "%s: args.%s: a non-empty string is "
                                         "required", k->name, k->required[i]);
         }
@@ -179,7 +178,7 @@ bottle_proposal_args_check(bottle_proposal_kind_e kind, const json_t *args,
 
     json_object_foreach((json_t *) args, key, v) {
         if (!bottle_proposal_in(k->allowed, key)) {
-            return bottle_proposal_fail(err, errlen,
+            return bottle_errf(err, errlen,
                                         "%s: args.%s: unknown field", k->name,
                                         key);
         }
@@ -214,17 +213,17 @@ bottle_proposal_build(const char *id, const char *bottle,
     json_t  *o;
 
     if (!bottle_proposal_id_valid(id)) {
-        bottle_proposal_fail(err, errlen, "invalid proposal id");
+        bottle_errf(err, errlen, "invalid proposal id");
         return NULL;
     }
 
     if (bottle[0] == '\0' || strlen(bottle) > 128) {
-        bottle_proposal_fail(err, errlen, "invalid bottle id");
+        bottle_errf(err, errlen, "invalid bottle id");
         return NULL;
     }
 
     if (justification && strlen(justification) > BOTTLE_PROPOSAL_TEXT_MAX) {
-        bottle_proposal_fail(err, errlen, "justification: longer than %d "
+        bottle_errf(err, errlen, "justification: longer than %d "
                              "bytes", BOTTLE_PROPOSAL_TEXT_MAX);
         return NULL;
     }
@@ -234,7 +233,7 @@ bottle_proposal_build(const char *id, const char *bottle,
     }
 
     if (bottle_audit_time(created, sizeof(created), created_ms) != 0) {
-        bottle_proposal_fail(err, errlen, "invalid time");
+        bottle_errf(err, errlen, "invalid time");
         return NULL;
     }
 
@@ -248,7 +247,7 @@ bottle_proposal_build(const char *id, const char *bottle,
                   "created", created,
                   "producer", producer ? producer : "bottlectl");
     if (o == NULL) {
-        bottle_proposal_fail(err, errlen, "out of memory, or not UTF-8");
+        bottle_errf(err, errlen, "out of memory, or not UTF-8");
     }
 
     return o;
@@ -266,7 +265,7 @@ bottle_proposal_parse(const char *json, size_t len,
 
     o = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
     if (o == NULL) {
-        bottle_proposal_fail(err, errlen, "invalid JSON: %s", jerr.text);
+        bottle_errf(err, errlen, "invalid JSON: %s", jerr.text);
         return NULL;
     }
 
@@ -278,12 +277,12 @@ bottle_proposal_parse(const char *json, size_t len,
     if (id == NULL || !bottle_proposal_id_valid(id) || bottle == NULL
         || bottle[0] == '\0')
     {
-        bottle_proposal_fail(err, errlen, "no valid id and bottle");
+        bottle_errf(err, errlen, "no valid id and bottle");
         goto failed;
     }
 
     if (k < 0) {
-        bottle_proposal_fail(err, errlen, "unknown kind");
+        bottle_errf(err, errlen, "unknown kind");
         goto failed;
     }
 
@@ -444,26 +443,26 @@ bottle_proposal_apply(const json_t *bottle, bottle_proposal_kind_e kind,
     *changed = 0;
 
     if (!bottle_proposal_changes_policy(kind)) {
-        bottle_proposal_fail(err, errlen, "%s changes no policy",
+        bottle_errf(err, errlen, "%s changes no policy",
                              bottle_proposal_kind_name(kind));
         return NULL;
     }
 
     host = bottle_proposal_host(route);
     if (host == NULL) {
-        bottle_proposal_fail(err, errlen, "the route is not an object with "
+        bottle_errf(err, errlen, "the route is not an object with "
                              "a \"host\"");
         return NULL;
     }
 
     if (!json_is_object(bottle)) {
-        bottle_proposal_fail(err, errlen, "the bottle is not an object");
+        bottle_errf(err, errlen, "the bottle is not an object");
         return NULL;
     }
 
     out = json_deep_copy(bottle);                           /* new */
     if (out == NULL) {
-        bottle_proposal_fail(err, errlen, "out of memory");
+        bottle_errf(err, errlen, "out of memory");
         return NULL;
     }
 
@@ -478,7 +477,7 @@ bottle_proposal_apply(const json_t *bottle, bottle_proposal_kind_e kind,
 
     if (!json_is_array(routes)) {
         json_decref(out);
-        bottle_proposal_fail(err, errlen, "routes: not an array");
+        bottle_errf(err, errlen, "routes: not an array");
         return NULL;
     }
 
@@ -519,7 +518,7 @@ bottle_proposal_apply(const json_t *bottle, bottle_proposal_kind_e kind,
 nomem:
 
     json_decref(out);
-    bottle_proposal_fail(err, errlen, "out of memory");
+    bottle_errf(err, errlen, "out of memory");
 
     return NULL;
 }
@@ -625,16 +624,3 @@ bottle_proposal_pretty(const json_t *o)
 }
 
 
-static int
-bottle_proposal_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list  args;
-
-    if (errlen) {
-        va_start(args, fmt);
-        vsnprintf(err, errlen, fmt, args);
-        va_end(args);
-    }
-
-    return -1;
-}

@@ -13,7 +13,6 @@
 #include "bottle_util.h"
 
 
-static int bottle_store_fail(char *err, size_t errlen, const char *fmt, ...);
 static int bottle_store_decode(char *dst, size_t cap, const char *s,
     size_t len);
 static int bottle_store_number(const char *s, size_t len, unsigned max,
@@ -43,7 +42,7 @@ bottle_store_url_parse(bottle_store_url_t *u, const char *s, char *err,
     }
 
     if (strncmp(s, "redis://", 8) != 0) {
-        return bottle_store_fail(err, errlen,
+        return bottle_errf(err, errlen,
                                  "a store is \"redis://host[:port][/db]\" or "
                                  "\"unix:/path\"");
     }
@@ -70,7 +69,7 @@ bottle_store_url_parse(bottle_store_url_t *u, const char *s, char *err,
         colon = memchr(p, ':', (size_t) (at - p));
 
         if (colon == NULL) {
-            return bottle_store_fail(err, errlen,
+            return bottle_errf(err, errlen,
                                      "credentials are \"[user]:password@\"");
         }
 
@@ -79,7 +78,7 @@ bottle_store_url_parse(bottle_store_url_t *u, const char *s, char *err,
             || bottle_store_decode(u->password, sizeof(u->password),
                                    colon + 1, (size_t) (at - colon - 1)) != 0)
         {
-            return bottle_store_fail(err, errlen,
+            return bottle_errf(err, errlen,
                                      "bad user name or password (too long or "
                                      "bad percent-encoding)");
         }
@@ -94,7 +93,7 @@ bottle_store_url_parse(bottle_store_url_t *u, const char *s, char *err,
         host = p + 1;
         host_end = memchr(host, ']', (size_t) (slash - host));
         if (host_end == NULL) {
-            return bottle_store_fail(err, errlen, "no \"]\" after the IPv6 "
+            return bottle_errf(err, errlen, "no \"]\" after the IPv6 "
                                      "address");
         }
         p = host_end + 1;
@@ -110,7 +109,7 @@ bottle_store_url_parse(bottle_store_url_t *u, const char *s, char *err,
 
     if (host_end == host || (size_t) (host_end - host) > BOTTLE_STORE_HOST_MAX)
     {
-        return bottle_store_fail(err, errlen, "no host, or a host too long");
+        return bottle_errf(err, errlen, "no host, or a host too long");
     }
 
     /* unsigned: a byte over 0x7f is refused whatever char's sign */
@@ -119,7 +118,7 @@ bottle_store_url_parse(bottle_store_url_t *u, const char *s, char *err,
          q < (const unsigned char *) host_end; q++)
     {
         if (*q <= ' ' || *q >= 0x7f || *q == '@' || *q == '?' || *q == '#') {
-            return bottle_store_fail(err, errlen, "bad character in the host");
+            return bottle_errf(err, errlen, "bad character in the host");
         }
     }
 
@@ -131,7 +130,7 @@ bottle_store_url_parse(bottle_store_url_t *u, const char *s, char *err,
                                    &u->port) != 0
             || u->port == 0)
         {
-            return bottle_store_fail(err, errlen, "bad port");
+            return bottle_errf(err, errlen, "bad port");
         }
     }
 
@@ -140,7 +139,7 @@ bottle_store_url_parse(bottle_store_url_t *u, const char *s, char *err,
             && bottle_store_number(slash + 1, (size_t) (end - slash - 1),
                                    1000000, &u->db) != 0)
         {
-            return bottle_store_fail(err, errlen,
+            return bottle_errf(err, errlen,
                                      "the path is a database number");
         }
     }
@@ -165,11 +164,11 @@ bottle_store_unix(bottle_store_url_t *u, const char *s, char *err,
     n = q ? (size_t) (q - s) : strlen(s);
 
     if (n == 0 || s[0] != '/') {
-        return bottle_store_fail(err, errlen, "a unix socket path is absolute");
+        return bottle_errf(err, errlen, "a unix socket path is absolute");
     }
 
     if (n > BOTTLE_STORE_PATH_MAX) {
-        return bottle_store_fail(err, errlen, "the socket path is too long");
+        return bottle_errf(err, errlen, "the socket path is too long");
     }
 
     memcpy(u->path, s, n);
@@ -181,19 +180,19 @@ bottle_store_unix(bottle_store_url_t *u, const char *s, char *err,
         eq = memchr(q, '=', n);
 
         if (eq == NULL) {
-            return bottle_store_fail(err, errlen, "bad query parameter");
+            return bottle_errf(err, errlen, "bad query parameter");
         }
 
         if ((size_t) (eq - q) == 2 && memcmp(q, "db", 2) == 0) {
             if (bottle_store_number(eq + 1, n - 3, 1000000, &u->db) != 0) {
-                return bottle_store_fail(err, errlen, "bad db");
+                return bottle_errf(err, errlen, "bad db");
             }
 
         } else if ((size_t) (eq - q) == 4 && memcmp(q, "user", 4) == 0) {
             if (bottle_store_decode(u->user, sizeof(u->user), eq + 1, n - 5)
                 != 0)
             {
-                return bottle_store_fail(err, errlen, "bad user name");
+                return bottle_errf(err, errlen, "bad user name");
             }
 
         } else if ((size_t) (eq - q) == 8 && memcmp(q, "password", 8) == 0) {
@@ -201,13 +200,13 @@ bottle_store_unix(bottle_store_url_t *u, const char *s, char *err,
                                     n - 9)
                 != 0)
             {
-                return bottle_store_fail(err, errlen, "bad password");
+                return bottle_errf(err, errlen, "bad password");
             }
 
             u->has_password = 1;
 
         } else {
-            return bottle_store_fail(err, errlen, "unknown query parameter "
+            return bottle_errf(err, errlen, "unknown query parameter "
                                      "(db, user and password are known)");
         }
 
@@ -215,7 +214,7 @@ bottle_store_unix(bottle_store_url_t *u, const char *s, char *err,
     }
 
     if (u->user[0] && !u->has_password) {
-        return bottle_store_fail(err, errlen, "a user needs a password");
+        return bottle_errf(err, errlen, "a user needs a password");
     }
 
     return 0;
@@ -333,21 +332,6 @@ bottle_store_number(const char *s, size_t len, unsigned max, unsigned *out)
     *out = v;
 
     return 0;
-}
-
-
-static int
-bottle_store_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list  args;
-
-    if (errlen) {
-        va_start(args, fmt);
-        vsnprintf(err, errlen, fmt, args);
-        va_end(args);
-    }
-
-    return -1;
 }
 
 

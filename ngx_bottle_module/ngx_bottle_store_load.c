@@ -210,18 +210,10 @@ ngx_bottle_store_load_batch(ngx_bottle_store_redis_t *sr, redisContext *c,
     redisReply **replies)
 {
     size_t              i, argvlen[4];
-    u_char              key[sizeof(BOTTLE_STORE_POLICY_PREFIX) + 256];
+    u_char              key[NGX_BOTTLE_FETCH_KEY_LEN];
     const char         *argv[4];
-    redisReply         *id, *r, *v;
+    redisReply         *id, *r;
     ngx_bottle_slot_t  *slot;
-
-    argv[0] = "HMGET";
-    argvlen[0] = 5;
-    argv[1] = (char *) key;
-    argv[2] = BOTTLE_STORE_F_JSON;
-    argvlen[2] = sizeof(BOTTLE_STORE_F_JSON) - 1;
-    argv[3] = BOTTLE_STORE_F_VERSION;
-    argvlen[3] = sizeof(BOTTLE_STORE_F_VERSION) - 1;
 
     for (i = from; i < from + n; i++) {
         id = index->element[2 * i];
@@ -230,9 +222,8 @@ ngx_bottle_store_load_batch(ngx_bottle_store_redis_t *sr, redisContext *c,
             return NGX_ERROR;
         }
 
-        argvlen[1] = ngx_sprintf(key, BOTTLE_STORE_POLICY_PREFIX "%*s",
-                                 id->len, id->str)
-                     - key;
+        ngx_bottle_store_fetch_argv((u_char *) id->str, id->len, key, argv,
+                                    argvlen);
 
         if (redisAppendCommandArgv(c, 4, argv, argvlen) != REDIS_OK) {
             return NGX_ERROR;
@@ -245,28 +236,19 @@ ngx_bottle_store_load_batch(ngx_bottle_store_redis_t *sr, redisContext *c,
         }
 
         replies[i] = r;
+        slot = &slots[i];
 
-        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2
-            || r->element[0]->type != REDIS_REPLY_STRING)
-        {
+        if (ngx_bottle_store_fetch_reply(slot, r) != NGX_OK) {
             /* gone since the index was read */
             continue;
         }
 
+        /* kept with the reply until it is parsed */
+
         id = index->element[2 * i];
-        v = r->element[1];
-        slot = &slots[i];
-
-        /* the reply's strings are NUL-terminated, as the parser wants */
-
         slot->sr = sr;
         slot->id = (u_char *) id->str;
         slot->id_len = id->len;
-        slot->json = r->element[0]->str;
-        slot->json_len = r->element[0]->len;
-        slot->version = v->type == REDIS_REPLY_STRING
-                        ? (uint64_t) ngx_atoof((u_char *) v->str, v->len)
-                        : 0;
     }
 
     return NGX_OK;

@@ -29,7 +29,6 @@
 #include "ngx_bottle_store_redis.h"
 
 
-static ngx_int_t ngx_bottle_store_redis_start(ngx_bottle_store_redis_t *sr);
 static ngx_int_t ngx_bottle_store_redis_usable(ngx_bottle_store_t *st,
     const char **reason);
 static void ngx_bottle_store_redis_state(ngx_bottle_redis_t *rd,
@@ -167,17 +166,6 @@ ngx_bottle_store_redis_init_process(ngx_cycle_t *cycle, ngx_bottle_store_t *st)
     ngx_log_error(NGX_LOG_INFO, cycle->log, 0,
                   "bottle: policy store %s", sr->name);
 
-    if (ngx_bottle_store_redis_start(sr) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    return NGX_OK;
-}
-
-
-static ngx_int_t
-ngx_bottle_store_redis_start(ngx_bottle_store_redis_t *sr)
-{
     if (ngx_bottle_redis_start(&sr->cmd) != NGX_OK
         || ngx_bottle_redis_start(&sr->sub) != NGX_OK)
     {

@@ -89,6 +89,15 @@ void ngx_bottle_store_redis_index(redisAsyncContext *ac, void *r,
 ngx_bottle_slot_t *ngx_bottle_store_redis_fetch(ngx_bottle_store_redis_t *sr,
     const u_char *id, size_t len);
 void ngx_bottle_store_redis_apply(ngx_bottle_store_redis_t *sr);
+/* HMGET of one bottle's json and version: into argv (key: its buffer) */
+#define NGX_BOTTLE_FETCH_KEY_LEN  (sizeof(BOTTLE_STORE_POLICY_PREFIX) + 255)
+void ngx_bottle_store_fetch_argv(const u_char *id, size_t len, u_char *key,
+    const char **argv, size_t *argvlen);
+/* its reply: NGX_OK (json, json_len, version set; json in the reply),
+   NGX_DECLINED (no such bottle), NGX_ERROR (not a bottle's hash) */
+ngx_int_t ngx_bottle_store_fetch_reply(ngx_bottle_slot_t *slot,
+    redisReply *reply);
+
 /* in a thread: nothing of nginx */
 void ngx_bottle_store_redis_parse(ngx_bottle_slot_t *slot,
     bottle_scan_db_t *db);

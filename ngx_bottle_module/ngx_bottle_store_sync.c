@@ -140,7 +140,7 @@ ngx_bottle_store_redis_fetch(ngx_bottle_store_redis_t *sr, const u_char *id,
     size_t              argvlen[4];
     const char         *argv[4];
     ngx_bottle_slot_t  *slot;
-    u_char              key[sizeof(BOTTLE_STORE_POLICY_PREFIX) + 256];
+    u_char              key[NGX_BOTTLE_FETCH_KEY_LEN];
 
     if (len > 255) {
         return NULL;
@@ -157,15 +157,7 @@ ngx_bottle_store_redis_fetch(ngx_bottle_store_redis_t *sr, const u_char *id,
     slot->id_len = len;
     ngx_memcpy(slot->id, id, len);
 
-    argv[0] = "HMGET";
-    argvlen[0] = 5;
-    argv[1] = (char *) key;
-    argvlen[1] = ngx_sprintf(key, BOTTLE_STORE_POLICY_PREFIX "%*s", len, id)
-                 - key;
-    argv[2] = BOTTLE_STORE_F_JSON;
-    argvlen[2] = sizeof(BOTTLE_STORE_F_JSON) - 1;
-    argv[3] = BOTTLE_STORE_F_VERSION;
-    argvlen[3] = sizeof(BOTTLE_STORE_F_VERSION) - 1;
+    ngx_bottle_store_fetch_argv(id, len, key, argv, argvlen);
 
     if (ngx_bottle_redis_command(&sr->cmd, ngx_bottle_store_redis_fetched,
                                  slot, 4, argv, argvlen)
@@ -181,11 +173,58 @@ ngx_bottle_store_redis_fetch(ngx_bottle_store_redis_t *sr, const u_char *id,
 }
 
 
+void
+ngx_bottle_store_fetch_argv(const u_char *id, size_t len, u_char *key,
+    const char **argv, size_t *argvlen)
+{
+    argv[0] = "HMGET";
+    argvlen[0] = 5;
+    argv[1] = (char *) key;
+    argvlen[1] = ngx_sprintf(key, BOTTLE_STORE_POLICY_PREFIX "%*s", len, id)
+                 - key;
+    argv[2] = BOTTLE_STORE_F_JSON;
+    argvlen[2] = sizeof(BOTTLE_STORE_F_JSON) - 1;
+    argv[3] = BOTTLE_STORE_F_VERSION;
+    argvlen[3] = sizeof(BOTTLE_STORE_F_VERSION) - 1;
+}
+
+
+ngx_int_t
+ngx_bottle_store_fetch_reply(ngx_bottle_slot_t *slot, redisReply *reply)
+{
+    redisReply  *json, *version;
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
+        return NGX_ERROR;
+    }
+
+    json = reply->element[0];
+    version = reply->element[1];
+
+    if (json->type != REDIS_REPLY_STRING) {
+        return NGX_DECLINED;
+    }
+
+    /* hiredis's strings are NUL-terminated, as the parser wants */
+
+    slot->json = json->str;
+    slot->json_len = json->len;
+    slot->version = (version->type == REDIS_REPLY_STRING)
+                    ? (uint64_t) ngx_atoof((u_char *) version->str,
+                                           version->len)
+                    : 0;
+
+    return NGX_OK;
+}
+
+
 static void
 ngx_bottle_store_redis_fetched(redisAsyncContext *ac, void *r,
     void *privdata)
 {
-    redisReply                *reply = r, *json, *version;
+    char                      *json;
+    ngx_int_t                  rc;
+    redisReply                *reply = r;
     ngx_bottle_slot_t         *slot = privdata;
     ngx_bottle_entry_t        *e;
     ngx_bottle_store_redis_t  *sr;
@@ -198,43 +237,40 @@ ngx_bottle_store_redis_fetched(redisAsyncContext *ac, void *r,
         goto done;
     }
 
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
-        ngx_log_error(NGX_LOG_ERR, sr->log, 0,
-                      "bottle: policy store %s: \"" BOTTLE_STORE_POLICY_PREFIX
-                      "%s\" is not a hash", sr->name, slot->id);
+    rc = ngx_bottle_store_fetch_reply(slot, reply);
+
+    if (rc != NGX_OK) {
+        if (rc == NGX_ERROR) {
+            ngx_log_error(NGX_LOG_ERR, sr->log, 0,
+                          "bottle: policy store %s: \""
+                          BOTTLE_STORE_POLICY_PREFIX "%s\" is not a hash",
+                          sr->name, slot->id);
+        }
+
+        slot->json = NULL;
         slot->gone = 1;
         goto done;
     }
-
-    json = reply->element[0];
-    version = reply->element[1];
-
-    if (json->type != REDIS_REPLY_STRING) {
-        slot->gone = 1;
-        goto done;
-    }
-
-    slot->version = (version->type == REDIS_REPLY_STRING)
-                    ? (uint64_t) ngx_atoof((u_char *) version->str,
-                                           version->len)
-                    : 0;
 
     e = ngx_bottle_store_get(sr->store, slot->id, slot->id_len);
 
     if (e && e->version == slot->version && slot->version != 0) {
+        slot->json = NULL;
         slot->unchanged = 1;
         goto done;
     }
 
-    slot->json = ngx_alloc(json->len + 1, sr->log);
-    if (slot->json == NULL) {
+    /* the reply goes when this callback returns: the parse needs a copy */
+
+    json = ngx_alloc(slot->json_len + 1, sr->log);
+    if (json == NULL) {
+        slot->json = NULL;
         slot->lost = 1;
         goto done;
     }
 
-    ngx_memcpy(slot->json, json->str, json->len);
-    slot->json[json->len] = '\0';
-    slot->json_len = json->len;
+    ngx_memcpy(json, slot->json, slot->json_len + 1);
+    slot->json = json;
 
     /* a bottle in use gets its scanner before it is swapped in */
     slot->want_secrets = (e && e->secrets) ? 1 : 0;

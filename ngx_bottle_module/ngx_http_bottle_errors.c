@@ -94,9 +94,7 @@ static ngx_int_t
 ngx_http_bottle_errors_header_filter(ngx_http_request_t *r)
 {
     ngx_str_t                               *host;
-    const char                              *reason;
     ngx_table_elt_t                         *h;
-    ngx_bottle_entry_t                      *e;
     ngx_http_bottle_ctx_t                   *ctx;
     ngx_http_bottle_conn_t                  *bc;
     const ngx_bottle_rule_t                 *rule;
@@ -134,13 +132,10 @@ ngx_http_bottle_errors_header_filter(ngx_http_request_t *r)
     if (ctx->verdict.bottle == NULL
         && ngx_http_bottle_tunnel(r, &bc) == NGX_OK && bc)
     {
-        /* before its first request the tunnel holds no entry yet */
-        e = bc->entry ? bc->entry
-                      : ngx_bottle_find_id(bc->target.id.data,
-                                           bc->target.id.len, &reason);
-
-        if (e && ngx_bottle_entry_hold(e, r->pool) == NGX_OK) {
-            ctx->verdict.bottle = e->bottle;
+        /* held: another request of the tunnel may switch its entry */
+        if (bc->entry && ngx_bottle_entry_hold(bc->entry, r->pool) == NGX_OK)
+        {
+            ctx->verdict.bottle = bc->entry->bottle;
         }
 
         ctx->verdict.host = bc->target.host;

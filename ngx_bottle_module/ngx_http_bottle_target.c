@@ -234,6 +234,7 @@ ngx_http_bottle_tunnel(ngx_http_request_t *r, ngx_http_bottle_conn_t **out)
 {
     ngx_int_t                rc;
     ngx_str_t                key;
+    const char              *reason;
     ngx_connection_t        *c;
     ngx_pool_cleanup_t      *cln;
     ngx_http_bottle_conn_t  *bc;
@@ -274,6 +275,14 @@ ngx_http_bottle_tunnel(ngx_http_request_t *r, ngx_http_bottle_conn_t **out)
     if (rc == NGX_OK) {
         bc->found = 1;
         *out = bc;
+
+        /* the bottle as the store has it now (none while it is unusable:
+           every request looks again) */
+        bc->entry = ngx_bottle_find_id(bc->target.id.data, bc->target.id.len,
+                                       &reason);
+        if (bc->entry) {
+            ngx_bottle_entry_ref(bc->entry);
+        }
     }
 
     return NGX_OK;
