@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "bottle_ip.h"
+#include "bottle_forge.h"
 
 
 typedef struct {
@@ -164,7 +165,8 @@ typedef struct bottle_s {
 
     int                 audit_required; /* audit.delivery: "required" */
     int                 firehose;       /* BOTTLE_FIREHOSE_* */
-    size_t              nrepos;         /* repos granted to git-gate */
+    bottle_repo_t      *repos;          /* repo grants, for git-gate */
+    size_t              nrepos;
 
     bottle_route_t     *routes;
     size_t              nroutes;
@@ -238,6 +240,14 @@ int bottle_source_allowed(const bottle_t *b, const bottle_ip_t *src);
  */
 const bottle_route_t *bottle_find_route(const bottle_t *b, const char *host,
     size_t len);
+
+/*
+ * The bottle's grant of a repo (forge, owner and repo as
+ * bottle_repo_same() compares them): a write grant if any grant of it
+ * writes, else a read grant; NULL if none.
+ */
+const bottle_repo_t *bottle_find_repo(const bottle_t *b,
+    const bottle_repo_t *want);
 
 /* 1 if the port is allowed: the listed ports, else 443 or 80 */
 int bottle_route_port_ok(const bottle_route_t *r, unsigned port,

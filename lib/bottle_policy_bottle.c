@@ -378,32 +378,49 @@ bottle_parse_audit(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
 }
 
 
-/* repo grants belong to git-gate; here they are only type-checked */
+/* repo grants, for git-gate: "<forge>/<owner>/<repo>[:write]" */
 
 static int
 bottle_check_repos(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
 {
-    size_t   i;
+    size_t   i, n;
     json_t  *v, *item;
+    char     err[256];
 
     if (bottle_get(&v, ctx, obj, "repos", BOTTLE_J_ARRAY, 0) != 0) {
         return -1;
     }
 
-    for (i = 0; v != NULL && i < json_array_size(v); i++) {
+    n = v ? json_array_size(v) : 0;
+    if (n == 0) {
+        return 0;
+    }
+
+    b->repos = bottle_alloc_array(ctx->policy, n, sizeof(bottle_repo_t));
+    if (b->repos == NULL) {
+        return bottle_fail(ctx, "out of memory");
+    }
+
+    for (i = 0; i < n; i++) {
         item = json_array_get(v, i);       /* borrowed */
 
-        if (!json_is_string(item) || json_string_length(item) == 0
-            || bottle_has_ctl(json_string_value(item),
-                              json_string_length(item)))
+        if (!json_is_string(item)) {
+            bottle_path_key(ctx, "repos");
+            bottle_path_index(ctx, i);
+            return bottle_fail(ctx, "must be a string");
+        }
+
+        if (bottle_repo_parse(&b->repos[i], json_string_value(item),
+                              json_string_length(item), 1, err, sizeof(err))
+            != 0)
         {
             bottle_path_key(ctx, "repos");
             bottle_path_index(ctx, i);
-            return bottle_fail(ctx, "must be a non-empty string");
+            return bottle_fail(ctx, "%s", err);
         }
     }
 
-    b->nrepos = v ? json_array_size(v) : 0;
+    b->nrepos = n;
 
     return 0;
 }

@@ -242,3 +242,23 @@ bottle_glob_match(const char *pat, size_t plen, const char *s, size_t slen)
 
     return p == plen;
 }
+
+
+const bottle_repo_t *
+bottle_find_repo(const bottle_t *b, const bottle_repo_t *want)
+{
+    size_t                i;
+    const bottle_repo_t  *found;
+
+    found = NULL;
+
+    for (i = 0; i < b->nrepos; i++) {
+        if (bottle_repo_same(&b->repos[i], want)
+            && (found == NULL || b->repos[i].write))
+        {
+            found = &b->repos[i];
+        }
+    }
+
+    return found;
+}

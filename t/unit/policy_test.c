@@ -350,8 +350,8 @@ test_bottle_errors(void)
                          "\"audit\":{\"firehose\":true},\"routes\":[]}"),
                 "audit.firehose: must be a string", "audit.firehose type");
     check_error(error_of("{\"id\":\"alice\",\"token\":\"" TOKEN "\","
-                         "\"repos\":[\"a\",1],\"routes\":[]}"),
-                "repos[1]: must be a non-empty string", "repos entry type");
+                         "\"repos\":[\"h/o/r\",1],\"routes\":[]}"),
+                "repos[1]: must be a string", "repos entry type");
     check_error(error_of("{\"id\":\"alice\",\"token\":\"" TOKEN "\"}"),
                 "bottle \"alice\": routes: required", "missing routes");
     check_error(error_of("{\"id\":\"alice\",\"token\":\"" TOKEN "\","
@@ -739,7 +739,7 @@ test_unsupported(void)
                 "audit.firehose is not supported yet", "firehose refused");
     check_error(unsupported_of("\"held_secrets\":{\"K\":\"v\"},", route),
                 "held_secrets is not supported yet", "held_secrets refused");
-    check_error(unsupported_of("\"repos\":[\"x/y\"],", route),
+    check_error(unsupported_of("\"repos\":[\"h/x/y\"],", route),
                 "repos is not supported yet", "repos refused");
     check_error(unsupported_of("", "{\"host\":\"a.test\",\"log\":\"full\"}"),
                 "routes[0].log: \"full\" is not supported yet",
