@@ -296,6 +296,7 @@ struct ngx_bottle_hold_s {
     ngx_uint_t               state;
     unsigned                 counted:1;
     unsigned                 gone:1;
+    unsigned                 recheck:1;  /* a decision before the reply */
 };
 
 

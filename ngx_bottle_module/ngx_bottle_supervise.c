@@ -413,8 +413,18 @@ ngx_bottle_supervise_message(redisAsyncContext *ac, void *r, void *privdata)
     node = (ngx_rbtree_node_t *) ngx_str_rbtree_lookup(&s->holds, &id, hash);
     h = node ? ngx_bottle_hold_of(node) : NULL;
 
-    if (h == NULL || h->state != NGX_BOTTLE_HOLD_WAITING) {
+    if (h == NULL) {
         /* another worker's, or another gateway's */
+        return;
+    }
+
+    if (h->state == NGX_BOTTLE_HOLD_PROPOSING) {
+        /* the decision came before the script's reply was read */
+        h->recheck = 1;
+        return;
+    }
+
+    if (h->state != NGX_BOTTLE_HOLD_WAITING) {
         return;
     }
 
@@ -730,9 +740,10 @@ ngx_bottle_hold_proposed(redisAsyncContext *ac, void *r, void *privdata)
                    &h->bottle, &h->host, h->detector, h->location,
                    (size_t) 8, h->digest, h->id);
 
-    if (!ngx_bottle_supervise.subscribed) {
-        /* a decision may be missed: read when subscribed again */
-        return;
+    /* else a decision that came meanwhile is read once subscribed again */
+
+    if (h->recheck && ngx_bottle_supervise.subscribed) {
+        ngx_bottle_hold_check(h);
     }
 }
 

@@ -131,7 +131,7 @@ $t->run();
 $t2->run();
 $t3->run();
 
-$t->plan(36);
+$t->plan(40);
 
 ###############################################################################
 
@@ -242,6 +242,27 @@ for my $id (grep { $_ ne $gone } @ids3, $idb) {
 	ctl('deny', $id);
 }
 $_->read_response(timeout => 5) for $held[1], $s3, $sb;
+
+# two values: approved one by one, each held in turn, then it goes on
+
+my $AKIA = 'AKIA' . 'QYLPMN5HHHFPZAM2';
+my $two = "{\"a\": \"$GHP\", \"b\": \"$AKIA\"}";
+my $s4 = proxy_session($FA, timeout => 10);
+$s4->send(head('POST', $BOB, '127.0.0.2', $P2, '/pair', length $two) . $two);
+my ($id4) = wait_pending('bob', 1);
+my $first = decode_json(redis_cli($t, 'HGET', "bottle:proposal:$id4", 'json'));
+ctl('approve', $id4);
+my ($id5) = grep { $_ ne $id4 } wait_pending('bob', 1);
+my $second = $id5 && decode_json(redis_cli($t, 'HGET',
+	"bottle:proposal:$id5", 'json'));
+ok($second && $second->{args}{digest} ne $first->{args}{digest},
+	'two values: held again for the other value');
+is($s4->read_raw(0.3), '', 'two values: no answer after the first approval');
+ctl('approve', $id5) if $id5;
+like($s4->read_response(timeout => 5) // '', qr/^HTTP\/1\.1 200 /,
+	'two values: passes once both are approved');
+is(upstream_requests($t, 'two')->[-1]{body}, $two,
+	'two values: the body reached the upstream unchanged');
 
 # timeout: the second gateway's operator has 2 s
 
