@@ -722,12 +722,15 @@ ngx_bottle_hold_proposed(redisAsyncContext *ac, void *r, void *privdata)
                                    "(audit.delivery \"required\"): %*s",
                                    ngx_min(reply->len - 8, 200),
                                    reply->str + 8);
-            return;
+
+        } else {
+            ngx_bottle_hold_finish(h, NGX_DECLINED, "not queued",
+                                   "the proposal was not queued: %*s",
+                                   ngx_min(reply->len, 200), reply->str);
         }
 
-        ngx_bottle_hold_finish(h, NGX_DECLINED, "not queued",
-                               "the proposal was not queued: %*s",
-                               ngx_min(reply->len, 200), reply->str);
+        /* the script wrote nothing: there is no proposal to name */
+        h->id[0] = '\0';
         return;
     }
 

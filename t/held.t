@@ -37,6 +37,7 @@ my $t = Test::Nginx->new()->has(qw/http proxy stream bottle/)
 
 my $ALICE = 'alice-token-0123456789';
 my $BOB = 'bob-token-9876543210xyz';
+my $CAROL = 'carol-token-0123456789ab';
 my $GHP = 'ghp_' . join('', map { ('A' .. 'Z', 'a' .. 'z', 0 .. 9)[($_ * 11) % 62] }
 	1 .. 36);
 my $DIGEST = sha256_hex($GHP);
@@ -125,13 +126,17 @@ store_put($t,
 	] },
 	{ id => 'bob', token => $BOB, routes => [
 		{ host => '127.0.0.2', port => $P2, dlp => $SV, methods => $M },
+	] },
+	{ id => 'carol', token => $CAROL, audit => { delivery => 'required' },
+		routes => [
+		{ host => '127.0.0.2', port => $P2, dlp => $SV, methods => $M },
 	] });
 
 $t->run();
 $t2->run();
 $t3->run();
 
-$t->plan(40);
+$t->plan(43);
 
 ###############################################################################
 
@@ -283,6 +288,20 @@ $r = request($FC, $ALICE, '127.0.0.2', $P2, '/off', 5);
 like($r, qr/^HTTP\/1\.1 403 .*held for the operator, who is not reachable for this bottle/s,
 	'supervise off: refused');
 cmp_ok(time() - $t0, '<', 1.5, 'supervise off: at once');
+
+# a bottle requiring the journal, which refuses: refused at once
+
+redis_cli($t, 'RENAME', 'bottle:audit', 'bottle:audit:kept');
+redis_cli($t, 'SET', 'bottle:audit', 'x');
+$t0 = time();
+$r = request($FA, $CAROL, '127.0.0.2', $P2, '/journal', 5);
+like($r, qr/^HTTP\/1\.1 403 .*not held for the operator: the proposal could not be journalled, and the bottle requires it/s,
+	'journal refused, delivery required: refused');
+cmp_ok(time() - $t0, '<', 1.5, 'journal refused, delivery required: at once');
+is(scalar(() = wait_pending('carol', 0)), 0,
+	'journal refused, delivery required: nothing queued');
+redis_cli($t, 'DEL', 'bottle:audit');
+redis_cli($t, 'RENAME', 'bottle:audit:kept', 'bottle:audit');
 
 # the store down: refused at once
 
