@@ -83,8 +83,8 @@ static void ngx_bottle_hold_denied(ngx_bottle_hold_t *h, const char *state,
     redisReply *decision);
 static void ngx_bottle_hold_timeout(ngx_event_t *ev);
 static void ngx_bottle_hold_done(ngx_event_t *ev);
-static void ngx_bottle_hold_finish(ngx_bottle_hold_t *h, ngx_int_t rc,
-    const char *why, const char *fmt, ...);
+static void ngx_cdecl ngx_bottle_hold_finish(ngx_bottle_hold_t *h,
+    ngx_int_t rc, const char *why, const char *fmt, ...);
 static void ngx_bottle_hold_stop(ngx_bottle_hold_t *h, const char *why);
 static void ngx_bottle_hold_free(ngx_bottle_hold_t *h);
 
@@ -409,6 +409,10 @@ ngx_bottle_supervise_message(redisAsyncContext *ac, void *r, void *privdata)
     sp = ngx_strlchr(id.data, id.data + payload->len, ' ');
     id.len = sp ? (size_t) (sp - id.data) : payload->len;
 
+    ngx_log_debug2(NGX_LOG_DEBUG_CORE, s->log, 0,
+                   "bottle supervise: decision \"%*s\"", payload->len,
+                   payload->str);
+
     hash = ngx_crc32_short(id.data, id.len);
     node = (ngx_rbtree_node_t *) ngx_str_rbtree_lookup(&s->holds, &id, hash);
     h = node ? ngx_bottle_hold_of(node) : NULL;
@@ -544,8 +548,8 @@ ngx_bottle_hold_start(ngx_bottle_hold_t *h)
     h->timer.handler = ngx_bottle_hold_timeout;
     h->timer.data = h;
     h->timer.log = s->log;
-    /* a graceful shutdown refuses what it holds, at once */
-    h->timer.cancelable = 1;
+    /* a graceful shutdown (a reload) waits for the answer too */
+    h->timer.cancelable = 0;
     ngx_add_timer(&h->timer, scf->timeout);
 
     h->done.handler = ngx_bottle_hold_done;
@@ -882,12 +886,6 @@ static void
 ngx_bottle_hold_timeout(ngx_event_t *ev)
 {
     ngx_bottle_hold_t  *h = ev->data;
-
-    if (ngx_exiting || ngx_terminate || ngx_quit) {
-        ngx_bottle_hold_finish(h, NGX_DECLINED, "shutdown",
-                               "the gateway is shutting down");
-        return;
-    }
 
     ngx_bottle_hold_finish(h, NGX_DECLINED, "timeout",
                            "no answer from the operator within %M s",

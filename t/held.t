@@ -136,7 +136,7 @@ $t->run();
 $t2->run();
 $t3->run();
 
-$t->plan(43);
+$t->plan(45);
 
 ###############################################################################
 
@@ -289,6 +289,17 @@ like($r, qr/^HTTP\/1\.1 403 .*held for the operator, who is not reachable for th
 	'supervise off: refused');
 cmp_ok(time() - $t0, '<', 1.5, 'supervise off: at once');
 
+# a reload: the old worker keeps what it holds until it is answered
+
+my %before = map { $_ => 1 } wait_pending('alice', 0);
+my $s6 = post($FA, $ALICE, '127.0.0.2', $P2, '/reload');
+my ($id6) = grep { !$before{$_} } wait_pending('alice', keys(%before) + 1);
+ok($t->reload(), 'reload while held');
+ctl('approve', $id6) if $id6;
+like($s6->read_response(timeout => 5) // '', qr/^HTTP\/1\.1 200 /,
+	'reload: the held request is approved by the old worker');
+wait_ready($FA);
+
 # a bottle requiring the journal, which refuses: refused at once
 
 redis_cli($t, 'RENAME', 'bottle:audit', 'bottle:audit:kept');
@@ -308,7 +319,7 @@ redis_cli($t, 'RENAME', 'bottle:audit:kept', 'bottle:audit');
 redis_stop($t);
 sleep 0.5;
 $t0 = time();
-$r = request($FA, $ALICE, '127.0.0.2', $P2, '/down', 5);
+$r = request($FA, $CAROL, '127.0.0.2', $P2, '/down', 5);
 like($r, qr/^HTTP\/1\.1 403 .*not held for the operator: the operator is not reachable: the control plane \S+ is unreachable/s,
 	'store down: refused');
 cmp_ok(time() - $t0, '<', 1.5, 'store down: at once');
