@@ -6,8 +6,11 @@
 # operator.  Approved: the value is safelisted for that (bottle, host) and
 # the request reaches the upstream unchanged; denied or timed out: 403,
 # rule dlp, with the reason.  A per-bottle bound refuses at once past it,
-# a client that goes away releases its place, and with no operator channel
-# (bottle_supervise off, or the store down) it is refused at once.
+# a client that goes away releases its place (plain HTTP, and HTTP/1.1 and
+# HTTP/2 in an intercepted TLS tunnel), a reload keeps what the old worker
+# holds, and with no operator channel (bottle_supervise off, the store
+# down, the journal refusing a bottle that requires it) it is refused at
+# once.
 
 ###############################################################################
 
@@ -25,6 +28,7 @@ use Test::Bottle qw//;
 
 use Digest::SHA qw/ sha256_hex /;
 use JSON::PP;
+use POSIX qw//;
 use Time::HiRes qw/ sleep time /;
 
 ###############################################################################
@@ -48,7 +52,27 @@ my $P2 = port(8082);
 my $HELD = 2;
 
 sub conf {
-	my ($front, $extra, $name) = @_;
+	my ($front, $extra, $name, $tls) = @_;
+	$tls = !$tls ? '' : <<"EOF";
+    resolver 127.0.0.1:%%PORT_8053_UDP%%;
+
+    server {
+        listen unix:%%TESTDIR%%/$name-tls.sock ssl http2 proxy_protocol;
+        bottle on;
+        bottle_ca %%TESTDIR%%/gwca.crt %%TESTDIR%%/gwca.key;
+
+        location / {
+            proxy_pass https://\$bottle_upstream\$bottle_uri;
+            proxy_set_header Host \$bottle_host_header;
+            proxy_ssl_server_name on;
+            proxy_ssl_name \$bottle_host;
+            proxy_ssl_verify on;
+            proxy_ssl_trusted_certificate %%TESTDIR%%/upca.crt;
+        }
+    }
+EOF
+	my $tls_pass = $tls
+		? "bottle_tls_pass unix:%%TESTDIR%%/$name-tls.sock;" : '';
 	return <<"EOF";
 
 %%TEST_GLOBALS%%
@@ -70,6 +94,7 @@ stream {
         listen 127.0.0.1:$front;
         bottle_front on;
         bottle_plain_pass unix:%%TESTDIR%%/$name.sock;
+        $tls_pass
         proxy_pass \$bottle_upstream;
     }
 }
@@ -86,6 +111,7 @@ http {
             proxy_set_header Host \$bottle_host_header;
         }
     }
+$tls
 }
 
 EOF
@@ -98,7 +124,7 @@ my $FC = port(8280);
 my $SUP = "bottle_supervise redis://127.0.0.1:$RP/2;";
 
 $t->write_file_expand('nginx.conf', conf($FA,
-	"$SUP\nbottle_supervise_held $HELD;", 'a'));
+	"$SUP\nbottle_supervise_held $HELD;", 'a', 1));
 
 # a second gateway whose operator answers within 2 s, a third with none
 
@@ -113,6 +139,17 @@ $t3->write_file_expand('nginx.conf', conf($FC, 'bottle_supervise off;',
 fake_upstream($t, port => $P1, name => 'one');
 fake_upstream($t, port => $P2, name => 'two', addr => '127.0.0.2');
 
+# in an intercepted tunnel: TLS, HTTP/1.1 and HTTP/2
+
+my $P3 = port(8443);
+my $gwca = gen_ca($t, 'gwca');
+my $upca = gen_ca($t, 'upca');
+my $up = gen_cert($t, $upca, 'up', 'sup.allowed.test');
+fake_upstream($t, port => $P3, name => 'three', tls => 1,
+	cert => $up->{cert}, key => $up->{key});
+dns_start($t, port => port(8053),
+	hosts => { 'sup.allowed.test' => '127.0.0.1' });
+
 my $redis = redis_start($t, port => $RP, db => 2);
 $ENV{BOTTLE_OPERATOR} = 'op-held';
 
@@ -123,6 +160,8 @@ store_put($t,
 	{ id => 'alice', token => $ALICE, routes => [
 		{ host => '127.0.0.1', port => $P1, dlp => $SV, methods => $M },
 		{ host => '127.0.0.2', port => $P2, dlp => $SV, methods => $M },
+		{ host => 'sup.allowed.test', port => $P3, dlp => $SV,
+			methods => $M, internal => JSON::PP::true },
 	] },
 	{ id => 'bob', token => $BOB, routes => [
 		{ host => '127.0.0.2', port => $P2, dlp => $SV, methods => $M },
@@ -136,7 +175,7 @@ $t->run();
 $t2->run();
 $t3->run();
 
-$t->plan(45);
+$t->plan(50);
 
 ###############################################################################
 
@@ -269,6 +308,31 @@ like($s4->read_response(timeout => 5) // '', qr/^HTTP\/1\.1 200 /,
 is(upstream_requests($t, 'two')->[-1]{body}, $two,
 	'two values: the body reached the upstream unchanged');
 
+# in a TLS tunnel, HTTP/2 and HTTP/1.1: approved, and a client gone
+
+my %before = map { $_ => 1 } wait_pending('alice', 0);
+my $URL = "https://sup.allowed.test:$P3/tls";
+my $c1 = curl_start('--http2', '--data-binary', $BODY, $URL);
+my ($id7) = grep { !$before{$_} } wait_pending('alice', keys(%before) + 1);
+ok($id7, 'tls, h2: held');
+ctl('approve', $id7) if $id7;
+like(curl_wait($c1), qr/^HTTP\/2 200 .*upstream three ok/ms,
+	'tls, h2: approved, the upstream answers');
+is(upstream_requests($t, 'three')->[-1]{body}, $BODY,
+	'tls, h2: the upstream got the body unchanged');
+
+for my $v ('--http2', '--http1.1') {
+	%before = map { $_ => 1 } wait_pending('alice', 0);
+	my $c = curl_start($v, '--data-binary', "k=$AKIA", $URL);
+	my ($id) = grep { !$before{$_} }
+		wait_pending('alice', keys(%before) + 1);
+	$id //= '-';
+	kill 'TERM', $c->{pid};
+	waitpid($c->{pid}, 0);
+	my $re = qr/proposal=\Q$id\E released: the client went away/;
+	like(wait_log($re), $re, "tls, $v: a client gone is released");
+}
+
 # timeout: the second gateway's operator has 2 s
 
 wait_ready($FB);
@@ -291,7 +355,7 @@ cmp_ok(time() - $t0, '<', 1.5, 'supervise off: at once');
 
 # a reload: the old worker keeps what it holds until it is answered
 
-my %before = map { $_ => 1 } wait_pending('alice', 0);
+%before = map { $_ => 1 } wait_pending('alice', 0);
 my $s6 = post($FA, $ALICE, '127.0.0.2', $P2, '/reload');
 my ($id6) = grep { !$before{$_} } wait_pending('alice', keys(%before) + 1);
 ok($t->reload(), 'reload while held');
@@ -373,6 +437,31 @@ sub wait_ready {
 		sleep 0.1;
 	}
 	return 0;
+}
+
+# curl through the gateway, in the background: { pid, out }
+
+my $nc = 0;
+
+sub curl_start {
+	my (@args) = @_;
+	my $name = 'curl' . ++$nc . '.out';
+	my $out = $t->testdir() . "/$name";
+	my $pid = fork() // die "fork: $!\n";
+	if ($pid == 0) {
+		open STDOUT, '>', $out or die;
+		open STDERR, '>', "$out.err" or die;
+		exec('curl', '-s', '-S', '-i', '--max-time', '20', '--proxy',
+			"http://agent:$ALICE\@127.0.0.1:$FA", '--cacert',
+			$gwca->{cert}, @args) or POSIX::_exit(127);
+	}
+	return { pid => $pid, name => $name };
+}
+
+sub curl_wait {
+	my ($c) = @_;
+	waitpid($c->{pid}, 0);
+	return $t->read_file($c->{name});
 }
 
 sub ctl {
