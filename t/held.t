@@ -130,7 +130,7 @@ $t->write_file_expand('nginx.conf', conf($FA,
 
 my $t2 = Test::Nginx->new()->has(qw/http proxy stream bottle/);
 $t2->write_file_expand('nginx.conf', conf($FB,
-	"$SUP\nbottle_supervise_timeout 2s;", 'b'));
+	"$SUP\nbottle_supervise_timeout 2s;\nbottle_supervise_held_body 1k;", 'b'));
 
 my $t3 = Test::Nginx->new()->has(qw/http proxy stream bottle/);
 $t3->write_file_expand('nginx.conf', conf($FC, 'bottle_supervise off;',
@@ -175,7 +175,7 @@ $t->run();
 $t2->run();
 $t3->run();
 
-$t->plan(50);
+$t->plan(52);
 
 ###############################################################################
 
@@ -343,6 +343,16 @@ like($r, qr/^HTTP\/1\.1 403 .*no answer from the operator within 2 s/s,
 cmp_ok(time() - $t0, '>=', 1.8, 'timeout: after the timer');
 like($t2->read_file('error.log'), qr/released: timeout/,
 	'timeout: released in the log');
+
+# the bound on bytes: a body past it is refused at once
+
+my $big = "{\"pad\": \"" . ('x' x 2000) . "\", \"t\": \"$GHP\"}";
+$t0 = time();
+$r = proxy_request($FB, head('POST', $ALICE, '127.0.0.2', $P2, '/big',
+	length $big) . $big, timeout => 5) // '';
+like($r, qr/^HTTP\/1\.1 403 .*too many request bytes held for the operator \(1024 for this bottle\)/s,
+	'bytes bound: refused');
+cmp_ok(time() - $t0, '<', 1.5, 'bytes bound: at once');
 
 # bottle_supervise off: refused at once, as a bottle with no operator
 
