@@ -125,7 +125,7 @@ ngx_http_bottle_dlp(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
     }
 
     cln->handler = ngx_http_bottle_dlp_cleanup;
-    cln->data = d->scan;
+    cln->data = d;
 
     /* NGX_AGAIN: the body is scanned in a thread, the rest after it */
 
@@ -210,7 +210,11 @@ ngx_http_bottle_dlp_secrets_resume(ngx_http_request_t *r)
 static void
 ngx_http_bottle_dlp_cleanup(void *data)
 {
-    bottle_scan_release(data);
+    ngx_http_bottle_dlp_t  *d = data;
+
+    if (d->scan) {
+        bottle_scan_release(d->scan);
+    }
 }
 
 
@@ -351,6 +355,7 @@ static ngx_int_t
 ngx_http_bottle_dlp_decide(ngx_http_bottle_dlp_t *d)
 {
     size_t                       i, n, blocking;
+    ngx_int_t                    rc;
     u_char                       where[64], hash[17], full[65];
     u_char                       digest[32];
     const bottle_scan_match_t   *m, *first;
@@ -452,7 +457,20 @@ ngx_http_bottle_dlp_decide(ngx_http_bottle_dlp_t *d)
         if (ngx_bottle_supervise_enabled() && first->removable
             && !first->cross_field && full[0] != '-')
         {
-            return ngx_http_bottle_dlp_hold(d, first, where, digest);
+            rc = ngx_http_bottle_dlp_hold(d, first, where, digest);
+
+            if (rc == NGX_AGAIN) {
+                /*
+                 * the hold copied what it names: the scan state (~100 KiB
+                 * of streams and views) goes back to the bottle's free
+                 * list for the wait, which may be minutes; an approval
+                 * scans again with a state of its own
+                 */
+                bottle_scan_release(d->scan);
+                d->scan = NULL;
+            }
+
+            return rc;
         }
 
         return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_DLP,
