@@ -29,7 +29,7 @@ LIB_CFLAGS  = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT)
 UNIT_SRCS   = $(wildcard t/unit/*_test.c)
 UNIT_BINS   = $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 UNIT_CFLAGS = -std=c99 -Wall -Wextra -Werror -O1 -g -Ilib
-LIB_LIBS    = -ljansson -lcrypto -lhs -lpcre2-8 -lz -lbrotlidec -lbrotlienc -lpthread -lm
+LIB_LIBS    = -lhiredis -ljansson -lcrypto -lhs -lpcre2-8 -lz -lbrotlidec -lbrotlienc -lpthread -lm
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -Ilib
 
 .PHONY: all lib module unit ctl ctl-asan gitgate gitgate-asan test test-asan asan fuzz clean run stop install
@@ -91,7 +91,7 @@ $(NGX_BUILD)/objs/Makefile: config $(BUILD)/module-sources
 CTL_SRCS    = $(wildcard bottlectl/*.c)
 CTL_HDRS    = $(wildcard bottlectl/*.h)
 CTL_CFLAGS  = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib
-CTL_LIBS    = -lhiredis $(LIB_LIBS)
+CTL_LIBS    = $(LIB_LIBS)
 
 ctl: $(BUILD)/bottlectl
 
