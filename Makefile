@@ -195,6 +195,14 @@ $(BUILD)/fuzz/gg_update_fuzz: fuzz/gg_update_fuzz.c fuzz/fuzz.h \
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< gitgate-helper/gg_update.c
 
+# supervise-helper's JSON-RPC parser: its own source and jansson
+$(BUILD)/fuzz/supervise_rpc_fuzz: fuzz/supervise_rpc_fuzz.c fuzz/fuzz.h \
+                                  supervise-helper/sv_rpc.c \
+                                  supervise-helper/supervise.h
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -Isupervise-helper -o $@ $< \
+	    supervise-helper/sv_rpc.c -ljansson
+
 $(BUILD)/fuzz/%_fuzz: fuzz/%_fuzz.c fuzz/fuzz.h $(LIB_SRCS) $(LIB_HDRS)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(LIB_LIBS)
