@@ -6,6 +6,10 @@
 # over StreamableHTTPClientTransport, lists the tools, calls each one and
 # check-proposal, gets -32602 for an unknown tool, pings and ends its
 # session; without X-Bottle-Id it cannot connect, and nothing is queued.
+# Then Claude Code's own client (@anthropic-ai/claude-code, an optional
+# dependency there): `claude mcp add --transport http` and `claude mcp
+# list`, whose health check connects, offline (its home and config in the
+# test's directory, nonessential traffic off, any proxy dead).
 
 ###############################################################################
 
@@ -37,7 +41,7 @@ plan(skip_all => 'no node_modules in t/mcp-client (npm ci there)')
 	unless -d "$CLIENT/node_modules/\@modelcontextprotocol/sdk";
 
 my $t = Test::Nginx->new()->has_daemon('redis-server')
-	->has_daemon('redis-cli')->has_daemon('node')->plan(18);
+	->has_daemon('redis-cli')->has_daemon('node')->plan(22);
 my $d = $t->testdir();
 my $json = JSON::PP->new->canonical;
 
@@ -109,6 +113,47 @@ is($by{unknown}{error}, '-32602', 'an unknown tool: -32602');
 ok($by{ping}{ok} && $by{done}, 'ping, then the session ends');
 
 is(queued(), 6, 'six proposals in the store');
+
+# Claude Code: mcp add, mcp list (its health check) offline
+
+my $CLAUDE = "$CLIENT/node_modules/.bin/claude";
+
+sub claude {
+	my (@args) = @_;
+	local %ENV = (%ENV, HOME => "$d/home", CLAUDE_CONFIG_DIR => "$d/home/.claude",
+		CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC => 1,
+		DISABLE_TELEMETRY => 1, DISABLE_AUTOUPDATER => 1,
+		DISABLE_ERROR_REPORTING => 1,
+		HTTPS_PROXY => 'http://127.0.0.1:9', HTTP_PROXY => 'http://127.0.0.1:9',
+		NO_PROXY => '127.0.0.1,localhost');
+	delete $ENV{ANTHROPIC_API_KEY};
+	mkdir "$d/home";
+	mkdir "$d/work";
+	open my $fh, '-|', "cd '$d/work' && timeout 120 '$CLAUDE' "
+		. join(' ', map { "'$_'" } @args) . ' 2>&1' or die "claude: $!\n";
+	local $/;
+	my $out = <$fh> // '';
+	close $fh;
+	return $out;
+}
+
+SKIP: {
+	skip 'no claude in t/mcp-client (optional)', 4 unless -x $CLAUDE;
+
+	like(claude('mcp', 'add', '--transport', 'http', 'supervise',
+		"http://127.0.0.1:$P/mcp", '--header', 'X-Bottle-Id: alice'),
+		qr/Added HTTP MCP server supervise/, 'claude mcp add --transport http');
+	like(claude('mcp', 'list'), qr/^supervise: \S+ \(HTTP\) - \S+ Connected/m,
+		'claude mcp list: connected');
+
+	claude('mcp', 'remove', 'supervise');
+	claude('mcp', 'add', '--transport', 'http', 'nobody',
+		"http://127.0.0.1:$P/mcp");
+	my $out = claude('mcp', 'list');
+	unlike($out, qr/^nobody: .*Connected/m,
+		'claude mcp list: without X-Bottle-Id, not connected');
+	is(queued(), 6, 'claude: nothing queued');
+}
 
 $t->stop_daemons();
 unlike($t->read_file('helper.stderr'),
