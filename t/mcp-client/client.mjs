@@ -2,17 +2,21 @@
 // (t/supervise_sdk.t): connect over Streamable HTTP, list the tools, call
 // each one, print one JSON object per step on stdout.
 //
-//   node client.mjs URL BOTTLE
+//   node client.mjs URL BOTTLE|token=TOKEN
 //
 // BOTTLE goes in X-Bottle-Id, as nginx's `bottle_attribute mcp` would set
-// it; with "-" no header is sent.
+// it; token=TOKEN sends `Authorization: Bearer TOKEN` instead, as an agent
+// does to nginx; with "-" neither is sent.
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from
     "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
 const [url, bottle] = process.argv.slice(2);
-const headers = bottle && bottle !== "-" ? { "X-Bottle-Id": bottle } : {};
+const headers = !bottle || bottle === "-" ? {}
+    : bottle.startsWith("token=")
+    ? { "Authorization": "Bearer " + bottle.slice(6) }
+    : { "X-Bottle-Id": bottle };
 
 function out(step, o) {
     console.log(JSON.stringify({ step, ...o }));
