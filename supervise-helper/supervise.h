@@ -198,8 +198,9 @@ typedef struct {
 int sv_tools_call(json_t **out, sv_call_t *call, const json_t *params,
     char *err, size_t errlen);
 
-/* the answer of a queued proposal now: decided, or pending */
-json_t *sv_tools_answer(sv_call_t *call);
+/* the answer of a queued proposal now: decided, or pending (*pending 1;
+ * also when the store cannot say) */
+json_t *sv_tools_answer(sv_call_t *call, int *pending);
 
 
 /* sv_http.c */

@@ -232,6 +232,7 @@ sv_http_handler(void *cls, struct MHD_Connection *c, const char *url,
     const char *method, const char *version, const char *upload_data,
     size_t *upload_data_size, void **con_cls)
 {
+    int           pending;
     sv_req_t     *r;
     const char   *cl;
     json_t       *answer;
@@ -316,11 +317,24 @@ sv_http_handler(void *cls, struct MHD_Connection *c, const char *url,
 
     if (r->phase == SV_WAITING) {
 
-        /* resumed: a decision, the time is up, or the subscriber came
-         * back; the store says which */
+        /* resumed: a decision, the time is up, the subscriber came back
+         * (it may have missed the decision), or shutdown; the store says
+         * which, and a call with time left waits again */
 
         sv_wait_remove(&r->call.waiter);
-        answer = sv_tools_answer(&r->call);
+        answer = sv_tools_answer(&r->call, &pending);
+
+        if (pending && sv_now() < r->call.waiter.deadline_ms) {
+            json_decref(answer);
+            sv_wait_add(&r->call.waiter, r->call.proposal,
+                        r->call.waiter.deadline_ms);
+
+            if (sv_wait_suspend(&r->call.waiter, c)) {
+                return MHD_YES;
+            }
+
+            answer = sv_tools_answer(&r->call, &pending);
+        }
 
         if (answer == NULL) {
             return sv_respond_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
@@ -498,7 +512,7 @@ sv_http_rpc(struct MHD_Connection *c, sv_req_t *r, sv_msg_t *m)
 static enum MHD_Result
 sv_http_tools_call(struct MHD_Connection *c, sv_req_t *r, sv_msg_t *m)
 {
-    int      code;
+    int      code, pending;
     char     err[512];
     json_t  *res;
 
@@ -527,7 +541,7 @@ sv_http_tools_call(struct MHD_Connection *c, sv_req_t *r, sv_msg_t *m)
         return MHD_YES;
     }
 
-    res = sv_tools_answer(&r->call);
+    res = sv_tools_answer(&r->call, &pending);
     if (res == NULL) {
         return sv_respond_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, m->id,
                                 SV_RPC_INTERNAL, "internal error");

@@ -711,12 +711,15 @@ sv_queue(sv_tool_t *t, bottle_proposal_kind_e kind, json_t *args,
 
 
 json_t *
-sv_tools_answer(sv_call_t *call)
+sv_tools_answer(sv_call_t *call, int *pending)
 {
     int            rc;
     char           err[512];
     json_t        *checked, *o;
+    const char    *state;
     redisContext  *c;
+
+    *pending = 1;
 
     c = sv_store(err, sizeof(err));
     if (c == NULL) {
@@ -737,6 +740,9 @@ sv_tools_answer(sv_call_t *call)
         return sv_tool_json(0, json_pack("{s:s, s:s}", "status", "pending",
                                          "id", call->proposal));
     }
+
+    state = json_string_value(json_object_get(checked, "state"));
+    *pending = state == NULL || strcmp(state, "pending") == 0;
 
     o = sv_decision_json(call->proposal, checked);
     json_decref(checked);

@@ -44,11 +44,11 @@ if (!-x $HELPER) {
 }
 
 my $t = Test::Nginx->new()->has_daemon('redis-server')
-	->has_daemon('redis-cli')->has_daemon('curl')->plan(105);
+	->has_daemon('redis-cli')->has_daemon('curl')->plan(107);
 my $d = $t->testdir();
 my $json = JSON::PP->new->canonical;
 
-my $r = redis_start($t, port => 8131);
+my $r = redis_start($t, port => 8131, persist => 1);
 $ENV{BOTTLE_STORE} = $r->{url};
 $ENV{BOTTLE_OPERATOR} = 'op-sv';
 
@@ -518,6 +518,38 @@ like(redis_cli($t, 'HGET', 'bottle:policy:alice', 'json'), qr/b\.example/,
 	justification => 'deny me' }, 'deny', '--note', 'not now');
 is_deeply([ @$ans{qw/status action notes/} ], [ 'denied', 'deny', 'not now' ],
 	'a denial during the wait: denied with the notes');
+
+# the store lost and back during a wait: the subscriber subscribes again,
+# the call checks the store, waits on, and gets the answer given after
+
+my $l = fork() // die;
+if ($l == 0) {
+	my $res = call('slow', 'alice', $S, 'egress-block', { host => 'd.example',
+		justification => 'j' });
+	open my $fh, '>', "$d/lost.json" or die;
+	print $fh $json->encode($res->{answer});
+	close $fh;
+	POSIX::_exit(0);
+}
+my $lost;
+for (1 .. 60) {
+	($lost) = redis_cli($t, 'ZRANGE', 'bottle:proposals:pending', '0', '-1')
+		=~ /^(\S+)\n\z/;
+	last if $lost;
+	sleep 0.05;
+}
+redis_stop($t);
+sleep 0.3;
+redis_start($t);
+sleep 1.5;
+system("$Test::Bottle::BOTTLECTL deny $lost --note back >/dev/null 2>&1")
+	if $lost;
+waitpid($l, 0);
+my $back = eval { $json->decode($t->read_file('lost.json')) } // {};
+is_deeply([ @$back{qw/status notes/} ], [ 'denied', 'back' ],
+	'the store lost and back during a wait: the answer still comes');
+like($t->read_file('slow.stderr'), qr/subscriber': lost the store/,
+	'the subscriber logged the store lost');
 
 # SIGTERM with a call waiting: it is answered, the socket goes
 
