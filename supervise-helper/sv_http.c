@@ -436,8 +436,10 @@ sv_http_rpc(struct MHD_Connection *c, sv_req_t *r, sv_msg_t *m)
         if (found != 1) {
             sv_log("refused bottle=%s: initialize: %s", r->call.bottle,
                    found == 0 ? "not in the store" : err);
-            return sv_respond_error(c, found == 0 ? MHD_HTTP_FORBIDDEN
-                                                  : MHD_HTTP_SERVICE_UNAVAILABLE,
+            return sv_respond_error(c,
+                                    found == 0
+                                    ? MHD_HTTP_FORBIDDEN
+                                    : MHD_HTTP_SERVICE_UNAVAILABLE,
                                     m->id, SV_RPC_SERVER_ERROR,
                                     found == 0
                                     ? "refused: this bottle is not known "

@@ -364,7 +364,8 @@ static json_t *
 sv_forge_connect(sv_tool_t *t)
 {
     int             bad;
-    char            forge[BOTTLE_FORGE_NAME_MAX + 8], probe[BOTTLE_FORGE_NAME_MAX + 16];
+    char            forge[BOTTLE_FORGE_NAME_MAX + 8];
+    char            probe[BOTTLE_FORGE_NAME_MAX + 16];
     size_t          n, i;
     json_t         *args;
     const char     *url, *other, *a;
