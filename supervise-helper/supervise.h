@@ -130,6 +130,14 @@ struct redisContext *sv_store(char *err, size_t errlen);
 void sv_store_lost(void);
 
 /*
+ * One read-only command (redisCommand's format), on a fresh connection
+ * once more if this thread's was lost (a store restarted since its last
+ * use): the reply, or NULL and err.
+ */
+struct redisReply *sv_store_read(char *err, size_t errlen,
+    const char *fmt, ...);
+
+/*
  * A bottle as the store holds it: its JSON (new reference), with
  * supervise's own fields taken out (parent, children), and its policy
  * parsed.  0; 1 if no such bottle; -1 and err.

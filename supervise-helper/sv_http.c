@@ -747,24 +747,19 @@ sv_accepts(const char *accept)
 static int
 sv_bottle_exists(const char *id, char *err, size_t errlen)
 {
-    int            rc;
-    redisReply    *r;
-    redisContext  *c;
+    int           rc;
+    redisReply   *r;
 
-    c = sv_store(err, errlen);
-    if (c == NULL) {
+    r = sv_store_read(err, errlen, "HEXISTS %s %s", BOTTLE_STORE_BOTTLES,
+                      id);
+    if (r == NULL) {
         return -1;
     }
 
-    r = redisCommand(c, "HEXISTS %s %s", BOTTLE_STORE_BOTTLES, id);
-    if (r == NULL || r->type != REDIS_REPLY_INTEGER) {
+    if (r->type != REDIS_REPLY_INTEGER) {
         snprintf(err, errlen, "cannot read the store %.400s",
                  sv_conf.store_text);
-        if (r) {
-            freeReplyObject(r);
-        } else {
-            sv_store_lost();
-        }
+        freeReplyObject(r);
         return -1;
     }
 

@@ -7,6 +7,7 @@
 
 #define _POSIX_C_SOURCE  200809L
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,37 @@ sv_store_lost(void)
 }
 
 
+redisReply *
+sv_store_read(char *err, size_t errlen, const char *fmt, ...)
+{
+    int            try;
+    va_list        ap;
+    redisReply    *r;
+    redisContext  *c;
+
+    for (try = 0; try < 2; try++) {
+        c = sv_store(err, errlen);
+        if (c == NULL) {
+            return NULL;
+        }
+
+        va_start(ap, fmt);
+        r = redisvCommand(c, fmt, ap);
+        va_end(ap);
+
+        if (r) {
+            return r;
+        }
+
+        snprintf(err, errlen, "cannot reach the store %.400s: %s",
+                 sv_conf.store_text, c->err ? c->errstr : "connection lost");
+        sv_store_lost();
+    }
+
+    return NULL;
+}
+
+
 /*
  * HGET bottle:policy:<id> json, parsed by the gateway's parser.  The
  * fields the policy does not have yet and supervise reads ("parent": the
@@ -104,23 +136,14 @@ sv_bottle_load(sv_bottle_t *out, const char *id, char *err, size_t errlen)
     char          *text, source[SV_BOTTLE_ID_MAX + 32];
     json_t        *o, *v;
     redisReply    *r;
-    redisContext  *c;
     json_error_t   jerr;
 
     memset(out, 0, sizeof(*out));
     out->children_max = SV_CHILDREN_MAX;
 
-    c = sv_store(err, errlen);
-    if (c == NULL) {
-        return -1;
-    }
-
-    r = redisCommand(c, "HGET %s%s %s", BOTTLE_STORE_POLICY_PREFIX, id,
-                     BOTTLE_STORE_F_JSON);
+    r = sv_store_read(err, errlen, "HGET %s%s %s",
+                      BOTTLE_STORE_POLICY_PREFIX, id, BOTTLE_STORE_F_JSON);
     if (r == NULL) {
-        snprintf(err, errlen, "cannot reach the store %s: %s",
-                 sv_conf.store_text, c->err ? c->errstr : "connection lost");
-        sv_store_lost();
         return -1;
     }
 

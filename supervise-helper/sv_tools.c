@@ -437,7 +437,6 @@ sv_repo_check(sv_tool_t *t, bottle_repo_t *repo, int with_mode)
     int            bad;
     const char    *s, *other;
     redisReply    *r;
-    redisContext  *c;
 
     bad = 0;
     s = sv_string(t->in, "repo", &bad);
@@ -460,16 +459,10 @@ sv_repo_check(sv_tool_t *t, bottle_repo_t *repo, int with_mode)
                          "forges only", repo->forge, other);
     }
 
-    c = sv_store(t->err, sizeof(t->err));
-    if (c == NULL) {
-        return sv_refuse(t, "%s", t->err);
-    }
-
-    r = redisCommand(c, "SISMEMBER %s %s", BOTTLE_FORGES, repo->forge);
+    r = sv_store_read(t->err, sizeof(t->err), "SISMEMBER %s %s",
+                      BOTTLE_FORGES, repo->forge);
     if (r == NULL || r->type != REDIS_REPLY_INTEGER) {
-        if (r == NULL) {
-            sv_store_lost();
-        } else {
+        if (r) {
             freeReplyObject(r);
         }
         return sv_refuse(t, "cannot read the connected forges from the "
@@ -714,27 +707,32 @@ sv_queue(sv_tool_t *t, bottle_proposal_kind_e kind, json_t *args,
 json_t *
 sv_tools_answer(sv_call_t *call, int *pending)
 {
-    int            rc;
+    int            rc, try;
     char           err[512];
     json_t        *checked, *o;
     const char    *state;
     redisContext  *c;
 
     *pending = 1;
+    rc = BOTTLE_PROPOSAL_ELOST;
 
-    c = sv_store(err, sizeof(err));
-    if (c == NULL) {
-        return sv_tool_json(0, json_pack("{s:s, s:s, s:s}", "status",
-                                         "pending", "id", call->proposal,
-                                         "note", "the control plane cannot "
-                                         "be reached now: check-proposal "
-                                         "later"));
-    }
+    /* a second time on a fresh connection if this thread's was lost */
 
-    rc = bottle_proposal_check(&checked, c, call->bottle, call->proposal,
-                               err, sizeof(err));
-    if (rc == BOTTLE_PROPOSAL_ELOST) {
-        sv_store_lost();
+    for (try = 0; try < 2 && rc == BOTTLE_PROPOSAL_ELOST; try++) {
+        c = sv_store(err, sizeof(err));
+        if (c == NULL) {
+            return sv_tool_json(0, json_pack("{s:s, s:s, s:s}", "status",
+                                             "pending", "id", call->proposal,
+                                             "note", "the control plane "
+                                             "cannot be reached now: "
+                                             "check-proposal later"));
+        }
+
+        rc = bottle_proposal_check(&checked, c, call->bottle,
+                                   call->proposal, err, sizeof(err));
+        if (rc == BOTTLE_PROPOSAL_ELOST) {
+            sv_store_lost();
+        }
     }
 
     if (rc != 0) {
