@@ -29,17 +29,18 @@ LIB_CFLAGS  = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT)
 UNIT_SRCS   = $(wildcard t/unit/*_test.c)
 UNIT_BINS   = $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 UNIT_CFLAGS = -std=c99 -Wall -Wextra -Werror -O1 -g -Ilib
-LIB_LIBS    = -ljansson -lcrypto -lhs -lpcre2-8 -lz -lbrotlidec -lbrotlienc -lpthread -lm
+LIB_LIBS    = -lhiredis -ljansson -lcrypto -lhs -lpcre2-8 -lz -lbrotlidec -lbrotlienc -lpthread -lm
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -Ilib
 
-.PHONY: all lib module unit ctl ctl-asan gitgate gitgate-asan test test-asan asan fuzz clean run stop install
+.PHONY: all lib module unit ctl ctl-asan gitgate gitgate-asan supervise \
+        supervise-asan test test-asan asan fuzz clean run stop install
 
 # `make run`: a gateway on 127.0.0.1:9099 from the shipped nginx-conf/
 RUN_DIR    ?= /tmp/ngx-bottle
 POLICY     ?= nginx-conf/policy.example.json
 RESOLVER   ?=
 
-all: lib module unit ctl gitgate
+all: lib module unit ctl gitgate supervise
 
 lib: $(LIBBOTTLE)
 
@@ -91,7 +92,7 @@ $(NGX_BUILD)/objs/Makefile: config $(BUILD)/module-sources
 CTL_SRCS    = $(wildcard bottlectl/*.c)
 CTL_HDRS    = $(wildcard bottlectl/*.h)
 CTL_CFLAGS  = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib
-CTL_LIBS    = -lhiredis $(LIB_LIBS)
+CTL_LIBS    = $(LIB_LIBS)
 
 ctl: $(BUILD)/bottlectl
 
@@ -148,6 +149,27 @@ gitgate-asan:
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
 	    LD_OPT="-fsanitize=address,undefined" gitgate
 
+# supervise-helper, the agent's MCP server (docs/supervise.md):
+# libbottle, libmicrohttpd and hiredis; `make supervise-asan` builds
+# build-asan/supervise-helper with the sanitizers
+SV_SRCS     = $(wildcard supervise-helper/*.c)
+SV_HDRS     = $(wildcard supervise-helper/*.h)
+SV_CFLAGS   = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib \
+              -Isupervise-helper
+SV_LIBS     = -lmicrohttpd $(LIB_LIBS)
+
+supervise: $(BUILD)/supervise-helper
+
+$(BUILD)/supervise-helper: $(SV_SRCS) $(SV_HDRS) $(LIBBOTTLE)
+	@mkdir -p $(dir $@)
+	$(CC) $(SV_CFLAGS) $(DEB_LD_OPT) $(LD_OPT) -o $@ $(SV_SRCS) \
+	    $(LIBBOTTLE) $(SV_LIBS)
+
+supervise-asan:
+	$(MAKE) BUILD=build-asan \
+	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
+	    LD_OPT="-fsanitize=address,undefined" supervise
+
 unit: $(UNIT_BINS)
 
 $(BUILD)/unit/%_test: t/unit/%_test.c $(LIBBOTTLE) $(LIB_HDRS) t/unit/tap.h
@@ -160,7 +182,7 @@ $(BUILD)/unit/%_test: t/unit/%_test.c $(LIBBOTTLE) $(LIB_HDRS) t/unit/tap.h
 asan:
 	$(MAKE) BUILD=build-asan \
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
-	    LD_OPT="-fsanitize=address,undefined" module ctl
+	    LD_OPT="-fsanitize=address,undefined" module ctl supervise
 
 FUZZ_BINS   = $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/*_fuzz.c))
 
@@ -172,6 +194,14 @@ $(BUILD)/fuzz/gg_update_fuzz: fuzz/gg_update_fuzz.c fuzz/fuzz.h \
                               gitgate-helper/gg_update.h
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< gitgate-helper/gg_update.c
+
+# supervise-helper's JSON-RPC parser: its own source and jansson
+$(BUILD)/fuzz/supervise_rpc_fuzz: fuzz/supervise_rpc_fuzz.c fuzz/fuzz.h \
+                                  supervise-helper/sv_rpc.c \
+                                  supervise-helper/supervise.h
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -Isupervise-helper -o $@ $< \
+	    supervise-helper/sv_rpc.c -ljansson
 
 $(BUILD)/fuzz/%_fuzz: fuzz/%_fuzz.c fuzz/fuzz.h $(LIB_SRCS) $(LIB_HDRS)
 	@mkdir -p $(dir $@)
