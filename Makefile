@@ -175,7 +175,7 @@ $(BUILD)/fuzz/gg_update_fuzz: fuzz/gg_update_fuzz.c fuzz/fuzz.h \
 
 $(BUILD)/fuzz/%_fuzz: fuzz/%_fuzz.c fuzz/fuzz.h $(LIB_SRCS) $(LIB_HDRS)
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(LIB_LIBS)
+	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(LIB_LIBS) -lhiredis
 
 # the suite, then the nginx-level tests again with the sanitizer build
 test: all asan

@@ -17,6 +17,7 @@
 #include <hiredis/hiredis.h>
 
 #include "bottle_audit.h"
+#include "bottle_decision.h"
 #include "bottle_policy.h"
 #include "bottle_proposal.h"
 #include "bottle_store.h"
@@ -150,17 +151,10 @@ int bottlectl_deny(bottlectl_t *ctl, int argc, char **argv);
 int bottlectl_modify(bottlectl_t *ctl, int argc, char **argv);
 
 /*
- * The change an approval of an egress proposal would make to the bottle's
- * stored policy, checked by the gateway's parser.
+ * The change an approval would make to the bottle's stored policy,
+ * checked by the gateway's parser (bottle_decision.h).
  */
-typedef struct {
-    int                 changed;    /* 0: the policy stays as it is */
-    char               *version;    /* the version it was computed from */
-    char               *digest;     /* the bottle's token_sha256 */
-    char               *json;       /* the new stored JSON */
-    char               *diff;       /* unified diff of the pretty JSON */
-    size_t              diff_len;
-} bottlectl_change_t;
+typedef bottle_decision_change_t  bottlectl_change_t;
 
 /* 0, or an exit status after a line; bottlectl_change_free() either way */
 int bottlectl_change(bottlectl_t *ctl, const char *bottle,
