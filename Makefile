@@ -32,14 +32,14 @@ UNIT_CFLAGS = -std=c99 -Wall -Wextra -Werror -O1 -g -Ilib
 LIB_LIBS    = -ljansson -lcrypto -lhs -lpcre2-8 -lz -lbrotlidec -lbrotlienc -lpthread -lm
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -Ilib
 
-.PHONY: all lib module unit ctl ctl-asan gitgate gitgate-asan test test-asan asan fuzz clean run stop install
+.PHONY: all lib module unit ctl ctl-asan gitgate gitgate-asan operator operator-asan test test-asan asan fuzz clean run stop install
 
 # `make run`: a gateway on 127.0.0.1:9099 from the shipped nginx-conf/
 RUN_DIR    ?= /tmp/ngx-bottle
 POLICY     ?= nginx-conf/policy.example.json
 RESOLVER   ?=
 
-all: lib module unit ctl gitgate
+all: lib module unit ctl gitgate operator
 
 lib: $(LIBBOTTLE)
 
@@ -154,13 +154,47 @@ $(BUILD)/unit/%_test: t/unit/%_test.c $(LIBBOTTLE) $(LIB_HDRS) t/unit/tap.h
 	@mkdir -p $(dir $@)
 	$(CC) $(UNIT_CFLAGS) -o $@ $< $(LIBBOTTLE) $(LIB_LIBS)
 
+# The operator page (supervise-helper/sv_operator.c, docs/operator.md):
+# its page, script and style embedded (xxd -i); build/sv-operator serves
+# it alone until supervise-helper's main does
+OP_ASSETS   = supervise-helper/operator/index.html \
+              supervise-helper/operator/app.js \
+              supervise-helper/operator/style.css
+OP_SRCS     = supervise-helper/sv_operator.c
+OP_CFLAGS   = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib \
+              -Isupervise-helper
+OP_LIBS     = -lmicrohttpd -lhiredis $(LIB_LIBS)
+
+$(BUILD)/supervise/sv_operator_assets.c: $(OP_ASSETS)
+	@mkdir -p $(dir $@)
+	for f in $(OP_ASSETS); do \
+	    xxd -i -n sv_operator_$$(basename $$f | tr . _) $$f \
+	    | sed 's/^unsigned/const unsigned/' || exit 1; \
+	done > $@.tmp
+	mv -f $@.tmp $@
+
+operator: $(BUILD)/sv-operator
+
+$(BUILD)/sv-operator: supervise-helper/operator/sv_operator_main.c \
+                      $(OP_SRCS) supervise-helper/sv_operator.h \
+                      $(BUILD)/supervise/sv_operator_assets.c $(LIBBOTTLE)
+	@mkdir -p $(dir $@)
+	$(CC) $(OP_CFLAGS) $(DEB_LD_OPT) $(LD_OPT) -o $@ \
+	    supervise-helper/operator/sv_operator_main.c $(OP_SRCS) \
+	    $(BUILD)/supervise/sv_operator_assets.c $(LIBBOTTLE) $(OP_LIBS)
+
+operator-asan:
+	$(MAKE) BUILD=build-asan \
+	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
+	    LD_OPT="-fsanitize=address,undefined" operator
+
 # The module (and bottlectl) with AddressSanitizer and UBSan; nginx must
 # then run with the sanitizer runtime preloaded (docs/install.md,
 # docs/testing.md).
 asan:
 	$(MAKE) BUILD=build-asan \
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
-	    LD_OPT="-fsanitize=address,undefined" module ctl
+	    LD_OPT="-fsanitize=address,undefined" module ctl operator
 
 FUZZ_BINS   = $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/*_fuzz.c))
 

@@ -1,0 +1,1039 @@
+/*
+ * The operator page (sv_operator.h, docs/operator.md).
+ *
+ * Everything a proposal carries came from an agent: the page renders it
+ * as text (textContent) under a CSP that allows no inline script, and
+ * this file sends it only as JSON strings.  A state-changing request is a
+ * POST with a JSON body, the X-Bottle-Operator header (which a form or an
+ * image on a page the bottle controls cannot send without a CORS
+ * preflight this server never answers) and, when the browser names one,
+ * an Origin that is this server's own.
+ */
+
+#define _POSIX_C_SOURCE  200809L
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
+#include "bottle_decision.h"
+#include "bottle_proposal.h"
+#include "bottle_redis.h"
+#include "bottle_store.h"
+#include "sv_operator.h"
+
+
+#define SV_OPERATOR_THREADS     4
+#define SV_OPERATOR_TIMEOUT     30      /* seconds idle per connection */
+#define SV_OPERATOR_NAME_MAX    64
+
+#define SV_OPERATOR_CSP                                                      \
+    "default-src 'none'; script-src 'self'; style-src 'self'; "              \
+    "connect-src 'self'; img-src 'none'; base-uri 'none'; "                  \
+    "form-action 'none'; frame-ancestors 'none'"
+
+
+struct sv_operator_s {
+    struct MHD_Daemon       *daemon;
+    bottle_store_url_t       url;
+    unsigned char            secret[SHA256_DIGEST_LENGTH];  /* of
+                                                  "operator:<password>" */
+    FILE                    *log;
+    int                      own_log;
+};
+
+
+/* one request: its body as it arrives */
+typedef struct {
+    char                    *body;
+    size_t                   len;
+    int                      too_big;
+} sv_request_t;
+
+
+/* the page: supervise-helper/operator/, embedded at build time (xxd -i) */
+extern const unsigned char  sv_operator_index_html[];
+extern const unsigned int   sv_operator_index_html_len;
+extern const unsigned char  sv_operator_app_js[];
+extern const unsigned int   sv_operator_app_js_len;
+extern const unsigned char  sv_operator_style_css[];
+extern const unsigned int   sv_operator_style_css_len;
+
+
+static int sv_operator_credential(sv_operator_t *op, const char *file,
+    char *err, size_t errlen);
+static int sv_operator_addr(struct sockaddr_storage *ss, const char *listen,
+    char *err, size_t errlen);
+static enum MHD_Result sv_operator_handle(void *cls,
+    struct MHD_Connection *c, const char *url, const char *method,
+    const char *version, const char *upload, size_t *upload_size,
+    void **con_cls);
+static void sv_operator_done(void *cls, struct MHD_Connection *c,
+    void **con_cls, enum MHD_RequestTerminationCode toe);
+static int sv_operator_authorized(sv_operator_t *op,
+    struct MHD_Connection *c);
+static const char *sv_operator_csrf(struct MHD_Connection *c);
+static enum MHD_Result sv_operator_send(struct MHD_Connection *c,
+    unsigned status, const char *type, const void *data, size_t len,
+    int copy, const char *allow);
+static enum MHD_Result sv_operator_json(struct MHD_Connection *c,
+    unsigned status, json_t *o);
+static enum MHD_Result sv_operator_error(struct MHD_Connection *c,
+    unsigned status, const char *fmt, ...);
+static enum MHD_Result sv_operator_unauthorized(struct MHD_Connection *c);
+static redisContext *sv_operator_connect(sv_operator_t *op, char *err,
+    size_t errlen);
+static enum MHD_Result sv_operator_list(sv_operator_t *op,
+    struct MHD_Connection *c);
+static json_t *sv_operator_entries(redisContext *rc, redisReply *ids,
+    size_t max, int decided);
+static enum MHD_Result sv_operator_show(sv_operator_t *op,
+    struct MHD_Connection *c, const char *id);
+static enum MHD_Result sv_operator_answer(sv_operator_t *op,
+    struct MHD_Connection *c, const char *id, const char *action,
+    sv_request_t *req);
+static void sv_operator_logf(sv_operator_t *op, const char *fmt, ...);
+
+
+int
+sv_operator_start(sv_operator_t **out, const sv_operator_conf_t *conf,
+    char *err, size_t errlen)
+{
+    char                     e[512];
+    sv_operator_t           *op;
+    struct sockaddr_storage  ss;
+
+    *out = NULL;
+
+    op = calloc(1, sizeof(*op));
+    if (op == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+
+    op->log = stderr;
+
+    if (conf->log) {
+        op->log = fopen(conf->log, "a");
+        if (op->log == NULL) {
+            snprintf(err, errlen, "cannot open '%s': %s", conf->log,
+                     strerror(errno));
+            free(op);
+            return -1;
+        }
+        op->own_log = 1;
+        setvbuf(op->log, NULL, _IOLBF, 0);
+    }
+
+    if (conf->credential == NULL) {
+        snprintf(err, errlen, "no operator credential file given");
+        goto failed;
+    }
+
+    if (sv_operator_credential(op, conf->credential, err, errlen) != 0) {
+        goto failed;
+    }
+
+    if (conf->store == NULL
+        || bottle_store_url_parse(&op->url, conf->store, e, sizeof(e)) != 0)
+    {
+        snprintf(err, errlen, "invalid store URL: %s",
+                 conf->store ? e : "none given");
+        goto failed;
+    }
+
+    if (sv_operator_addr(&ss, conf->listen ? conf->listen
+                                           : SV_OPERATOR_LISTEN,
+                         err, errlen)
+        != 0)
+    {
+        goto failed;
+    }
+
+    op->daemon = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD
+                                  | MHD_USE_ERROR_LOG
+                                  | (ss.ss_family == AF_INET6
+                                     ? MHD_USE_IPv6 : 0),
+                                  0, NULL, NULL, sv_operator_handle, op,
+                                  MHD_OPTION_SOCK_ADDR, &ss,
+                                  MHD_OPTION_THREAD_POOL_SIZE,
+                                  (unsigned) SV_OPERATOR_THREADS,
+                                  MHD_OPTION_CONNECTION_TIMEOUT,
+                                  (unsigned) SV_OPERATOR_TIMEOUT,
+                                  MHD_OPTION_NOTIFY_COMPLETED,
+                                  sv_operator_done, op,
+                                  MHD_OPTION_END);
+    if (op->daemon == NULL) {
+        snprintf(err, errlen, "cannot listen on '%s'",
+                 conf->listen ? conf->listen : SV_OPERATOR_LISTEN);
+        goto failed;
+    }
+
+    sv_operator_logf(op, "operator page on port %u", sv_operator_port(op));
+
+    *out = op;
+
+    return 0;
+
+failed:
+
+    OPENSSL_cleanse(op->secret, sizeof(op->secret));
+    if (op->own_log) {
+        fclose(op->log);
+    }
+    free(op);
+
+    return -1;
+}
+
+
+void
+sv_operator_stop(sv_operator_t *op)
+{
+    if (op == NULL) {
+        return;
+    }
+
+    MHD_stop_daemon(op->daemon);
+    OPENSSL_cleanse(op->secret, sizeof(op->secret));
+    OPENSSL_cleanse(op->url.password, sizeof(op->url.password));
+
+    if (op->own_log) {
+        fclose(op->log);
+    }
+
+    free(op);
+}
+
+
+unsigned
+sv_operator_port(const sv_operator_t *op)
+{
+    const union MHD_DaemonInfo  *i;
+
+    i = MHD_get_daemon_info(op->daemon, MHD_DAEMON_INFO_BIND_PORT);
+
+    return i ? i->port : 0;
+}
+
+
+/* the file's first line; nobody but its owner may read it */
+
+static int
+sv_operator_credential(sv_operator_t *op, const char *file, char *err,
+    size_t errlen)
+{
+    int          rc;
+    char         line[1024], both[sizeof(line) + 16];
+    size_t       n;
+    FILE        *f;
+    struct stat  st;
+
+    f = fopen(file, "r");
+    if (f == NULL) {
+        snprintf(err, errlen, "cannot open '%s': %s", file, strerror(errno));
+        return -1;
+    }
+
+    rc = -1;
+    line[0] = '\0';
+
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "credential '%s': not a regular file", file);
+        goto cleanup;
+    }
+
+    if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+        snprintf(err, errlen, "credential '%s': readable or writable by "
+                 "group or others (mode %03o): chmod 600 it", file,
+                 (unsigned) (st.st_mode & 0777));
+        goto cleanup;
+    }
+
+    if (fgets(line, sizeof(line), f) == NULL) {
+        line[0] = '\0';
+    }
+
+    n = strcspn(line, "\r\n");
+    line[n] = '\0';
+
+    if (n == 0) {
+        snprintf(err, errlen, "credential '%s': no password on its first "
+                 "line", file);
+        goto cleanup;
+    }
+
+    snprintf(both, sizeof(both), "%s:%s", SV_OPERATOR_USER, line);
+    SHA256((const unsigned char *) both, strlen(both), op->secret);
+    OPENSSL_cleanse(both, sizeof(both));
+    rc = 0;
+
+cleanup:
+
+    OPENSSL_cleanse(line, sizeof(line));
+    fclose(f);
+
+    return rc;
+}
+
+
+/* "127.0.0.1:9101", "[::1]:9101": literals only, never a name to resolve */
+
+static int
+sv_operator_addr(struct sockaddr_storage *ss, const char *listen, char *err,
+    size_t errlen)
+{
+    char              host[64];
+    const char       *port, *end;
+    size_t            n;
+    struct addrinfo   hints, *ai;
+
+    if (listen[0] == '[') {
+        end = strchr(listen, ']');
+        port = end && end[1] == ':' ? end + 2 : NULL;
+        n = end ? (size_t) (end - listen - 1) : 0;
+        listen++;
+
+    } else {
+        end = strrchr(listen, ':');
+        port = end ? end + 1 : NULL;
+        n = end ? (size_t) (end - listen) : 0;
+    }
+
+    if (port == NULL || port[0] == '\0' || n == 0 || n >= sizeof(host)) {
+        snprintf(err, errlen, "invalid listen address '%s': ADDRESS:PORT",
+                 listen);
+        return -1;
+    }
+
+    memcpy(host, listen, n);
+    host[n] = '\0';
+
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE;
+    hints.ai_socktype = SOCK_STREAM;
+
+    if (getaddrinfo(host, port, &hints, &ai) != 0) {
+        snprintf(err, errlen, "invalid listen address '%s': an IP address "
+                 "and a port", listen);
+        return -1;
+    }
+
+    memset(ss, 0, sizeof(*ss));
+    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+    freeaddrinfo(ai);
+
+    return 0;
+}
+
+
+static enum MHD_Result
+sv_operator_handle(void *cls, struct MHD_Connection *c, const char *url,
+    const char *method, const char *version, const char *upload,
+    size_t *upload_size, void **con_cls)
+{
+    int            post, get;
+    char           id[BOTTLE_PROPOSAL_ID_LEN], action[8];
+    const char    *why, *p, *slash;
+    size_t         n;
+    sv_operator_t *op = cls;
+    sv_request_t  *req = *con_cls;
+
+    (void) version;
+
+    if (req == NULL) {
+        req = calloc(1, sizeof(*req));
+        if (req == NULL) {
+            return MHD_NO;
+        }
+        *con_cls = req;
+        return MHD_YES;
+    }
+
+    /* the body, bounded, before anything is answered */
+
+    if (*upload_size) {
+        if (req->len + *upload_size > SV_OPERATOR_BODY_MAX) {
+            req->too_big = 1;
+
+        } else {
+            p = realloc(req->body, req->len + *upload_size + 1);
+            if (p == NULL) {
+                return MHD_NO;
+            }
+            req->body = (char *) p;
+            memcpy(req->body + req->len, upload, *upload_size);
+            req->len += *upload_size;
+            req->body[req->len] = '\0';
+        }
+
+        *upload_size = 0;
+        return MHD_YES;
+    }
+
+    if (!sv_operator_authorized(op, c)) {
+        return sv_operator_unauthorized(c);
+    }
+
+    get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    post = strcmp(method, "POST") == 0;
+
+    if (strcmp(url, "/") == 0 || strcmp(url, "/index.html") == 0) {
+        return get ? sv_operator_send(c, 200, "text/html; charset=utf-8",
+                                      sv_operator_index_html,
+                                      sv_operator_index_html_len, 0, NULL)
+                   : sv_operator_error(c, 405, "use GET");
+    }
+
+    if (strcmp(url, "/app.js") == 0) {
+        return get ? sv_operator_send(c, 200,
+                                      "text/javascript; charset=utf-8",
+                                      sv_operator_app_js,
+                                      sv_operator_app_js_len, 0, NULL)
+                   : sv_operator_error(c, 405, "use GET");
+    }
+
+    if (strcmp(url, "/style.css") == 0) {
+        return get ? sv_operator_send(c, 200, "text/css; charset=utf-8",
+                                      sv_operator_style_css,
+                                      sv_operator_style_css_len, 0, NULL)
+                   : sv_operator_error(c, 405, "use GET");
+    }
+
+    if (strcmp(url, "/api/proposals") == 0) {
+        return get ? sv_operator_list(op, c)
+                   : sv_operator_error(c, 405, "use GET");
+    }
+
+    if (strncmp(url, "/api/proposals/", 15) != 0) {
+        return sv_operator_error(c, 404, "not found");
+    }
+
+    p = url + 15;
+    slash = strchr(p, '/');
+    n = slash ? (size_t) (slash - p) : strlen(p);
+
+    if (n == 0 || n >= sizeof(id)) {
+        return sv_operator_error(c, 404, "no such proposal");
+    }
+
+    memcpy(id, p, n);
+    id[n] = '\0';
+
+    if (!bottle_proposal_id_valid(id)) {
+        return sv_operator_error(c, 404, "no such proposal");
+    }
+
+    if (slash == NULL) {
+        return get ? sv_operator_show(op, c, id)
+                   : sv_operator_error(c, 405, "use GET");
+    }
+
+    if (strlen(slash + 1) >= sizeof(action)
+        || bottle_decision_state(slash + 1) == NULL)
+    {
+        return sv_operator_error(c, 404, "not found");
+    }
+
+    snprintf(action, sizeof(action), "%s", slash + 1);
+
+    if (!post) {
+        return sv_operator_send(c, 405, "application/json",
+                                "{\"error\":\"use POST\"}", 20, 0, "POST");
+    }
+
+    why = sv_operator_csrf(c);
+    if (why) {
+        sv_operator_logf(op, "refused %s %s: %s", method, url, why);
+        return sv_operator_error(c, 403, "%s", why);
+    }
+
+    if (req->too_big) {
+        return sv_operator_error(c, 413, "the body is larger than %d bytes",
+                                 SV_OPERATOR_BODY_MAX);
+    }
+
+    return sv_operator_answer(op, c, id, action, req);
+}
+
+
+static void
+sv_operator_done(void *cls, struct MHD_Connection *c, void **con_cls,
+    enum MHD_RequestTerminationCode toe)
+{
+    sv_request_t  *req = *con_cls;
+
+    (void) cls;
+    (void) c;
+    (void) toe;
+
+    if (req) {
+        free(req->body);
+        free(req);
+        *con_cls = NULL;
+    }
+}
+
+
+/* "operator:<password>", compared by digest: in constant time, any length */
+
+static int
+sv_operator_authorized(sv_operator_t *op, struct MHD_Connection *c)
+{
+    int             ok;
+    char           *user, *pass, *both;
+    size_t          n;
+    unsigned char   md[SHA256_DIGEST_LENGTH];
+
+    pass = NULL;
+    user = MHD_basic_auth_get_username_password(c, &pass);
+
+    if (user == NULL || pass == NULL) {
+        MHD_free(user);
+        MHD_free(pass);
+        return 0;
+    }
+
+    n = strlen(user) + strlen(pass) + 2;
+    both = malloc(n);
+    ok = 0;
+
+    if (both) {
+        snprintf(both, n, "%s:%s", user, pass);
+        SHA256((const unsigned char *) both, n - 1, md);
+        ok = CRYPTO_memcmp(md, op->secret, sizeof(md)) == 0;
+        OPENSSL_cleanse(both, n);
+        free(both);
+    }
+
+    OPENSSL_cleanse(pass, strlen(pass));
+    MHD_free(user);
+    MHD_free(pass);
+
+    return ok;
+}
+
+
+/*
+ * NULL if a POST may change state: the custom header, a JSON body, and
+ * an Origin (when the browser sends one) that is this server's own.
+ */
+
+static const char *
+sv_operator_csrf(struct MHD_Connection *c)
+{
+    char         own[300];
+    const char  *h, *origin, *type, *site;
+
+    h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, SV_OPERATOR_HEADER);
+    if (h == NULL || strcmp(h, "1") != 0) {
+        return "a state-changing request needs the header "
+               SV_OPERATOR_HEADER ": 1";
+    }
+
+    type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+    if (type == NULL || strncasecmp(type, "application/json", 16) != 0
+        || (type[16] != '\0' && type[16] != ';'))
+    {
+        return "a state-changing request has a JSON body "
+               "(Content-Type: application/json)";
+    }
+
+    site = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-Fetch-Site");
+    if (site && strcmp(site, "same-origin") != 0 && strcmp(site, "none") != 0)
+    {
+        return "a cross-site request";
+    }
+
+    origin = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Origin");
+    if (origin == NULL) {
+        return NULL;
+    }
+
+    h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+    if (h == NULL || strlen(h) > 255) {
+        return "an Origin and no Host";
+    }
+
+    snprintf(own, sizeof(own), "http://%s", h);
+
+    if (strcmp(origin, own) != 0) {
+        return "the Origin is not this page's";
+    }
+
+    return NULL;
+}
+
+
+static enum MHD_Result
+sv_operator_send(struct MHD_Connection *c, unsigned status, const char *type,
+    const void *data, size_t len, int copy, const char *allow)
+{
+    enum MHD_Result       rc;
+    struct MHD_Response  *r;
+
+    r = MHD_create_response_from_buffer(len, (void *) data,
+                                        copy ? MHD_RESPMEM_MUST_COPY
+                                             : MHD_RESPMEM_PERSISTENT);
+    if (r == NULL) {
+        return MHD_NO;
+    }
+
+    MHD_add_response_header(r, "Content-Type", type);
+    MHD_add_response_header(r, "Content-Security-Policy", SV_OPERATOR_CSP);
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "X-Frame-Options", "DENY");
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+    MHD_add_response_header(r, "Cross-Origin-Resource-Policy", "same-origin");
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+
+    if (allow) {
+        MHD_add_response_header(r, "Allow", allow);
+    }
+
+    rc = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+
+    return rc;
+}
+
+
+/* steals o */
+
+static enum MHD_Result
+sv_operator_json(struct MHD_Connection *c, unsigned status, json_t *o)
+{
+    char             *s;
+    enum MHD_Result   rc;
+
+    s = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+    json_decref(o);
+
+    if (s == NULL) {
+        return sv_operator_send(c, 500, "application/json",
+                                "{\"error\":\"out of memory\"}", 25, 0,
+                                NULL);
+    }
+
+    rc = sv_operator_send(c, status, "application/json", s, strlen(s), 1,
+                          NULL);
+    free(s);
+
+    return rc;
+}
+
+
+static enum MHD_Result
+sv_operator_error(struct MHD_Connection *c, unsigned status,
+    const char *fmt, ...)
+{
+    char     msg[BOTTLE_DECISION_ERR_LEN + 64];
+    va_list  ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+
+    return sv_operator_json(c, status, json_pack("{s:s}", "error", msg));
+}
+
+
+static enum MHD_Result
+sv_operator_unauthorized(struct MHD_Connection *c)
+{
+    enum MHD_Result       rc;
+    struct MHD_Response  *r;
+    static const char     body[] = "{\"error\":\"the operator's credential "
+                                   "is required\"}";
+
+    r = MHD_create_response_from_buffer(sizeof(body) - 1, (void *) body,
+                                        MHD_RESPMEM_PERSISTENT);
+    if (r == NULL) {
+        return MHD_NO;
+    }
+
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    MHD_add_response_header(r, "Content-Security-Policy", SV_OPERATOR_CSP);
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+
+    rc = MHD_queue_basic_auth_fail_response(c, "bottle operator", r);
+    MHD_destroy_response(r);
+
+    return rc;
+}
+
+
+static redisContext *
+sv_operator_connect(sv_operator_t *op, char *err, size_t errlen)
+{
+    char           why[256], where[400];
+    redisContext  *rc;
+
+    if (bottle_redis_connect(&rc, &op->url, 2, 5, why, sizeof(why)) != 0) {
+        bottle_store_url_print(&op->url, where, sizeof(where));
+        snprintf(err, errlen, "cannot reach the store %s: %s", where, why);
+        sv_operator_logf(op, "%s", err);
+        return NULL;
+    }
+
+    return rc;
+}
+
+
+/* GET /api/proposals: {pending: [...], decisions: [...]} */
+
+static enum MHD_Result
+sv_operator_list(sv_operator_t *op, struct MHD_Connection *c)
+{
+    char           err[1024], n[16];
+    json_t        *o, *pending, *decided;
+    redisReply    *ids;
+    redisContext  *rc;
+
+    rc = sv_operator_connect(op, err, sizeof(err));
+    if (rc == NULL) {
+        return sv_operator_error(c, 502, "%s", err);
+    }
+
+    pending = NULL;
+    decided = NULL;
+
+    snprintf(n, sizeof(n), "%d", SV_OPERATOR_PENDING_MAX - 1);
+    ids = redisCommand(rc, "ZRANGE %s 0 %s", BOTTLE_PROPOSALS_PENDING, n);
+    if (ids) {
+        pending = sv_operator_entries(rc, ids, SV_OPERATOR_PENDING_MAX, 0);
+        freeReplyObject(ids);
+    }
+
+    /* the newest answered, from the newest proposals */
+
+    ids = pending ? redisCommand(rc, "ZREVRANGE %s 0 199",
+                                 BOTTLE_PROPOSALS_ALL)
+                  : NULL;
+    if (ids) {
+        decided = sv_operator_entries(rc, ids, SV_OPERATOR_RECENT, 1);
+        freeReplyObject(ids);
+    }
+
+    redisFree(rc);
+
+    if (pending == NULL || decided == NULL) {
+        json_decref(pending);
+        json_decref(decided);
+        return sv_operator_error(c, 502, "the store failed to list the "
+                                 "proposals");
+    }
+
+    o = json_pack("{s:o, s:o, s:I}", "pending", pending, "decisions",
+                  decided, "now", (json_int_t) bottle_decision_now());
+
+    return sv_operator_json(c, 200, o);
+}
+
+
+/*
+ * The proposals of ids (pipelined HMGETs): pending ones, or answered
+ * ones; max at most.  A new array, NULL if the store failed.
+ */
+
+static json_t *
+sv_operator_entries(redisContext *rc, redisReply *ids, size_t max,
+    int decided)
+{
+    char                    key[sizeof(BOTTLE_PROPOSAL_PREFIX)
+                                + BOTTLE_PROPOSAL_ID_LEN];
+    char                    summary[256], err[256];
+    size_t                  i, sent;
+    json_t                 *out, *p, *e, *d;
+    redisReply             *r;
+    const char             *state;
+    bottle_proposal_kind_e  kind;
+
+    if (ids->type != REDIS_REPLY_ARRAY) {
+        return NULL;
+    }
+
+    sent = 0;
+
+    for (i = 0; i < ids->elements; i++) {
+        if (ids->element[i]->type != REDIS_REPLY_STRING
+            || ids->element[i]->len >= BOTTLE_PROPOSAL_ID_LEN)
+        {
+            continue;
+        }
+
+        snprintf(key, sizeof(key), "%s%s", BOTTLE_PROPOSAL_PREFIX,
+                 ids->element[i]->str);
+        redisAppendCommand(rc, "HMGET %s %s %s %s", key,
+                           BOTTLE_PROPOSAL_F_JSON, BOTTLE_PROPOSAL_F_STATE,
+                           BOTTLE_PROPOSAL_F_DECISION);
+        sent++;
+    }
+
+    out = json_array();
+
+    for (i = 0; i < sent; i++) {
+        if (redisGetReply(rc, (void **) &r) != REDIS_OK || r == NULL) {
+            json_decref(out);
+            return NULL;
+        }
+
+        if (out == NULL || json_array_size(out) >= max
+            || r->type != REDIS_REPLY_ARRAY || r->elements != 3
+            || r->element[0]->type != REDIS_REPLY_STRING
+            || r->element[1]->type != REDIS_REPLY_STRING)
+        {
+            freeReplyObject(r);
+            continue;
+        }
+
+        state = r->element[1]->str;
+
+        if ((strcmp(state, "pending") == 0) == decided) {
+            freeReplyObject(r);
+            continue;
+        }
+
+        p = bottle_proposal_parse(r->element[0]->str, r->element[0]->len,
+                                  &kind, err, sizeof(err));
+        if (p == NULL) {
+            freeReplyObject(r);
+            continue;
+        }
+
+        bottle_proposal_summary(summary, sizeof(summary), p);
+
+        d = r->element[2]->type == REDIS_REPLY_STRING
+            ? json_loads(r->element[2]->str, 0, NULL) : NULL;
+
+        e = json_pack("{s:O, s:O, s:O, s:s, s:O, s:O, s:O, s:s, s:o}",
+                      "id", json_object_get(p, "id"),
+                      "bottle", json_object_get(p, "bottle"),
+                      "kind", json_object_get(p, "kind"),
+                      "summary", summary,
+                      "justification", json_object_get(p, "justification"),
+                      "created", json_object_get(p, "created"),
+                      "args", json_object_get(p, "args"),
+                      "state", state,
+                      "decision", d ? d : json_null());
+        if (e) {
+            json_object_set_new(e, "grantable",
+                json_boolean(bottle_proposal_no_plain_allow(kind) == NULL));
+            json_array_append_new(out, e);
+        }
+
+        json_decref(p);
+        freeReplyObject(r);
+    }
+
+    return out;
+}
+
+
+/* GET /api/proposals/ID: {proposal, state, decision, version, diff} */
+
+static enum MHD_Result
+sv_operator_show(sv_operator_t *op, struct MHD_Connection *c, const char *id)
+{
+    char                       err[BOTTLE_DECISION_ERR_LEN];
+    json_t                    *p, *d, *o;
+    redisReply                *r;
+    redisContext              *rc;
+    bottle_proposal_kind_e     kind;
+    bottle_decision_change_t   chg;
+    bottle_decision_status_e   st;
+
+    rc = sv_operator_connect(op, err, sizeof(err));
+    if (rc == NULL) {
+        return sv_operator_error(c, 502, "%s", err);
+    }
+
+    r = redisCommand(rc, "HMGET %s%s %s %s %s %s", BOTTLE_PROPOSAL_PREFIX,
+                     id, BOTTLE_PROPOSAL_F_JSON, BOTTLE_PROPOSAL_F_STATE,
+                     BOTTLE_PROPOSAL_F_DECISION, BOTTLE_PROPOSAL_F_VERSION);
+
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 4
+        || r->element[0]->type != REDIS_REPLY_STRING)
+    {
+        if (r) {
+            freeReplyObject(r);
+        }
+        redisFree(rc);
+        return sv_operator_error(c, 404, "no proposal \"%s\"", id);
+    }
+
+    p = bottle_proposal_parse(r->element[0]->str, r->element[0]->len, &kind,
+                              err, sizeof(err));
+    if (p == NULL) {
+        freeReplyObject(r);
+        redisFree(rc);
+        return sv_operator_error(c, 500, "proposal \"%s\": %s", id, err);
+    }
+
+    d = r->element[2]->type == REDIS_REPLY_STRING
+        ? json_loads(r->element[2]->str, 0, NULL) : NULL;
+
+    o = json_pack("{s:o, s:s, s:o, s:o}", "proposal", p,
+                  "state", r->element[1]->type == REDIS_REPLY_STRING
+                           ? r->element[1]->str : "",
+                  "decision", d ? d : json_null(),
+                  "version", r->element[3]->type == REDIS_REPLY_STRING
+                             ? json_integer(atoll(r->element[3]->str))
+                             : json_null());
+
+    /* what approving it as asked would change, to read first */
+
+    if (o && strcmp(json_string_value(json_object_get(o, "state")),
+                    "pending") == 0
+        && bottle_proposal_changes_policy(kind)
+        && bottle_decision_change(&chg, rc,
+               json_string_value(json_object_get(p, "bottle")), kind,
+               json_object_get(p, "args"), &st, err, sizeof(err)) == 0)
+    {
+        json_object_set_new(o, "diff", json_stringn(chg.diff ? chg.diff : "",
+                                                    chg.diff_len));
+        bottle_decision_change_free(&chg);
+    }
+
+    freeReplyObject(r);
+    redisFree(rc);
+
+    return sv_operator_json(c, 200, o);
+}
+
+
+/* POST /api/proposals/ID/ACTION {"note", "grant", "operator"} */
+
+static enum MHD_Result
+sv_operator_answer(sv_operator_t *op, struct MHD_Connection *c,
+    const char *id, const char *action, sv_request_t *req)
+{
+    size_t                     i;
+    unsigned                   status;
+    json_t                    *body, *o, *grant;
+    const char                *note, *who;
+    json_error_t               jerr;
+    redisContext              *rc;
+    enum MHD_Result            ret;
+    bottle_decision_req_t      dr;
+    bottle_decision_result_t   res;
+    char                       err[BOTTLE_DECISION_ERR_LEN];
+
+    body = json_loadb(req->body ? req->body : "", req->len,
+                      JSON_REJECT_DUPLICATES, &jerr);
+    if (!json_is_object(body)) {
+        json_decref(body);
+        return sv_operator_error(c, 400, "the body is not a JSON object");
+    }
+
+    note = json_string_value(json_object_get(body, "note"));
+    who = json_string_value(json_object_get(body, "operator"));
+    grant = json_object_get(body, "grant");                 /* borrowed */
+
+    if ((json_object_get(body, "note") && note == NULL)
+        || (json_object_get(body, "operator") && who == NULL))
+    {
+        json_decref(body);
+        return sv_operator_error(c, 400, "note and operator are strings");
+    }
+
+    /* a name for the journal: short, printable ASCII */
+
+    if (who == NULL || who[0] == '\0') {
+        who = SV_OPERATOR_USER;
+    }
+
+    for (i = 0; who[i]; i++) {
+        if (who[i] < 0x20 || who[i] > 0x7e || i >= SV_OPERATOR_NAME_MAX) {
+            json_decref(body);
+            return sv_operator_error(c, 400, "operator: 1 to %d printable "
+                                     "ASCII characters",
+                                     SV_OPERATOR_NAME_MAX);
+        }
+    }
+
+    if (strcmp(action, "modify") == 0 ? !json_is_object(grant)
+                                      : grant != NULL)
+    {
+        json_decref(body);
+        return sv_operator_error(c, 400, "modify takes a \"grant\" object "
+                                 "(a route, or {\"repo\"}); approve and "
+                                 "deny take none");
+    }
+
+    rc = sv_operator_connect(op, err, sizeof(err));
+    if (rc == NULL) {
+        json_decref(body);
+        return sv_operator_error(c, 502, "%s", err);
+    }
+
+    memset(&dr, 0, sizeof(dr));
+    dr.proposal = id;
+    dr.action = action;
+    dr.notes = note;
+    dr.grant = grant;
+    dr.operator_name = who;
+    dr.producer = "operator-page";
+
+    bottle_decision_answer(&res, rc, &dr);
+    redisFree(rc);
+
+    switch (res.status) {
+    case BOTTLE_DECISION_OK:          status = 200; break;
+    case BOTTLE_DECISION_INVALID:     status = 400; break;
+    case BOTTLE_DECISION_NOT_FOUND:   status = 404; break;
+    case BOTTLE_DECISION_FORBIDDEN:   status = 403; break;
+    case BOTTLE_DECISION_ANSWERED:    status = 409; break;
+    case BOTTLE_DECISION_UNREACHABLE: status = 502; break;
+    default:                          status = 503; break;
+    }
+
+    sv_operator_logf(op, "%s %s by %s: %u%s%s", action, id, who, status,
+                     res.err[0] ? ": " : "", res.err);
+
+    if (status == 200) {
+        o = json_pack("{s:s, s:s, s:O, s:I, s:s}", "id", id,
+                      "state", res.state, "decision",
+                      res.decision ? res.decision : json_null(),
+                      "version", (json_int_t) res.version,
+                      "warning", res.warning);
+
+    } else {
+        o = json_pack("{s:s, s:O}", "error", res.err, "decision",
+                      res.decision ? res.decision : json_null());
+    }
+
+    ret = sv_operator_json(c, status, o);
+
+    bottle_decision_result_free(&res);
+    json_decref(body);
+
+    return ret;
+}
+
+
+static void
+sv_operator_logf(sv_operator_t *op, const char *fmt, ...)
+{
+    va_list  ap;
+
+    fprintf(op->log, "sv-operator: ");
+    va_start(ap, fmt);
+    vfprintf(op->log, fmt, ap);
+    va_end(ap);
+    fprintf(op->log, "\n");
+    fflush(op->log);
+}
