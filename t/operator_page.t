@@ -12,8 +12,9 @@
 # justification shown as text, no script run.  Then the store: states,
 # the bottle's policy, decision.resolved and decision.late in the journal.
 #
-# SV_OPERATOR=path runs another build (build-asan/sv-operator); its stderr
-# is stderr.log, which the "no sanitizer errors" test reads.
+# SV_OPERATOR=path runs another build (build-asan/sv-operator, the default
+# when TEST_NGINX_MODULE is build-asan's, as in make test-asan); its
+# stderr is stderr.log, which the "no sanitizer errors" test reads.
 
 ###############################################################################
 
@@ -38,7 +39,9 @@ select STDERR; $| = 1;
 select STDOUT; $| = 1;
 
 my $REPO = "$FindBin::Bin/..";
-my $OP = $ENV{SV_OPERATOR} // "$REPO/build/sv-operator";
+# make test-asan names build-asan's module: then build-asan's sv-operator
+my $OP = $ENV{SV_OPERATOR} // (($ENV{TEST_NGINX_MODULE} // '') =~ m!^build-asan/!
+	? "$REPO/build-asan/sv-operator" : "$REPO/build/sv-operator");
 $OP = "$REPO/$OP" if $OP !~ m!^/!;
 my $BOTTLECTL = $ENV{BOTTLECTL} // "$REPO/build/bottlectl";
 $BOTTLECTL = "$REPO/$BOTTLECTL" if $BOTTLECTL !~ m!^/!;
