@@ -29,7 +29,7 @@ LIB_CFLAGS  = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT)
 UNIT_SRCS   = $(wildcard t/unit/*_test.c)
 UNIT_BINS   = $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 UNIT_CFLAGS = -std=c99 -Wall -Wextra -Werror -O1 -g -Ilib
-LIB_LIBS    = -ljansson -lcrypto -lhs -lpcre2-8 -lz -lbrotlidec -lbrotlienc -lpthread -lm
+LIB_LIBS    = -lhiredis -ljansson -lcrypto -lhs -lpcre2-8 -lz -lbrotlidec -lbrotlienc -lpthread -lm
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -Ilib
 
 .PHONY: all lib module unit ctl ctl-asan gitgate gitgate-asan operator operator-asan test test-asan asan fuzz clean run stop install
@@ -91,7 +91,7 @@ $(NGX_BUILD)/objs/Makefile: config $(BUILD)/module-sources
 CTL_SRCS    = $(wildcard bottlectl/*.c)
 CTL_HDRS    = $(wildcard bottlectl/*.h)
 CTL_CFLAGS  = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib
-CTL_LIBS    = -lhiredis $(LIB_LIBS)
+CTL_LIBS    = $(LIB_LIBS)
 
 ctl: $(BUILD)/bottlectl
 
@@ -163,7 +163,7 @@ OP_ASSETS   = supervise-helper/operator/index.html \
 OP_SRCS     = supervise-helper/sv_operator.c
 OP_CFLAGS   = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib \
               -Isupervise-helper
-OP_LIBS     = -lmicrohttpd -lhiredis $(LIB_LIBS)
+OP_LIBS     = -lmicrohttpd $(LIB_LIBS)
 
 $(BUILD)/supervise/sv_operator_assets.c: $(OP_ASSETS)
 	@mkdir -p $(dir $@)
@@ -209,7 +209,7 @@ $(BUILD)/fuzz/gg_update_fuzz: fuzz/gg_update_fuzz.c fuzz/fuzz.h \
 
 $(BUILD)/fuzz/%_fuzz: fuzz/%_fuzz.c fuzz/fuzz.h $(LIB_SRCS) $(LIB_HDRS)
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(LIB_LIBS) -lhiredis
+	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(LIB_LIBS)
 
 # the suite, then the nginx-level tests again with the sanitizer build
 test: all asan

@@ -86,6 +86,9 @@ int bottlectl_command(bottlectl_t *ctl, redisReply **out, int argc,
 /* the store lost mid-command: the line and BOTTLECTL_UNREACHABLE */
 int bottlectl_lost(bottlectl_t *ctl);
 
+/* "cannot reach the store URL: why", disconnected, BOTTLECTL_UNREACHABLE */
+int bottlectl_unreachable(bottlectl_t *ctl, const char *why);
+
 
 /* ctl_policy.c */
 

@@ -1,6 +1,7 @@
 /*
- * bottlectl's store connection: connect (TCP or unix socket, 2 s), AUTH
- * [user] password, SELECT db, then commands with a 5 s timeout.  Every
+ * bottlectl's store connection: libbottle's bottle_store_connect() (TCP
+ * or unix socket, 2 s, AUTH [user] password, SELECT db), then commands
+ * with a 5 s timeout.  Every
  * failure to reach the store is one line naming the URL without its
  * credentials, and exit status 3.
  */
@@ -11,30 +12,26 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "bottle_redis.h"
 #include "bottlectl.h"
 
 
-static int bottlectl_unreachable(bottlectl_t *ctl, const char *why);
 
-
-/* the connection itself is libbottle's (bottle_redis.h), as the helpers' */
 
 int
 bottlectl_connect(bottlectl_t *ctl)
 {
-    char  why[512];
+    char  err[512];
 
     if (ctl->redis) {
         return BOTTLECTL_OK;
     }
 
-    if (bottle_redis_connect(&ctl->redis, &ctl->url,
+    if (bottle_store_connect(&ctl->redis, &ctl->url,
                              BOTTLECTL_CONNECT_TIMEOUT,
-                             BOTTLECTL_COMMAND_TIMEOUT, why, sizeof(why))
+                             BOTTLECTL_COMMAND_TIMEOUT, err, sizeof(err))
         != 0)
     {
-        return bottlectl_unreachable(ctl, why);
+        return bottlectl_unreachable(ctl, err);
     }
 
     return BOTTLECTL_OK;
@@ -98,7 +95,7 @@ bottlectl_lost(bottlectl_t *ctl)
 }
 
 
-static int
+int
 bottlectl_unreachable(bottlectl_t *ctl, const char *why)
 {
     bottlectl_error("cannot reach the store %s: %s", ctl->url_text, why);

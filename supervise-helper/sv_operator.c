@@ -31,7 +31,6 @@
 
 #include "bottle_decision.h"
 #include "bottle_proposal.h"
-#include "bottle_redis.h"
 #include "bottle_store.h"
 #include "sv_operator.h"
 
@@ -682,7 +681,7 @@ sv_operator_connect(sv_operator_t *op, char *err, size_t errlen)
     char           why[256], where[400];
     redisContext  *rc;
 
-    if (bottle_redis_connect(&rc, &op->url, 2, 5, why, sizeof(why)) != 0) {
+    if (bottle_store_connect(&rc, &op->url, 2, 5, why, sizeof(why)) != 0) {
         bottle_store_url_print(&op->url, where, sizeof(where));
         snprintf(err, errlen, "cannot reach the store %s: %s", where, why);
         sv_operator_logf(op, "%s", err);
