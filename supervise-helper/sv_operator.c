@@ -72,6 +72,25 @@ extern const unsigned char  sv_operator_style_css[];
 extern const unsigned int   sv_operator_style_css_len;
 
 
+typedef struct {
+    const char              *path;
+    const char              *type;
+    const unsigned char     *data;
+    const unsigned int      *len;
+} sv_operator_file_t;
+
+static const sv_operator_file_t  sv_operator_files[] = {
+    { "/", "text/html; charset=utf-8", sv_operator_index_html,
+      &sv_operator_index_html_len },
+    { "/index.html", "text/html; charset=utf-8", sv_operator_index_html,
+      &sv_operator_index_html_len },
+    { "/app.js", "text/javascript; charset=utf-8", sv_operator_app_js,
+      &sv_operator_app_js_len },
+    { "/style.css", "text/css; charset=utf-8", sv_operator_style_css,
+      &sv_operator_style_css_len }
+};
+
+
 static int sv_operator_credential(sv_operator_t *op, const char *file,
     char *err, size_t errlen);
 static int sv_operator_addr(struct sockaddr_storage *ss, const char *listen,
@@ -93,6 +112,8 @@ static enum MHD_Result sv_operator_json(struct MHD_Connection *c,
 static enum MHD_Result sv_operator_error(struct MHD_Connection *c,
     unsigned status, const char *fmt, ...);
 static enum MHD_Result sv_operator_unauthorized(struct MHD_Connection *c);
+static enum MHD_Result sv_operator_405(struct MHD_Connection *c,
+    const char *allow);
 static redisContext *sv_operator_connect(sv_operator_t *op, char *err,
     size_t errlen);
 static enum MHD_Result sv_operator_list(sv_operator_t *op,
@@ -344,12 +365,13 @@ sv_operator_handle(void *cls, struct MHD_Connection *c, const char *url,
     const char *method, const char *version, const char *upload,
     size_t *upload_size, void **con_cls)
 {
-    int            post, get;
-    char           id[BOTTLE_PROPOSAL_ID_LEN], action[8];
-    const char    *why, *p, *slash;
-    size_t         n;
-    sv_operator_t *op = cls;
-    sv_request_t  *req = *con_cls;
+    int                       post, get;
+    char                      id[BOTTLE_PROPOSAL_ID_LEN], action[8];
+    size_t                    n, i;
+    const char               *why, *p, *slash;
+    sv_operator_t            *op = cls;
+    sv_request_t             *req = *con_cls;
+    const sv_operator_file_t *f;
 
     (void) version;
 
@@ -390,31 +412,20 @@ sv_operator_handle(void *cls, struct MHD_Connection *c, const char *url,
     get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     post = strcmp(method, "POST") == 0;
 
-    if (strcmp(url, "/") == 0 || strcmp(url, "/index.html") == 0) {
-        return get ? sv_operator_send(c, 200, "text/html; charset=utf-8",
-                                      sv_operator_index_html,
-                                      sv_operator_index_html_len, 0, NULL)
-                   : sv_operator_error(c, 405, "use GET");
-    }
+    for (i = 0; i < sizeof(sv_operator_files) / sizeof(sv_operator_files[0]);
+         i++)
+    {
+        f = &sv_operator_files[i];
 
-    if (strcmp(url, "/app.js") == 0) {
-        return get ? sv_operator_send(c, 200,
-                                      "text/javascript; charset=utf-8",
-                                      sv_operator_app_js,
-                                      sv_operator_app_js_len, 0, NULL)
-                   : sv_operator_error(c, 405, "use GET");
-    }
-
-    if (strcmp(url, "/style.css") == 0) {
-        return get ? sv_operator_send(c, 200, "text/css; charset=utf-8",
-                                      sv_operator_style_css,
-                                      sv_operator_style_css_len, 0, NULL)
-                   : sv_operator_error(c, 405, "use GET");
+        if (strcmp(url, f->path) == 0) {
+            return get ? sv_operator_send(c, 200, f->type, f->data, *f->len,
+                                          0, NULL)
+                       : sv_operator_405(c, "GET, HEAD");
+        }
     }
 
     if (strcmp(url, "/api/proposals") == 0) {
-        return get ? sv_operator_list(op, c)
-                   : sv_operator_error(c, 405, "use GET");
+        return get ? sv_operator_list(op, c) : sv_operator_405(c, "GET, HEAD");
     }
 
     if (strncmp(url, "/api/proposals/", 15) != 0) {
@@ -438,7 +449,7 @@ sv_operator_handle(void *cls, struct MHD_Connection *c, const char *url,
 
     if (slash == NULL) {
         return get ? sv_operator_show(op, c, id)
-                   : sv_operator_error(c, 405, "use GET");
+                   : sv_operator_405(c, "GET, HEAD");
     }
 
     if (strlen(slash + 1) >= sizeof(action)
@@ -450,8 +461,7 @@ sv_operator_handle(void *cls, struct MHD_Connection *c, const char *url,
     snprintf(action, sizeof(action), "%s", slash + 1);
 
     if (!post) {
-        return sv_operator_send(c, 405, "application/json",
-                                "{\"error\":\"use POST\"}", 20, 0, "POST");
+        return sv_operator_405(c, "POST");
     }
 
     why = sv_operator_csrf(c);
@@ -647,6 +657,16 @@ sv_operator_error(struct MHD_Connection *c, unsigned status,
     va_end(ap);
 
     return sv_operator_json(c, status, json_pack("{s:s}", "error", msg));
+}
+
+
+static enum MHD_Result
+sv_operator_405(struct MHD_Connection *c, const char *allow)
+{
+    static const char  body[] = "{\"error\":\"method not allowed\"}";
+
+    return sv_operator_send(c, 405, "application/json", body,
+                            sizeof(body) - 1, 0, allow);
 }
 
 
