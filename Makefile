@@ -160,7 +160,7 @@ $(BUILD)/unit/%_test: t/unit/%_test.c $(LIBBOTTLE) $(LIB_HDRS) t/unit/tap.h
 OP_ASSETS   = supervise-helper/operator/index.html \
               supervise-helper/operator/app.js \
               supervise-helper/operator/style.css
-OP_SRCS     = supervise-helper/sv_operator.c
+OP_SRCS     = supervise-helper/sv_operator.c supervise-helper/sv_operator_api.c
 OP_CFLAGS   = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib \
               -Isupervise-helper
 OP_LIBS     = -lmicrohttpd $(LIB_LIBS)
@@ -177,6 +177,7 @@ operator: $(BUILD)/sv-operator
 
 $(BUILD)/sv-operator: supervise-helper/operator/sv_operator_main.c \
                       $(OP_SRCS) supervise-helper/sv_operator.h \
+                      supervise-helper/sv_operator_int.h \
                       $(BUILD)/supervise/sv_operator_assets.c $(LIBBOTTLE)
 	@mkdir -p $(dir $@)
 	$(CC) $(OP_CFLAGS) $(DEB_LD_OPT) $(LD_OPT) -o $@ \
