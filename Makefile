@@ -32,14 +32,15 @@ UNIT_CFLAGS = -std=c99 -Wall -Wextra -Werror -O1 -g -Ilib
 LIB_LIBS    = -lhiredis -ljansson -lcrypto -lhs -lpcre2-8 -lz -lbrotlidec -lbrotlienc -lpthread -lm
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -Ilib
 
-.PHONY: all lib module unit ctl ctl-asan gitgate gitgate-asan operator operator-asan test test-asan asan fuzz clean run stop install
+.PHONY: all lib module unit ctl ctl-asan gitgate gitgate-asan supervise \
+        supervise-asan test test-asan asan fuzz clean run stop install
 
 # `make run`: a gateway on 127.0.0.1:9099 from the shipped nginx-conf/
 RUN_DIR    ?= /tmp/ngx-bottle
 POLICY     ?= nginx-conf/policy.example.json
 RESOLVER   ?=
 
-all: lib module unit ctl gitgate operator
+all: lib module unit ctl gitgate supervise
 
 lib: $(LIBBOTTLE)
 
@@ -148,24 +149,14 @@ gitgate-asan:
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
 	    LD_OPT="-fsanitize=address,undefined" gitgate
 
-unit: $(UNIT_BINS)
-
-$(BUILD)/unit/%_test: t/unit/%_test.c $(LIBBOTTLE) $(LIB_HDRS) t/unit/tap.h
-	@mkdir -p $(dir $@)
-	$(CC) $(UNIT_CFLAGS) -o $@ $< $(LIBBOTTLE) $(LIB_LIBS)
-
-# The operator page (supervise-helper/sv_operator.c, docs/operator.md):
-# its page, script and style embedded (xxd -i); build/sv-operator serves
-# it alone until supervise-helper's main does
+# The operator page's files (supervise-helper/operator/, docs/supervise.md)
+# embedded in supervise-helper as C arrays (xxd -i)
 OP_ASSETS   = supervise-helper/operator/index.html \
               supervise-helper/operator/app.js \
               supervise-helper/operator/style.css
-OP_SRCS     = supervise-helper/sv_operator.c supervise-helper/sv_operator_api.c
-OP_CFLAGS   = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib \
-              -Isupervise-helper
-OP_LIBS     = -lmicrohttpd $(LIB_LIBS)
+OP_EMBED    = $(BUILD)/supervise/sv_operator_assets.c
 
-$(BUILD)/supervise/sv_operator_assets.c: $(OP_ASSETS)
+$(OP_EMBED): $(OP_ASSETS)
 	@mkdir -p $(dir $@)
 	for f in $(OP_ASSETS); do \
 	    xxd -i -n sv_operator_$$(basename $$f | tr . _) $$f \
@@ -173,21 +164,32 @@ $(BUILD)/supervise/sv_operator_assets.c: $(OP_ASSETS)
 	done > $@.tmp
 	mv -f $@.tmp $@
 
-operator: $(BUILD)/sv-operator
+# supervise-helper, the agent's MCP server (docs/supervise.md):
+# libbottle, libmicrohttpd and hiredis; `make supervise-asan` builds
+# build-asan/supervise-helper with the sanitizers
+SV_SRCS     = $(wildcard supervise-helper/*.c)
+SV_HDRS     = $(wildcard supervise-helper/*.h)
+SV_CFLAGS   = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib \
+              -Isupervise-helper
+SV_LIBS     = -lmicrohttpd $(LIB_LIBS)
 
-$(BUILD)/sv-operator: supervise-helper/operator/sv_operator_main.c \
-                      $(OP_SRCS) supervise-helper/sv_operator.h \
-                      supervise-helper/sv_operator_int.h \
-                      $(BUILD)/supervise/sv_operator_assets.c $(LIBBOTTLE)
+supervise: $(BUILD)/supervise-helper
+
+$(BUILD)/supervise-helper: $(SV_SRCS) $(SV_HDRS) $(OP_EMBED) $(LIBBOTTLE)
 	@mkdir -p $(dir $@)
-	$(CC) $(OP_CFLAGS) $(DEB_LD_OPT) $(LD_OPT) -o $@ \
-	    supervise-helper/operator/sv_operator_main.c $(OP_SRCS) \
-	    $(BUILD)/supervise/sv_operator_assets.c $(LIBBOTTLE) $(OP_LIBS)
+	$(CC) $(SV_CFLAGS) $(DEB_LD_OPT) $(LD_OPT) -o $@ $(SV_SRCS) \
+	    $(OP_EMBED) $(LIBBOTTLE) $(SV_LIBS)
 
-operator-asan:
+supervise-asan:
 	$(MAKE) BUILD=build-asan \
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
-	    LD_OPT="-fsanitize=address,undefined" operator
+	    LD_OPT="-fsanitize=address,undefined" supervise
+
+unit: $(UNIT_BINS)
+
+$(BUILD)/unit/%_test: t/unit/%_test.c $(LIBBOTTLE) $(LIB_HDRS) t/unit/tap.h
+	@mkdir -p $(dir $@)
+	$(CC) $(UNIT_CFLAGS) -o $@ $< $(LIBBOTTLE) $(LIB_LIBS)
 
 # The module (and bottlectl) with AddressSanitizer and UBSan; nginx must
 # then run with the sanitizer runtime preloaded (docs/install.md,
@@ -195,7 +197,7 @@ operator-asan:
 asan:
 	$(MAKE) BUILD=build-asan \
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
-	    LD_OPT="-fsanitize=address,undefined" module ctl operator
+	    LD_OPT="-fsanitize=address,undefined" module ctl supervise
 
 FUZZ_BINS   = $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/*_fuzz.c))
 
@@ -207,6 +209,14 @@ $(BUILD)/fuzz/gg_update_fuzz: fuzz/gg_update_fuzz.c fuzz/fuzz.h \
                               gitgate-helper/gg_update.h
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< gitgate-helper/gg_update.c
+
+# supervise-helper's JSON-RPC parser: its own source and jansson
+$(BUILD)/fuzz/supervise_rpc_fuzz: fuzz/supervise_rpc_fuzz.c fuzz/fuzz.h \
+                                  supervise-helper/sv_rpc.c \
+                                  supervise-helper/supervise.h
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -Isupervise-helper -o $@ $< \
+	    supervise-helper/sv_rpc.c -ljansson
 
 $(BUILD)/fuzz/%_fuzz: fuzz/%_fuzz.c fuzz/fuzz.h $(LIB_SRCS) $(LIB_HDRS)
 	@mkdir -p $(dir $@)

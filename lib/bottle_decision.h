@@ -25,11 +25,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <hiredis/hiredis.h>
 #include <jansson.h>
 
 #include "bottle_audit.h"
 #include "bottle_proposal.h"
+
+
+struct redisContext;     /* hiredis's, in bottle_proposal_decide.c only */
 
 
 #define BOTTLE_DECISION_TRIES     8     /* the bottle changed meanwhile */
@@ -92,7 +94,8 @@ typedef struct {
  * bottle_decision_result_free() either way.  The connection is the
  * caller's; an I/O error leaves it unusable (UNREACHABLE).
  */
-int bottle_decision_answer(bottle_decision_result_t *out, redisContext *c,
+int bottle_decision_answer(bottle_decision_result_t *out,
+    struct redisContext *c,
     const bottle_decision_req_t *req);
 
 void bottle_decision_result_free(bottle_decision_result_t *r);
@@ -103,7 +106,8 @@ void bottle_decision_result_free(bottle_decision_result_t *r);
  * 0, or -1 with a status in *status and one line in err; free out with
  * bottle_decision_change_free() either way.
  */
-int bottle_decision_change(bottle_decision_change_t *out, redisContext *c,
+int bottle_decision_change(bottle_decision_change_t *out,
+    struct redisContext *c,
     const char *bottle, bottle_proposal_kind_e kind, const json_t *grant,
     bottle_decision_status_e *status, char *err, size_t errlen);
 

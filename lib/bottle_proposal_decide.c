@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <hiredis/hiredis.h>
+
 #include "bottle_decision.h"
 #include "bottle_diff.h"
 #include "bottle_policy.h"

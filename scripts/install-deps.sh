@@ -7,7 +7,7 @@ set -eu
 PKGS="
 build-essential pkg-config clang llvm libclang-rt-14-dev
 nginx-core nginx-dev libnginx-mod-stream
-libhiredis-dev libssl-dev libpcre2-dev libjansson-dev zlib1g-dev libbrotli-dev libvectorscan-dev
+libhiredis-dev libmicrohttpd-dev libssl-dev libpcre2-dev libjansson-dev zlib1g-dev libbrotli-dev libvectorscan-dev
 libgit2-dev
 dnsmasq-base redis-server
 perl libio-socket-ssl-perl libjson-pp-perl
@@ -31,6 +31,16 @@ for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
         || missing="$missing $p"
 done
+
+# The tests' node packages (the MCP SDK client of t/supervise_sdk.t),
+# from t/mcp-client/package-lock.json
+npm_deps() {
+    dir=$(dirname "$0")/../t/mcp-client
+    if [ -f "$dir/package-lock.json" ] && command -v npm >/dev/null; then
+        (cd "$dir" && npm ci --no-audit --no-fund --silent) \
+            || echo "install-deps: npm ci in t/mcp-client failed" >&2
+    fi
+}
 
 if [ -z "$missing" ]; then
     echo "install-deps: all packages present"

@@ -1,5 +1,5 @@
 /*
- * The operator page (sv_operator.h, docs/operator.md).
+ * The operator page (sv_operator.h, docs/supervise.md, "Operator page").
  *
  * Everything a proposal carries came from an agent: the page renders it
  * as text (textContent) under a CSP that allows no inline script, and
@@ -111,8 +111,9 @@ sv_operator_start(sv_operator_t **out, const sv_operator_conf_t *conf,
     }
 
     op->log = stderr;
+    op->logf = conf->logf;
 
-    if (conf->log) {
+    if (conf->log && conf->logf == NULL) {
         op->log = fopen(conf->log, "a");
         if (op->log == NULL) {
             snprintf(err, errlen, "cannot open '%s': %s", conf->log,
@@ -662,12 +663,18 @@ sv_operator_unauthorized(struct MHD_Connection *c)
 void
 sv_operator_logf(sv_operator_t *op, const char *fmt, ...)
 {
+    char     line[2048];
     va_list  ap;
 
-    fprintf(op->log, "sv-operator: ");
     va_start(ap, fmt);
-    vfprintf(op->log, fmt, ap);
+    vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
-    fprintf(op->log, "\n");
+
+    if (op->logf) {
+        op->logf("operator page: %s", line);
+        return;
+    }
+
+    fprintf(op->log, "operator page: %s\n", line);
     fflush(op->log);
 }

@@ -1,13 +1,13 @@
 /*
- * The operator page (docs/operator.md): an HTTP listener for operators
- * only, never on the bottles' network, serving one static page and a JSON
- * API over the proposals queue: the pending proposals, one proposal, the
+ * The operator page (docs/supervise.md, "Operator page"): an HTTP listener for
+ * operators only, never on the bottles' network, serving one static page and a
+ * JSON API over the proposals queue: the pending proposals, one proposal, the
  * recent decisions, and approve / deny / modify through libbottle's
  * bottle_decision_answer(), exactly as bottlectl answers.
  *
- * Its own libmicrohttpd daemon (a small thread pool); a store connection
- * per request (operators are few).  HTTP Basic, user "operator", the
- * password the first line of a file no one else may read.
+ * Its own libmicrohttpd daemon (a small thread pool); a store connection per
+ * request (operators are few).  HTTP Basic, user "operator", the password the
+ * first line of a file no one else may read.
  */
 
 #ifndef SV_OPERATOR_H
@@ -32,6 +32,9 @@ typedef struct {
     const char  *store;         /* redis://... or unix:... */
     const char  *credential;    /* file: the password on its first line */
     const char  *log;           /* NULL: stderr */
+    void       (*logf)(const char *fmt, ...);  /* the daemon's own log
+                                                  (one line each), else
+                                                  log above */
 } sv_operator_conf_t;
 
 

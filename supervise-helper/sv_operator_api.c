@@ -1,9 +1,9 @@
 /*
- * The operator page's API (sv_operator.h, docs/operator.md): the pending
- * proposals and the recent decisions, one proposal with the change an
- * approval would make, and an answer through bottle_decision_answer().
- * A store connection per request: operators are few, and a hiredis
- * context is not shared between MHD's threads.
+ * The operator page's API (sv_operator.h; docs/supervise.md, "Operator page"):
+ * the pending proposals and the recent decisions, one proposal with the change
+ * an approval would make, and an answer through bottle_decision_answer(). A
+ * store connection per request: operators are few, and a hiredis context is not
+ * shared between MHD's threads.
  */
 
 #define _POSIX_C_SOURCE  200809L
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <hiredis/hiredis.h>
 #include <jansson.h>
 #include <microhttpd.h>
 

@@ -23,6 +23,7 @@ struct sv_operator_s {
     bottle_store_url_t       url;
     unsigned char            secret[SHA256_DIGEST_LENGTH];  /* of
                                                   "operator:<password>" */
+    void                   (*logf)(const char *fmt, ...);
     FILE                    *log;
     int                      own_log;
 };
@@ -48,7 +49,7 @@ enum MHD_Result sv_operator_error(struct MHD_Connection *c, unsigned status,
 #endif
     ;
 
-/* one line "sv-operator: ..." */
+/* one line "operator page: ...", through conf.logf if given */
 void sv_operator_logf(sv_operator_t *op, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

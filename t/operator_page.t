@@ -1,7 +1,8 @@
 #!/usr/bin/perl
 
-# Tests for the operator page (docs/operator.md): build/sv-operator against
-# a Redis of the test's own.  The API with curl: no credential, a wrong
+# Tests for the operator page (docs/supervise.md, "Operator page"):
+# build/supervise-helper with --operator-credential, against a Redis of the
+# test's own.  The API with curl: no credential, a wrong
 # one, the custom header, a JSON body, a foreign Origin, GET on a POST
 # endpoint, no plain allow (403), a bad grant (400), an unknown proposal
 # (404), a body too large (413), a credential file others can read.  The
@@ -12,9 +13,10 @@
 # justification shown as text, no script run.  Then the store: states,
 # the bottle's policy, decision.resolved and decision.late in the journal.
 #
-# SV_OPERATOR=path runs another build (build-asan/sv-operator, the default
-# when TEST_NGINX_MODULE is build-asan's, as in make test-asan); its
-# stderr is stderr.log, which the "no sanitizer errors" test reads.
+# SUPERVISE_HELPER=path runs another build (build-asan/supervise-helper,
+# the default when TEST_NGINX_MODULE is build-asan's, as in make
+# test-asan); its log is stderr.log, which the "no sanitizer errors" test
+# reads.
 
 ###############################################################################
 
@@ -39,15 +41,16 @@ select STDERR; $| = 1;
 select STDOUT; $| = 1;
 
 my $REPO = "$FindBin::Bin/..";
-# make test-asan names build-asan's module: then build-asan's sv-operator
-my $OP = $ENV{SV_OPERATOR} // (($ENV{TEST_NGINX_MODULE} // '') =~ m!^build-asan/!
-	? "$REPO/build-asan/sv-operator" : "$REPO/build/sv-operator");
+# make test-asan names build-asan's module: then build-asan's helper
+my $OP = $ENV{SUPERVISE_HELPER}
+	// (($ENV{TEST_NGINX_MODULE} // '') =~ m!^build-asan/!
+	? "$REPO/build-asan/supervise-helper" : "$REPO/build/supervise-helper");
 $OP = "$REPO/$OP" if $OP !~ m!^/!;
 my $BOTTLECTL = $ENV{BOTTLECTL} // "$REPO/build/bottlectl";
 $BOTTLECTL = "$REPO/$BOTTLECTL" if $BOTTLECTL !~ m!^/!;
 my $CHROMIUM = $ENV{CHROMIUM} // '/usr/bin/chromium';
 
-plan(skip_all => "$OP not built (make operator)") unless -x $OP;
+plan(skip_all => "$OP not built (make supervise)") unless -x $OP;
 plan(skip_all => "$BOTTLECTL not built (make ctl)") unless -x $BOTTLECTL;
 plan(skip_all => 'no curl') unless `curl --version 2>/dev/null`;
 plan(skip_all => "no $CHROMIUM (apt-get install chromium)")
@@ -79,7 +82,11 @@ chmod 0644, "$d/cred";
 my $port = port(8102);
 my $base = "http://127.0.0.1:$port";
 
-my $out = `'$OP' --store '$r->{url}' --operator-credential '$d/cred' --operator-listen 127.0.0.1:$port 2>&1`;
+my @helper = ($OP, '--listen', "unix:$d/mcp.sock", '--store', $r->{url},
+	'--operator-credential', "$d/cred", '--operator-listen',
+	"127.0.0.1:$port");
+
+my $out = `@helper 2>&1`;
 isnt($? >> 8, 0, 'credential readable by others: refuses to start');
 like($out, qr/credential '.*cred': readable or writable by group or others \(mode 644\)/,
 	'credential readable by others: says why');
@@ -89,10 +96,9 @@ chmod 0600, "$d/cred";
 $t->run_daemon(sub {
 	open STDERR, '>>', "$d/stderr.log" or die;
 	open STDOUT, '>&', \*STDERR or die;
-	exec($OP, '--store', $r->{url}, '--operator-credential', "$d/cred",
-		'--operator-listen', "127.0.0.1:$port") or die "exec: $!";
+	exec(@helper) or die "exec: $!";
 });
-$t->waitforsocket("127.0.0.1:$port") or die "no sv-operator on $port\n";
+$t->waitforsocket("127.0.0.1:$port") or die "no operator page on $port\n";
 
 # curl(@args): { status, headers, body }
 

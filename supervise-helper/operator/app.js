@@ -1,11 +1,9 @@
 /*
- * The operator page (docs/operator.md).  Every string a proposal carries
- * came from an agent: it is only ever set with textContent or a form
- * field's value, never parsed as markup, and no handler is built from
- * it.  The
- * page polls GET /api/proposals once a second and answers with
- * POST /api/proposals/ID/ACTION, a JSON body and the X-Bottle-Operator
- * header.
+ * The operator page (docs/supervise.md, "Operator page").  Every string a
+ * proposal carries came from an agent: it is only ever set with textContent or
+ * a form field's value, never parsed as markup, and no handler is built from
+ * it.  The page polls GET /api/proposals once a second and answers with POST
+ * /api/proposals/ID/ACTION, a JSON body and the X-Bottle-Operator header.
  */
 
 'use strict';
