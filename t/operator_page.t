@@ -59,7 +59,7 @@ plan(skip_all => 'no playwright-core (npm ci in t/operator)')
 	unless -d "$FindBin::Bin/operator/node_modules/playwright-core";
 
 my $t = Test::Nginx->new()->has_daemon('redis-server')
-	->has_daemon('redis-cli')->plan(75);
+	->has_daemon('redis-cli')->plan(78);
 my $d = $t->testdir();
 
 my $json = JSON::PP->new->canonical;
@@ -269,6 +269,9 @@ like($pg->{csp} // '', qr/script-src 'self'/, 'page: CSP');
 ok($pg->{p1_seen}, 'a proposal queued after load appears');
 ok($pg->{no_reload}, 'it appears without a reload');
 is($pg->{p1_justification}, 'read the docs', 'the justification shown');
+is("$pg->{p1_kind} $pg->{p1_bottle}", 'egress-allow alice', 'its kind and bottle shown');
+is($pg->{p1_summary}, 'one.example GET', 'its summary shown');
+like($pg->{p1_age} // '', qr/^\d+s$/, 'its age shown');
 
 like($pg->{p1_log} // '', qr/\Q$pg->{p1}\E approved: bottle alice version \d+/,
 	'approve: the page says so');

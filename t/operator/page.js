@@ -84,6 +84,10 @@ async function logLine(page, id, cls) {
         out.p1 = p1;
         const c1 = await card(page, p1);
         out.p1_seen = true;
+        out.p1_kind = await c1.locator('.kind').textContent();
+        out.p1_bottle = await c1.locator('.bottle').textContent();
+        out.p1_summary = await c1.locator('.summary').textContent();
+        out.p1_age = await c1.locator('.age').textContent();
         out.p1_justification = await c1.locator('.justification')
             .textContent();
         out.no_reload = await page.evaluate(() => window.__loaded_once === 1);
