@@ -133,12 +133,6 @@ int bottlectl_check(bottlectl_t *ctl, int argc, char **argv);
 /* ms since the epoch */
 int64_t bottlectl_now(void);
 
-/*
- * An audit event of bottlectl's: its id, time and gateway ("<host
- * name>:<pid>") set, the producer "bottlectl" unless set; the JSON
- * malloc()ed, or NULL after a line on stderr.
- */
-char *bottlectl_event_json(bottle_audit_event_t *e, size_t *len);
 
 /* who answers: $BOTTLE_OPERATOR, else $USER@<host name> */
 const char *bottlectl_operator(void);
