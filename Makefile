@@ -149,6 +149,21 @@ gitgate-asan:
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
 	    LD_OPT="-fsanitize=address,undefined" gitgate
 
+# The operator page's files (supervise-helper/operator/, docs/supervise.md)
+# embedded in supervise-helper as C arrays (xxd -i)
+OP_ASSETS   = supervise-helper/operator/index.html \
+              supervise-helper/operator/app.js \
+              supervise-helper/operator/style.css
+OP_EMBED    = $(BUILD)/supervise/sv_operator_assets.c
+
+$(OP_EMBED): $(OP_ASSETS)
+	@mkdir -p $(dir $@)
+	for f in $(OP_ASSETS); do \
+	    xxd -i -n sv_operator_$$(basename $$f | tr . _) $$f \
+	    | sed 's/^unsigned/const unsigned/' || exit 1; \
+	done > $@.tmp
+	mv -f $@.tmp $@
+
 # supervise-helper, the agent's MCP server (docs/supervise.md):
 # libbottle, libmicrohttpd and hiredis; `make supervise-asan` builds
 # build-asan/supervise-helper with the sanitizers
@@ -160,10 +175,10 @@ SV_LIBS     = -lmicrohttpd $(LIB_LIBS)
 
 supervise: $(BUILD)/supervise-helper
 
-$(BUILD)/supervise-helper: $(SV_SRCS) $(SV_HDRS) $(LIBBOTTLE)
+$(BUILD)/supervise-helper: $(SV_SRCS) $(SV_HDRS) $(OP_EMBED) $(LIBBOTTLE)
 	@mkdir -p $(dir $@)
 	$(CC) $(SV_CFLAGS) $(DEB_LD_OPT) $(LD_OPT) -o $@ $(SV_SRCS) \
-	    $(LIBBOTTLE) $(SV_LIBS)
+	    $(OP_EMBED) $(LIBBOTTLE) $(SV_LIBS)
 
 supervise-asan:
 	$(MAKE) BUILD=build-asan \

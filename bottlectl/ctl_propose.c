@@ -692,38 +692,6 @@ bottlectl_now(void)
 }
 
 
-char *
-bottlectl_event_json(bottle_audit_event_t *e, size_t *len)
-{
-    char   host[128], gw[160], id[256], *s;
-
-    if (gethostname(host, sizeof(host)) != 0) {
-        strcpy(host, "bottlectl");
-    }
-
-    host[sizeof(host) - 1] = '\0';
-    snprintf(gw, sizeof(gw), "%s:%ld", host, (long) getpid());
-
-    e->time_ms = bottlectl_now();
-    e->gateway.data = gw;
-    e->gateway.len = strlen(gw);
-    e->id.data = id;
-    e->id.len = bottle_audit_id(id, sizeof(id), gw, strlen(gw), e->time_ms,
-                                ++bottlectl_event_counter);
-
-    if (e->producer == NULL) {
-        e->producer = "bottlectl";
-    }
-
-    s = bottle_audit_json(e, len);
-    if (s == NULL) {
-        bottlectl_error("cannot build the audit event");
-    }
-
-    return s;
-}
-
-
 const char *
 bottlectl_operator(void)
 {

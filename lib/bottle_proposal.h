@@ -78,7 +78,10 @@ int bottle_proposal_kind_parse(const char *s);
  */
 const char *bottle_proposal_no_plain_allow(bottle_proposal_kind_e kind);
 
-/* 1 if approving this kind changes the bottle's egress policy */
+/*
+ * 1 if approving this kind changes the bottle's stored policy: egress-allow
+ * and egress-block its routes, add-repo its repos
+ */
 int bottle_proposal_changes_policy(bottle_proposal_kind_e kind);
 
 /* a fresh id: "<ms>-<8 random hex digits>"; 0 or -1 */
@@ -135,7 +138,10 @@ const char *bottle_decision_state(const char *action);
  * The bottle's stored object with an approved egress change applied (a
  * new reference): egress-allow adds route, replacing the route of the same
  * host (case-insensitive, one trailing dot ignored); egress-block removes
- * that host's route (route: {"host"}).  *changed is 0 when the result is
+ * that host's route (route: {"host"}); add-repo adds the grant (route:
+ * {"repo": "<forge>/<owner>/<repo>[:write]"} and maybe "write": true, as
+ * the proposal's args) to `repos` in canonical form, replacing a grant of
+ * the same repo.  *changed is 0 when the result is
  * the same object.  NULL and one line in err.
  */
 json_t *bottle_proposal_apply(const json_t *bottle,

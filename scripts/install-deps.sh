@@ -13,7 +13,18 @@ dnsmasq-base redis-server
 perl libio-socket-ssl-perl libjson-pp-perl
 curl git openssl python3 iproute2 valgrind procps brotli fcgiwrap
 mitmproxy hey nodejs node-undici
+libmicrohttpd-dev xxd chromium
 "
+
+# t/operator_page.t drives Debian's chromium with npm's playwright-core
+# (t/operator/package-lock.json; never a browser download of its own)
+npm_deps() {
+    dir=$(dirname "$0")/../t/operator
+    if [ -f "$dir/package-lock.json" ] && command -v npm >/dev/null 2>&1; then
+        (cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
+            npm ci --no-audit --no-fund --loglevel=error)
+    fi
+}
 
 missing=""
 for p in $PKGS; do

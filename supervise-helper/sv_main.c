@@ -1,6 +1,7 @@
 /*
  * supervise-helper --listen unix:/path|ADDRESS:PORT --store URL
  *     [--response-timeout SECONDS] [--log FILE]
+ *     [--operator-credential FILE [--operator-listen ADDRESS:PORT]]
  *
  * The MCP server behind nginx's `bottle_attribute mcp` (docs/supervise.md).
  * SIGTERM or SIGINT: waiting calls are answered "pending", then it stops.
@@ -21,6 +22,7 @@
 
 #include "bottle_audit.h"
 #include "supervise.h"
+#include "sv_operator.h"
 
 
 sv_conf_t  sv_conf;
@@ -44,10 +46,14 @@ main(int argc, char **argv)
     sigset_t            set;
     const char         *listen_on, *store, *log, *env;
     struct MHD_Daemon  *d;
+    sv_operator_t      *op;
+    sv_operator_conf_t  opc;
 
     listen_on = NULL;
     store = NULL;
     log = NULL;
+    op = NULL;
+    memset(&opc, 0, sizeof(opc));
     sv_conf.timeout = SV_TIMEOUT_DEFAULT;
     sv_conf.stream_max = BOTTLE_PROPOSAL_STREAM_MAX;
     sv_log_file = stderr;
@@ -70,6 +76,16 @@ main(int argc, char **argv)
         } else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc) {
             log = argv[++i];
 
+        } else if (strcmp(argv[i], "--operator-listen") == 0
+                   && i + 1 < argc)
+        {
+            opc.listen = argv[++i];
+
+        } else if (strcmp(argv[i], "--operator-credential") == 0
+                   && i + 1 < argc)
+        {
+            opc.credential = argv[++i];
+
         } else if (strcmp(argv[i], "--response-timeout") == 0
                    && i + 1 < argc)
         {
@@ -90,7 +106,9 @@ main(int argc, char **argv)
         }
     }
 
-    if (listen_on == NULL || store == NULL) {
+    if (listen_on == NULL || store == NULL
+        || (opc.listen && opc.credential == NULL))
+    {
         return sv_usage();
     }
 
@@ -140,6 +158,20 @@ main(int argc, char **argv)
         return 1;
     }
 
+    /* the operator page, on a listener of its own (sv_operator.h) */
+
+    if (opc.credential) {
+        opc.store = store;
+        opc.logf = sv_log;
+
+        if (sv_operator_start(&op, &opc, err, sizeof(err)) != 0) {
+            fprintf(stderr, SV_NAME ": failure 'operator page': %s\n", err);
+            sv_http_stop(d, listen_on);
+            sv_wait_stop();
+            return 1;
+        }
+    }
+
     sv_log("listening on %s, store %s, response timeout %d s", listen_on,
            sv_conf.store_text, sv_conf.timeout);
 
@@ -157,6 +189,7 @@ main(int argc, char **argv)
         nanosleep(&ts, NULL);
     }
 
+    sv_operator_stop(op);
     sv_http_stop(d, listen_on);
     sv_wait_stop();
 
@@ -178,6 +211,8 @@ sv_usage(void)
             "usage: " SV_NAME " --listen unix:/path|ADDRESS:PORT "
             "--store URL\n"
             "           [--response-timeout SECONDS] [--log FILE]\n"
+            "           [--operator-credential FILE "
+            "[--operator-listen ADDRESS:PORT]]\n"
             "\n"
             "The MCP server an agent calls to ask the operator for more\n"
             "(docs/supervise.md).  nginx's `bottle_attribute mcp` fronts it\n"
@@ -191,7 +226,14 @@ sv_usage(void)
             "    --response-timeout   how long a call waits for the "
             "operator (30;\n"
             "                         SUPERVISE_RESPONSE_TIMEOUT_SECONDS)\n"
-            "    --log                log here, not to stderr\n");
+            "    --log                log here, not to stderr\n"
+            "    --operator-credential  serve the operator page; the "
+            "password\n"
+            "                         (user \"operator\") is this file's "
+            "first line\n"
+            "    --operator-listen    the page's own address and port\n"
+            "                         (127.0.0.1:9101), never on the "
+            "bottles' network\n");
 
     return 2;
 }
