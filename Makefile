@@ -108,14 +108,22 @@ ctl-asan:
 # git-gate's push scan (gitgate-helper/README.md): libbottle and libgit2;
 # `make gitgate-asan` builds build-asan/gitgate-scan with the sanitizers,
 # `make bench-gitgate` measures it
-GG_SRCS     = $(filter-out gitgate-helper/gitgate-scan.c, \
-                  $(wildcard gitgate-helper/*.c))
+GG_MAINS    = gitgate-helper/gitgate-scan.c gitgate-helper/gitgate-cgi.c
+GG_SRCS     = $(filter-out $(GG_MAINS), $(wildcard gitgate-helper/*.c))
 GG_HDRS     = $(wildcard gitgate-helper/*.h)
 GG_CFLAGS   = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib \
               -Igitgate-helper $(shell pkg-config --cflags libgit2)
-GG_LIBS     = $(shell pkg-config --libs libgit2) $(LIB_LIBS)
+GG_LIBS     = $(shell pkg-config --libs libgit2) -lhiredis $(LIB_LIBS)
 
-gitgate: $(BUILD)/gitgate-scan
+gitgate: $(BUILD)/gitgate-scan $(BUILD)/gitgate-cgi
+
+# git-gate's smart HTTP behind nginx + fcgiwrap, and the gate's
+# pre-receive hook (the same binary, run as "pre-receive")
+$(BUILD)/gitgate-cgi: gitgate-helper/gitgate-cgi.c $(GG_SRCS) $(GG_HDRS) \
+                      $(LIBBOTTLE)
+	@mkdir -p $(dir $@)
+	$(CC) $(GG_CFLAGS) $(DEB_LD_OPT) $(LD_OPT) -o $@ \
+	    gitgate-helper/gitgate-cgi.c $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
 
 $(BUILD)/gitgate-scan: gitgate-helper/gitgate-scan.c $(GG_SRCS) $(GG_HDRS) \
                        $(LIBBOTTLE)
