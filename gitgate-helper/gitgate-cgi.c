@@ -76,7 +76,7 @@ static int gg_repo_init(gg_ctx_t *ctx, char *err, size_t errlen);
 static int gg_hooks(gg_ctx_t *ctx, char *hooks, size_t size, char *err,
     size_t errlen);
 static int gg_forge_url(gg_ctx_t *ctx, char *err, size_t errlen);
-static int gg_refresh(gg_ctx_t *ctx, char *err, size_t errlen);
+static int gg_refresh(gg_ctx_t *ctx, int fetch, char *err, size_t errlen);
 static int gg_backend(gg_ctx_t *ctx, const gg_request_t *req,
     const char *hooks, int write);
 static void gg_relay(gg_ctx_t *ctx, const char *out);
@@ -215,7 +215,8 @@ gg_cgi(void)
             goto cleanup;
         }
 
-        if (rc != 0 || gg_refresh(&ctx, err, sizeof(err)) != 0) {
+        if (rc != 0 || gg_refresh(&ctx, req.service == GG_SVC_UPLOAD, err,
+                                    sizeof(err)) != 0) {
             fprintf(stderr, "gitgate-cgi: %s: %s\n", ctx.name, err);
             gg_refuse(&req, "git-gate: %s cannot be read from the forge "
                       "(rule: forge_unavailable); try again, or ask the "
@@ -282,7 +283,7 @@ gg_refuse(const gg_request_t *req, const char *fmt, ...)
     n = (int) strlen(msg);
     printf("Status: 200 OK\r\nContent-Type: application/x-%s-advertisement"
            "\r\nCache-Control: no-cache\r\n\r\n%04xERR %s\n",
-           gg_service_name(req->service), n + 5, msg);
+           gg_service_name(req->service), n + 9, msg);
     fflush(stdout);
 }
 
@@ -460,7 +461,7 @@ gg_forge_url(gg_ctx_t *ctx, char *err, size_t errlen)
  */
 
 static int
-gg_refresh(gg_ctx_t *ctx, char *err, size_t errlen)
+gg_refresh(gg_ctx_t *ctx, int fetch, char *err, size_t errlen)
 {
     int          fd, rc, first;
     char         lock[GG_PATH_LEN + 32], stamp[GG_PATH_LEN + 32], out[4096],
@@ -485,8 +486,14 @@ gg_refresh(gg_ctx_t *ctx, char *err, size_t errlen)
     now = time(NULL);
     first = stat(stamp, &st) != 0;
 
-    if (!first && now >= st.st_mtime
-        && now - st.st_mtime < (time_t) ctx->conf.refresh)
+    /*
+     * before a push only a copy never refreshed is: the scan of a push
+     * comes before any contact with the forge, and a stale copy is safe
+     * (the forge refuses the lease; a fetch refreshes it)
+     */
+    if (!first && (!fetch || (now >= st.st_mtime
+                              && now - st.st_mtime
+                                 < (time_t) ctx->conf.refresh)))
     {
         rc = 0;
         goto cleanup;
