@@ -926,7 +926,7 @@ gg_relay(gg_ctx_t *ctx, const char *out)
             e = p + strlen(p);
         }
 
-        if (e - p >= 5 && strncmp(p, "Done\n", 5) == 0) {
+        if ((e - p == 4 && strncmp(p, "Done", 4) == 0) || e == p) {
             continue;
         }
 

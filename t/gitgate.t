@@ -160,11 +160,14 @@ store_put($t,
 		repos => [ 'github.com/acme/widgets' ], routes => [] },
 	{ id => 'stranger', token => $TOK{stranger}, routes => [] });
 
-redis_cli($t, 'HSET', 'bottle:forge:github.com', 'kind', 'github',
-	'url', "$forge->{url}/", 'token', $FORGE_TOKEN, 'account', 'gate-bot');
-redis_cli($t, 'SADD', 'bottle:forges', 'github.com');
+# the operator connects the forge: its token from a file
+$t->write_file('forge-token', "$FORGE_TOKEN\n");
+my $connected = Test::Bottle::bottlectl($t, $redis, 'forge', 'connect',
+	'github.com', '--kind', 'github', '--url', "$forge->{url}/",
+	'--token-file', "$d/forge-token", '--account', 'gate-bot');
+my $forges = Test::Bottle::bottlectl($t, $redis, 'forges');
 
-$t->run()->plan(66);
+$t->run()->plan(69);
 
 ###############################################################################
 
@@ -210,6 +213,12 @@ sub journal {
 }
 
 my $URL = 'https://github.com/acme/widgets';
+
+like($connected, qr/^github\.com connected \(github, /, 'bottlectl forge connect');
+is($forges, "github.com\tgithub\t$forge->{url}/\tgate-bot\n",
+	'bottlectl forges, without the token');
+is(redis_cli($t, 'HGET', 'bottle:forge:github.com', 'token'),
+	"$FORGE_TOKEN\n", 'the token in the store');
 
 ###############################################################################
 # clone, push: the forge gets the push byte for byte, with the gate's token
