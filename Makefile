@@ -181,6 +181,14 @@ $(BUILD)/fuzz/gg_update_fuzz: fuzz/gg_update_fuzz.c fuzz/fuzz.h \
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< gitgate-helper/gg_update.c
 
+# git-gate's request path parser, with libbottle's grant grammar
+$(BUILD)/fuzz/gg_path_fuzz: fuzz/gg_path_fuzz.c fuzz/fuzz.h \
+                            gitgate-helper/gg_path.c \
+                            gitgate-helper/gg_path.h $(LIB_SRCS) $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< gitgate-helper/gg_path.c \
+	    $(LIB_SRCS) $(LIB_LIBS)
+
 $(BUILD)/fuzz/%_fuzz: fuzz/%_fuzz.c fuzz/fuzz.h $(LIB_SRCS) $(LIB_HDRS)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(LIB_LIBS)
