@@ -107,6 +107,7 @@ typedef struct {
     ngx_str_t            host;
     ngx_bottle_rule_e    rule;
     ngx_str_t            reason;     /* short, never a secret */
+    ngx_uint_t           status;     /* answered with; 0: the rule's */
 
     /* for the audit journal, where known */
     ngx_str_t            correlation;    /* $request_id, or the session's */

@@ -436,7 +436,7 @@ ngx_bottle_audit_refusal(ngx_bottle_verdict_t *v)
 
     e.rule.data = (const char *) rule->name.data;
     e.rule.len = rule->name.len;
-    e.status = rule->status;
+    e.status = v->status ? v->status : rule->status;
     e.reason.data = (const char *) v->reason.data;
     e.reason.len = v->reason.len;
     e.method.data = (const char *) v->method.data;

@@ -111,7 +111,8 @@ ngx_bottle_log_verdict(ngx_connection_t *c, ngx_bottle_verdict_t *v)
     ngx_bottle_log(NGX_LOG_ERR, c->log,
                    "bottle refused: bottle=\"%V\" host=\"%V\" rule=\"%V\" "
                    "status=%ui reason=\"%V\" client=%V",
-                   &id, &host, &rule->name, rule->status, &v->reason,
+                   &id, &host, &rule->name,
+                   v->status ? v->status : rule->status, &v->reason,
                    &client);
 
     ngx_bottle_audit_refusal(v);

@@ -19,6 +19,7 @@
 
 typedef struct {
     ngx_uint_t               used;       /* some location enables bottle */
+    ngx_uint_t               attribute_used; /* some bottle_attribute */
     ngx_array_t              error_logs; /* ngx_log_t **: of bottle locations */
 } ngx_http_bottle_main_conf_t;
 
@@ -28,6 +29,7 @@ typedef struct {
     bottle_mint_t           *mint;       /* per worker, made on first use */
     ngx_uint_t               leaf_cache;
     time_t                   leaf_validity;
+    ngx_uint_t               sidecar;    /* a location has bottle_attribute */
 } ngx_http_bottle_srv_conf_t;
 
 
@@ -37,7 +39,14 @@ typedef struct {
     size_t                   dlp_decoded_max;
     ngx_int_t                dlp_decoded_ratio;
     void                    *dlp_thread_pool;  /* ngx_thread_pool_t */
+    ngx_uint_t               attribute;  /* NGX_HTTP_BOTTLE_ATTRIBUTE_* */
 } ngx_http_bottle_loc_conf_t;
+
+
+/* bottle_attribute: whose caller a location attributes */
+#define NGX_HTTP_BOTTLE_ATTRIBUTE_OFF  0
+#define NGX_HTTP_BOTTLE_ATTRIBUTE_GIT  1
+#define NGX_HTTP_BOTTLE_ATTRIBUTE_MCP  2
 
 
 typedef enum {
@@ -146,6 +155,11 @@ ngx_int_t ngx_http_bottle_dlp(ngx_http_request_t *r,
 ngx_int_t ngx_http_bottle_first_contact(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 ngx_http_bottle_ctx_t *ngx_http_bottle_create_ctx(ngx_http_request_t *r);
+char *ngx_http_bottle_attribute(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_http_bottle_attribute_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_bottle_send(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *type, ngx_str_t *body);
 ngx_int_t ngx_http_bottle_deny(ngx_http_bottle_ctx_t *ctx, ngx_pool_t *pool,
     ngx_bottle_rule_e rule, const char *fmt, ...);
 ngx_table_elt_t *ngx_http_bottle_find_header(ngx_http_request_t *r,

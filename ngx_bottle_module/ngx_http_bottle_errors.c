@@ -268,8 +268,24 @@ ngx_http_bottle_errors_location(ngx_conf_t *cf,
 {
     ngx_log_t                 ***logp;
     ngx_http_core_loc_conf_t   *clcf;
+    ngx_http_core_srv_conf_t   *cscf;
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+
+    logp = ngx_array_push(&bmcf->error_logs);
+    if (logp == NULL) {
+        return NGX_ERROR;
+    }
+
+    *logp = &clcf->error_log;
+
+    /*
+     * and the server's own: a connection logs with it until the request
+     * has a location (nginx's lines on a bad head)
+     */
+
+    cscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_core_module);
+    clcf = cscf->ctx->loc_conf[ngx_http_core_module.ctx_index];
 
     logp = ngx_array_push(&bmcf->error_logs);
     if (logp == NULL) {
@@ -291,7 +307,7 @@ ngx_http_bottle_errors_init_module(ngx_cycle_t *cycle)
 
     bmcf = ngx_http_cycle_get_module_main_conf(cycle, ngx_http_bottle_module);
 
-    if (bmcf == NULL || !bmcf->used) {
+    if (bmcf == NULL || (!bmcf->used && !bmcf->attribute_used)) {
         return NGX_OK;
     }
 
@@ -382,9 +398,12 @@ ngx_http_bottle_errors_listeners(ngx_cycle_t *cycle)
 }
 
 
+/* a bottle server, or a sidecar's */
+
 static ngx_uint_t
 ngx_http_bottle_server_enabled(ngx_http_core_srv_conf_t *cscf)
 {
+    ngx_http_bottle_srv_conf_t  *bscf;
     ngx_http_bottle_loc_conf_t  *blcf;
 
     if (cscf == NULL || cscf->ctx == NULL) {
@@ -392,8 +411,9 @@ ngx_http_bottle_server_enabled(ngx_http_core_srv_conf_t *cscf)
     }
 
     blcf = cscf->ctx->loc_conf[ngx_http_bottle_module.ctx_index];
+    bscf = cscf->ctx->srv_conf[ngx_http_bottle_module.ctx_index];
 
-    return blcf->enable == 1;
+    return blcf->enable == 1 || bscf->sidecar;
 }
 
 

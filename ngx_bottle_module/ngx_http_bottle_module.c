@@ -115,6 +115,13 @@ static ngx_command_t  ngx_http_bottle_commands[] = {
       0,
       NULL },
 
+    { ngx_string("bottle_attribute"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_TAKE1,
+      ngx_http_bottle_attribute,
+      NGX_HTTP_LOC_CONF_OFFSET,
+      0,
+      NULL },
+
     { ngx_string("bottle_safelist_approve"),
       NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
       ngx_http_bottle_safelist_approve,
@@ -421,6 +428,7 @@ ngx_http_bottle_create_loc_conf(ngx_conf_t *cf)
     conf->dlp_decoded_max = NGX_CONF_UNSET_SIZE;
     conf->dlp_decoded_ratio = NGX_CONF_UNSET;
     conf->dlp_thread_pool = NGX_CONF_UNSET_PTR;
+    conf->attribute = NGX_CONF_UNSET_UINT;
 
     return conf;
 }
@@ -442,6 +450,16 @@ ngx_http_bottle_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
                          100);
     ngx_conf_merge_ptr_value(conf->dlp_thread_pool, prev->dlp_thread_pool,
                              NGX_CONF_UNSET_PTR);
+    ngx_conf_merge_uint_value(conf->attribute, prev->attribute,
+                              NGX_HTTP_BOTTLE_ATTRIBUTE_OFF);
+
+    if (conf->enable && conf->attribute != NGX_HTTP_BOTTLE_ATTRIBUTE_OFF) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"bottle on\" and \"bottle_attribute\" in one "
+                           "location: a sidecar's location attributes its "
+                           "caller, an egress location runs the pipeline");
+        return NGX_CONF_ERROR;
+    }
 
     if (!conf->enable) {
         return NGX_CONF_OK;
@@ -540,12 +558,20 @@ ngx_http_bottle_init(ngx_conf_t *cf)
     }
 
     bmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_bottle_module);
+    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
+
+    if (bmcf->attribute_used) {
+        h = ngx_array_push(&cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers);
+        if (h == NULL) {
+            return NGX_ERROR;
+        }
+
+        *h = ngx_http_bottle_attribute_handler;
+    }
 
     if (!bmcf->used) {
         return NGX_OK;
     }
-
-    cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
 
     h = ngx_array_push(&cmcf->phases[NGX_HTTP_PREACCESS_PHASE].handlers);
     if (h == NULL) {

@@ -125,3 +125,52 @@ ngx_http_bottle_deny(ngx_http_bottle_ctx_t *ctx, ngx_pool_t *pool,
 
     return NGX_DECLINED;
 }
+
+
+/* an answer of the gateway's own: status, type and a body in memory */
+
+ngx_int_t
+ngx_http_bottle_send(ngx_http_request_t *r, ngx_uint_t status,
+    ngx_str_t *type, ngx_str_t *body)
+{
+    ngx_int_t     rc;
+    ngx_buf_t    *b;
+    ngx_chain_t   out;
+
+    if (ngx_http_discard_request_body(r) != NGX_OK) {
+        r->keepalive = 0;
+    }
+
+    r->headers_out.status = status;
+
+    /* nginx has no status line for 407 */
+    if (status == 407) {
+        ngx_str_set(&r->headers_out.status_line,
+                    "407 Proxy Authentication Required");
+    }
+    r->headers_out.content_type = *type;
+    r->headers_out.content_type_len = type->len;
+    r->headers_out.content_length_n = body->len;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    b = ngx_calloc_buf(r->pool);
+    if (b == NULL) {
+        return NGX_ERROR;
+    }
+
+    b->pos = body->data;
+    b->last = body->data + body->len;
+    b->memory = 1;
+    b->last_buf = 1;
+    b->last_in_chain = 1;
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
