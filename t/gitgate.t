@@ -15,11 +15,10 @@
 # A forge that moved refuses the push with its own message and the gate's
 # copy does not move.  The forge token is in no answer.
 #
-# Attribution: until the module's `bottle_attribute git;` is on this
-# branch, the test's nginx stands in for it with a map from the Basic
-# credentials to the bottle id (what the module will set as $bottle_id),
-# a 401 with WWW-Authenticate: Basic realm="git-gate" when none matches,
-# and BOTTLE_ID passed as a FastCGI param (never a client header).
+# Attribution is the module's (bottle_attribute git): the bottle's identity
+# token as the Basic password, a 401 with WWW-Authenticate: Basic
+# realm="git-gate" first; the bottle id reaches the helper as the FastCGI
+# param BOTTLE_ID, never from a client header.
 #
 # GITGATE_CGI=path runs another build (build-asan/gitgate-cgi).
 
@@ -47,7 +46,7 @@ my $CGI = $ENV{GITGATE_CGI} // 'build/gitgate-cgi';
 $CGI = "$Test::Nginx::REPO/$CGI" if $CGI !~ m{^/};
 plan(skip_all => "$CGI not built (make gitgate)") unless -x $CGI;
 
-my $t = Test::Nginx->new()->has(qw/http fastcgi/)->has_daemon('git')
+my $t = Test::Nginx->new()->has(qw/http fastcgi bottle/)->has_daemon('git')
 	->has_daemon($Test::Bottle::Forge::FCGIWRAP)
 	->has_daemon($Test::Bottle::REDIS);
 my $d = $t->testdir();
@@ -74,15 +73,13 @@ my $forge = forge_start($t, port => 8092, token => $FORGE_TOKEN);
 my $GP = port(8093);
 my $sock = "$d/gate-fcgi.sock";
 
-my $map = join "\n", map {
-	"        \"" . basic('x', $TOK{$_}) . "\" $_;"
-} sort keys %TOK;
-
 $t->write_file_expand('nginx.conf', <<"EOF");
 
 %%TEST_GLOBALS%%
 
 daemon off;
+
+bottle_policy $redis->{url};
 
 events {
 }
@@ -90,21 +87,13 @@ events {
 http {
     %%TEST_GLOBALS_HTTP%%
 
-    # stands in for bottle_attribute git; (see the top of this file)
-    map \$http_authorization \$gate_bottle {
-        default "";
-$map
-    }
-
     server {
         listen 127.0.0.1:$GP;
         client_max_body_size 0;
 
         location / {
-            if (\$gate_bottle = "") {
-                add_header WWW-Authenticate 'Basic realm="git-gate"' always;
-                return 401;
-            }
+            bottle_attribute git;
+            bottle_realm git-gate;
 
             fastcgi_pass unix:$sock;
             fastcgi_buffering off;
@@ -123,7 +112,7 @@ $map
             fastcgi_param HTTP_CONTENT_ENCODING \$http_content_encoding;
             fastcgi_param HTTP_GIT_PROTOCOL \$http_git_protocol;
             fastcgi_param REMOTE_ADDR \$remote_addr;
-            fastcgi_param BOTTLE_ID \$gate_bottle;
+            fastcgi_param BOTTLE_ID \$bottle_id;
             fastcgi_param PATH /usr/bin:/bin;
             fastcgi_param GITGATE_DIR $d/gate;
             fastcgi_param GITGATE_STORE $redis->{url};
