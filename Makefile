@@ -217,9 +217,11 @@ stop:
 	scripts/bottle-gateway stop --dir $(RUN_DIR)
 
 # the shipped nginx.conf loads the module from Debian's module directory
-install: module ctl
+install: module ctl gitgate
 	install -m 644 $(MODULE) /usr/lib/nginx/modules/ngx_bottle_module.so
 	install -m 755 $(BUILD)/bottlectl /usr/local/bin/bottlectl
+	install -D -m 755 $(BUILD)/gitgate-cgi \
+	    /usr/local/lib/ngx-bottle/gitgate-cgi
 
 # `make bench`: the gateway side by side with a direct connection, plain
 # nginx and mitmproxy, on loopback (bench/README.md); BENCH_QUICK=1 for a

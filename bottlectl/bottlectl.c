@@ -169,7 +169,7 @@ static const char  bottlectl_manual[] =
 "        Read bottles from a policy file or directory instead of the\n"
 "        store (bottles, explain); policy put and rm refuse it.\n"
 "    --json\n"
-"        Machine-readable output (bottles, proposals, show).\n"
+"        Machine-readable output (bottles, proposals, show, forges).\n"
 "    -h, --help\n"
 "        This manual.\n"
 "    --version\n"
