@@ -463,15 +463,18 @@ gg_forge_url(gg_ctx_t *ctx, char *err, size_t errlen)
 static int
 gg_refresh(gg_ctx_t *ctx, int fetch, char *err, size_t errlen)
 {
-    int          fd, rc, first;
-    char         lock[GG_PATH_LEN + 32], stamp[GG_PATH_LEN + 32], out[4096],
-                 *p, *e;
-    time_t       now;
-    struct stat  st;
-    const char  *args[12];
+    int              fd, rc, first;
+    char             lock[GG_PATH_LEN + 32], stamp[GG_PATH_LEN + 32],
+                     out[4096], *p, *e;
+    time_t           now;
+    struct stat      st;
+    const char      *args[12];
+    struct timespec  arrived;
 
     snprintf(lock, sizeof(lock), "%s/gitgate-refresh.lock", ctx->repo_dir);
     snprintf(stamp, sizeof(stamp), "%s/gitgate-refreshed", ctx->repo_dir);
+
+    clock_gettime(CLOCK_REALTIME, &arrived);
 
     fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
     if (fd < 0 || flock(fd, LOCK_EX) != 0) {
@@ -489,11 +492,17 @@ gg_refresh(gg_ctx_t *ctx, int fetch, char *err, size_t errlen)
     /*
      * before a push only a copy never refreshed is: the scan of a push
      * comes before any contact with the forge, and a stale copy is safe
-     * (the forge refuses the lease; a fetch refreshes it)
+     * (the forge refuses the lease; a fetch refreshes it); a refresh
+     * that ended after this request came, while it waited for the lock,
+     * is this request's too
      */
-    if (!first && (!fetch || (now >= st.st_mtime
-                              && now - st.st_mtime
-                                 < (time_t) ctx->conf.refresh)))
+    if (!first
+        && (!fetch
+            || (now >= st.st_mtime
+                && now - st.st_mtime < (time_t) ctx->conf.refresh)
+            || st.st_mtim.tv_sec > arrived.tv_sec
+            || (st.st_mtim.tv_sec == arrived.tv_sec
+                && st.st_mtim.tv_nsec >= arrived.tv_nsec)))
     {
         rc = 0;
         goto cleanup;

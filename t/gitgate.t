@@ -156,7 +156,7 @@ my $connected = Test::Bottle::bottlectl($t, $redis, 'forge', 'connect',
 	'--token-file', "$d/forge-token", '--account', 'gate-bot');
 my $forges = Test::Bottle::bottlectl($t, $redis, 'forges');
 
-$t->run()->plan(69);
+$t->run()->plan(70);
 
 ###############################################################################
 
@@ -257,6 +257,25 @@ is(join(' ', map { "$_->{ref}:$_->{old}:$_->{new}" } @{$ev->{refs} || []}),
 
 ($rc, $out) = agent('writer', 'clone', '-q', $URL, 'work2');
 is(head_of('work2'), $head, 'second clone: the pushed commit') or diag($out);
+
+# concurrent fetches share a refresh: one that ends while a fetch waits for
+# it serves that fetch too
+
+my $nl = @{forge_log($t)};
+my @pids;
+for my $i (1 .. 6) {
+	my $pid = fork() // die "fork: $!\n";
+	if ($pid == 0) {
+		agent('writer', 'ls-remote', $URL);
+		POSIX::_exit(0);
+	}
+	push @pids, $pid;
+}
+waitpid($_, 0) for @pids;
+my $refreshes = grep { $_->{method} eq 'GET' && $_->{status} == 200
+	&& $_->{uri} =~ /info\/refs\?service=git-upload-pack/ }
+	@{forge_log($t)}[$nl .. $#{forge_log($t)}];
+ok($refreshes >= 1 && $refreshes < 6, "6 fetches at once: $refreshes refreshes");
 
 ###############################################################################
 # row 4: token shapes; row 5: the bottle's values anywhere; the forge sees
