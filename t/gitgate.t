@@ -64,13 +64,15 @@ my $GITLAB = 'glpat-' . join('', map { ('A' .. 'Z', 'a' .. 'z')[($_ * 3) % 52] }
 
 my $FORGE_TOKEN = 'forge-' . 'gate-held-token-0451';
 my %TOK = (writer => 'writer-token-0123456789', reader =>
-	'reader-token-0123456789', stranger => 'stranger-token-012345678');
+	'reader-token-0123456789', stranger => 'stranger-token-012345678',
+	strict => 'strict-token-0123456789');
 
 ###############################################################################
 
 my $redis = redis_start($t, port => 8091);
 my $forge = forge_start($t, port => 8092, token => $FORGE_TOKEN);
 my $GP = port(8093);
+my $FP = port(8094);
 my $sock = "$d/gate-fcgi.sock";
 
 $t->write_file_expand('nginx.conf', <<"EOF");
@@ -119,6 +121,31 @@ http {
             fastcgi_param GITGATE_REFRESH 0;
         }
     }
+
+    # a file-source gate: the policy and the forges from files
+    server {
+        listen 127.0.0.1:$FP;
+
+        location / {
+            bottle_attribute git;
+
+            fastcgi_pass unix:$sock;
+            fastcgi_pass_request_headers off;
+            fastcgi_param SCRIPT_FILENAME $CGI;
+            fastcgi_param REQUEST_METHOD \$request_method;
+            fastcgi_param PATH_INFO \$uri;
+            fastcgi_param QUERY_STRING \$query_string;
+            fastcgi_param CONTENT_TYPE \$content_type;
+            fastcgi_param CONTENT_LENGTH \$content_length;
+            fastcgi_param HTTP_CONTENT_ENCODING \$http_content_encoding;
+            fastcgi_param HTTP_GIT_PROTOCOL \$http_git_protocol;
+            fastcgi_param BOTTLE_ID \$bottle_id;
+            fastcgi_param PATH /usr/bin:/bin;
+            fastcgi_param GITGATE_DIR $d/gate-files;
+            fastcgi_param GITGATE_POLICY $d/gate-policy.json;
+            fastcgi_param GITGATE_FORGES $d/gate-forges.json;
+        }
+    }
 }
 
 EOF
@@ -139,7 +166,7 @@ mkdir "$d/gate";
 my $w = forge_repo($t, 'acme/widgets', commits => 2);
 forge_repo($t, 'acme/docs', commits => 1);
 
-store_put($t,
+my @BOTTLES = (
 	{ id => 'writer', token => $TOK{writer}, canary => $CANARY,
 		egress_tokens => { API => $EGRESS },
 		held_secrets => { DB_PASSWORD => $HELD },
@@ -147,7 +174,14 @@ store_put($t,
 		routes => [] },
 	{ id => 'reader', token => $TOK{reader},
 		repos => [ 'github.com/acme/widgets' ], routes => [] },
-	{ id => 'stranger', token => $TOK{stranger}, routes => [] });
+	{ id => 'stranger', token => $TOK{stranger}, routes => [] },
+	{ id => 'strict', token => $TOK{strict}, audit => { delivery => 'required' },
+		repos => [ 'github.com/acme/docs:write' ], routes => [] });
+store_put($t, @BOTTLES);
+write_policy($t, 'gate-policy.json', { bottles => \@BOTTLES });
+write_policy($t, 'gate-forges.json', { forges => { 'github.com' => {
+	kind => 'github', url => $forge->{url}, token_file => "$d/forge-token" } } });
+mkdir "$d/gate-files";
 
 # the operator connects the forge: its token from a file
 $t->write_file('forge-token', "$FORGE_TOKEN\n");
@@ -156,7 +190,7 @@ my $connected = Test::Bottle::bottlectl($t, $redis, 'forge', 'connect',
 	'--token-file', "$d/forge-token", '--account', 'gate-bot');
 my $forges = Test::Bottle::bottlectl($t, $redis, 'forges');
 
-$t->run()->plan(70);
+$t->run()->plan(78);
 
 ###############################################################################
 
@@ -419,6 +453,45 @@ is($rc, 0, 'pull through the gate') or diag($out);
 is($rc, 0, 'push after the pull') or diag($out);
 is(forge_refs($t, 'acme/widgets')->{'refs/heads/main'}, head_of('work'),
 	'push after the pull: arrived');
+
+###############################################################################
+# audit.delivery "required": the push is journaled before the forge is
+# contacted, then its verdict
+
+($rc, $out) = agent('strict', 'clone', '-q', 'https://github.com/acme/docs',
+	'docs');
+is($rc, 0, 'required journal: clone') or diag($out);
+$t->write_file('docs/n.txt', "n\n");
+run_git($t, wd('docs'), 'add', 'n.txt');
+run_git($t, wd('docs'), 'commit', '-q', '-m', 'n');
+($rc, $out) = agent('strict', wd('docs'), 'push', 'origin', 'main');
+is($rc, 0, 'required journal: push') or diag($out);
+is(join(' ', map { $_->{verdict} } grep { $_->{type} eq 'git.push'
+	&& $_->{bottle} eq 'strict' } @{journal()}), 'forwarding accepted',
+	'required journal: forwarding, then accepted');
+
+###############################################################################
+# a file-source gate: GITGATE_POLICY and GITGATE_FORGES
+
+($rc, $out) = agent('writer', { base =>
+	"http://x:$TOK{writer}\@127.0.0.1:$FP/github.com/" }, 'clone', '-q',
+	$URL, 'files');
+is($rc, 0, 'file source: clone') or diag($out);
+is(head_of('files'), forge_refs($t, 'acme/widgets')->{'refs/heads/main'},
+	'file source: the forge\'s content');
+$t->write_file('files/f.txt', "from the file-source gate\n");
+run_git($t, wd('files'), 'add', 'f.txt');
+run_git($t, wd('files'), 'commit', '-q', '-m', 'f');
+($rc, $out) = agent('writer', wd('files', { base =>
+	"http://x:$TOK{writer}\@127.0.0.1:$FP/github.com/" }), 'push', 'origin',
+	'main');
+is($rc, 0, 'file source: push') or diag($out);
+is(forge_refs($t, 'acme/widgets')->{'refs/heads/main'}, head_of('files'),
+	'file source: arrived');
+($rc, $out) = agent('reader', wd('files', { base =>
+	"http://x:$TOK{reader}\@127.0.0.1:$FP/github.com/" }), 'push', 'origin',
+	'main');
+like($out, qr/repo_read_only/, 'file source: a read grant refuses a push');
 
 ###############################################################################
 # the forge's token is in nothing the bottle sees
