@@ -492,3 +492,36 @@ gg_journal(gg_store_t *s, const char *json, size_t len, char *err,
     freeReplyObject(r);
     return 0;
 }
+
+
+/* the forge's URL of the repo; 1 if the forge is not connected */
+
+int
+gg_forge_url(gg_ctx_t *ctx, char *err, size_t errlen)
+{
+    int  rc;
+
+    rc = gg_forge_load(&ctx->forge, &ctx->conf, ctx->store, ctx->repo.forge,
+                       err, errlen);
+    if (rc != 0) {
+        return rc;
+    }
+
+    snprintf(ctx->url, sizeof(ctx->url), "%s/%s/%s.git", ctx->forge.url,
+             ctx->repo.owner, ctx->repo.repo);
+
+    return 0;
+}
+
+
+void
+gg_ctx_free(gg_ctx_t *ctx)
+{
+    explicit_bzero(ctx->forge.token, sizeof(ctx->forge.token));
+
+    if (ctx->policy) {
+        bottle_policy_free(ctx->policy);
+    }
+
+    gg_store_close(ctx->store);
+}

@@ -32,6 +32,7 @@
 #define GG_OUTPUT_MAX       (64 * 1024)  /* of a git child, kept */
 
 #define GG_REFRESH_DEFAULT  2
+#define GG_PATH_LEN         4096
 
 
 typedef struct {
@@ -52,6 +53,22 @@ typedef struct {
 
 
 typedef struct gg_store_s  gg_store_t;
+
+
+/* one request, or one push in the hook */
+typedef struct {
+    gg_conf_t           conf;
+    gg_store_t         *store;
+    bottle_policy_t    *policy;
+    const bottle_t     *bottle;
+    const char         *bottle_id;
+    char                repo_dir[GG_PATH_LEN];
+    char                name[BOTTLE_FORGE_NAME_MAX
+                             + 2 * BOTTLE_REPO_SEGMENT_MAX + 8];
+    char                url[GG_URL_MAX + 2 * BOTTLE_REPO_SEGMENT_MAX + 8];
+    gg_forge_t          forge;
+    bottle_repo_t       repo;
+} gg_ctx_t;
 
 
 /* the configuration from the environment; 0, or -1 and err */
@@ -95,6 +112,17 @@ int gg_journal(gg_store_t *s, const char *json, size_t len, char *err,
 int gg_git(const gg_conf_t *c, const char *git_dir, const char *token,
     const char *const *args, char *out, size_t outlen, char *err,
     size_t errlen);
+
+
+/* the forge's URL of ctx->repo into ctx->url, its token into ctx->forge;
+ * 0, 1 if the forge is not connected, -1 and err */
+int gg_forge_url(gg_ctx_t *ctx, char *err, size_t errlen);
+
+/* releases what ctx holds, the forge token wiped */
+void gg_ctx_free(gg_ctx_t *ctx);
+
+/* the pre-receive hook (gg_push.c): its exit status */
+int gg_hook(void);
 
 
 #endif /* GG_GATE_H */
