@@ -151,6 +151,12 @@ bench-gitgate: $(BUILD)/gitgate_scan_bench
 	    rm -rf $$dir; \
 	done
 
+# a 100 MB clone through git-gate next to one straight from the fake
+# forge (t/gitgate_clone_bench.t; BENCH_GITGATE_CLONE_MB)
+.PHONY: bench-gitgate-clone
+bench-gitgate-clone: module gitgate
+	BENCH_GITGATE_CLONE=1 prove -v t/gitgate_clone_bench.t
+
 gitgate-asan:
 	$(MAKE) BUILD=build-asan \
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \

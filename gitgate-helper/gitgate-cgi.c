@@ -35,16 +35,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bottle_audit.h"
 #include "bottle_policy.h"
-#include "bottle_scan.h"
 #include "gg_gate.h"
-#include "gg_hook.h"
 #include "gg_path.h"
-#include "gg_scan.h"
-#include "gg_update.h"
-
-
 
 
 static int gg_cgi(void);
