@@ -190,7 +190,7 @@ my $connected = Test::Bottle::bottlectl($t, $redis, 'forge', 'connect',
 	'--token-file', "$d/forge-token", '--account', 'gate-bot');
 my $forges = Test::Bottle::bottlectl($t, $redis, 'forges');
 
-$t->run()->plan(78);
+$t->run()->plan(82);
 
 ###############################################################################
 
@@ -492,6 +492,20 @@ is(forge_refs($t, 'acme/widgets')->{'refs/heads/main'}, head_of('files'),
 	"http://x:$TOK{reader}\@127.0.0.1:$FP/github.com/" }), 'push', 'origin',
 	'main');
 like($out, qr/repo_read_only/, 'file source: a read grant refuses a push');
+
+###############################################################################
+# the operator disconnects the forge; other kinds of forge are refused
+
+like(Test::Bottle::bottlectl($t, $redis, 'forge', 'rm', 'github.com'),
+	qr/^github\.com removed$/, 'bottlectl forge rm');
+($rc, $out) = agent('writer', 'ls-remote', $URL);
+like($out, qr/the forge github\.com is not connected to this gateway \(rule: forge_not_connected\)/,
+	'a disconnected forge: refused');
+ok(!eval { Test::Bottle::bottlectl($t, $redis, 'forge', 'connect',
+	'gitlab.com', '--kind', 'github', '--url', 'https://gitlab.com/',
+	'--token-file', "$d/forge-token"); 1 }
+	&& $@ =~ /runs GitLab/, 'bottlectl forge connect: GitLab refused');
+is(Test::Bottle::bottlectl($t, $redis, 'forges'), '', 'no forge left');
 
 ###############################################################################
 # the forge's token is in nothing the bottle sees
