@@ -160,6 +160,62 @@ gg_where(gg_ctx_t *c, const gg_field_t *fd, uint64_t start, char *buf,
 }
 
 
+/* a generic assignment in a file's added lines: a finding */
+
+typedef struct {
+    gg_ctx_t            *c;
+    const gg_field_t    *fd;
+    int                  error;
+} gg_generic_t;
+
+
+static int
+gg_generic_found(void *arg, size_t start, size_t end)
+{
+    char           where[GG_MAX_REFNAME + 256];
+    gg_generic_t  *g = arg;
+
+    gg_where(g->c, g->fd, start, where, sizeof(where));
+
+    if (gg_add_finding(g->c, gg_marked(g->fd, start, end) ? GG_NEEDS_ALLOW
+                                                          : GG_REFUSE,
+                       BOTTLE_GENERIC_RULE, where)
+        != 0)
+    {
+        g->error = 1;
+        return 1;
+    }
+
+    return 0;
+}
+
+
+static int
+gg_generic(gg_ctx_t *c, const gg_field_t *fd)
+{
+    int           n;
+    gg_generic_t  g;
+
+    g.c = c;
+    g.fd = fd;
+    g.error = 0;
+
+    n = bottle_generic_scan(c->gen, fd->data, fd->len, gg_generic_found, &g);
+
+    if (g.error) {
+        snprintf(c->err, c->errlen, "out of memory");
+        return -1;
+    }
+
+    if (n < 0) {
+        snprintf(c->err, c->errlen, "the generic assignment scan failed");
+        return -1;
+    }
+
+    return n;
+}
+
+
 /*
  * Scans one field and records its findings.  Returns how many matches it
  * had, or -1 when the scanner failed (the push is refused).
@@ -167,7 +223,7 @@ gg_where(gg_ctx_t *c, const gg_field_t *fd, uint64_t start, char *buf,
 int
 gg_field(gg_ctx_t *c, gg_field_t *fd)
 {
-    int                         id, found;
+    int                         id, found, generic;
     char                        where[GG_MAX_REFNAME + 256];
     size_t                      i, n;
     const bottle_scan_match_t  *m;
@@ -198,6 +254,19 @@ gg_field(gg_ctx_t *c, gg_field_t *fd)
             snprintf(c->err, c->errlen, "out of memory");
             return -1;
         }
+    }
+
+    /*
+     * source code: generic assignments ("api_key = ..."), once no token
+     * shape was found there (one finding says enough)
+     */
+
+    if (found == 0 && fd->kind == GG_F_FILE && c->gen != NULL) {
+        generic = gg_generic(c, fd);
+        if (generic < 0) {
+            return -1;
+        }
+        found += generic;
     }
 
     if (bottle_scan_overflow(c->s)) {
