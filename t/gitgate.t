@@ -190,7 +190,7 @@ my $connected = Test::Bottle::bottlectl($t, $redis, 'forge', 'connect',
 	'--token-file', "$d/forge-token", '--account', 'gate-bot');
 my $forges = Test::Bottle::bottlectl($t, $redis, 'forges');
 
-$t->run()->plan(83);
+$t->run()->plan(87);
 
 ###############################################################################
 
@@ -404,6 +404,29 @@ isnt($rc, 0, 'read-only grant: push refused');
 like($out, qr/rule: repo_read_only\); ask the operator with add-repo github.com\/acme\/widgets:write/,
 	'read-only grant: the rule and the :write hint');
 is(forge_connections($t), $c, 'read-only grant: forge untouched');
+
+# a client that skips the advertisement and POSTs a pack at once
+
+sub gate_post {
+	my ($who, $path) = @_;
+	return Test::Nginx::http("POST $path HTTP/1.1\r\nHost: gate\r\n"
+		. 'Authorization: ' . basic('x', $TOK{$who}) . "\r\n"
+		. "Content-Type: application/x-git-receive-pack-request\r\n"
+		. "Content-Length: 4\r\nConnection: close\r\n\r\n0000",
+		PeerAddr => "127.0.0.1:$GP") // '';
+}
+
+$c = forge_connections($t);
+like(gate_post('reader', '/github.com/acme/widgets/git-receive-pack'),
+	qr/^HTTP\/1\.1 403 .*rule: repo_read_only/s,
+	'read-only grant: a POST of receive-pack is 403');
+like(gate_post('stranger', '/github.com/acme/widgets.git/git-receive-pack'),
+	qr/^HTTP\/1\.1 403 .*rule: repo_not_granted/s,
+	'no grant: a POST of receive-pack is 403');
+like(gate_post('stranger', '/github.com/acme/widgets.git/git-upload-pack'),
+	qr/^HTTP\/1\.1 403 .*rule: repo_not_granted/s,
+	'no grant: a POST of upload-pack is 403');
+is(forge_connections($t), $c, 'the POSTs: forge untouched');
 
 ($rc, $out) = agent('writer', 'ls-remote', 'https://github.com/acme/other');
 like($out, qr/repo_not_granted/, 'a repo not granted at all');
