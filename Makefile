@@ -174,7 +174,7 @@ $(BUILD)/unit/%_test: t/unit/%_test.c $(LIBBOTTLE) $(LIB_HDRS) t/unit/tap.h
 asan:
 	$(MAKE) BUILD=build-asan \
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
-	    LD_OPT="-fsanitize=address,undefined" module ctl
+	    LD_OPT="-fsanitize=address,undefined" module ctl gitgate
 
 FUZZ_BINS   = $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/*_fuzz.c))
 
@@ -212,6 +212,7 @@ test: all asan
 test-asan: asan
 	BOTTLECTL=build-asan/bottlectl \
 	TEST_NGINX_MODULE=build-asan/ngx_bottle_module.so \
+	GITGATE_CGI=build-asan/gitgate-cgi GITGATE_SCAN=build-asan/gitgate-scan \
 	TEST_NGINX_PRELOAD="$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so)" \
 	    prove t/
 
