@@ -61,8 +61,6 @@ main(int argc, char **argv)
 {
     const char  *base;
 
-    (void) argc;
-
     base = strrchr(argv[0], '/');
     base = base ? base + 1 : argv[0];
 
