@@ -109,14 +109,22 @@ ctl-asan:
 # git-gate's push scan (gitgate-helper/README.md): libbottle and libgit2;
 # `make gitgate-asan` builds build-asan/gitgate-scan with the sanitizers,
 # `make bench-gitgate` measures it
-GG_SRCS     = $(filter-out gitgate-helper/gitgate-scan.c, \
-                  $(wildcard gitgate-helper/*.c))
+GG_MAINS    = gitgate-helper/gitgate-scan.c gitgate-helper/gitgate-cgi.c
+GG_SRCS     = $(filter-out $(GG_MAINS), $(wildcard gitgate-helper/*.c))
 GG_HDRS     = $(wildcard gitgate-helper/*.h)
 GG_CFLAGS   = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib \
               -Igitgate-helper $(shell pkg-config --cflags libgit2)
-GG_LIBS     = $(shell pkg-config --libs libgit2) $(LIB_LIBS)
+GG_LIBS     = $(shell pkg-config --libs libgit2) -lhiredis $(LIB_LIBS)
 
-gitgate: $(BUILD)/gitgate-scan
+gitgate: $(BUILD)/gitgate-scan $(BUILD)/gitgate-cgi
+
+# git-gate's smart HTTP behind nginx + fcgiwrap, and the gate's
+# pre-receive hook (the same binary, run as "pre-receive")
+$(BUILD)/gitgate-cgi: gitgate-helper/gitgate-cgi.c $(GG_SRCS) $(GG_HDRS) \
+                      $(LIBBOTTLE)
+	@mkdir -p $(dir $@)
+	$(CC) $(GG_CFLAGS) $(DEB_LD_OPT) $(LD_OPT) -o $@ \
+	    gitgate-helper/gitgate-cgi.c $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
 
 $(BUILD)/gitgate-scan: gitgate-helper/gitgate-scan.c $(GG_SRCS) $(GG_HDRS) \
                        $(LIBBOTTLE)
@@ -143,6 +151,12 @@ bench-gitgate: $(BUILD)/gitgate_scan_bench
 	    $(BUILD)/gitgate_scan_bench $$dir/r.git $$1 $$2 refs/heads/main; \
 	    rm -rf $$dir; \
 	done
+
+# a 100 MB clone through git-gate next to one straight from the fake
+# forge (t/gitgate_clone_bench.t; BENCH_GITGATE_CLONE_MB)
+.PHONY: bench-gitgate-clone
+bench-gitgate-clone: module gitgate
+	BENCH_GITGATE_CLONE=1 prove -v t/gitgate_clone_bench.t
 
 gitgate-asan:
 	$(MAKE) BUILD=build-asan \
@@ -197,7 +211,7 @@ $(BUILD)/unit/%_test: t/unit/%_test.c $(LIBBOTTLE) $(LIB_HDRS) t/unit/tap.h
 asan:
 	$(MAKE) BUILD=build-asan \
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
-	    LD_OPT="-fsanitize=address,undefined" module ctl supervise
+	    LD_OPT="-fsanitize=address,undefined" module ctl supervise gitgate
 
 FUZZ_BINS   = $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/*_fuzz.c))
 
@@ -218,6 +232,14 @@ $(BUILD)/fuzz/supervise_rpc_fuzz: fuzz/supervise_rpc_fuzz.c fuzz/fuzz.h \
 	clang $(FUZZ_CFLAGS) -Isupervise-helper -o $@ $< \
 	    supervise-helper/sv_rpc.c -ljansson
 
+# git-gate's request path parser, with libbottle's grant grammar
+$(BUILD)/fuzz/gg_path_fuzz: fuzz/gg_path_fuzz.c fuzz/fuzz.h \
+                            gitgate-helper/gg_path.c \
+                            gitgate-helper/gg_path.h $(LIB_SRCS) $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< gitgate-helper/gg_path.c \
+	    $(LIB_SRCS) $(LIB_LIBS)
+
 $(BUILD)/fuzz/%_fuzz: fuzz/%_fuzz.c fuzz/fuzz.h $(LIB_SRCS) $(LIB_HDRS)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(LIB_LIBS)
@@ -235,6 +257,7 @@ test: all asan
 test-asan: asan
 	BOTTLECTL=build-asan/bottlectl \
 	TEST_NGINX_MODULE=build-asan/ngx_bottle_module.so \
+	GITGATE_CGI=build-asan/gitgate-cgi GITGATE_SCAN=build-asan/gitgate-scan \
 	TEST_NGINX_PRELOAD="$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so)" \
 	    prove t/
 
@@ -246,9 +269,11 @@ stop:
 	scripts/bottle-gateway stop --dir $(RUN_DIR)
 
 # the shipped nginx.conf loads the module from Debian's module directory
-install: module ctl
+install: module ctl gitgate
 	install -m 644 $(MODULE) /usr/lib/nginx/modules/ngx_bottle_module.so
 	install -m 755 $(BUILD)/bottlectl /usr/local/bin/bottlectl
+	install -D -m 755 $(BUILD)/gitgate-cgi \
+	    /usr/local/lib/ngx-bottle/gitgate-cgi
 
 # `make bench`: the gateway side by side with a direct connection, plain
 # nginx and mitmproxy, on loopback (bench/README.md); BENCH_QUICK=1 for a
