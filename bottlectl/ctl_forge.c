@@ -279,7 +279,8 @@ static int
 bottlectl_forge_rm(bottlectl_t *ctl, const char *arg)
 {
     int          rc;
-    char         name[BOTTLE_FORGE_NAME_MAX + 1], key[BOTTLE_FORGE_NAME_MAX + 32];
+    char         name[BOTTLE_FORGE_NAME_MAX + 1],
+                 key[BOTTLE_FORGE_NAME_MAX + 32];
     long long    n;
     const char  *av[3];
     redisReply  *r;

@@ -21,6 +21,11 @@
 #include "bottle_util.h"
 
 
+/* a made repo's URL: the forge's URL, owner and repo */
+#define BOTTLE_FORGE_MADE_MAX                                                 \
+    (BOTTLE_FORGE_URL_MAX + 2 * BOTTLE_REPO_SEGMENT_MAX + 8)
+
+
 typedef struct {
     char    *data;
     size_t   len;
@@ -539,6 +544,21 @@ bottle_forge_api_error(char *err, size_t errlen, long status,
 }
 
 
+/* 0 if s has no control bytes */
+
+static int
+bottle_forge_printable(const char *s)
+{
+    for ( /* void */ ; *s; s++) {
+        if ((unsigned char) *s < 0x20 || *s == 0x7f) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
 int
 bottle_forge_api_user(char *out, size_t size, const bottle_forge_conf_t *f,
     char *err, size_t errlen)
@@ -557,11 +577,12 @@ bottle_forge_api_user(char *out, size_t size, const bottle_forge_conf_t *f,
     login = json_string_value(json_object_get(a, "login"));
 
     if (status != 200 || login == NULL || login[0] == '\0'
-        || strlen(login) >= size)
+        || strlen(login) >= size || bottle_forge_printable(login) != 0)
     {
         if (status == 200) {
-            bottle_errf(err, errlen, "GET %s/user: no login in the "
-                        "forge's answer", f->api);
+            bottle_errf(err, errlen, "GET %s/user: no login (printable, "
+                        "at most %zu bytes) in the forge's answer", f->api,
+                        size - 1);
         } else {
             bottle_forge_api_error(err, errlen, status, a);
         }
@@ -771,10 +792,11 @@ bottle_forge_connect_answer(bottle_decision_result_t *out, redisContext *c,
 
     if (req->account
         && (req->account[0] == '\0'
-            || strlen(req->account) > BOTTLE_FORGE_ACCOUNT_MAX))
+            || strlen(req->account) > BOTTLE_FORGE_ACCOUNT_MAX
+            || bottle_forge_printable(req->account) != 0))
     {
         bottle_forge_fail(out, BOTTLE_DECISION_INVALID, "account: 1 to %d "
-                          "bytes", BOTTLE_FORGE_ACCOUNT_MAX);
+                          "bytes, no control bytes", BOTTLE_FORGE_ACCOUNT_MAX);
         goto cleanup;
     }
 
@@ -899,9 +921,8 @@ bottle_forge_create_answer(bottle_decision_result_t *out, redisContext *c,
 {
     int                    rc, lost;
     char                   login[BOTTLE_FORGE_ACCOUNT_MAX + 1], err[1024],
-                           made[BOTTLE_FORGE_URL_MAX + 2 * BOTTLE_REPO_SEGMENT_MAX + 8],
-                           note[BOTTLE_FORGE_URL_MAX + 2 * BOTTLE_REPO_SEGMENT_MAX
-                                + 16],
+                           made[BOTTLE_FORGE_MADE_MAX],
+                           note[BOTTLE_FORGE_MADE_MAX + 16],
                            grant_repo[BOTTLE_FORGE_NAME_MAX
                                       + 2 * BOTTLE_REPO_SEGMENT_MAX + 16];
     json_t                *p, *grant;

@@ -444,7 +444,9 @@ sv_operator_connect_forge(sv_operator_t *op, struct MHD_Connection *c,
     fr.producer = "operator-page";
 
     /* the body's copy of the token is not needed any more */
-    memset(req->body, 0, req->len);
+    if (req->body) {
+        memset(req->body, 0, req->len);
+    }
 
     json_object_foreach(body, key, v) {
         if (strcmp(key, "kind") != 0 && strcmp(key, "token") != 0
