@@ -262,6 +262,67 @@ cleanup:
 
 
 int
+bottle_proposal_find(char out[BOTTLE_PROPOSAL_ID_LEN], redisContext *c,
+    const char *bottle, bottle_proposal_kind_e kind, const json_t *match,
+    char *err, size_t errlen)
+{
+    int          rc;
+    char        *m;
+    redisReply  *r;
+    const char  *av[6];
+
+    out[0] = '\0';
+
+    av[0] = "EVAL";
+    av[1] = bottle_proposal_find_script;
+    av[2] = "0";
+    av[3] = bottle;
+    av[4] = bottle_proposal_kind_name(kind);
+
+    if (av[4] == NULL) {
+        return bottle_errf(err, errlen, "unknown kind");
+    }
+
+    m = json_dumps(match, JSON_COMPACT);
+    if (m == NULL) {
+        return bottle_errf(err, errlen, "out of memory");
+    }
+    av[5] = m;
+
+    r = redisCommandArgv(c, 6, av, NULL);
+    free(m);
+
+    rc = bottle_proposal_reply_error(c, r, err, errlen);
+    if (rc != 0) {
+        goto cleanup;
+    }
+
+    if (r->type != REDIS_REPLY_STRING) {
+        rc = BOTTLE_PROPOSAL_ENONE;
+        goto cleanup;
+    }
+
+    if (r->len >= BOTTLE_PROPOSAL_ID_LEN) {
+        bottle_errf(err, errlen, "unexpected reply from the store to the "
+                    "find script");
+        rc = BOTTLE_PROPOSAL_ESTORE;
+        goto cleanup;
+    }
+
+    memcpy(out, r->str, r->len);
+    out[r->len] = '\0';
+
+cleanup:
+
+    if (r) {
+        freeReplyObject(r);
+    }
+
+    return rc;
+}
+
+
+int
 bottle_proposal_count(long long *pending, long long *of_kind,
     redisContext *c, const char *bottle, bottle_proposal_kind_e kind,
     char *err, size_t errlen)
