@@ -84,8 +84,8 @@ gg_allow_check(gg_ctx_t *ctx, gg_report_t *r, char *err, size_t errlen)
 /* one finding's proposal: the pending one of the same value, or a new one */
 
 static int
-gg_allow_one(gg_ctx_t *ctx, const gg_finding_t *f, char *id, int *queued,
-    char *err, size_t errlen)
+gg_allow_one(gg_ctx_t *ctx, const gg_finding_t *f, char *id, char *state,
+    int *queued, char *err, size_t errlen)
 {
     int                        rc;
     char                       host[128], gw[192], why[1024];
@@ -106,9 +106,11 @@ gg_allow_one(gg_ctx_t *ctx, const gg_finding_t *f, char *id, int *queued,
         return -1;
     }
 
-    rc = bottle_proposal_find(id, gg_store_redis(ctx->store), ctx->bottle_id,
-                              BOTTLE_PROPOSAL_GITLEAKS_ALLOW, match, err,
-                              errlen);
+    /* one waiting already, or denied: no other proposal of it */
+
+    rc = bottle_proposal_find(id, state, gg_store_redis(ctx->store),
+                              ctx->bottle_id, BOTTLE_PROPOSAL_GITLEAKS_ALLOW,
+                              "pending,denied", match, err, errlen);
     if (rc == 0) {
         goto cleanup;
     }
@@ -158,6 +160,7 @@ gg_allow_one(gg_ctx_t *ctx, const gg_finding_t *f, char *id, int *queued,
     }
 
     memcpy(id, q.id, BOTTLE_PROPOSAL_ID_LEN);
+    strcpy(state, "pending");
     *queued = 1;
 
 cleanup:
@@ -172,10 +175,13 @@ int
 gg_allow_propose(gg_ctx_t *ctx, const gg_report_t *r, char *err,
     size_t errlen)
 {
-    int                  queued;
+    int                  queued, waiting;
     char                 id[BOTTLE_PROPOSAL_ID_LEN];
+    char                 state[BOTTLE_PROPOSAL_STATE_LEN];
     size_t               i, j;
     const gg_finding_t  *f, *g;
+
+    waiting = 0;
 
     for (i = 0; i < r->n; i++) {
         f = &r->f[i];
@@ -204,10 +210,21 @@ gg_allow_propose(gg_ctx_t *ctx, const gg_report_t *r, char *err,
             continue;
         }
 
-        if (gg_allow_one(ctx, f, id, &queued, err, errlen) != 0) {
+        if (gg_allow_one(ctx, f, id, state, &queued, err, errlen) != 0) {
             return -1;
         }
 
+        if (strcmp(state, "denied") == 0) {
+            fprintf(stderr, "git-gate refused this push (rule: %s): "
+                    "gitleaks-allow denied\n"
+                    "  where: %s\n"
+                    "  the operator denied this value (proposal %s); remove "
+                    "it from the commits that carry it\n", f->rule, f->where,
+                    id);
+            continue;
+        }
+
+        waiting++;
         fprintf(stderr, "git-gate refused this push (rule: %s): "
                 "needs gitleaks-allow approval\n"
                 "  where: %s\n"
@@ -216,9 +233,11 @@ gg_allow_propose(gg_ctx_t *ctx, const gg_report_t *r, char *err,
                 queued ? "" : ", already waiting");
     }
 
-    fprintf(stderr, "git-gate: push again once the operator has approved "
-            "the proposal; a denied one stays refused: then remove the "
-            "secret from the commits that carry it\n");
+    if (waiting) {
+        fprintf(stderr, "git-gate: push again once the operator has "
+                "approved; a denied value stays refused: then remove it "
+                "from the commits that carry it\n");
+    }
 
     return 0;
 }

@@ -45,6 +45,9 @@
 /* "<ms>-<8 hex digits>" and a NUL */
 #define BOTTLE_PROPOSAL_ID_LEN      32
 
+/* "pending", "approved", "denied", "modified", "expired", and a NUL */
+#define BOTTLE_PROPOSAL_STATE_LEN   16
+
 /* a proposal's JSON at most (an egress-allow's route may be long) */
 #define BOTTLE_PROPOSAL_JSON_MAX    (1024 * 1024)
 
@@ -199,9 +202,10 @@ char *bottle_proposal_pretty(const json_t *o);
  *   journal error or ""].  Else changes nothing and returns [0, ""].
  *   Error replies: "JOURNAL ..." (nothing written).
  *
- * find: ARGV = bottle, kind, a JSON object of string args.  The id of the
- *   oldest pending proposal of that bottle and kind whose args hold every
- *   one of them, or nil.
+ * find: ARGV = bottle, kind, a JSON object of string args, states
+ *   ("pending,denied").  [id, state] of the newest proposal of that
+ *   bottle and kind, in one of those states, whose args hold every one
+ *   of them; or nil.
  *
  * check: ARGV = bottle, id.  The proposal only if it is that bottle's:
  *   [state, proposal JSON, decision JSON or ""], else nil (another
@@ -280,13 +284,15 @@ int bottle_proposal_check(json_t **out, struct redisContext *c,
     const char *bottle, const char *id, char *err, size_t errlen);
 
 /*
- * The find script: the oldest pending proposal of the bottle and kind
- * whose args hold every member of match (an object of strings), its id in
- * out.  0, BOTTLE_PROPOSAL_ENONE when there is none, or another code and
- * one line in err.
+ * The find script: the newest proposal of the bottle and kind, in one of
+ * states ("pending,denied"), whose args hold every member of match (an
+ * object of strings): its id in out, its state in state.  0,
+ * BOTTLE_PROPOSAL_ENONE when there is none, or another code and one line
+ * in err.
  */
 int bottle_proposal_find(char out[BOTTLE_PROPOSAL_ID_LEN],
-    struct redisContext *c, const char *bottle, bottle_proposal_kind_e kind,
+    char state[BOTTLE_PROPOSAL_STATE_LEN], struct redisContext *c,
+    const char *bottle, bottle_proposal_kind_e kind, const char *states,
     const json_t *match, char *err, size_t errlen);
 
 /*

@@ -262,16 +262,19 @@ cleanup:
 
 
 int
-bottle_proposal_find(char out[BOTTLE_PROPOSAL_ID_LEN], redisContext *c,
-    const char *bottle, bottle_proposal_kind_e kind, const json_t *match,
-    char *err, size_t errlen)
+bottle_proposal_find(char out[BOTTLE_PROPOSAL_ID_LEN],
+    char state[BOTTLE_PROPOSAL_STATE_LEN], redisContext *c,
+    const char *bottle, bottle_proposal_kind_e kind, const char *states,
+    const json_t *match, char *err, size_t errlen)
 {
     int          rc;
     char        *m;
     redisReply  *r;
-    const char  *av[6];
+    const char  *av[7];
 
     out[0] = '\0';
+    state[0] = '\0';
+    av[6] = states;
 
     av[0] = "EVAL";
     av[1] = bottle_proposal_find_script;
@@ -289,7 +292,7 @@ bottle_proposal_find(char out[BOTTLE_PROPOSAL_ID_LEN], redisContext *c,
     }
     av[5] = m;
 
-    r = redisCommandArgv(c, 6, av, NULL);
+    r = redisCommandArgv(c, 7, av, NULL);
     free(m);
 
     rc = bottle_proposal_reply_error(c, r, err, errlen);
@@ -297,20 +300,23 @@ bottle_proposal_find(char out[BOTTLE_PROPOSAL_ID_LEN], redisContext *c,
         goto cleanup;
     }
 
-    if (r->type != REDIS_REPLY_STRING) {
+    if (r->type != REDIS_REPLY_ARRAY) {
         rc = BOTTLE_PROPOSAL_ENONE;
         goto cleanup;
     }
 
-    if (r->len >= BOTTLE_PROPOSAL_ID_LEN) {
+    if (r->elements != 2
+        || strlen(bottle_proposal_str(r, 0)) >= BOTTLE_PROPOSAL_ID_LEN
+        || strlen(bottle_proposal_str(r, 1)) >= BOTTLE_PROPOSAL_STATE_LEN)
+    {
         bottle_errf(err, errlen, "unexpected reply from the store to the "
                     "find script");
         rc = BOTTLE_PROPOSAL_ESTORE;
         goto cleanup;
     }
 
-    memcpy(out, r->str, r->len);
-    out[r->len] = '\0';
+    strcpy(out, bottle_proposal_str(r, 0));
+    strcpy(state, bottle_proposal_str(r, 1));
 
 cleanup:
 

@@ -158,21 +158,23 @@ const char  bottle_proposal_withdraw_script[] =
 
 
 /*
- * A pending proposal of a bottle, of a kind, whose args hold every
- * key/value of the match (string values): the first, oldest first.
+ * The newest proposal of a bottle, of a kind, in one of the states given,
+ * whose args hold every key/value of the match (string values).
  */
 const char  bottle_proposal_find_script[] =
     "local ok, m = pcall(cjson.decode, ARGV[3])\n"
     "if not ok or type(m) ~= 'table' then\n"
     "  return redis.error_reply('INVALID the match is not an object')\n"
     "end\n"
-    "local ids = redis.call('ZRANGE', '" BOTTLE_PROPOSALS_OF "' .. ARGV[1],"
-    " 0, -1)\n"
+    "local want = {}\n"
+    "for st in string.gmatch(ARGV[4], '[^,]+') do want[st] = true end\n"
+    "local ids = redis.call('ZREVRANGE', '" BOTTLE_PROPOSALS_OF "' .."
+    " ARGV[1], 0, -1)\n"
     "for _, id in ipairs(ids) do\n"
     "  local h = redis.call('HMGET', '" BOTTLE_PROPOSAL_PREFIX "' .. id, '"
     BOTTLE_PROPOSAL_F_STATE "', '" BOTTLE_PROPOSAL_F_KIND "', '"
     BOTTLE_PROPOSAL_F_JSON "')\n"
-    "  if h[1] == 'pending' and h[2] == ARGV[2] then\n"
+    "  if h[1] and want[h[1]] and h[2] == ARGV[2] then\n"
     "    local pok, p = pcall(cjson.decode, h[3] or '')\n"
     "    local a = pok and type(p) == 'table' and p.args or nil\n"
     "    local same = type(a) == 'table'\n"
@@ -181,7 +183,7 @@ const char  bottle_proposal_find_script[] =
     "        if a[k] ~= v then same = false break end\n"
     "      end\n"
     "    end\n"
-    "    if same then return id end\n"
+    "    if same then return {id, h[1]} end\n"
     "  end\n"
     "end\n"
     "return false\n";
