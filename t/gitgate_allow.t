@@ -138,8 +138,7 @@ $t->run()->plan(33);
 ###############################################################################
 
 my $json = JSON::PP->new->canonical;
-my $BOTTLECTL = $ENV{BOTTLECTL} // 'build/bottlectl';
-$BOTTLECTL = "$Test::Nginx::REPO/$BOTTLECTL" if $BOTTLECTL !~ m{^/};
+my $BOTTLECTL = $Test::Bottle::BOTTLECTL;
 
 sub agent {
 	my ($dir, @args) = @_;
