@@ -144,6 +144,34 @@ gg_store_close(gg_store_t *s)
 }
 
 
+struct redisContext *
+gg_store_redis(gg_store_t *s)
+{
+    return s ? s->redis : NULL;
+}
+
+
+int
+gg_store_sismember(int *out, gg_store_t *s, const char *key,
+    const char *member, char *err, size_t errlen)
+{
+    const char  *argv[3];
+    redisReply  *r;
+
+    argv[0] = "SISMEMBER";
+    argv[1] = key;
+    argv[2] = member;
+
+    if (gg_store_command(s, &r, 3, argv, err, errlen) != 0) {
+        return -1;
+    }
+
+    *out = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+    freeReplyObject(r);
+    return 0;
+}
+
+
 /* a reply that is no error, or -1 and err (never the arguments) */
 
 static int

@@ -22,6 +22,7 @@
 
 #include <jansson.h>
 
+#include "bottle_audit.h"
 #include "ngx_bottle.h"
 #include "ngx_bottle_redis.h"
 
@@ -82,6 +83,10 @@ static void ngx_bottle_hold_checked(redisAsyncContext *ac, void *r,
 static void ngx_bottle_hold_denied(ngx_bottle_hold_t *h, const char *state,
     redisReply *decision);
 static void ngx_bottle_hold_timeout(ngx_event_t *ev);
+static void ngx_bottle_hold_withdraw(ngx_bottle_hold_t *h,
+    const char *reason);
+static void ngx_bottle_hold_withdrawn(redisAsyncContext *ac, void *r,
+    void *privdata);
 static void ngx_bottle_hold_done(ngx_event_t *ev);
 static void ngx_cdecl ngx_bottle_hold_finish(ngx_bottle_hold_t *h,
     ngx_int_t rc, const char *why, const char *fmt, ...);
@@ -887,9 +892,126 @@ ngx_bottle_hold_timeout(ngx_event_t *ev)
 {
     ngx_bottle_hold_t  *h = ev->data;
 
+    ngx_bottle_hold_withdraw(h, "no answer from the operator in time: the "
+                                "request was refused");
+
     ngx_bottle_hold_finish(h, NGX_DECLINED, "timeout",
                            "no answer from the operator within %M s",
                            ngx_bottle_supervise.conf->timeout / 1000);
+}
+
+
+/*
+ * The request ends without a decision: its proposal expires, unless an
+ * answer came first (the withdraw script decides, atomically).  Best
+ * effort, on the command connection, after the propose script if that is
+ * still in flight; nothing waits for the reply, so h may be freed first.
+ */
+
+static void
+ngx_bottle_hold_withdraw(ngx_bottle_hold_t *h, const char *reason)
+{
+    char                     did[BOTTLE_AUDIT_RANDOM_LEN];
+    char                    *decision, *event;
+    size_t                   len;
+    int64_t                  ms;
+    json_t                  *d;
+    ngx_time_t              *tp;
+    const char              *maxlen, *argv[7];
+    size_t                   argvlen[7];
+    ngx_uint_t               i;
+    ngx_bottle_supervise_t  *s = &ngx_bottle_supervise;
+
+    if (h->id[0] == '\0'
+        || (h->state != NGX_BOTTLE_HOLD_PROPOSING
+            && h->state != NGX_BOTTLE_HOLD_WAITING))
+    {
+        return;
+    }
+
+    tp = ngx_timeofday();
+    ms = (int64_t) tp->sec * 1000 + tp->msec;
+
+    decision = NULL;
+    event = NULL;
+    d = NULL;
+
+    if (bottle_audit_random_id(did) != 0) {
+        goto failed;
+    }
+
+    d = bottle_decision_build(did, h->id, "expired", "egress", reason, ms,
+                              NULL);
+    decision = d ? json_dumps(d, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    event = ngx_bottle_audit_expired(&h->bottle, &h->host, h->id, did,
+                                     "egress-token-allow", reason, &len,
+                                     &maxlen);
+
+    if (decision == NULL || event == NULL) {
+        goto failed;
+    }
+
+    argv[0] = "EVAL";
+    argv[1] = bottle_proposal_withdraw_script;
+    argv[2] = "0";
+    argv[3] = h->id;
+    argv[4] = decision;
+    argv[5] = maxlen;
+    argv[6] = event;
+
+    for (i = 0; i < 7; i++) {
+        argvlen[i] = ngx_strlen(argv[i]);
+    }
+
+    argvlen[6] = len;
+
+    /* hiredis has copied the command when this returns */
+
+    if (ngx_bottle_redis_command(&s->cmd, ngx_bottle_hold_withdrawn, NULL,
+                                 7, argv, argvlen)
+        == NGX_OK)
+    {
+        goto done;
+    }
+
+failed:
+
+    ngx_bottle_log(NGX_LOG_WARN, s->log,
+                   "bottle supervise: proposal=%s could not be withdrawn: "
+                   "it stays pending", h->id);
+
+done:
+
+    free(event);
+    free(decision);
+    json_decref(d);
+}
+
+
+static void
+ngx_bottle_hold_withdrawn(redisAsyncContext *ac, void *r, void *privdata)
+{
+    redisReply  *reply = r;
+
+    if (reply == NULL) {
+        return;
+    }
+
+    if (reply->type == REDIS_REPLY_ERROR) {
+        ngx_bottle_log(NGX_LOG_WARN, ngx_bottle_supervise.log,
+                       "bottle supervise: a proposal could not be "
+                       "withdrawn: %*s", ngx_min(reply->len, 200),
+                       reply->str);
+        return;
+    }
+
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2
+        && reply->element[0]->type == REDIS_REPLY_INTEGER
+        && reply->element[0]->integer == 1)
+    {
+        ngx_log_debug0(NGX_LOG_DEBUG_CORE, ngx_bottle_supervise.log, 0,
+                       "bottle supervise: proposal expired");
+    }
 }
 
 
@@ -975,6 +1097,8 @@ void
 ngx_bottle_hold_release(ngx_bottle_hold_t *h)
 {
     if (h->state != NGX_BOTTLE_HOLD_DONE) {
+        ngx_bottle_hold_withdraw(h, "the client went away while the request "
+                                    "was held");
         ngx_bottle_hold_stop(h, "the client went away");
     }
 
