@@ -258,6 +258,7 @@ test-asan: asan
 	BOTTLECTL=build-asan/bottlectl \
 	TEST_NGINX_MODULE=build-asan/ngx_bottle_module.so \
 	GITGATE_CGI=build-asan/gitgate-cgi GITGATE_SCAN=build-asan/gitgate-scan \
+	SUPERVISE_HELPER=build-asan/supervise-helper \
 	TEST_NGINX_PRELOAD="$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so)" \
 	    prove t/
 

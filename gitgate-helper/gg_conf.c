@@ -89,12 +89,7 @@ gg_conf_env(gg_conf_t *c, char *err, size_t errlen)
 int
 gg_store_open(gg_store_t **out, const gg_conf_t *c, char *err, size_t errlen)
 {
-    int                  argc;
-    char                 db[32];
-    const char          *argv[3];
     gg_store_t          *s;
-    redisReply          *r;
-    struct timeval       tv;
     bottle_store_url_t   u;
 
     *out = NULL;
@@ -115,48 +110,13 @@ gg_store_open(gg_store_t **out, const gg_conf_t *c, char *err, size_t errlen)
 
     bottle_store_url_print(&u, s->name, sizeof(s->name));
 
-    tv.tv_sec = GG_STORE_TIMEOUT;
-    tv.tv_usec = 0;
+    /* libbottle's connect, AUTH and SELECT, as bottlectl's and supervise's */
 
-    s->redis = u.is_unix ? redisConnectUnixWithTimeout(u.path, tv)
-                         : redisConnectWithTimeout(u.host, (int) u.port, tv);
-
-    if (s->redis == NULL || s->redis->err) {
-        snprintf(err, errlen, "failure '%s': cannot connect: %s", s->name,
-                 s->redis ? s->redis->errstr : "out of memory");
+    if (bottle_store_connect(&s->redis, &u, GG_STORE_TIMEOUT,
+                             GG_STORE_TIMEOUT, err, errlen)
+        != 0)
+    {
         goto failed;
-    }
-
-    if (redisSetTimeout(s->redis, tv) != REDIS_OK) {
-        snprintf(err, errlen, "failure '%s': cannot set a timeout", s->name);
-        goto failed;
-    }
-
-    if (u.has_password) {
-        argc = 0;
-        argv[argc++] = "AUTH";
-        if (u.user[0]) {
-            argv[argc++] = u.user;
-        }
-        argv[argc++] = u.password;
-
-        if (gg_store_command(s, &r, argc, argv, err, errlen) != 0) {
-            goto failed;
-        }
-
-        freeReplyObject(r);
-    }
-
-    if (u.db) {
-        snprintf(db, sizeof(db), "%u", u.db);
-        argv[0] = "SELECT";
-        argv[1] = db;
-
-        if (gg_store_command(s, &r, 2, argv, err, errlen) != 0) {
-            goto failed;
-        }
-
-        freeReplyObject(r);
     }
 
     *out = s;
@@ -181,6 +141,34 @@ gg_store_close(gg_store_t *s)
     }
 
     free(s);
+}
+
+
+struct redisContext *
+gg_store_redis(gg_store_t *s)
+{
+    return s ? s->redis : NULL;
+}
+
+
+int
+gg_store_sismember(int *out, gg_store_t *s, const char *key,
+    const char *member, char *err, size_t errlen)
+{
+    const char  *argv[3];
+    redisReply  *r;
+
+    argv[0] = "SISMEMBER";
+    argv[1] = key;
+    argv[2] = member;
+
+    if (gg_store_command(s, &r, 3, argv, err, errlen) != 0) {
+        return -1;
+    }
+
+    *out = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+    freeReplyObject(r);
+    return 0;
 }
 
 

@@ -25,6 +25,7 @@
 #include <stddef.h>
 
 #include "bottle_policy.h"
+#include "gg_scan.h"
 
 
 #define GG_URL_MAX          1024
@@ -95,6 +96,13 @@ int gg_policy_load(bottle_policy_t **out, const gg_conf_t *c, gg_store_t *s,
 int gg_forge_load(gg_forge_t *out, const gg_conf_t *c, gg_store_t *s,
     const char *forge, char *err, size_t errlen);
 
+/* the store's connection (libbottle's clients take it); NULL: none */
+struct redisContext *gg_store_redis(gg_store_t *s);
+
+/* SISMEMBER key member into *out (0 or 1); 0, or -1 and err */
+int gg_store_sismember(int *out, gg_store_t *s, const char *key,
+    const char *member, char *err, size_t errlen);
+
 /* XADD bottle:audit MAXLEN ~ ... * event <json>; 0, or -1 and err */
 int gg_journal(gg_store_t *s, const char *json, size_t len, char *err,
     size_t errlen);
@@ -123,6 +131,19 @@ void gg_ctx_free(gg_ctx_t *ctx);
 
 /* the pre-receive hook (gg_push.c): its exit status */
 int gg_hook(void);
+
+/*
+ * gitleaks-allow (gg_allow.c), for a push whose only findings are marked
+ * ones (GG_NEEDS_ALLOW).  gg_allow_check() sets `allowed` on each finding
+ * whose (repo, rule, digest) the operator approved
+ * (BOTTLE_GITLEAKS_ALLOWED) and returns how many are not, or -1 and err.
+ * gg_allow_propose() queues one gitleaks-allow proposal per distinct
+ * (rule, digest) of the others, or names the one already pending, and
+ * tells the pusher (stderr); 0, or -1 and err.
+ */
+int gg_allow_check(gg_ctx_t *ctx, gg_report_t *r, char *err, size_t errlen);
+int gg_allow_propose(gg_ctx_t *ctx, const gg_report_t *r, char *err,
+    size_t errlen);
 
 
 #endif /* GG_GATE_H */

@@ -67,7 +67,8 @@ gg_report_print(const gg_report_t *r)
                     "needs gitleaks-allow approval\n"
                     "  where: %s\n"
                     "  the line is marked gitleaks:allow; only the operator "
-                    "can allow it, and that approval is not wired yet\n",
+                    "can allow it, and only in a push with no other "
+                    "finding\n",
                     f->rule, f->where);
         } else {
             fprintf(stderr, "git-gate refused this push (rule: %s)\n"

@@ -26,6 +26,10 @@
 #include "gg_update.h"
 
 
+/* the rule of a push refused until a gitleaks-allow is approved */
+#define GG_ALLOW_RULE  "gitleaks_allow"
+
+
 static void gg_hook_refuse(const char *rule, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void gg_relay(gg_ctx_t *ctx, const char *out);
@@ -50,7 +54,7 @@ gg_hook_refuse(const char *rule, const char *fmt, ...)
 int
 gg_hook(void)
 {
-    int                     rc, written, fw;
+    int                     rc, written, fw, left;
     char                    err[1024], *input, *out;
     char                    lease[GG_MAX_REFNAME + GG_OID_HEXSZ + 32];
     size_t                  len, i, nargs;
@@ -130,7 +134,36 @@ gg_hook(void)
         goto cleanup;
     }
 
-    if (r.n || r.more) {
+    /*
+     * Only marked findings: each one the operator allowed passes, the
+     * others are proposed (gitleaks-allow) and the push waits for that.
+     * Any other finding refuses the push outright, nothing proposed.
+     */
+
+    if ((r.n || r.more) && !r.refuse && !r.more && ctx.store) {
+        left = gg_allow_check(&ctx, &r, err, sizeof(err));
+
+        if (left > 0 && gg_allow_propose(&ctx, &r, err, sizeof(err)) == 0) {
+            gg_journal_push(&ctx, &u, "refused", GG_ALLOW_RULE,
+                            "marked findings wait for the operator's "
+                            "gitleaks-allow", 1, NULL);
+            goto cleanup;
+        }
+
+        if (left != 0) {
+            fprintf(stderr, "git-gate: %s\n", err);
+            gg_hook_refuse("internal", "the operator could not be asked "
+                           "about the marked findings; try again, or ask "
+                           "the operator");
+            gg_journal_push(&ctx, &u, "refused", "internal",
+                            "gitleaks-allow could not be proposed", 1, NULL);
+            goto cleanup;
+        }
+
+        fprintf(stderr, "git-gate: %zu marked finding%s allowed by the "
+                "operator (gitleaks-allow)\n", r.n, r.n == 1 ? "" : "s");
+
+    } else if (r.n || r.more) {
         gg_report_print(&r);
         rule = r.n ? r.f[0].rule : "secret";
         gg_journal_push(&ctx, &u, "refused", rule,

@@ -226,6 +226,11 @@ bottle_audit_decision(json_t *o, const bottle_audit_event_t *e)
                                        &e->lost_to_operator, 1);
     }
 
+    /* an expired proposal's (no operator answered it): why */
+    if (bottle_audit_set_str(o, "reason", &e->reason, 0) != 0) {
+        return -1;
+    }
+
     return bottle_audit_set_diff(o, &e->diff);
 }
 

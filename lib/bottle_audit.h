@@ -97,7 +97,9 @@ typedef struct {
      * Resolved and late: kind, operator, operator_action (approve, deny,
      * modify), operator_notes, decision (this answer's id).  Late:
      * lost_to, lost_to_action, lost_to_operator (the answer that stands).
-     * Resolved: diff, the whole policy change as a unified diff, absent
+     * Resolved: reason, present only when the proposal expired (operator
+ * "egress", operator_action "expired": its request is gone); diff, the
+ * whole policy change as a unified diff, absent
      * when none; the builder cuts it at BOTTLE_DIFF_MAX and adds
      * diff_truncated and diff_digest.
      */

@@ -413,7 +413,9 @@ bottle_decision_build(const char *id, const char *proposal,
     json_t      *o;
     const char  *state;
 
-    state = bottle_decision_state(action);
+    /* not an operator's action: bottle_decision_state() refuses it */
+    state = strcmp(action, "expired") == 0 ? "expired"
+                                           : bottle_decision_state(action);
 
     if (state == NULL || bottle_audit_time(time, sizeof(time), ms) != 0) {
         return NULL;

@@ -29,6 +29,8 @@
 #define BOTTLE_PROPOSALS_CHANNEL   "bottle:proposals"   /* "<id> <bottle>
                                                            <kind>" */
 #define BOTTLE_DECISIONS_CHANNEL   "bottle:decisions"   /* "<id> <state>" */
+/* + bottle: set of "<repo> <rule> <digest>", approved gitleaks-allows */
+#define BOTTLE_GITLEAKS_ALLOWED    "bottle:gitleaks-allowed:"
 
 /* the fields of a proposal's hash */
 #define BOTTLE_PROPOSAL_F_JSON      "json"
@@ -42,6 +44,9 @@
 
 /* "<ms>-<8 hex digits>" and a NUL */
 #define BOTTLE_PROPOSAL_ID_LEN      32
+
+/* "pending", "approved", "denied", "modified", "expired", and a NUL */
+#define BOTTLE_PROPOSAL_STATE_LEN   16
 
 /* a proposal's JSON at most (an egress-allow's route may be long) */
 #define BOTTLE_PROPOSAL_JSON_MAX    (1024 * 1024)
@@ -125,7 +130,9 @@ void bottle_proposal_summary(char *buf, size_t size, const json_t *proposal);
 /*
  * A decision's JSON object (a new reference): {id, proposal, action
  * (approve, deny, modify), state (approved, denied, modified), operator,
- * notes, time, route (modify's, or absent)}.  NULL if out of memory.
+ * notes, time, route (modify's, or absent)}.  Action "expired" (no
+ * operator's: the withdraw script's, state "expired") names who withdrew
+ * it as the operator and why as the notes.  NULL if out of memory.
  */
 json_t *bottle_decision_build(const char *id, const char *proposal,
     const char *action, const char *operator_name, const char *notes,
@@ -181,8 +188,24 @@ char *bottle_proposal_pretty(const json_t *o);
  *   anything is applied), writes the bottle with the put script's own
  *   code (next version, published on bottle:changes), sets the state and
  *   the decision, drops the id from the pending index and publishes
- *   "<id> <state>" on bottle:decisions.  Returns [1, decision, version
- *   written or 0, journal error or ""].
+ *   "<id> <state>" on bottle:decisions.  An approved gitleaks-allow
+ *   adds "<repo> <rule> <digest>" of its args to the bottle's
+ *   BOTTLE_GITLEAKS_ALLOWED set in the same script.  Returns [1, decision,
+ *   version written or 0, journal error or ""].
+ *
+ * withdraw: ARGV = id, decision JSON (action and state "expired"),
+ *   MAXLEN, decision.resolved JSON (operator_action "expired", a
+ *   reason).  The request behind a proposal is gone (timed out, its
+ *   client left): if the proposal is still pending, XADDs the event,
+ *   sets state "expired" and the decision, drops the id from the pending
+ *   index and publishes "<id> expired" on bottle:decisions; returns [1,
+ *   journal error or ""].  Else changes nothing and returns [0, ""].
+ *   Error replies: "JOURNAL ..." (nothing written).
+ *
+ * find: ARGV = bottle, kind, a JSON object of string args, states
+ *   ("pending,denied").  [id, state] of the newest proposal of that
+ *   bottle and kind, in one of those states, whose args hold every one
+ *   of them; or nil.
  *
  * check: ARGV = bottle, id.  The proposal only if it is that bottle's:
  *   [state, proposal JSON, decision JSON or ""], else nil (another
@@ -191,6 +214,8 @@ char *bottle_proposal_pretty(const json_t *o);
 extern const char  bottle_proposal_propose_script[];
 extern const char  bottle_proposal_decide_script[];
 extern const char  bottle_proposal_check_script[];
+extern const char  bottle_proposal_withdraw_script[];
+extern const char  bottle_proposal_find_script[];
 
 
 
@@ -257,6 +282,18 @@ int bottle_proposal_propose(bottle_proposal_queued_t *out,
  */
 int bottle_proposal_check(json_t **out, struct redisContext *c,
     const char *bottle, const char *id, char *err, size_t errlen);
+
+/*
+ * The find script: the newest proposal of the bottle and kind, in one of
+ * states ("pending,denied"), whose args hold every member of match (an
+ * object of strings): its id in out, its state in state.  0,
+ * BOTTLE_PROPOSAL_ENONE when there is none, or another code and one line
+ * in err.
+ */
+int bottle_proposal_find(char out[BOTTLE_PROPOSAL_ID_LEN],
+    char state[BOTTLE_PROPOSAL_STATE_LEN], struct redisContext *c,
+    const char *bottle, bottle_proposal_kind_e kind, const char *states,
+    const json_t *match, char *err, size_t errlen);
 
 /*
  * How many of a bottle's proposals are pending, and how many of one

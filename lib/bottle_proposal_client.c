@@ -262,6 +262,73 @@ cleanup:
 
 
 int
+bottle_proposal_find(char out[BOTTLE_PROPOSAL_ID_LEN],
+    char state[BOTTLE_PROPOSAL_STATE_LEN], redisContext *c,
+    const char *bottle, bottle_proposal_kind_e kind, const char *states,
+    const json_t *match, char *err, size_t errlen)
+{
+    int          rc;
+    char        *m;
+    redisReply  *r;
+    const char  *av[7];
+
+    out[0] = '\0';
+    state[0] = '\0';
+    av[6] = states;
+
+    av[0] = "EVAL";
+    av[1] = bottle_proposal_find_script;
+    av[2] = "0";
+    av[3] = bottle;
+    av[4] = bottle_proposal_kind_name(kind);
+
+    if (av[4] == NULL) {
+        return bottle_errf(err, errlen, "unknown kind");
+    }
+
+    m = json_dumps(match, JSON_COMPACT);
+    if (m == NULL) {
+        return bottle_errf(err, errlen, "out of memory");
+    }
+    av[5] = m;
+
+    r = redisCommandArgv(c, 7, av, NULL);
+    free(m);
+
+    rc = bottle_proposal_reply_error(c, r, err, errlen);
+    if (rc != 0) {
+        goto cleanup;
+    }
+
+    if (r->type != REDIS_REPLY_ARRAY) {
+        rc = BOTTLE_PROPOSAL_ENONE;
+        goto cleanup;
+    }
+
+    if (r->elements != 2
+        || strlen(bottle_proposal_str(r, 0)) >= BOTTLE_PROPOSAL_ID_LEN
+        || strlen(bottle_proposal_str(r, 1)) >= BOTTLE_PROPOSAL_STATE_LEN)
+    {
+        bottle_errf(err, errlen, "unexpected reply from the store to the "
+                    "find script");
+        rc = BOTTLE_PROPOSAL_ESTORE;
+        goto cleanup;
+    }
+
+    strcpy(out, bottle_proposal_str(r, 0));
+    strcpy(state, bottle_proposal_str(r, 1));
+
+cleanup:
+
+    if (r) {
+        freeReplyObject(r);
+    }
+
+    return rc;
+}
+
+
+int
 bottle_proposal_count(long long *pending, long long *of_kind,
     redisContext *c, const char *bottle, bottle_proposal_kind_e kind,
     char *err, size_t errlen)

@@ -250,6 +250,9 @@ void ngx_bottle_audit_contact_cancel(ngx_bottle_contact_t *ct);
 char *ngx_bottle_audit_proposed(ngx_str_t *bottle, ngx_str_t *host,
     const char *id, const char *kind, const char *summary,
     const char *justification, size_t *len, const char **maxlen);
+char *ngx_bottle_audit_expired(ngx_str_t *bottle, ngx_str_t *host,
+    const char *id, const char *decision, const char *kind,
+    const char *reason, size_t *len, const char **maxlen);
 
 
 /*

@@ -516,6 +516,46 @@ ngx_bottle_audit_proposed(ngx_str_t *bottle, ngx_str_t *host,
 }
 
 
+/*
+ * decision.resolved of a proposal whose request is gone (the withdraw
+ * script's): operator "egress", operator_action "expired", the reason.
+ */
+
+char *
+ngx_bottle_audit_expired(ngx_str_t *bottle, ngx_str_t *host,
+    const char *id, const char *decision, const char *kind,
+    const char *reason, size_t *len, const char **maxlen)
+{
+    u_char                eid[128];
+    ngx_str_t             corr;
+    bottle_audit_event_t  e;
+
+    corr.data = (u_char *) id;
+    corr.len = ngx_strlen(id);
+
+    ngx_bottle_audit_common(&e, BOTTLE_AUDIT_RESOLVED, NULL, host, &corr,
+                            eid, sizeof(eid));
+
+    e.bottle.data = (const char *) bottle->data;
+    e.bottle.len = bottle->len;
+
+    e.kind.data = kind;
+    e.kind.len = ngx_strlen(kind);
+    e.operator_name.data = "egress";
+    e.operator_name.len = 6;
+    e.operator_action.data = "expired";
+    e.operator_action.len = 7;
+    e.decision.data = decision;
+    e.decision.len = ngx_strlen(decision);
+    e.reason.data = reason;
+    e.reason.len = ngx_strlen(reason);
+
+    *maxlen = ngx_bottle_audit.maxlen;
+
+    return bottle_audit_json(&e, len);
+}
+
+
 void
 ngx_bottle_audit_common(bottle_audit_event_t *e, bottle_audit_type_e type,
     const bottle_t *bottle, ngx_str_t *host, ngx_str_t *correlation,

@@ -175,7 +175,7 @@ $t->run();
 $t2->run();
 $t3->run();
 
-$t->plan(52);
+$t->plan(64);
 
 ###############################################################################
 
@@ -271,13 +271,33 @@ my $log = wait_log(qr/proposal=\Q$gone\E released: the client went away/);
 like($log, qr/proposal=\Q$gone\E released: the client went away/,
 	'client gone: released');
 
+# its proposal expires: nobody waits for it any more
+
+is(wait_state($gone, 'expired'), 'expired', 'client gone: proposal expired');
+my $ex = wait_event(sub { $_[0]{type} eq 'decision.resolved'
+	&& $_[0]{correlation_id} eq $gone });
+is(join(' ', map { $ex->{$_} // '-' } qw/operator operator_action/),
+	'egress expired', 'client gone: decision.resolved, expired');
+like($ex->{reason} // '', qr/client went away/,
+	'client gone: decision.resolved says why');
+unlike(ctl('proposals', '--bottle', 'alice'), qr/^\Q$gone\E /m,
+	'client gone: no longer pending');
+like(ctl('proposals', '--all', '--bottle', 'alice'),
+	qr/^\Q$gone\E +alice +egress-token-allow +expired /m,
+	'client gone: bottlectl proposals --all shows it expired');
+
 my $s3 = post($FA, $ALICE, '127.0.0.2', $P2, '/b3');
-my @ids3 = wait_pending('alice', $HELD + 1);
-is(scalar @ids3, $HELD + 1, 'client gone: another request can be held');
+my %was = map { $_ => 1 } @ids;
+my @ids3 = wait_pending('alice', $HELD);
+ok((grep { !$was{$_} } @ids3) == 1, 'client gone: another request can be held');
 is($s3->read_raw(0.3), '', 'client gone: it is held, not refused');
 
 my $n2 = @{upstream_requests($t, 'two')};
-ctl('approve', $gone);
+my $res = ctl_rc('approve', $gone);
+is($res->{rc}, 4, 'client gone: a later approval exits 4 (409)');
+like($res->{out}, qr/answered already: expired by egress .*\(409\)/,
+	'client gone: the approval says it expired');
+is(state_of($gone), 'expired', 'client gone: the approval changed nothing');
 sleep 0.5;
 is(scalar @{upstream_requests($t, 'two')}, $n2,
 	'client gone: an approval later sends nothing upstream');
@@ -343,6 +363,16 @@ like($r, qr/^HTTP\/1\.1 403 .*no answer from the operator within 2 s/s,
 cmp_ok(time() - $t0, '>=', 1.8, 'timeout: after the timer');
 like($t2->read_file('error.log'), qr/released: timeout/,
 	'timeout: released in the log');
+my ($late) = $r =~ /held for the operator \(proposal (\d+-[0-9a-f]{8})\)/;
+$late //= '-';
+is(wait_state($late, 'expired'), 'expired', 'timeout: proposal expired');
+$ex = wait_event(sub { $_[0]{type} eq 'decision.resolved'
+	&& $_[0]{correlation_id} eq $late });
+is($ex && $ex->{operator_action}, 'expired',
+	'timeout: decision.resolved, expired');
+$res = ctl_rc('approve', $late);
+is($res->{rc}, 4, 'timeout: a later approval exits 4 (409)');
+is(state_of($late), 'expired', 'timeout: the approval changed nothing');
 
 # the bound on bytes: a body past it is refused at once
 
@@ -476,6 +506,35 @@ sub curl_wait {
 
 sub ctl {
 	return Test::Bottle::bottlectl($t, $redis, @_);
+}
+
+# bottlectl that may fail: { rc, out } (out with stderr)
+
+sub ctl_rc {
+	my $url = $redis->{url} . (defined $redis->{db} ? "/$redis->{db}" : '');
+	my $bin = $Test::Bottle::BOTTLECTL;
+	my $out = $t->testdir() . '/ctl_rc.out';
+	system("$bin --store '$url' " . join(' ', map { "'$_'" } @_)
+		. " >$out 2>&1");
+	return { rc => $? >> 8, out => $t->read_file('ctl_rc.out') };
+}
+
+sub state_of {
+	my $s = redis_cli($t, 'HGET', "bottle:proposal:$_[0]", 'state');
+	chomp $s;
+	return $s;
+}
+
+sub wait_state {
+	my ($id, $want) = @_;
+	my $deadline = time() + 5;
+	my $s;
+	while (time() < $deadline) {
+		$s = state_of($id);
+		last if $s eq $want;
+		sleep 0.1;
+	}
+	return $s;
 }
 
 # the bottle's pending proposals, oldest first, once there are $n
