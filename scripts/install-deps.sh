@@ -8,7 +8,7 @@ PKGS="
 build-essential pkg-config clang llvm libclang-rt-14-dev
 nginx-core nginx-dev libnginx-mod-stream
 libhiredis-dev libmicrohttpd-dev libssl-dev libpcre2-dev libjansson-dev zlib1g-dev libbrotli-dev libvectorscan-dev
-libgit2-dev
+libgit2-dev libcurl4-openssl-dev
 dnsmasq-base redis-server
 perl libio-socket-ssl-perl libjson-pp-perl
 curl git openssl python3 iproute2 valgrind procps brotli fcgiwrap
