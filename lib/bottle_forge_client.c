@@ -1,19 +1,17 @@
 /*
- * A forge's hash, its REST API, and the answers that need them
- * (bottle_forge_client.h).  libcurl (Debian's libcurl4-openssl-dev) does
- * the HTTP: a well-kept client with TLS verification on by default.
+ * A forge's hash, and the answers that need the forge
+ * (bottle_forge_client.h): a forge-connect connected, a create-repo made.
+ * The REST API is bottle_forge_api.c.
  */
 
 #define _POSIX_C_SOURCE  200809L
 
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include <curl/curl.h>
 #include <hiredis/hiredis.h>
 #include <jansson.h>
 
@@ -26,22 +24,10 @@
     (BOTTLE_FORGE_URL_MAX + 2 * BOTTLE_REPO_SEGMENT_MAX + 8)
 
 
-typedef struct {
-    char    *data;
-    size_t   len;
-    int      over;          /* more than BOTTLE_FORGE_API_BODY_MAX */
-} bottle_forge_body_t;
 
 
 static int bottle_forge_command(redisContext *c, redisReply **out,
     int argc, const char **argv, int *lost, char *err, size_t errlen);
-static int bottle_forge_api_call(long *status, json_t **out,
-    const bottle_forge_conf_t *f, const char *method, const char *path,
-    const char *body, char *err, size_t errlen);
-static size_t bottle_forge_write(char *p, size_t size, size_t n,
-    void *data);
-static void bottle_forge_api_error(char *err, size_t errlen, long status,
-    const json_t *answer);
 static int bottle_forge_proposal(json_t **out, redisContext *c,
     bottle_decision_result_t *res, const char *id,
     bottle_proposal_kind_e want);
@@ -51,18 +37,6 @@ static int bottle_forge_fail(bottle_decision_result_t *out,
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
-
-
-static pthread_once_t  bottle_forge_curl_once = PTHREAD_ONCE_INIT;
-static int             bottle_forge_curl_rc;
-
-
-static void
-bottle_forge_curl_init(void)
-{
-    bottle_forge_curl_rc = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK
-                           ? 0 : -1;
-}
 
 
 int
@@ -368,287 +342,6 @@ cleanup:
     }
 
     return rc;
-}
-
-
-/* libcurl's body callback: kept up to BOTTLE_FORGE_API_BODY_MAX */
-
-static size_t
-bottle_forge_write(char *p, size_t size, size_t n, void *data)
-{
-    char                 *d;
-    bottle_forge_body_t  *b = data;
-
-    n *= size;
-
-    if (b->len + n > BOTTLE_FORGE_API_BODY_MAX) {
-        b->over = 1;
-        return 0;
-    }
-
-    d = realloc(b->data, b->len + n + 1);
-    if (d == NULL) {
-        return 0;
-    }
-
-    memcpy(d + b->len, p, n);
-    b->data = d;
-    b->len += n;
-    b->data[b->len] = '\0';
-
-    return n;
-}
-
-
-/*
- * One call of the API: method on {api}{path} with the token, body (JSON)
- * or none.  The status in *status and the answer's JSON in *out (a new
- * reference, maybe NULL).  0 when the forge answered at all (any status),
- * -1 and one line in err when not.
- */
-
-static int
-bottle_forge_api_call(long *status, json_t **out,
-    const bottle_forge_conf_t *f, const char *method, const char *path,
-    const char *body, char *err, size_t errlen)
-{
-    int                   rc;
-    char                  ebuf[CURL_ERROR_SIZE], *url, *auth;
-    size_t                len;
-    CURL                 *h;
-    CURLcode              cc;
-    struct curl_slist    *hdr, *l;
-    bottle_forge_body_t   b;
-
-    *status = 0;
-    *out = NULL;
-
-    pthread_once(&bottle_forge_curl_once, bottle_forge_curl_init);
-
-    if (bottle_forge_curl_rc != 0) {
-        return bottle_errf(err, errlen, "cannot start libcurl");
-    }
-
-    len = strlen(f->api) + strlen(path) + 1;
-    url = malloc(len);
-    len = strlen(f->token) + 32;
-    auth = malloc(len);
-    h = curl_easy_init();
-    hdr = NULL;
-    memset(&b, 0, sizeof(b));
-    rc = -1;
-
-    if (url == NULL || auth == NULL || h == NULL) {
-        bottle_errf(err, errlen, "out of memory");
-        goto cleanup;
-    }
-
-    sprintf(url, "%s%s", f->api, path);
-
-    /* Gitea and GitHub both take "token <token>" */
-    snprintf(auth, len, "Authorization: token %s", f->token);
-
-    l = curl_slist_append(hdr, auth);
-    hdr = l ? l : hdr;
-    l = l ? curl_slist_append(hdr, "Accept: application/json") : NULL;
-    hdr = l ? l : hdr;
-    l = l ? curl_slist_append(hdr, "Content-Type: application/json") : NULL;
-    hdr = l ? l : hdr;
-
-    if (l == NULL) {
-        bottle_errf(err, errlen, "out of memory");
-        goto cleanup;
-    }
-
-    ebuf[0] = '\0';
-
-    if (curl_easy_setopt(h, CURLOPT_URL, url) != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https")
-           != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr) != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_USERAGENT, "ngx-bottle") != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_NOPROXY, "*") != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)
-                            BOTTLE_FORGE_API_TIMEOUT) != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L) != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf) != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, bottle_forge_write)
-           != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_WRITEDATA, &b) != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method) != CURLE_OK
-        || (body
-            && curl_easy_setopt(h, CURLOPT_POSTFIELDS, body) != CURLE_OK))
-    {
-        bottle_errf(err, errlen, "cannot set up libcurl");
-        goto cleanup;
-    }
-
-    cc = curl_easy_perform(h);
-
-    if (cc != CURLE_OK) {
-        bottle_errf(err, errlen, "%s %s%s: %s", method, f->api, path,
-                    b.over ? "the answer is too long"
-                           : ebuf[0] ? ebuf : curl_easy_strerror(cc));
-        goto cleanup;
-    }
-
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-
-    if (b.data) {
-        *out = json_loadb(b.data, b.len, 0, NULL);
-    }
-
-    rc = 0;
-
-cleanup:
-
-    if (auth) {
-        memset(auth, 0, strlen(auth));
-    }
-
-    curl_slist_free_all(hdr);
-    curl_easy_cleanup(h);
-    free(url);
-    free(auth);
-    free(b.data);
-
-    return rc;
-}
-
-
-/* "the forge answered 401: Bad credentials": its message, printable,
- * cut short */
-
-static void
-bottle_forge_api_error(char *err, size_t errlen, long status,
-    const json_t *answer)
-{
-    char         msg[201];
-    size_t       i;
-    const char  *m;
-
-    m = json_string_value(json_object_get(answer, "message"));
-    if (m == NULL) {
-        m = "";
-    }
-
-    for (i = 0; m[i] && i < sizeof(msg) - 1; i++) {
-        msg[i] = (unsigned char) m[i] < 0x20 || m[i] == 0x7f ? ' ' : m[i];
-    }
-
-    msg[i] = '\0';
-
-    bottle_errf(err, errlen, "the forge answered %ld%s%s", status,
-                msg[0] ? ": " : "", msg);
-}
-
-
-/* 0 if s has no control bytes */
-
-static int
-bottle_forge_printable(const char *s)
-{
-    for ( /* void */ ; *s; s++) {
-        if ((unsigned char) *s < 0x20 || *s == 0x7f) {
-            return -1;
-        }
-    }
-
-    return 0;
-}
-
-
-int
-bottle_forge_api_user(char *out, size_t size, const bottle_forge_conf_t *f,
-    char *err, size_t errlen)
-{
-    long         status;
-    json_t      *a;
-    const char  *login;
-
-    if (bottle_forge_api_call(&status, &a, f, "GET", "/user", NULL, err,
-                              errlen)
-        != 0)
-    {
-        return -1;
-    }
-
-    login = json_string_value(json_object_get(a, "login"));
-
-    if (status != 200 || login == NULL || login[0] == '\0'
-        || strlen(login) >= size || bottle_forge_printable(login) != 0)
-    {
-        if (status == 200) {
-            bottle_errf(err, errlen, "GET %s/user: no login (printable, "
-                        "at most %zu bytes) in the forge's answer", f->api,
-                        size - 1);
-        } else {
-            bottle_forge_api_error(err, errlen, status, a);
-        }
-
-        json_decref(a);
-        return -1;
-    }
-
-    strcpy(out, login);
-    json_decref(a);
-
-    return 0;
-}
-
-
-int
-bottle_forge_api_create(char *out, size_t size, const bottle_forge_conf_t *f,
-    const char *login, const char *owner, const char *repo,
-    int private_repo, char *err, size_t errlen)
-{
-    int          rc;
-    char         path[BOTTLE_REPO_SEGMENT_MAX + 32], *body;
-    long         status;
-    json_t      *a, *req;
-    const char  *u;
-
-    /* owner is a segment ([A-Za-z0-9._-]): nothing to escape */
-
-    if (strcasecmp(owner, login) == 0) {
-        snprintf(path, sizeof(path), "/user/repos");
-
-    } else {
-        snprintf(path, sizeof(path), "/orgs/%s/repos", owner);
-    }
-
-    req = json_pack("{s:s, s:b}", "name", repo, "private", private_repo);
-    body = req ? json_dumps(req, JSON_COMPACT) : NULL;
-    json_decref(req);
-
-    if (body == NULL) {
-        return bottle_errf(err, errlen, "out of memory");
-    }
-
-    rc = bottle_forge_api_call(&status, &a, f, "POST", path, body, err,
-                               errlen);
-    free(body);
-
-    if (rc != 0) {
-        return -1;
-    }
-
-    if (status != 201 && status != 200) {
-        bottle_forge_api_error(err, errlen, status, a);
-        json_decref(a);
-        return -1;
-    }
-
-    u = json_string_value(json_object_get(a, "html_url"));
-    if (u == NULL) {
-        u = json_string_value(json_object_get(a, "clone_url"));
-    }
-
-    snprintf(out, size, "%s", u ? u : "");
-    json_decref(a);
-
-    return 0;
 }
 
 

@@ -72,6 +72,9 @@ int bottle_forge_load(bottle_forge_conf_t *out, struct redisContext *c,
 /* the token wiped */
 void bottle_forge_conf_clear(bottle_forge_conf_t *f);
 
+/* 0 if s has no control bytes (an account, a login), else -1 */
+int bottle_forge_printable(const char *s);
+
 /*
  * GET {api}/user with the token: the login of its user in out.  0, or -1
  * and one line in err ("the forge answered 401: Bad credentials", a
