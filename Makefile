@@ -200,6 +200,19 @@ run: module
 stop:
 	scripts/bottle-gateway stop --dir $(RUN_DIR)
 
+# `make demo`: a gateway with a local upstream, a resolver that knows only
+# its name and a policy routed to it, for a machine with no network
+# (scripts/bottle-demo, README.md "Try it"); DEMO_OPTS: its options
+.PHONY: demo demo-stop
+DEMO_DIR   ?= /tmp/ngx-bottle-demo
+DEMO_OPTS  ?=
+
+demo: module
+	scripts/bottle-demo start --dir $(DEMO_DIR) $(DEMO_OPTS)
+
+demo-stop:
+	scripts/bottle-demo stop --dir $(DEMO_DIR)
+
 # `make install` (DESTDIR and PREFIX aware; scripts/bottle-install,
 # docs/install.md): the module where Debian's nginx looks, its
 # modules-available snippet and the 70-mod-bottle.conf link that loads it
