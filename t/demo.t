@@ -47,13 +47,16 @@ my @pidfiles = ("$DEMO/gateway/run/nginx.pid", "$DEMO/upstream/nginx.pid",
 	"$DEMO/dns/dnsmasq.pid");
 my %pids;
 
+# run_cmd([preload => 1,] @cmd): its exit code and output; with preload,
+# the sanitizer runtime of a sanitizer build, for the gateway's nginx
 sub run_cmd {
+	my $preload = $_[0] eq 'preload' ? (splice @_, 0, 2)[1] : 0;
 	my (@cmd) = @_;
 	my $pid = open(my $fh, '-|');
 	die "fork: $!\n" unless defined $pid;
 	if ($pid == 0) {
 		open STDERR, '>&', \*STDOUT;
-		if ($ENV{TEST_NGINX_PRELOAD}) {
+		if ($preload && $ENV{TEST_NGINX_PRELOAD}) {
 			$ENV{LD_PRELOAD} = $ENV{TEST_NGINX_PRELOAD};
 			$ENV{ASAN_OPTIONS} //= 'detect_leaks=0';
 		}
@@ -66,12 +69,18 @@ sub run_cmd {
 	return ($? >> 8, $out);
 }
 
+my $made = '';		# what every make printed
+
 sub make {
-	return run_cmd('make', '-s', '--no-print-directory', '-C', $REPO, @_,
+	# the module stays as it is (-o): another test may be running with it
+	my ($rc, $out) = run_cmd(preload => 1, 'make', '-s',
+		'--no-print-directory', '-C', $REPO, '-o', 'module', @_,
 		"DEMO_DIR=$DEMO",
 		"DEMO_OPTS=--listen 127.0.0.1:$GW --http-port $HTTP "
 		. "--https-port $HTTPS --dns-port $DNS "
 		. "--module $Test::Nginx::MODULE --nginx $Test::Nginx::NGINX");
+	$made .= $out;
+	return ($rc, $out);
 }
 
 sub alive {
@@ -105,7 +114,7 @@ END {
 	}
 }
 
-plan(tests => 16);
+plan(tests => 17);
 
 ###############################################################################
 
@@ -164,5 +173,9 @@ is(join(' ', grep { alive($_) } values %pids), '', 'all three stopped');
 
 ok(!-e "$DEMO/dns/dnsmasq.pid" && !-s "$DEMO/upstream/nginx.pid"
 	&& !-s "$DEMO/gateway/run/nginx.pid", 'no pid file left');
+
+my $log = $made . $t->read_file("$DEMO/gateway/logs/error.log");
+is(join("\n", $log =~ /^.*(?:\[(?:alert|crit|emerg)\]|Sanitizer|runtime error:).*$/mg),
+	'', 'the gateway: no alerts, no sanitizer errors');
 
 ###############################################################################

@@ -68,8 +68,11 @@ sub run_cmd {
 	return ($? >> 8, $out);
 }
 
+# what make built stays as it is (-o): another test may be running with it
 sub make {
-	return run_cmd('make', '-s', '-C', $REPO, @_, "DESTDIR=$D");
+	return run_cmd('make', '-s', '-C', $REPO, '-o', 'module',
+		'-o', 'build/bottlectl', '-o', 'build/gitgate-scan', @_,
+		"DESTDIR=$D");
 }
 
 # every file, link and directory under $D
