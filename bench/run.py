@@ -36,6 +36,7 @@ import threading
 import time
 
 import scale
+import supervise
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(TOP, "bench")
@@ -1194,6 +1195,7 @@ def report(meta, targets, results, chk, scan, scan_err, cplane=None):
     if cplane:
         w("")
         lines.extend(scale.report_lines(cplane))
+        lines.extend(supervise.report_lines(cplane.get("supervise")))
     return "\n".join(lines) + "\n"
 
 
@@ -1210,6 +1212,7 @@ def scale_report(meta, cplane):
              f"- machine: {meta['cpu']}, {meta['ncpu']} CPUs, Linux "
              f"{platform.release()}; nginx {meta['versions']['nginx']}", ""]
     lines.extend(scale.report_lines(cplane))
+    lines.extend(supervise.report_lines(cplane.get("supervise")))
     return "\n".join(lines) + "\n"
 
 
@@ -1224,6 +1227,13 @@ def run_scale(d):
         log(f"control plane: failed: {e}")
         cp = {"error": str(e)}
     cp["loadavg_start"] = la
+    log("supervise: decisions on two gateways, held requests")
+    try:
+        cp["supervise"] = supervise.supervise(sys.modules[__name__], d)
+    except (RuntimeError, OSError, subprocess.SubprocessError,
+            ValueError, KeyError) as e:
+        log(f"supervise: failed: {e}")
+        cp["supervise"] = {"error": str(e)}
     return cp
 
 

@@ -8,14 +8,15 @@
 #                               and `make install` need
 set -eu
 
-# make (the module, libbottle, bottlectl, gitgate-scan) and make run /
-# make demo (nginx with the stream module, the CA made with openssl, the
-# system's trust store for upstreams, dnsmasq as the demo's resolver,
-# curl for the README's "Try it")
+# make (the module, libbottle, bottlectl, git-gate's and supervise-helper's
+# binaries, the operator page embedded with xxd) and make run / make demo
+# (nginx with the stream module, the CA made with openssl, the system's
+# trust store for upstreams, dnsmasq as the demo's resolver, curl for the
+# README's "Try it")
 RUNTIME_PKGS="
-build-essential pkg-config
+build-essential pkg-config xxd
 nginx-core nginx-dev libnginx-mod-stream
-libhiredis-dev libssl-dev libpcre2-dev libjansson-dev zlib1g-dev libbrotli-dev libvectorscan-dev
+libhiredis-dev libmicrohttpd-dev libssl-dev libpcre2-dev libjansson-dev zlib1g-dev libbrotli-dev libvectorscan-dev
 libgit2-dev
 openssl ca-certificates dnsmasq-base curl
 "
@@ -27,6 +28,7 @@ redis-server
 perl libio-socket-ssl-perl libjson-pp-perl
 git python3 iproute2 valgrind procps brotli fcgiwrap
 mitmproxy hey nodejs node-undici
+chromium
 "
 
 case "${1:-}" in
@@ -35,14 +37,40 @@ case "${1:-}" in
 *) echo "usage: $0 [--runtime]" >&2; exit 2 ;;
 esac
 
+# t/operator_page.t drives Debian's chromium with npm's playwright-core
+# (t/operator/package-lock.json; never a browser download of its own)
+npm_deps() {
+    dir=$(dirname "$0")/../t/operator
+    if [ -f "$dir/package-lock.json" ] && command -v npm >/dev/null 2>&1; then
+        (cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
+            npm ci --no-audit --no-fund --loglevel=error)
+    fi
+}
+
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
         || missing="$missing $p"
 done
 
+# The tests' node packages (the MCP SDK client of t/supervise_sdk.t),
+# from t/mcp-client/package-lock.json
+npm_deps() {
+    dir=$(dirname "$0")/../t/mcp-client
+    if [ -f "$dir/package-lock.json" ] && command -v npm >/dev/null; then
+        (cd "$dir" && npm ci --no-audit --no-fund --silent) \
+            || echo "install-deps: npm ci in t/mcp-client failed" >&2
+    fi
+}
+
+# the tests' npm packages: not for --runtime
+if [ "$PKGS" = "$RUNTIME_PKGS" ]; then
+    npm_deps() { :; }
+fi
+
 if [ -z "$missing" ]; then
     echo "install-deps: all packages present"
+    npm_deps
     exit 0
 fi
 
@@ -65,3 +93,5 @@ echo "install-deps: installing$missing"
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
     --no-install-recommends $missing
+
+npm_deps

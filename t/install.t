@@ -38,6 +38,8 @@ my $t = Test::Nginx->new()->has(qw/http proxy stream dnsmasq/)
 my $REPO = $Test::Nginx::REPO;
 my $SO = "$REPO/build/ngx_bottle_module.so";
 plan(skip_all => "no $SO (make)") unless -f $SO;
+plan(skip_all => "no build/$_ (make)") for grep { !-x "$REPO/build/$_" }
+	qw/ bottlectl gitgate-scan gitgate-cgi supervise-helper /;
 
 my $d = $t->testdir();
 my $D = "$d/destdir";		# DESTDIR
@@ -51,7 +53,8 @@ my $DNS = port(8053);
 my $FRONT = port(8080);
 
 my @CONFS = qw/ bottle-main.conf bottle-stream.conf bottle-http.conf
-	bottle-server.conf bottle-resolver.conf bottle-ca.conf /;
+	bottle-server.conf bottle-resolver.conf bottle-ca.conf
+	bottle-gitgate.conf /;
 
 sub run_cmd {
 	my (@cmd) = @_;
@@ -71,8 +74,8 @@ sub run_cmd {
 # what make built stays as it is (-o): another test may be running with it
 sub make {
 	return run_cmd('make', '-s', '-C', $REPO, '-o', 'module',
-		'-o', 'build/bottlectl', '-o', 'build/gitgate-scan', @_,
-		"DESTDIR=$D");
+		(map { ('-o', "build/$_") } qw/ bottlectl gitgate-scan
+			gitgate-cgi supervise-helper /), @_, "DESTDIR=$D");
 }
 
 # every file, link and directory under $D
@@ -88,7 +91,7 @@ sub tree {
 dns_start($t, port => $DNS, hosts => { $HOST => '127.0.0.1' });
 fake_upstream($t, port => $UP, name => 'api');
 
-plan(tests => 38);
+plan(tests => 39);
 
 ###############################################################################
 
@@ -100,8 +103,11 @@ is($rc, 0, 'make install DESTDIR: exit 0') or diag($out);
 my $mod = "$D/usr/lib/nginx/modules/ngx_bottle_module.so";
 ok(-f $mod && (run_cmd('cmp', $mod, $SO))[0] == 0,
 	'the module in /usr/lib/nginx/modules/');
-ok(-x "$D/usr/local/bin/bottlectl" && -x "$D/usr/local/bin/gitgate-scan",
-	'bottlectl and gitgate-scan in /usr/local/bin/');
+ok(-x "$D/usr/local/bin/bottlectl" && -x "$D/usr/local/bin/gitgate-scan"
+	&& -x "$D/usr/local/bin/supervise-helper",
+	'bottlectl, gitgate-scan and supervise-helper in /usr/local/bin/');
+ok(-x "$D/usr/local/lib/ngx-bottle/gitgate-cgi",
+	'gitgate-cgi in /usr/local/lib/ngx-bottle/');
 
 my $snippet = '/usr/share/nginx/modules-available/mod-bottle.conf';
 is($t->read_file("$D$snippet"),
@@ -151,6 +157,7 @@ for my $f (@CONFS) {
 	$s =~ s{/run/ngx-bottle/}{$R/run/}g;
 	$s =~ s{/var/log/ngx-bottle/}{$R/logs/}g;
 	$s =~ s{127\.0\.0\.1:9099}{127.0.0.1:$FRONT}g;
+	$s =~ s{127\.0\.0\.1:9420}{127.0.0.1:@{[ port(8084) ]}}g;
 	$t->write_file("bottle/$f", $s);
 }
 
@@ -191,6 +198,7 @@ http {
     }
 
     include  $C/bottle-http.conf;
+    include  $C/bottle-gitgate.conf;
 }
 EOF
 }
