@@ -29,7 +29,7 @@ LIB_CFLAGS  = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT)
 UNIT_SRCS   = $(wildcard t/unit/*_test.c)
 UNIT_BINS   = $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 UNIT_CFLAGS = -std=c99 -Wall -Wextra -Werror -O1 -g -Ilib
-LIB_LIBS    = -lhiredis -ljansson -lcrypto -lhs -lpcre2-8 -lz -lbrotlidec -lbrotlienc -lpthread -lm
+LIB_LIBS    = -lcurl -lhiredis -ljansson -lcrypto -lhs -lpcre2-8 -lz -lbrotlidec -lbrotlienc -lpthread -lm
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -Ilib
 
 .PHONY: all lib module unit ctl ctl-asan gitgate gitgate-asan supervise \

@@ -51,6 +51,7 @@ static const bottlectl_cmd_t  bottlectl_commands[] = {
     { "check", bottlectl_check },
     { "forge", bottlectl_forge },
     { "forges", bottlectl_forges },
+    { "repo", bottlectl_repo },
     { NULL, NULL }
 };
 
@@ -78,7 +79,11 @@ static const char  bottlectl_manual[] =
 "    bottlectl [--store URL] check BOTTLE ID\n"
 "    bottlectl [--store URL] forge connect FORGE --kind gitea|github\n"
 "        --url URL [--api URL] --token-file FILE [--account NAME]\n"
+"    bottlectl [--store URL] forge connect --proposal ID\n"
+"        --kind gitea|github --token-file FILE [--api URL] [--account NAME]\n"
+"        [--note TEXT]\n"
 "    bottlectl [--store URL] forge rm FORGE\n"
+"    bottlectl [--store URL] repo create --proposal ID [--note TEXT]\n"
 "    bottlectl [--store URL] [--json] forges\n"
 "    bottlectl -h | --help | --version\n"
 "\n"
@@ -135,12 +140,14 @@ static const char  bottlectl_manual[] =
 "        the next version, so every gateway applies it on its next\n"
 "        request.  egress-token-allow and gitleaks-allow are recorded\n"
 "        only.  forge-connect, add-repo, launch-bottle and create-repo are\n"
-"        never approved plainly: refused, deny them.\n"
+"        never approved plainly: refused, saying what answers them.\n"
 "    deny ID [--note TEXT]\n"
 "        The first answer stands: deny it; nothing changes.\n"
 "    modify ID FILE|- [--note TEXT]\n"
 "        Approve an egress-allow with the operator's own route object\n"
-"        (FILE, - for standard input) instead of the agent's.\n"
+"        (FILE, - for standard input) instead of the agent's; grant an\n"
+"        add-repo ({\"repo\"}); launch a launch-bottle with a launch spec\n"
+"        ({\"bottles\"}: the proposal's, maybe fewer).\n"
 "    propose BOTTLE KIND ARGS-JSON [--justification TEXT]\n"
 "        Queue a proposal as a producer would (for operators and tests);\n"
 "        prints its id.  KIND: egress-allow (ARGS a route), egress-block\n"
@@ -155,6 +162,13 @@ static const char  bottlectl_manual[] =
 "        name the agents' URLs use (github.com), URL where its git really\n"
 "        is, the token (read from FILE, one line) what git-gate fetches\n"
 "        and pushes with.  Replaces an earlier connection of FORGE.\n"
+"    forge connect --proposal ID --kind gitea|github --token-file FILE\n"
+"        Answer an agent's forge-connect: connect the forge of its URL\n"
+"        with the token (checked on the forge's API first), then modify\n"
+"        the proposal with the account.  A failure leaves it pending.\n"
+"    repo create --proposal ID [--note TEXT]\n"
+"        Answer an agent's create-repo: make the repo on its forge, then\n"
+"        grant it with write.  A forge error leaves it pending.\n"
 "    forge rm FORGE\n"
 "        Disconnect it: git-gate refuses its repos from the next request.\n"
 "    forges\n"

@@ -159,11 +159,16 @@ int bottlectl_change(bottlectl_t *ctl, const char *bottle,
     bottlectl_change_t *chg);
 void bottlectl_change_free(bottlectl_change_t *chg);
 
+/* an answer's status as an exit status, after its line on stderr */
+int bottlectl_decision_status(bottlectl_t *ctl,
+    const bottle_decision_result_t *res);
+
 
 /* ctl_forge.c: forge connect|rm, forges */
 
 int bottlectl_forge(bottlectl_t *ctl, int argc, char **argv);
 int bottlectl_forges(bottlectl_t *ctl, int argc, char **argv);
+int bottlectl_repo(bottlectl_t *ctl, int argc, char **argv);
 
 
 /* ctl_explain.c */

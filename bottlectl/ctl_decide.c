@@ -25,8 +25,6 @@
 static int bottlectl_answer(bottlectl_t *ctl, const char *action, int argc,
     char **argv);
 static json_t *bottlectl_answer_grant(const char *file);
-static int bottlectl_answer_status(bottlectl_t *ctl,
-    const bottle_decision_result_t *res);
 
 
 int
@@ -126,7 +124,7 @@ bottlectl_answer(bottlectl_t *ctl, const char *action, int argc, char **argv)
         bottlectl_error("warning: %s", res.warning);
     }
 
-    rc = bottlectl_answer_status(ctl, &res);
+    rc = bottlectl_decision_status(ctl, &res);
 
     if (rc == BOTTLECTL_OK) {
         if (res.version) {
@@ -145,7 +143,8 @@ bottlectl_answer(bottlectl_t *ctl, const char *action, int argc, char **argv)
 }
 
 
-/* modify's FILE: one JSON object, a route (policy.md) or a repo grant */
+/* modify's FILE: one JSON object, a route (policy.md), a repo grant, a
+ * forge grant or a launch spec (bottle_decision.h) */
 
 static json_t *
 bottlectl_answer_grant(const char *file)
@@ -167,12 +166,11 @@ bottlectl_answer_grant(const char *file)
         return NULL;
     }
 
-    if (!json_is_object(o)
-        || (json_string_value(json_object_get(o, "host")) == NULL
-            && json_string_value(json_object_get(o, "repo")) == NULL))
-    {
-        bottlectl_error("%s: not a route object with a \"host\", nor a repo "
-                        "grant with a \"repo\"", file);
+    /* which grant it must be is the proposal's kind's (the lib's check) */
+
+    if (!json_is_object(o)) {
+        bottlectl_error("%s: not a JSON object (a route, a repo grant, a "
+                        "forge grant or a launch spec)", file);
         json_decref(o);
         return NULL;
     }
@@ -183,8 +181,8 @@ bottlectl_answer_grant(const char *file)
 
 /* the lib's status as an exit status, after its line */
 
-static int
-bottlectl_answer_status(bottlectl_t *ctl,
+int
+bottlectl_decision_status(bottlectl_t *ctl,
     const bottle_decision_result_t *res)
 {
     switch (res->status) {

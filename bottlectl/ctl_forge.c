@@ -14,24 +14,21 @@
 
 #include <jansson.h>
 
+#include "bottle_forge_client.h"
 #include "bottlectl.h"
-
-
-#define BOTTLECTL_FORGE_TOKEN_MAX  4096
 
 
 static int bottlectl_forge_connect(bottlectl_t *ctl, int argc, char **argv);
 static int bottlectl_forge_rm(bottlectl_t *ctl, const char *name);
 static int bottlectl_forge_name(char *out, const char *s);
-static int bottlectl_url_ok(const char *what, const char *url);
 static int bottlectl_token_file(char *out, const char *file);
-static int bottlectl_exec(bottlectl_t *ctl, int argc, const char **argv,
-    const size_t *argvlen, const char *what);
 
 
 static const char  bottlectl_forge_usage[] =
     "forge connect FORGE --kind gitea|github --url URL [--api URL] "
-    "--token-file FILE [--account NAME] | forge rm FORGE";
+    "--token-file FILE [--account NAME] | forge connect --proposal ID "
+    "--kind gitea|github --token-file FILE [--api URL] [--account NAME] "
+    "[--note TEXT] | forge rm FORGE";
 
 
 int
@@ -49,22 +46,36 @@ bottlectl_forge(bottlectl_t *ctl, int argc, char **argv)
 }
 
 
+/*
+ * forge connect FORGE ...: the operator's own forge; forge connect
+ * --proposal ID ...: an agent's forge-connect, the forge and its URL the
+ * proposal's, answered (bottle_forge_connect_answer()).
+ */
+
 static int
 bottlectl_forge_connect(bottlectl_t *ctl, int argc, char **argv)
 {
-    int          i, rc, n;
-    char         name[BOTTLE_FORGE_NAME_MAX + 1], key[BOTTLE_FORGE_NAME_MAX + 32],
-                 token[BOTTLECTL_FORGE_TOKEN_MAX + 1];
-    size_t       len[16];
-    const char  *kind, *url, *api, *file, *account, *other, *av[16];
+    int                          i, rc, lost;
+    char                         name[BOTTLE_FORGE_NAME_MAX + 1],
+                                 err[1024];
+    const char                  *kind, *url, *api, *file, *account, *other,
+                                *proposal, *note;
+    bottle_forge_conf_t         *f;
+    bottle_forge_connect_req_t   req;
+    bottle_decision_result_t     res;
 
-    kind = url = api = file = account = NULL;
+    kind = url = api = file = account = proposal = note = NULL;
+    i = 0;
 
-    if (bottlectl_forge_name(name, argv[0]) != 0) {
-        return BOTTLECTL_REFUSED;
+    if (strcmp(argv[0], "--proposal") != 0) {
+        if (bottlectl_forge_name(name, argv[0]) != 0) {
+            return BOTTLECTL_REFUSED;
+        }
+
+        i = 1;
     }
 
-    for (i = 1; i < argc; i++) {
+    for ( /* void */ ; i < argc; i++) {
         if (i + 1 == argc) {
             return bottlectl_usage(bottlectl_forge_usage);
         }
@@ -79,20 +90,22 @@ bottlectl_forge_connect(bottlectl_t *ctl, int argc, char **argv)
             file = argv[++i];
         } else if (strcmp(argv[i], "--account") == 0) {
             account = argv[++i];
+        } else if (strcmp(argv[i], "--proposal") == 0) {
+            proposal = argv[++i];
+        } else if (strcmp(argv[i], "--note") == 0) {
+            note = argv[++i];
         } else {
             return bottlectl_usage(bottlectl_forge_usage);
         }
     }
 
-    if (kind == NULL || url == NULL || file == NULL) {
-        return bottlectl_usage(bottlectl_forge_usage);
-    }
+    /* with a proposal the operator gives neither the forge nor its URL */
 
-    other = bottle_forge_other_kind(name);
-    if (other) {
-        bottlectl_error("forge \"%s\" runs %s: git-gate serves gitea and "
-                        "github forges only", name, other);
-        return BOTTLECTL_REFUSED;
+    if (kind == NULL || file == NULL
+        || (proposal ? url != NULL || strcmp(argv[0], "--proposal") != 0
+                     : url == NULL || note != NULL))
+    {
+        return bottlectl_usage(bottlectl_forge_usage);
     }
 
     if (bottle_forge_kind_valid(kind) != 0) {
@@ -100,67 +113,95 @@ bottlectl_forge_connect(bottlectl_t *ctl, int argc, char **argv)
         return BOTTLECTL_REFUSED;
     }
 
-    if (bottlectl_url_ok("--url", url) != 0
-        || (api && bottlectl_url_ok("--api", api) != 0)
-        || bottlectl_token_file(token, file) != 0)
+    if ((url && bottle_forge_url_check("--url", url, err, sizeof(err)) != 0)
+        || (api && bottle_forge_url_check("--api", api, err, sizeof(err))
+                   != 0))
     {
+        bottlectl_error("%s", err);
         return BOTTLECTL_REFUSED;
     }
 
-    snprintf(key, sizeof(key), "%s%s", BOTTLE_FORGE_PREFIX, name);
+    if (account && (account[0] == '\0'
+                    || strlen(account) > BOTTLE_FORGE_ACCOUNT_MAX))
+    {
+        bottlectl_error("--account: 1 to %d bytes", BOTTLE_FORGE_ACCOUNT_MAX);
+        return BOTTLECTL_REFUSED;
+    }
 
-    /* the whole hash replaced, and the set, at once */
-    av[0] = "MULTI";
-    rc = bottlectl_exec(ctl, 1, av, NULL, "MULTI");
+    if (!proposal) {
+        other = bottle_forge_other_kind(name);
+        if (other) {
+            bottlectl_error("forge \"%s\" runs %s: git-gate serves gitea and "
+                            "github forges only", name, other);
+            return BOTTLECTL_REFUSED;
+        }
+    }
+
+    f = calloc(1, sizeof(*f));
+    if (f == NULL) {
+        bottlectl_error("out of memory");
+        return BOTTLECTL_REFUSED;
+    }
+
+    if (bottlectl_token_file(f->token, file) != 0) {
+        free(f);
+        return BOTTLECTL_REFUSED;
+    }
+
+    rc = bottlectl_connect(ctl);
     if (rc != BOTTLECTL_OK) {
         goto cleanup;
     }
 
-    av[0] = "DEL";
-    av[1] = key;
-    rc = bottlectl_exec(ctl, 2, av, NULL, "DEL");
-    if (rc != BOTTLECTL_OK) {
+    if (proposal) {
+        memset(&req, 0, sizeof(req));
+        req.proposal = proposal;
+        req.kind = kind;
+        req.token = f->token;
+        req.api = api;
+        req.account = account;
+        req.notes = note;
+        req.operator_name = bottlectl_operator();
+        req.producer = "bottlectl";
+
+        bottle_forge_connect_answer(&res, ctl->redis, &req);
+
+        if (res.warning[0]) {
+            bottlectl_error("warning: %s", res.warning);
+        }
+
+        rc = bottlectl_decision_status(ctl, &res);
+
+        if (rc == BOTTLECTL_OK) {
+            printf("%s %s: %s connected as %s\n", proposal, res.state,
+                   json_string_value(json_object_get(
+                       json_object_get(res.decision, "forge"), "forge")),
+                   json_string_value(json_object_get(
+                       json_object_get(res.decision, "forge"), "account")));
+        }
+
+        bottle_decision_result_free(&res);
         goto cleanup;
     }
 
-    n = 0;
-    av[n++] = "HSET";
-    av[n++] = key;
-    av[n++] = BOTTLE_FORGE_F_KIND;
-    av[n++] = kind;
-    av[n++] = BOTTLE_FORGE_F_URL;
-    av[n++] = url;
-    av[n++] = BOTTLE_FORGE_F_TOKEN;
-    av[n++] = token;
-    if (api) {
-        av[n++] = BOTTLE_FORGE_F_API;
-        av[n++] = api;
-    }
-    if (account) {
-        av[n++] = BOTTLE_FORGE_F_ACCOUNT;
-        av[n++] = account;
-    }
+    snprintf(f->kind, sizeof(f->kind), "%s", kind);
+    snprintf(f->url, sizeof(f->url), "%s", url);
+    snprintf(f->api, sizeof(f->api), "%s", api ? api : "");
+    snprintf(f->account, sizeof(f->account), "%s", account ? account : "");
 
-    for (i = 0; i < n; i++) {
-        len[i] = strlen(av[i]);
-    }
+    if (bottle_forge_save(ctl->redis, name, f, &lost, err, sizeof(err)) != 0)
+    {
+        if (lost) {
+            bottlectl_error("cannot reach the store %s: %s", ctl->url_text,
+                            err);
+            bottlectl_disconnect(ctl);
+            rc = BOTTLECTL_UNREACHABLE;
 
-    rc = bottlectl_exec(ctl, n, av, len, "HSET");
-    if (rc != BOTTLECTL_OK) {
-        goto cleanup;
-    }
+        } else {
+            bottlectl_error("%s", err);
+            rc = BOTTLECTL_REFUSED;
+        }
 
-    av[0] = "SADD";
-    av[1] = BOTTLE_FORGES;
-    av[2] = name;
-    rc = bottlectl_exec(ctl, 3, av, NULL, "SADD");
-    if (rc != BOTTLECTL_OK) {
-        goto cleanup;
-    }
-
-    av[0] = "EXEC";
-    rc = bottlectl_exec(ctl, 1, av, NULL, "EXEC");
-    if (rc != BOTTLECTL_OK) {
         goto cleanup;
     }
 
@@ -168,7 +209,68 @@ bottlectl_forge_connect(bottlectl_t *ctl, int argc, char **argv)
 
 cleanup:
 
-    memset(token, 0, sizeof(token));
+    bottle_forge_conf_clear(f);
+    free(f);
+
+    return rc;
+}
+
+
+/* repo create --proposal ID [--note TEXT]: a create-repo made */
+
+int
+bottlectl_repo(bottlectl_t *ctl, int argc, char **argv)
+{
+    int                        rc;
+    const char                *note;
+    bottle_decision_result_t   res;
+
+    static const char  usage[] = "repo create --proposal ID [--note TEXT]";
+
+    note = NULL;
+
+    if (argc == 6 && strcmp(argv[4], "--note") == 0) {
+        note = argv[5];
+        argc -= 2;
+    }
+
+    if (argc != 4 || strcmp(argv[1], "create") != 0
+        || strcmp(argv[2], "--proposal") != 0)
+    {
+        return bottlectl_usage(usage);
+    }
+
+    if (note && strlen(note) > BOTTLE_PROPOSAL_TEXT_MAX) {
+        bottlectl_error("--note: longer than %d bytes",
+                        BOTTLE_PROPOSAL_TEXT_MAX);
+        return BOTTLECTL_USAGE;
+    }
+
+    rc = bottlectl_connect(ctl);
+    if (rc != BOTTLECTL_OK) {
+        return rc;
+    }
+
+    bottle_forge_create_answer(&res, ctl->redis, argv[3], note,
+                               bottlectl_operator(), "bottlectl");
+
+    if (res.warning[0]) {
+        bottlectl_error("warning: %s", res.warning);
+    }
+
+    rc = bottlectl_decision_status(ctl, &res);
+
+    if (rc == BOTTLECTL_OK) {
+        printf("%s %s: created %s, granted %s: bottle %s version %lld\n",
+               argv[3], res.state,
+               json_string_value(json_object_get(res.decision, "created")),
+               json_string_value(json_object_get(
+                   json_object_get(res.decision, "grant"), "repo")),
+               res.bottle, res.version);
+    }
+
+    bottle_decision_result_free(&res);
+
     return rc;
 }
 
@@ -177,7 +279,8 @@ static int
 bottlectl_forge_rm(bottlectl_t *ctl, const char *arg)
 {
     int          rc;
-    char         name[BOTTLE_FORGE_NAME_MAX + 1], key[BOTTLE_FORGE_NAME_MAX + 32];
+    char         name[BOTTLE_FORGE_NAME_MAX + 1],
+                 key[BOTTLE_FORGE_NAME_MAX + 32];
     long long    n;
     const char  *av[3];
     redisReply  *r;
@@ -339,37 +442,14 @@ bottlectl_forge_name(char *out, const char *s)
 }
 
 
-static int
-bottlectl_url_ok(const char *what, const char *url)
-{
-    size_t  i;
-
-    if (strncmp(url, "https://", 8) != 0 && strncmp(url, "http://", 7) != 0) {
-        bottlectl_error("%s: an http:// or https:// URL", what);
-        return -1;
-    }
-
-    for (i = 0; url[i]; i++) {
-        if ((unsigned char) url[i] <= 0x20 || url[i] == 0x7f
-            || url[i] == '@')
-        {
-            bottlectl_error("%s: no spaces, control bytes or credentials "
-                            "(the token goes in --token-file)", what);
-            return -1;
-        }
-    }
-
-    return 0;
-}
-
-
-/* the token: the file's first line, printable, no spaces */
+/* the token: the file's first line (bottle_forge_token_check()) */
 
 static int
 bottlectl_token_file(char *out, const char *file)
 {
-    char    *text;
-    size_t   len, i;
+    int      rc;
+    char    *text, err[256];
+    size_t   len;
 
     if (bottlectl_read(&text, &len, file) != 0) {
         return -1;
@@ -379,51 +459,27 @@ bottlectl_token_file(char *out, const char *file)
         len--;
     }
 
-    if (len == 0 || len > BOTTLECTL_FORGE_TOKEN_MAX) {
-        bottlectl_error("--token-file: empty, or longer than %d bytes",
-                        BOTTLECTL_FORGE_TOKEN_MAX);
-        memset(text, 0, len);
-        free(text);
-        return -1;
-    }
+    rc = -1;
 
-    for (i = 0; i < len; i++) {
-        if ((unsigned char) text[i] < 0x21 || text[i] == 0x7f) {
-            bottlectl_error("--token-file: one line, no spaces or control "
-                            "bytes");
-            memset(text, 0, len);
-            free(text);
-            return -1;
+    if (len > BOTTLE_FORGE_TOKEN_MAX || memchr(text, '\0', len)) {
+        bottlectl_error("--token-file: longer than %d bytes, or binary",
+                        BOTTLE_FORGE_TOKEN_MAX);
+
+    } else {
+        memcpy(out, text, len);
+        out[len] = '\0';
+
+        if (bottle_forge_token_check(out, err, sizeof(err)) != 0) {
+            bottlectl_error("--token-file: %s", err);
+            memset(out, 0, len);
+
+        } else {
+            rc = 0;
         }
     }
 
-    memcpy(out, text, len);
-    out[len] = '\0';
     memset(text, 0, len);
     free(text);
 
-    return 0;
-}
-
-
-static int
-bottlectl_exec(bottlectl_t *ctl, int argc, const char **argv,
-    const size_t *argvlen, const char *what)
-{
-    int          rc;
-    redisReply  *r;
-
-    rc = bottlectl_command(ctl, &r, argc, argv, argvlen);
-    if (rc != BOTTLECTL_OK) {
-        return rc;
-    }
-
-    if (r->type == REDIS_REPLY_ERROR) {
-        bottlectl_error("%s: %s", what, r->str);
-        freeReplyObject(r);
-        return BOTTLECTL_REFUSED;
-    }
-
-    freeReplyObject(r);
-    return BOTTLECTL_OK;
+    return rc;
 }

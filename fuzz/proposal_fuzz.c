@@ -7,7 +7,9 @@
  * crash, no sanitizer report" it checks: the summary is printable ASCII
  * within its buffer, an applied change is an object whose routes or
  * repos are arrays, and a repo grant applied is stored canonically
- * (parses again, lowercase forge).
+ * (parses again, lowercase forge).  A forge-connect's url gives a forge
+ * name (lowercase, a valid one) that a forge grant of it passes the
+ * check with; a launch-bottle's own launch spec is built from it.
  */
 
 #include <stdint.h>
@@ -32,6 +34,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     int                     changed;
     char                    err[512], summary[96], e[256];
+    char                    name[BOTTLE_FORGE_NAME_MAX + 1],
+                            canon[BOTTLE_FORGE_NAME_MAX + 1];
     size_t                  i;
     json_t                 *p, *b, *out, *args, *repos;
     const char             *s;
@@ -55,6 +59,29 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     args = json_object_get(p, "args");
 
     (void) bottle_decision_grant_check(kind, p, args, err, sizeof(err));
+
+    s = json_string_value(json_object_get(args, "url"));
+
+    if (kind == BOTTLE_PROPOSAL_FORGE_CONNECT && s
+        && bottle_forge_url_name(name, s, err, sizeof(err)) == 0)
+    {
+        CHECK(bottle_forge_name_parse(canon, name, strlen(name)) == 0);
+        CHECK(strcmp(canon, name) == 0);
+
+        b = json_pack("{s:s, s:s}", "forge", name, "account", "acct");
+        CHECK(b != NULL);
+        CHECK(bottle_decision_grant_check(kind, p, b, err, sizeof(err))
+              == 0);
+        json_decref(b);
+    }
+
+    if (kind == BOTTLE_PROPOSAL_LAUNCH_BOTTLE) {
+        b = bottle_decision_launch(p, args);
+        CHECK(json_is_object(b));
+        CHECK(json_equal(json_object_get(b, "agent"),
+                         json_object_get(args, "agent")));
+        json_decref(b);
+    }
 
     if (bottle_proposal_changes_policy(kind)) {
         b = json_loads(bottle_json, 0, NULL);

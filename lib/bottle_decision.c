@@ -61,30 +61,17 @@ bottle_decision_event_json(bottle_audit_event_t *e, const char *producer,
 }
 
 
-int
-bottle_decision_grant_check(bottle_proposal_kind_e kind,
-    const json_t *proposal, const json_t *grant, char *err, size_t errlen)
+/* a grant naming the proposal's repo ("repo" of its args), no more write
+ * than may be given */
+
+static int
+bottle_decision_repo_check(const json_t *proposal, const json_t *grant,
+    int write_ok, char *err, size_t errlen)
 {
     char           e[256];
     const char    *s, *asked;
     const json_t  *args;
     bottle_repo_t  want, got;
-
-    if (kind == BOTTLE_PROPOSAL_EGRESS_ALLOW) {
-        if (!json_is_object(grant)
-            || json_string_value(json_object_get(grant, "host")) == NULL)
-        {
-            return bottle_errf(err, errlen, "not a route object with a "
-                               "\"host\"");
-        }
-
-        return 0;
-    }
-
-    if (kind != BOTTLE_PROPOSAL_ADD_REPO) {
-        return bottle_errf(err, errlen, "a %s proposal takes no grant",
-                           bottle_proposal_kind_name(kind));
-    }
 
     s = json_string_value(json_object_get(grant, "repo"));
 
@@ -109,7 +96,7 @@ bottle_decision_grant_check(bottle_proposal_kind_e kind,
                            asked ? e : "none");
     }
 
-    want.write |= json_is_true(json_object_get(args, "write"));
+    want.write |= json_is_true(json_object_get(args, "write")) || write_ok;
 
     if (!bottle_repo_same(&got, &want)) {
         return bottle_errf(err, errlen, "repo: a grant names the repo the "
@@ -123,4 +110,197 @@ bottle_decision_grant_check(bottle_proposal_kind_e kind,
     }
 
     return 0;
+}
+
+
+/* {"forge": the forge of the proposal's url, "account": its account} */
+
+static int
+bottle_decision_forge_check(const json_t *proposal, const json_t *grant,
+    char *err, size_t errlen)
+{
+    char          name[BOTTLE_FORGE_NAME_MAX + 1], e[256];
+    size_t        i;
+    const char   *forge, *account, *url;
+
+    forge = json_string_value(json_object_get(grant, "forge"));
+    account = json_string_value(json_object_get(grant, "account"));
+
+    if (!json_is_object(grant) || forge == NULL || account == NULL
+        || json_object_size(grant) != 2)
+    {
+        return bottle_errf(err, errlen, "not a forge grant {\"forge\": "
+                           "\"<forge>\", \"account\": \"<account>\"}");
+    }
+
+    if (account[0] == '\0' || strlen(account) > BOTTLE_FORGE_ACCOUNT_MAX) {
+        return bottle_errf(err, errlen, "account: 1 to %d bytes",
+                           BOTTLE_FORGE_ACCOUNT_MAX);
+    }
+
+    for (i = 0; account[i]; i++) {
+        if ((unsigned char) account[i] < 0x20 || account[i] == 0x7f) {
+            return bottle_errf(err, errlen, "account: no control bytes");
+        }
+    }
+
+    url = json_string_value(json_object_get(json_object_get(proposal,
+                                                            "args"), "url"));
+
+    if (url == NULL || bottle_forge_url_name(name, url, e, sizeof(e)) != 0) {
+        return bottle_errf(err, errlen, "the proposal's url is invalid: %s",
+                           url ? e : "none");
+    }
+
+    if (strcmp(forge, name) != 0) {
+        return bottle_errf(err, errlen, "forge: a forge-connect is answered "
+                           "with the forge of its own url (%s)", name);
+    }
+
+    return 0;
+}
+
+
+/* a launch spec: the proposal's own values, its bottles or fewer */
+
+static int
+bottle_decision_launch_check(const json_t *proposal, const json_t *grant,
+    char *err, size_t errlen)
+{
+    size_t        i, j;
+    const char   *key, *s;
+    const json_t *args, *v, *asked, *b;
+
+    static const char  *same[] = { "agent", "prompt", "label", NULL };
+
+    if (!json_is_object(grant)) {
+        return bottle_errf(err, errlen, "not a launch spec {\"agent\", "
+                           "\"prompt\", \"bottles\", \"label\"}");
+    }
+
+    args = json_object_get(proposal, "args");
+
+    json_object_foreach((json_t *) grant, key, v) {
+        if (strcmp(key, "bottles") == 0) {
+            continue;
+        }
+
+        for (i = 0; same[i]; i++) {
+            if (strcmp(key, same[i]) == 0) {
+                break;
+            }
+        }
+
+        if (same[i] == NULL) {
+            return bottle_errf(err, errlen, "launch: unknown field \"%s\" "
+                               "(agent, prompt, bottles, label)", key);
+        }
+
+        if (!json_equal((json_t *) v, json_object_get(args, key))) {
+            return bottle_errf(err, errlen, "launch: %s is the proposal's; "
+                               "only bottles can be trimmed", key);
+        }
+    }
+
+    b = json_object_get(grant, "bottles");
+    if (b == NULL) {
+        return 0;
+    }
+
+    if (!json_is_array(b)) {
+        return bottle_errf(err, errlen, "launch: bottles is an array of "
+                           "names");
+    }
+
+    asked = json_object_get(args, "bottles");
+
+    for (i = 0; i < json_array_size(b); i++) {
+        s = json_string_value(json_array_get(b, i));
+
+        if (s == NULL) {
+            return bottle_errf(err, errlen, "launch: bottles is an array of "
+                               "names");
+        }
+
+        for (j = 0; j < i; j++) {
+            if (strcmp(s, json_string_value(json_array_get(b, j))) == 0) {
+                return bottle_errf(err, errlen, "launch: bottle \"%s\" "
+                                   "named twice", s);
+            }
+        }
+
+        for (j = 0; j < json_array_size(asked); j++) {
+            if (json_is_string(json_array_get(asked, j))
+                && strcmp(s, json_string_value(json_array_get(asked, j)))
+                   == 0)
+            {
+                break;
+            }
+        }
+
+        if (j == json_array_size(asked)) {
+            return bottle_errf(err, errlen, "launch: bottle \"%s\" is not "
+                               "one the proposal asked for", s);
+        }
+    }
+
+    return 0;
+}
+
+
+json_t *
+bottle_decision_launch(const json_t *proposal, const json_t *grant)
+{
+    json_t        *o, *b;
+    const json_t  *args;
+
+    args = json_object_get(proposal, "args");
+    b = json_object_get(grant, "bottles");
+    if (b == NULL) {
+        b = json_object_get(args, "bottles");
+    }
+
+    /* O*: a field the proposal had not is left out */
+    o = json_pack("{s:O*, s:O*, s:O*, s:O*}",
+                  "agent", json_object_get(args, "agent"),
+                  "prompt", json_object_get(args, "prompt"),
+                  "bottles", b,
+                  "label", json_object_get(args, "label"));
+
+    return o;
+}
+
+
+int
+bottle_decision_grant_check(bottle_proposal_kind_e kind,
+    const json_t *proposal, const json_t *grant, char *err, size_t errlen)
+{
+    switch (kind) {
+
+    case BOTTLE_PROPOSAL_EGRESS_ALLOW:
+        if (!json_is_object(grant)
+            || json_string_value(json_object_get(grant, "host")) == NULL)
+        {
+            return bottle_errf(err, errlen, "not a route object with a "
+                               "\"host\"");
+        }
+
+        return 0;
+
+    case BOTTLE_PROPOSAL_ADD_REPO:
+        return bottle_decision_repo_check(proposal, grant, 0, err, errlen);
+
+    case BOTTLE_PROPOSAL_CREATE_REPO:
+        return bottle_decision_repo_check(proposal, grant, 1, err, errlen);
+
+    case BOTTLE_PROPOSAL_FORGE_CONNECT:
+        return bottle_decision_forge_check(proposal, grant, err, errlen);
+
+    case BOTTLE_PROPOSAL_LAUNCH_BOTTLE:
+        return bottle_decision_launch_check(proposal, grant, err, errlen);
+
+    default:
+        return bottle_errf(err, errlen, "a %s proposal takes no grant",
+                           bottle_proposal_kind_name(kind));
+    }
 }

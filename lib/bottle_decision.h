@@ -14,9 +14,14 @@
  * Grants (modify's "grant"): for egress-allow a route object as in
  * policy.md; for add-repo {"repo": "<forge>/<owner>/<repo>[:write]"}, the
  * repo the agent asked for, read-only or, if it asked for write, with
- * write.  The other kinds take no grant.  "No plain allow" stands: a
- * plain approve of forge-connect, add-repo, launch-bottle or create-repo
- * is refused (add-repo is granted with modify).
+ * write; for create-repo the same with write, once the repo is made
+ * (req.created: bottle_forge_client.h); for forge-connect {"forge",
+ * "account"}, the forge of the proposal's url, connected already
+ * (bottle:forge:<forge>); for launch-bottle a launch spec {"agent",
+ * "prompt", "bottles", "label"}, the proposal's, its bottles maybe
+ * trimmed, recorded whole as the decision's "launch".  The other kinds
+ * take no grant.  "No plain allow" stands: a plain approve of
+ * forge-connect, add-repo, launch-bottle or create-repo is refused.
  */
 
 #ifndef BOTTLE_DECISION_H
@@ -47,7 +52,10 @@ typedef enum {
     BOTTLE_DECISION_ANSWERED,       /* 409: another answer stands */
     BOTTLE_DECISION_JOURNAL,        /* 503: required delivery, no journal */
     BOTTLE_DECISION_BUSY,           /* 503: the bottle kept changing */
-    BOTTLE_DECISION_UNREACHABLE     /* 502: the store was lost */
+    BOTTLE_DECISION_UNREACHABLE,    /* 502: the store was lost */
+    BOTTLE_DECISION_FORGE           /* 502: the forge failed or refused
+                                       (bottle_forge_client.h): nothing
+                                       decided */
 } bottle_decision_status_e;
 
 
@@ -58,6 +66,12 @@ typedef struct {
     const json_t            *grant;         /* modify's (borrowed) */
     const char              *operator_name;
     const char              *producer;      /* of the events: "bottlectl" */
+    const char              *created;       /* create-repo: the repo's URL
+                                               on the forge, set only by
+                                               bottle_forge_create_answer()
+                                               once it made it; a
+                                               create-repo is not granted
+                                               without it */
 } bottle_decision_req_t;
 
 
@@ -116,10 +130,21 @@ void bottle_decision_change_free(bottle_decision_change_t *chg);
 /*
  * Checks an operator's grant for a proposal (modify): 0, or -1 and one
  * line in err.  egress-allow: an object with a "host"; add-repo: {"repo"}
- * naming the proposal's repo, ":write" only if the agent asked for write.
+ * naming the proposal's repo, ":write" only if the agent asked for write;
+ * create-repo: the same, ":write" always allowed; forge-connect: {"forge",
+ * "account"}, the forge of the proposal's url; launch-bottle: a launch
+ * spec, agent, prompt and label the proposal's, bottles among its.  (That
+ * a forge is connected is the store's: bottle_decision_answer().)
  */
 int bottle_decision_grant_check(bottle_proposal_kind_e kind,
     const json_t *proposal, const json_t *grant, char *err, size_t errlen);
+
+/*
+ * A launch-bottle's launch spec (a new reference): the proposal's agent,
+ * prompt, bottles and label, with the grant's bottles if it has them (a
+ * checked grant: bottle_decision_grant_check()).  NULL if out of memory.
+ */
+json_t *bottle_decision_launch(const json_t *proposal, const json_t *grant);
 
 /*
  * An audit event's JSON with its id, time and gateway ("<host name>:

@@ -22,6 +22,37 @@ bottle_forge_name_parse(char *out, const char *s, size_t len)
 }
 
 
+int
+bottle_forge_url_name(char *out, const char *url, char *err, size_t errlen)
+{
+    size_t       n;
+    const char  *a;
+
+    if (strncasecmp(url, "https://", 8) == 0) {
+        a = url + 8;
+
+    } else if (strncasecmp(url, "http://", 7) == 0) {
+        a = url + 7;
+
+    } else {
+        return bottle_errf(err, errlen, "url: not an http:// or https:// "
+                           "URL");
+    }
+
+    n = strcspn(a, "/?#");
+
+    if (memchr(a, '@', n) != NULL) {
+        return bottle_errf(err, errlen, "url: a user or token in the URL");
+    }
+
+    if (bottle_forge_name(out, a, n) != 0) {
+        return bottle_errf(err, errlen, "url: no forge host in it");
+    }
+
+    return 0;
+}
+
+
 /* public hosts known to run another kind of forge */
 static const struct {
     const char  *host;

@@ -30,6 +30,7 @@
 
 #define BOTTLE_FORGE_NAME_MAX    253
 #define BOTTLE_REPO_SEGMENT_MAX  100        /* GitHub's owner/repo bound */
+#define BOTTLE_FORGE_ACCOUNT_MAX 255        /* an account's name, at most */
 
 
 typedef struct {
@@ -55,6 +56,15 @@ int bottle_repo_parse(bottle_repo_t *out, const char *s, size_t len,
  * bytes) gets it lowercase.  0, or -1 if it is not one.
  */
 int bottle_forge_name_parse(char *out, const char *s, size_t len);
+
+/*
+ * The forge a forge-connect's URL names: "http(s)://host[:port]/..." (no
+ * user or token in it) gives host[:port], lowercase, as a grant names the
+ * forge (out: BOTTLE_FORGE_NAME_MAX + 1 bytes).  0, or -1 and one line in
+ * err.
+ */
+int bottle_forge_url_name(char *out, const char *url, char *err,
+    size_t errlen);
 
 /* 1 if a and b name the same repo (forge and owner case-insensitively,
  * as the forges compare them; repo too) */

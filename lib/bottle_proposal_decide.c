@@ -16,6 +16,7 @@
 
 #include "bottle_decision.h"
 #include "bottle_diff.h"
+#include "bottle_forge.h"
 #include "bottle_policy.h"
 #include "bottle_store.h"
 #include "bottle_util.h"
@@ -29,6 +30,8 @@ typedef struct {
     bottle_proposal_kind_e        kind;
     const char                   *bottle;       /* borrowed from proposal */
     const json_t                 *grant;        /* what is applied */
+    json_t                       *launch;       /* launch-bottle's spec,
+                                                   new reference */
 } bottle_answer_t;
 
 
@@ -44,6 +47,7 @@ static int bottle_decision_command(redisContext *c, redisReply **out,
 static const char *bottle_decision_str(const redisReply *r, size_t i);
 static int bottle_decision_load(bottle_answer_t *a, redisReply **out);
 static int bottle_decision_refuse(bottle_answer_t *a);
+static int bottle_decision_forge_connected(bottle_answer_t *a);
 static int bottle_decision_run(bottle_answer_t *a);
 static int bottle_decision_reply(bottle_answer_t *a, redisReply *r,
     const char *decision);
@@ -113,6 +117,7 @@ cleanup:
 
     freeReplyObject(h);
     json_decref(a.proposal);
+    json_decref(a.launch);
 
     return rc;
 }
@@ -255,18 +260,20 @@ bottle_decision_refuse(bottle_answer_t *a)
     why = bottle_proposal_no_plain_allow(a->kind);
 
     if (why && strcmp(action, "approve") == 0) {
-        if (a->kind == BOTTLE_PROPOSAL_ADD_REPO) {
-            return bottle_decision_fail(a->out, BOTTLE_DECISION_FORBIDDEN,
-                       "cannot approve a %s proposal: %s: grant it with "
-                       "modify and {\"repo\": \"<forge>/<owner>/<repo>"
-                       "[:write]\"} (read-only, or write if asked), or deny "
-                       "it", kind, why);
-        }
-
         return bottle_decision_fail(a->out, BOTTLE_DECISION_FORBIDDEN,
-                   "cannot %s a %s proposal: %s; that is not available in "
-                   "this build yet: deny it, or answer it where it can be "
-                   "granted", action, kind, why);
+                   "cannot approve a %s proposal: %s: %s, or deny it", kind,
+                   why, a->kind == BOTTLE_PROPOSAL_ADD_REPO
+                        ? "grant it with modify and {\"repo\": "
+                          "\"<forge>/<owner>/<repo>[:write]\"} (read-only, "
+                          "or write if asked)"
+                        : a->kind == BOTTLE_PROPOSAL_FORGE_CONNECT
+                        ? "connect it with bottlectl forge connect "
+                          "--proposal ID (the operator page's Connect...)"
+                        : a->kind == BOTTLE_PROPOSAL_CREATE_REPO
+                        ? "create it with bottlectl repo create --proposal "
+                          "ID (the operator page's Create)"
+                        : "launch it with modify and the launch spec "
+                          "(the operator page's Launch...)");
     }
 
     if (strcmp(action, "modify") != 0) {
@@ -275,12 +282,16 @@ bottle_decision_refuse(bottle_answer_t *a)
     }
 
     if (a->kind != BOTTLE_PROPOSAL_EGRESS_ALLOW
-        && a->kind != BOTTLE_PROPOSAL_ADD_REPO)
+        && a->kind != BOTTLE_PROPOSAL_ADD_REPO
+        && a->kind != BOTTLE_PROPOSAL_CREATE_REPO
+        && a->kind != BOTTLE_PROPOSAL_FORGE_CONNECT
+        && a->kind != BOTTLE_PROPOSAL_LAUNCH_BOTTLE)
     {
         return bottle_decision_fail(a->out, BOTTLE_DECISION_FORBIDDEN,
                    "cannot modify a %s proposal: modify approves an "
-                   "egress-allow with the operator's own route, or grants "
-                   "an add-repo's repo", kind);
+                   "egress-allow with the operator's own route, grants an "
+                   "add-repo's or a made create-repo's repo, a connected "
+                   "forge, or a launch", kind);
     }
 
     if (a->req->grant == NULL) {
@@ -298,6 +309,76 @@ bottle_decision_refuse(bottle_answer_t *a)
 
     a->grant = a->req->grant;
 
+    switch (a->kind) {
+
+    case BOTTLE_PROPOSAL_CREATE_REPO:
+
+        /* granted once made, never instead of making it */
+
+        if (a->req->created == NULL) {
+            return bottle_decision_fail(a->out, BOTTLE_DECISION_FORBIDDEN,
+                       "cannot modify a create-repo proposal with a grant "
+                       "alone: the repo is made first (bottlectl repo create "
+                       "--proposal ID, the operator page's Create)");
+        }
+
+        break;
+
+    case BOTTLE_PROPOSAL_FORGE_CONNECT:
+        return bottle_decision_forge_connected(a);
+
+    case BOTTLE_PROPOSAL_LAUNCH_BOTTLE:
+        a->launch = bottle_decision_launch(a->proposal, a->req->grant);
+        if (a->launch == NULL) {
+            return bottle_decision_fail(a->out, BOTTLE_DECISION_INVALID,
+                                        "out of memory");
+        }
+
+        a->grant = a->launch;
+        break;
+
+    default:
+        break;
+    }
+
+    return 0;
+}
+
+
+/* a forge-connect is answered once its forge is connected */
+
+static int
+bottle_decision_forge_connected(bottle_answer_t *a)
+{
+    int          rc;
+    char         key[sizeof(BOTTLE_FORGE_PREFIX) + BOTTLE_FORGE_NAME_MAX];
+    const char  *av[3], *forge;
+    redisReply  *r;
+
+    forge = json_string_value(json_object_get(a->grant, "forge"));
+    snprintf(key, sizeof(key), "%s%s", BOTTLE_FORGE_PREFIX, forge);
+
+    av[0] = "HGET";
+    av[1] = key;
+    av[2] = BOTTLE_FORGE_F_TOKEN;
+
+    if (bottle_decision_command(a->c, &r, 3, av, &a->out->status,
+                                a->out->err, sizeof(a->out->err))
+        != 0)
+    {
+        return -1;
+    }
+
+    rc = r->type == REDIS_REPLY_STRING && r->len > 0 ? 0 : -1;
+    freeReplyObject(r);
+
+    if (rc != 0) {
+        return bottle_decision_fail(a->out, BOTTLE_DECISION_FORBIDDEN,
+                   "forge %s is not connected: connect it first (bottlectl "
+                   "forge connect --proposal ID, the operator page's "
+                   "Connect...)", forge);
+    }
+
     return 0;
 }
 
@@ -312,9 +393,14 @@ bottle_decision_run(bottle_answer_t *a)
     const char                *av[12];
     redisReply                *r;
     bottle_decision_change_t   chg;
+    bottle_proposal_kind_e     kind;
 
+    /* a create-repo's grant is added as an add-repo's is */
+
+    kind = a->kind == BOTTLE_PROPOSAL_CREATE_REPO ? BOTTLE_PROPOSAL_ADD_REPO
+                                                  : a->kind;
     apply = strcmp(a->req->action, "deny") != 0
-            && bottle_proposal_changes_policy(a->kind);
+            && bottle_proposal_changes_policy(kind);
 
     decision = bottle_decision_record(a);
     if (decision == NULL) {
@@ -328,7 +414,7 @@ bottle_decision_run(bottle_answer_t *a)
         memset(&chg, 0, sizeof(chg));
 
         if (apply
-            && bottle_decision_change(&chg, a->c, a->bottle, a->kind,
+            && bottle_decision_change(&chg, a->c, a->bottle, kind,
                                       a->grant, &a->out->status, a->out->err,
                                       sizeof(a->out->err))
                != 0)
@@ -392,25 +478,42 @@ bottle_decision_run(bottle_answer_t *a)
 }
 
 
-/* the decision's JSON: a route for egress-allow, a grant for add-repo */
+/*
+ * the decision's JSON: modify's route for egress-allow, its grant for
+ * add-repo and create-repo (and the repo made), the forge connected for
+ * forge-connect, the launch spec for launch-bottle
+ */
 
 static char *
 bottle_decision_record(bottle_answer_t *a)
 {
-    int      modify, repo;
-    char    *s;
-    json_t  *d;
+    int          modify, egress;
+    char        *s;
+    json_t      *d;
+    const char  *field;
 
     modify = strcmp(a->req->action, "modify") == 0;
-    repo = a->kind == BOTTLE_PROPOSAL_ADD_REPO;
+    egress = a->kind == BOTTLE_PROPOSAL_EGRESS_ALLOW;
 
     d = bottle_decision_build(a->out->id, a->req->proposal, a->req->action,
                               a->req->operator_name, a->req->notes,
                               bottle_decision_now(),
-                              modify && !repo ? a->grant : NULL);
+                              modify && egress ? a->grant : NULL);
 
-    if (d && modify && repo
-        && json_object_set_new(d, "grant", json_deep_copy(a->grant)) != 0)
+    field = a->kind == BOTTLE_PROPOSAL_FORGE_CONNECT ? "forge"
+            : a->kind == BOTTLE_PROPOSAL_LAUNCH_BOTTLE ? "launch"
+            : "grant";
+
+    if (d && modify && !egress
+        && json_object_set_new(d, field, json_deep_copy(a->grant)) != 0)
+    {
+        json_decref(d);
+        d = NULL;
+    }
+
+    if (d && modify && a->req->created
+        && json_object_set_new(d, "created", json_string(a->req->created))
+           != 0)
     {
         json_decref(d);
         d = NULL;

@@ -9,7 +9,8 @@
 set -eu
 
 # make (the module, libbottle, bottlectl, git-gate's and supervise-helper's
-# binaries, the operator page embedded with xxd) and make run / make demo
+# binaries, libcurl for their calls of a forge's API, the operator page
+# embedded with xxd) and make run / make demo
 # (nginx with the stream module, the CA made with openssl, the system's
 # trust store for upstreams, dnsmasq as the demo's resolver, curl for the
 # README's "Try it")
@@ -17,7 +18,7 @@ RUNTIME_PKGS="
 build-essential pkg-config xxd
 nginx-core nginx-dev libnginx-mod-stream
 libhiredis-dev libmicrohttpd-dev libssl-dev libpcre2-dev libjansson-dev zlib1g-dev libbrotli-dev libvectorscan-dev
-libgit2-dev
+libgit2-dev libcurl4-openssl-dev
 openssl ca-certificates dnsmasq-base curl
 "
 

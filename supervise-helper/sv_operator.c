@@ -419,8 +419,13 @@ sv_operator_handle(void *cls, struct MHD_Connection *c, const char *url,
                    : sv_operator_405(c, "GET, HEAD");
     }
 
+    /* approve, deny, modify; connect (a forge-connect), create (a
+     * create-repo) */
+
     if (strlen(slash + 1) >= sizeof(action)
-        || bottle_decision_state(slash + 1) == NULL)
+        || (bottle_decision_state(slash + 1) == NULL
+            && strcmp(slash + 1, "connect") != 0
+            && strcmp(slash + 1, "create") != 0))
     {
         return sv_operator_error(c, 404, "not found");
     }

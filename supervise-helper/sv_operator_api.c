@@ -17,6 +17,7 @@
 #include <microhttpd.h>
 
 #include "bottle_decision.h"
+#include "bottle_forge_client.h"
 #include "bottle_proposal.h"
 #include "bottle_store.h"
 #include "sv_operator_int.h"
@@ -29,6 +30,12 @@ static redisContext *sv_operator_connect(sv_operator_t *op, char *err,
     size_t errlen);
 static json_t *sv_operator_entries(redisContext *rc, redisReply *ids,
     size_t max, int decided);
+static enum MHD_Result sv_operator_result(sv_operator_t *op,
+    struct MHD_Connection *c, const char *id, const char *action,
+    const char *who, const bottle_decision_result_t *res);
+static enum MHD_Result sv_operator_connect_forge(sv_operator_t *op,
+    struct MHD_Connection *c, const char *id, json_t *body,
+    const char *note, const char *who, sv_request_t *req);
 
 
 static redisContext *
@@ -270,15 +277,19 @@ sv_operator_show(sv_operator_t *op, struct MHD_Connection *c, const char *id)
 }
 
 
-/* POST /api/proposals/ID/ACTION {"note", "grant", "operator"} */
+/*
+ * POST /api/proposals/ID/ACTION {"note", "grant", "operator"}; connect
+ * {"kind", "token", "account", "api", "note", "operator"} answers a
+ * forge-connect, create {"note", "operator"} a create-repo
+ * (bottle_forge_client.h).  The token is never logged nor answered.
+ */
 
 enum MHD_Result
 sv_operator_answer(sv_operator_t *op, struct MHD_Connection *c,
     const char *id, const char *action, sv_request_t *req)
 {
     size_t                     i;
-    unsigned                   status;
-    json_t                    *body, *o, *grant;
+    json_t                    *body, *grant;
     const char                *note, *who;
     json_error_t               jerr;
     redisContext              *rc;
@@ -320,6 +331,12 @@ sv_operator_answer(sv_operator_t *op, struct MHD_Connection *c,
         }
     }
 
+    if (strcmp(action, "connect") == 0) {
+        ret = sv_operator_connect_forge(op, c, id, body, note, who, req);
+        json_decref(body);
+        return ret;
+    }
+
     if (strcmp(action, "modify") == 0 ? !json_is_object(grant)
                                       : grant != NULL)
     {
@@ -343,38 +360,133 @@ sv_operator_answer(sv_operator_t *op, struct MHD_Connection *c,
     dr.operator_name = who;
     dr.producer = "operator-page";
 
-    bottle_decision_answer(&res, rc, &dr);
+    if (strcmp(action, "create") == 0) {
+        bottle_forge_create_answer(&res, rc, id, note, who, "operator-page");
+
+    } else {
+        bottle_decision_answer(&res, rc, &dr);
+    }
+
     redisFree(rc);
 
-    switch (res.status) {
+    ret = sv_operator_result(op, c, id, action, who, &res);
+
+    bottle_decision_result_free(&res);
+    json_decref(body);
+
+    return ret;
+}
+
+
+/* an answer's result as the page gets it, and its log line */
+
+static enum MHD_Result
+sv_operator_result(sv_operator_t *op, struct MHD_Connection *c,
+    const char *id, const char *action, const char *who,
+    const bottle_decision_result_t *res)
+{
+    unsigned   status;
+    json_t    *o;
+
+    switch (res->status) {
     case BOTTLE_DECISION_OK:          status = 200; break;
     case BOTTLE_DECISION_INVALID:     status = 400; break;
     case BOTTLE_DECISION_NOT_FOUND:   status = 404; break;
     case BOTTLE_DECISION_FORBIDDEN:   status = 403; break;
     case BOTTLE_DECISION_ANSWERED:    status = 409; break;
     case BOTTLE_DECISION_UNREACHABLE: status = 502; break;
+    case BOTTLE_DECISION_FORGE:       status = 502; break;
     default:                          status = 503; break;
     }
 
     sv_operator_logf(op, "%s %s by %s: %u%s%s", action, id, who, status,
-                     res.err[0] ? ": " : "", res.err);
+                     res->err[0] ? ": " : "", res->err);
 
     if (status == 200) {
         o = json_pack("{s:s, s:s, s:O, s:I, s:s}", "id", id,
-                      "state", res.state, "decision",
-                      res.decision ? res.decision : json_null(),
-                      "version", (json_int_t) res.version,
-                      "warning", res.warning);
+                      "state", res->state, "decision",
+                      res->decision ? res->decision : json_null(),
+                      "version", (json_int_t) res->version,
+                      "warning", res->warning);
 
     } else {
-        o = json_pack("{s:s, s:O}", "error", res.err, "decision",
-                      res.decision ? res.decision : json_null());
+        o = json_pack("{s:s, s:O}", "error", res->err, "decision",
+                      res->decision ? res->decision : json_null());
     }
 
-    ret = sv_operator_json(c, status, o);
+    return sv_operator_json(c, status, o);
+}
 
+
+/* connect: the forge of a forge-connect, with the operator's token */
+
+static enum MHD_Result
+sv_operator_connect_forge(sv_operator_t *op, struct MHD_Connection *c,
+    const char *id, json_t *body, const char *note, const char *who,
+    sv_request_t *req)
+{
+    char                        err[1024];
+    json_t                     *v;
+    const char                 *key;
+    redisContext               *rc;
+    enum MHD_Result             ret;
+    bottle_forge_connect_req_t  fr;
+    bottle_decision_result_t    res;
+
+    memset(&fr, 0, sizeof(fr));
+    fr.proposal = id;
+    fr.kind = json_string_value(json_object_get(body, "kind"));
+    fr.token = json_string_value(json_object_get(body, "token"));
+    fr.account = json_string_value(json_object_get(body, "account"));
+    fr.api = json_string_value(json_object_get(body, "api"));
+    fr.notes = note;
+    fr.operator_name = who;
+    fr.producer = "operator-page";
+
+    /* the body's copy of the token is not needed any more */
+    if (req->body) {
+        memset(req->body, 0, req->len);
+    }
+
+    json_object_foreach(body, key, v) {
+        if (strcmp(key, "kind") != 0 && strcmp(key, "token") != 0
+            && strcmp(key, "account") != 0 && strcmp(key, "api") != 0
+            && strcmp(key, "note") != 0 && strcmp(key, "operator") != 0)
+        {
+            return sv_operator_error(c, 400, "connect: unknown field "
+                                     "\"%s\"", key);
+        }
+
+        if (!json_is_string(v)) {
+            return sv_operator_error(c, 400, "connect: %s is a string",
+                                     key);
+        }
+    }
+
+    if (fr.kind == NULL || fr.token == NULL) {
+        return sv_operator_error(c, 400, "connect takes \"kind\" (gitea or "
+                                 "github) and \"token\"");
+    }
+
+    /* empty fields of the form: the defaults */
+    if (fr.account && fr.account[0] == '\0') {
+        fr.account = NULL;
+    }
+
+    if (fr.api && fr.api[0] == '\0') {
+        fr.api = NULL;
+    }
+
+    rc = sv_operator_connect(op, err, sizeof(err));
+    if (rc == NULL) {
+        return sv_operator_error(c, 502, "%s", err);
+    }
+
+    bottle_forge_connect_answer(&res, rc, &fr);
+    redisFree(rc);
+
+    ret = sv_operator_result(op, c, id, "connect", who, &res);
     bottle_decision_result_free(&res);
-    json_decref(body);
 
     return ret;
 }

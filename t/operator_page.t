@@ -59,13 +59,17 @@ plan(skip_all => 'no playwright-core (npm ci in t/operator)')
 	unless -d "$FindBin::Bin/operator/node_modules/playwright-core";
 
 my $t = Test::Nginx->new()->has_daemon('redis-server')
-	->has_daemon('redis-cli')->plan(78);
+	->has_daemon('redis-cli')->has_daemon('git')
+	->has_daemon($Test::Bottle::Forge::FCGIWRAP)->plan(99);
 my $d = $t->testdir();
 
 my $json = JSON::PP->new->canonical;
 my $PASSWORD = 'op-s3cret-' . join('', map { int(rand(10)) } 1 .. 12);
 
 my $r = redis_start($t, port => 8101);
+my $FORGE_TOKEN = 'forge-' . 'page-token-5ca1ab1e';
+my $forge = forge_start($t, port => 8103, token => $FORGE_TOKEN);
+my $FORGE = "127.0.0.1:$forge->{port}";
 $ENV{BOTTLE_STORE} = $r->{url};
 $ENV{BOTTLE_OPERATOR} = 'op-test';
 $ENV{BOTTLECTL} = $BOTTLECTL;
@@ -256,6 +260,8 @@ like($res->{body}, qr/answered already: approve by op-curl/, 'a later answer: wh
 
 $ENV{OP_URL} = "$base/";
 $ENV{OP_PASSWORD} = $PASSWORD;
+$ENV{FORGE_URL} = $forge->{url};
+$ENV{FORGE_TOKEN} = $FORGE_TOKEN;
 $ENV{CHROMIUM} = $CHROMIUM;
 $ENV{HOME} = $d;    # chromium's profile and crash dirs
 
@@ -318,5 +324,50 @@ is($pg->{p6_approve}, 0, 'add-repo: no Approve button');
 is($pg->{p6_grant}, 1, 'add-repo: a Grant button');
 like($pg->{p1_row} // '', qr/approved.*egress-allow.*alice.*page note 1/,
 	'recent decisions: the answer listed');
+
+# Connect…, Create, Launch…
+
+is($pg->{p7_approve}, 0, 'forge-connect: no Approve button');
+is($pg->{p7_token_type}, 'password', 'Connect…: the token is a password field');
+like($pg->{p7_fail} // '', qr/^502 .*the forge answered 401: Bad credentials/,
+	'Connect… with a wrong token: 502, the forge\'s answer');
+is($pg->{p7_token_after}, '', 'Connect…: the token field emptied once sent');
+like($pg->{p7_log} // '', qr/\Q$pg->{p7}\E modified/, 'Connect…: modified');
+is(state_of($pg->{p7}), 'modified', 'forge-connect: state modified');
+is(redis_cli($t, 'HGET', "bottle:forge:$FORGE", 'token'), "$FORGE_TOKEN\n",
+	'Connect…: the forge of the proposal connected with the token');
+my $dec = $json->decode(redis_cli($t, 'HGET', "bottle:proposal:$pg->{p7}",
+	'decision'));
+is($json->encode($dec->{forge}), $json->encode({ account => 'forge-user',
+	forge => $FORGE }), 'Connect…: the decision names the forge and account');
+unlike($pg->{p7_html} // '', qr/\Q$FORGE_TOKEN\E/, 'Connect…: the token not on the page');
+
+is($pg->{p8_approve}, 0, 'create-repo: no Approve button');
+like($pg->{p8_log} // '', qr/\Q$pg->{p8}\E modified: bottle alice version \d+/,
+	'Create: modified, a new policy version');
+ok(-d "$forge->{root}/forge-user/from-page.git", 'Create: the forge has the repo');
+$pol = $json->decode(redis_cli($t, 'HGET', 'bottle:policy:alice', 'json'));
+ok((grep { $_ eq "$FORGE/forge-user/from-page:write" } @{$pol->{repos} || []}),
+	'Create: granted with write');
+
+is($pg->{p9_label}, 'Launch…', 'launch-bottle: a Launch… button');
+is($pg->{p9_template}, '{"bottles":["base","extra"]}',
+	'Launch…: starts from the bottles asked for');
+like($pg->{p9_log} // '', qr/\Q$pg->{p9}\E modified/, 'Launch…: modified');
+$dec = $json->decode(redis_cli($t, 'HGET', "bottle:proposal:$pg->{p9}",
+	'decision'));
+is_deeply($dec->{launch} && $dec->{launch}{bottles}, [ 'base' ],
+	'Launch…: the decision\'s launch spec, trimmed');
+
+# connect and create over the API
+
+my $fc = propose('alice', 'forge-connect', { url => 'https://git.example/' });
+$res = post("/api/proposals/$fc/connect", { kind => 'gitea' });
+is($res->{status}, 400, 'connect without a token: 400');
+$res = post("/api/proposals/$fc/create", {});
+is($res->{status}, 400, 'create on a forge-connect: 400');
+like($res->{body}, qr/is a forge-connect, not a create-repo/, 'create: says why');
+unlike($t->read_file('stderr.log'), qr/\Q$FORGE_TOKEN\E|not-the-token/,
+	'the helper\'s log: no token');
 
 ###############################################################################

@@ -407,9 +407,12 @@ for my $k ([ 'forge-connect', { url => 'https://git.example.com' } ],
 	my $pid = propose('alice', @$k);
 	$res = ctl('approve', $pid);
 	is($res->{rc}, 1, "approve $k->[0]: refused");
-	like($res->{err}, $k->[0] eq 'add-repo'
-		? qr/cannot approve a add-repo proposal: .*never plainly: grant it with modify/
-		: qr/cannot approve a $k->[0] proposal: .*never plainly.*not available/,
+	like($res->{err}, {
+		'add-repo' => qr/cannot approve a add-repo proposal: .*never plainly: grant it with modify/,
+		'forge-connect' => qr/cannot approve a forge-connect proposal: .*never plainly: connect it with bottlectl forge connect --proposal ID/,
+		'launch-bottle' => qr/cannot approve a launch-bottle proposal: .*never plainly: launch it with modify and the launch spec/,
+		'create-repo' => qr/cannot approve a create-repo proposal: .*never plainly: create it with bottlectl repo create --proposal ID/,
+		}->{$k->[0]},
 		"approve $k->[0]: says why and what instead");
 	is(state_of($pid), 'pending', "approve $k->[0]: still pending");
 	$id = $pid;

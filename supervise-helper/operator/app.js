@@ -53,20 +53,30 @@
         }
     }
 
-    /* what modify starts from: the agent's route, or its repo read-only */
+    /* what modify starts from: the agent's route, its repo read-only, or
+     * the bottles of a launch (the operator may drop some) */
     function grantTemplate(p) {
         if (p.kind === 'add-repo') {
             var repo = String(p.args.repo || '').replace(/:write$/, '');
             return JSON.stringify({ repo: repo });
         }
+        if (p.kind === 'launch-bottle') {
+            return JSON.stringify({ bottles: p.args.bottles || [] });
+        }
         return JSON.stringify(p.args, null, 2);
     }
 
-    function answer(p, li, action, grant) {
+    /* extra: the fields of connect (kind, token, account, api) */
+    function answer(p, li, action, grant, extra) {
         var body = { note: li.querySelector('input.note').value,
                      operator: operatorName() };
         if (grant !== undefined) {
             body.grant = grant;
+        }
+        if (extra) {
+            Object.keys(extra).forEach(function (k) {
+                body[k] = extra[k];
+            });
         }
 
         var buttons = li.querySelectorAll('button');
@@ -143,7 +153,8 @@
         li.appendChild(grant);
         li.appendChild(el('div', 'result'));
 
-        var modifiable = p.kind === 'egress-allow' || p.kind === 'add-repo';
+        var modifiable = p.kind === 'egress-allow' || p.kind === 'add-repo'
+                         || p.kind === 'launch-bottle';
 
         if (p.grantable) {
             button(li, 'approve', 'Approve', function () {
@@ -152,7 +163,8 @@
         }
 
         if (modifiable) {
-            var label = p.kind === 'add-repo' ? 'Grant…' : 'Modify…';
+            var label = p.kind === 'add-repo' ? 'Grant…'
+                        : p.kind === 'launch-bottle' ? 'Launch…' : 'Modify…';
             button(li, 'modify', label, function () {
                 if (grant.hidden) {
                     grant.value = grantTemplate(p);
@@ -171,14 +183,72 @@
             });
         }
 
+        if (p.kind === 'forge-connect') {
+            connectForm(p, li);
+        }
+
+        if (p.kind === 'create-repo') {
+            button(li, 'create', 'Create', function () {
+                answer(p, li, 'create');
+            });
+        }
+
         button(li, 'deny', 'Deny', function () { answer(p, li, 'deny'); });
 
-        if (!p.grantable && !modifiable) {
+        if (!p.grantable && !modifiable && p.kind !== 'forge-connect'
+            && p.kind !== 'create-repo')
+        {
             li.appendChild(el('div', 'hint', 'never approved plainly: '
                               + 'deny it here, or grant it where it can be'));
         }
 
         return li;
+    }
+
+    /*
+     * Connect…: the forge is the proposal's URL's (the host takes it from
+     * the proposal); the operator gives the kind, the token (a password
+     * field, sent once, never shown or kept), the account and the API.
+     */
+    function connectForm(p, li) {
+        var form = el('div', 'connect');
+        form.hidden = true;
+
+        var kind = el('select', 'forge-kind');
+        ['gitea', 'github'].forEach(function (k) {
+            var o = el('option', null, k);
+            o.value = k;
+            kind.appendChild(o);
+        });
+
+        var token = el('input', 'forge-token');
+        token.type = 'password';
+        token.autocomplete = 'off';
+        token.placeholder = 'forge token';
+
+        var account = el('input', 'forge-account');
+        account.placeholder = 'account (default: the token\'s login)';
+
+        var api = el('input', 'forge-api');
+        api.placeholder = 'API URL (default: the kind\'s)';
+
+        [kind, token, account, api].forEach(function (e) {
+            form.appendChild(e);
+        });
+        li.insertBefore(form, li.querySelector('.result'));
+
+        button(li, 'connect', 'Connect…', function () {
+            if (form.hidden) {
+                form.hidden = false;
+                token.focus();
+                return;
+            }
+            var t = token.value;
+            token.value = '';
+            answer(p, li, 'connect', undefined, {
+                kind: kind.value, token: t, account: account.value.trim(),
+                api: api.value.trim() });
+        });
     }
 
     function render(data) {

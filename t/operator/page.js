@@ -3,7 +3,8 @@
 // operator would, and prints one JSON object of what the page showed; the
 // .t file asserts on it and on the store.
 //
-// env: OP_URL, OP_PASSWORD, BOTTLECTL, BOTTLE_STORE, CHROMIUM (optional)
+// env: OP_URL, OP_PASSWORD, BOTTLECTL, BOTTLE_STORE, CHROMIUM (optional),
+// FORGE_URL and FORGE_TOKEN (the fake forge: Connect… and Create)
 
 'use strict';
 
@@ -168,6 +169,57 @@ async function logLine(page, id, cls) {
         const c6 = await card(page, p6);
         out.p6_approve = await c6.locator('button.approve').count();
         out.p6_grant = await c6.locator('button.modify').count();
+
+        // forge-connect: Connect… with the operator's token, a wrong one
+        // first (the card stays, the field is emptied)
+        const fhost = process.env.FORGE_URL.replace(/^https?:\/\//, '');
+        const p7 = propose('alice', 'forge-connect',
+                           { url: process.env.FORGE_URL + '/' },
+                           'need the forge');
+        out.p7 = p7;
+        const c7 = await card(page, p7);
+        out.p7_approve = await c7.locator('button.approve').count();
+        await c7.locator('button.connect').click();
+        out.p7_token_type = await c7.locator('input.forge-token')
+            .getAttribute('type');
+        await c7.locator('select.forge-kind').selectOption('gitea');
+        await c7.locator('input.forge-token').fill('not-the-token');
+        await c7.locator('button.connect').click();
+        await c7.locator('.result', { hasText: '502' })
+            .waitFor({ timeout: 10000 });
+        out.p7_fail = await c7.locator('.result').textContent();
+        out.p7_token_after = await c7.locator('input.forge-token')
+            .inputValue();
+        await c7.locator('input.forge-token')
+            .fill(process.env.FORGE_TOKEN);
+        await c7.locator('button.connect').click();
+        out.p7_log = await logLine(page, p7, 'ok');
+        out.p7_html = await page.content();
+
+        // create-repo: Create makes it on the forge and grants it
+        const p8 = propose('alice', 'create-repo',
+                           { repo: fhost + '/forge-user/from-page' },
+                           'a new repo');
+        out.p8 = p8;
+        const c8 = await card(page, p8);
+        out.p8_approve = await c8.locator('button.approve').count();
+        await c8.locator('button.create').click();
+        out.p8_log = await logLine(page, p8, 'ok');
+
+        // launch-bottle: Launch… with fewer bottles
+        const p9 = propose('alice', 'launch-bottle',
+                           { agent: 'claude', prompt: 'fix it',
+                             bottles: ['base', 'extra'], label: 'child' },
+                           'a child');
+        out.p9 = p9;
+        const c9 = await card(page, p9);
+        out.p9_label = await c9.locator('button.modify').textContent();
+        await c9.locator('button.modify').click();
+        out.p9_template = await c9.locator('textarea.grant').inputValue();
+        await c9.locator('textarea.grant').fill(JSON.stringify(
+            { bottles: ['base'] }));
+        await c9.locator('button.modify').click();
+        out.p9_log = await logLine(page, p9, 'ok');
 
         // recent decisions list the page's answers
         await page.locator(`#decisions tr[data-id="${p1}"]`)

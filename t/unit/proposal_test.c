@@ -16,6 +16,7 @@
 #include "bottle_audit.h"
 #include "bottle_diff.h"
 #include "bottle_decision.h"
+#include "bottle_forge.h"
 #include "bottle_proposal.h"
 
 
@@ -361,7 +362,101 @@ test_grant(void)
        "grant: add-repo takes no route");
     ok(bottle_decision_grant_check(BOTTLE_PROPOSAL_CREATE_REPO, p, g, err,
                                    sizeof(err)) != 0,
-       "grant: create-repo takes no grant");
+       "grant: create-repo takes no route");
+    json_decref(g);
+
+    /* create-repo: its repo, with write though the agent said nothing */
+    g = json_pack("{s:s}", "repo", "git.example/acme/r:write");
+    ok(bottle_decision_grant_check(BOTTLE_PROPOSAL_CREATE_REPO, p, g, err,
+                                   sizeof(err)) == 0,
+       "grant: create-repo's repo with write");
+    json_decref(g);
+    g = json_pack("{s:s}", "repo", "git.example/acme/x:write");
+    ok(bottle_decision_grant_check(BOTTLE_PROPOSAL_CREATE_REPO, p, g, err,
+                                   sizeof(err)) != 0,
+       "grant: create-repo, another repo refused");
+    json_decref(g);
+    json_decref(p);
+}
+
+
+static void
+test_grant_actions(void)
+{
+    char     err[256], name[BOTTLE_FORGE_NAME_MAX + 1];
+    json_t  *p, *g, *l, *want;
+
+    ok(bottle_forge_url_name(name, "https://Git.Example:8443/a/b?c", err,
+                             sizeof(err)) == 0
+       && strcmp(name, "git.example:8443") == 0,
+       "url name: host and port, lowercase (%s)", name);
+    ok(bottle_forge_url_name(name, "http://git.example", err, sizeof(err))
+       == 0 && strcmp(name, "git.example") == 0,
+       "url name: http, no path");
+    ok(bottle_forge_url_name(name, "https://u:t@git.example/", err,
+                             sizeof(err)) != 0,
+       "url name: credentials refused");
+    ok(bottle_forge_url_name(name, "ssh://git.example/", err, sizeof(err))
+       != 0, "url name: ssh refused");
+    ok(bottle_forge_url_name(name, "https:///x", err, sizeof(err)) != 0,
+       "url name: no host refused");
+
+    p = json_loads("{\"args\":{\"url\":\"https://Git.Example/x\"}}", 0,
+                   NULL);
+    g = json_pack("{s:s, s:s}", "forge", "git.example", "account", "bot");
+    ok(bottle_decision_grant_check(BOTTLE_PROPOSAL_FORGE_CONNECT, p, g, err,
+                                   sizeof(err)) == 0,
+       "forge grant: the proposal's forge");
+    json_decref(g);
+    g = json_pack("{s:s, s:s}", "forge", "other.example", "account", "bot");
+    ok(bottle_decision_grant_check(BOTTLE_PROPOSAL_FORGE_CONNECT, p, g, err,
+                                   sizeof(err)) != 0
+       && strstr(err, "its own url"),
+       "forge grant: another forge refused (%s)", err);
+    json_decref(g);
+    g = json_pack("{s:s}", "forge", "git.example");
+    ok(bottle_decision_grant_check(BOTTLE_PROPOSAL_FORGE_CONNECT, p, g, err,
+                                   sizeof(err)) != 0,
+       "forge grant: an account is required");
+    json_decref(g);
+    json_decref(p);
+
+    p = json_loads("{\"args\":{\"agent\":\"claude\",\"prompt\":\"p\","
+                   "\"bottles\":[\"a\",\"b\"],\"label\":\"l\"}}", 0,
+                   NULL);
+    g = json_loads("{\"bottles\":[\"b\"]}", 0, NULL);
+    ok(bottle_decision_grant_check(BOTTLE_PROPOSAL_LAUNCH_BOTTLE, p, g, err,
+                                   sizeof(err)) == 0,
+       "launch: fewer bottles");
+    l = bottle_decision_launch(p, g);
+    want = json_loads("{\"agent\":\"claude\",\"prompt\":\"p\","
+                      "\"bottles\":[\"b\"],\"label\":\"l\"}", 0, NULL);
+    ok(l && json_equal(l, want),
+       "launch: the spec, the proposal's with the bottles given");
+    json_decref(want);
+    json_decref(l);
+    json_decref(g);
+
+    g = json_loads("{\"bottles\":[\"a\",\"c\"]}", 0, NULL);
+    ok(bottle_decision_grant_check(BOTTLE_PROPOSAL_LAUNCH_BOTTLE, p, g, err,
+                                   sizeof(err)) != 0
+       && strstr(err, "\"c\" is not one the proposal asked for"),
+       "launch: a bottle not asked for refused (%s)", err);
+    json_decref(g);
+    g = json_loads("{\"bottles\":[\"a\",\"a\"]}", 0, NULL);
+    ok(bottle_decision_grant_check(BOTTLE_PROPOSAL_LAUNCH_BOTTLE, p, g, err,
+                                   sizeof(err)) != 0,
+       "launch: a bottle twice refused");
+    json_decref(g);
+    g = json_loads("{\"prompt\":\"other\"}", 0, NULL);
+    ok(bottle_decision_grant_check(BOTTLE_PROPOSAL_LAUNCH_BOTTLE, p, g, err,
+                                   sizeof(err)) != 0,
+       "launch: another prompt refused");
+    json_decref(g);
+    g = json_loads("{\"agent\":\"claude\",\"extra\":1}", 0, NULL);
+    ok(bottle_decision_grant_check(BOTTLE_PROPOSAL_LAUNCH_BOTTLE, p, g, err,
+                                   sizeof(err)) != 0,
+       "launch: an unknown field refused");
     json_decref(g);
     json_decref(p);
 }
@@ -516,6 +611,7 @@ main(void)
     test_apply();
     test_apply_repo();
     test_grant();
+    test_grant_actions();
     test_events();
 
     return done_testing();

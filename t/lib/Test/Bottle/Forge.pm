@@ -15,8 +15,10 @@ package Test::Bottle::Forge;
 # ".git").  Each git request first goes through an auth_request to
 # forge-auth.pl (the same fcgiwrap), which compares the Authorization
 # header with the token in <name>-nginx/auth.conf; its verdict ("ok",
-# "missing", "wrong") is logged with the request.  See docs/testing.md,
-# "The fake forge".
+# "missing", "wrong") is logged with the request.  A small Gitea-like API under
+# /api/v1/ (forge-api.pl, the same fcgiwrap): GET /api/v1/user, POST
+# /api/v1/user/repos and /api/v1/orgs/<org>/repos, token-checked, its
+# verdict logged the same way.  See docs/testing.md, "The fake forge".
 
 use warnings;
 use strict;
@@ -53,6 +55,7 @@ sub get {
 }
 
 # start($t, port => P, name => 'forge', token => 'forge-token',
+#       user => 'forge-user' (the login the API gives the token),
 #       public_read => 0|1, tls => 0|1, cert => path, key => path,
 #       hosts => [names], workers => 4)
 # Returns { name, port, url, token, root, dir, log, tls, ca, cert, key,
@@ -74,6 +77,7 @@ sub start {
 		name => $name,
 		port => Test::Nginx::port($o{port}),
 		token => $o{token} // 'forge-token',
+		user => $o{user} // 'forge-user',
 		public_read => $o{public_read} ? 1 : 0,
 		tls => $o{tls} ? 1 : 0,
 		root => "$d/$name",
@@ -87,6 +91,7 @@ sub start {
 	make_path($f->{root}, $f->{dir});
 	_write_auth($f);
 	_write_auth_script($f);
+	_write_api_script($f);
 
 	if ($f->{tls}) {
 		if ($o{cert}) {
@@ -136,7 +141,8 @@ sub _write_auth {
 
 	my $tmp = "$f->{dir}/auth.conf.tmp";
 	open my $fh, '>', $tmp or die "$tmp: $!\n";
-	print $fh "token=$f->{token}\npublic_read=$f->{public_read}\n";
+	print $fh "token=$f->{token}\npublic_read=$f->{public_read}\n"
+		. "user=$f->{user}\n";
 	close $fh or die "$tmp: $!\n";
 	rename $tmp, "$f->{dir}/auth.conf" or die "auth.conf: $!\n";
 }
@@ -204,6 +210,121 @@ EOF
 	chmod 0755, $path;
 }
 
+# The API, a CGI run by fcgiwrap (Gitea's paths and answers, trimmed):
+#   GET  /api/v1/user                  200 {"login", "id"}
+#   POST /api/v1/user/repos            {"name", "private"}: the bare repo
+#   POST /api/v1/orgs/<org>/repos      <root>/<user or org>/<name>.git made,
+#                                      201 {"name", "full_name", "private",
+#                                      "html_url", "clone_url"}; 409 if it
+#                                      exists, 422 for a bad name
+# Every call needs the token (as forge-auth.pl takes it): else 401
+# {"message"}.  X-Forge-Auth carries the verdict to the request's log line.
+
+sub _write_api_script {
+	my ($f) = @_;
+	my $path = "$f->{dir}/forge-api.pl";
+
+	open my $fh, '>', $path or die "$path: $!\n";
+	print $fh "#!$^X\n", <<'EOF';
+# fake forge: a Gitea-like API (Test::Bottle::Forge)
+use strict;
+use warnings;
+use JSON::PP;
+use MIME::Base64 qw/ decode_base64 /;
+
+my %c;
+if (open my $fh, '<', $ENV{FORGE_AUTH_FILE} // '') {
+	while (<$fh>) {
+		$c{$1} = $2 if /^(\w+)=(.*?)\r?$/;
+	}
+}
+my $token = $c{token} // '';
+my $user = $c{user} // 'forge-user';
+my $h = $ENV{HTTP_AUTHORIZATION} // '';
+my $method = $ENV{REQUEST_METHOD} // 'GET';
+my ($uri) = ($ENV{FORGE_URI} // '') =~ m{^([^?]*)};
+
+sub answer {
+	my ($status, $o, $v) = @_;
+	my $body = JSON::PP->new->canonical->encode($o);
+	print "Status: $status\r\nContent-Type: application/json\r\n"
+		. "X-Forge-Auth: $v\r\n\r\n$body";
+	exit 0;
+}
+
+my $v = 'wrong';
+if ($h eq '') {
+	$v = 'missing';
+} elsif ($h =~ /^Basic\s+([A-Za-z0-9+\/=]+)\s*$/i) {
+	my ($u, $p) = split /:/, decode_base64($1), 2;
+	$p //= '';
+	$v = 'ok' if length $token && ($p eq $token
+		|| ($u eq $token && ($p eq '' || $p eq 'x-oauth-basic')));
+} elsif ($h =~ /^(?:Bearer|token)\s+(\S+)\s*$/i) {
+	$v = 'ok' if length $token && $1 eq $token;
+}
+
+answer('401 Unauthorized', { message => $v eq 'missing'
+	? 'token is required' : 'Bad credentials' }, $v) if $v ne 'ok';
+
+if ($method eq 'GET' && $uri eq '/api/v1/user') {
+	answer('200 OK', { login => $user, id => 1 }, $v);
+}
+
+my $owner;
+if ($method eq 'POST' && $uri eq '/api/v1/user/repos') {
+	$owner = $user;
+} elsif ($method eq 'POST' && $uri =~ m{^/api/v1/orgs/([\w.-]+)/repos$}) {
+	$owner = $1;
+} else {
+	answer('404 Not Found', { message => 'not found' }, $v);
+}
+
+my $body = '';
+read(STDIN, $body, $ENV{CONTENT_LENGTH} || 0);
+my $req = eval { decode_json($body) };
+my $name = ref $req eq 'HASH' ? $req->{name} // '' : '';
+
+answer('422 Unprocessable Entity', { message => 'invalid repo name' }, $v)
+	unless $name =~ /^[\w-][\w.-]{0,99}$/ && $name !~ /\.git$/;
+
+my $dir = "$ENV{FORGE_ROOT}/$owner";
+my $path = "$dir/$name.git";
+answer('409 Conflict', { message =>
+	'The repository with the same name already exists.' }, $v) if -e $path;
+
+mkdir $dir;
+$ENV{GIT_CONFIG_NOSYSTEM} = 1;
+$ENV{GIT_CONFIG_GLOBAL} = '/dev/null';
+$ENV{HOME} = $ENV{FORGE_ROOT};
+for my $cmd ([ 'init', '-q', '--bare', '--initial-branch=main', $path ],
+	[ "--git-dir=$path", 'config', 'http.receivepack', 'true' ])
+{
+	system($ENV{FORGE_GIT}, @$cmd) == 0
+		or answer('500 Internal Server Error',
+			{ message => "git @$cmd failed" }, $v);
+}
+
+my $base = "$ENV{FORGE_SCHEME}://$ENV{FORGE_HOST}";
+answer('201 Created', { name => $name, full_name => "$owner/$name",
+	private => $req->{private} ? JSON::PP::true : JSON::PP::false,
+	html_url => "$base/$owner/$name",
+	clone_url => "$base/$owner/$name.git" }, $v);
+EOF
+	close $fh or die "$path: $!\n";
+	chmod 0755, $path;
+}
+
+# git's absolute path: the API's CGI runs in fcgiwrap's bare environment
+
+sub _git_path {
+	return $GIT if $GIT =~ m{^/};
+	for my $d (split /:/, $ENV{PATH} // '') {
+		return "$d/$GIT" if -x "$d/$GIT";
+	}
+	die "forge: no $GIT in PATH\n";
+}
+
 sub _start_fcgiwrap {
 	my ($t, $f) = @_;
 	my $log = "$f->{dir}/fcgiwrap.log";
@@ -236,6 +357,7 @@ sub _nginx_conf {
 	my ($f) = @_;
 	my ($dir, $root, $sock) = @$f{qw/ dir root sock /};
 	my $backend = _backend();
+	my $git = _git_path();
 
 	my $listen = "127.0.0.1:$f->{port}" . ($f->{tls} ? ' ssl' : '');
 	my $ssl = $f->{tls} ? <<"EOF" : '';
@@ -263,7 +385,8 @@ http {
 
     log_format forge escape=json '{"time":"\$time_iso8601","msec":\$msec,'
         '"method":"\$request_method","uri":"\$request_uri",'
-        '"status":\$status,"auth":"\$forge_auth","user":"\$remote_user",'
+        '"status":\$status,"auth":"\$forge_auth\$upstream_http_x_forge_auth",'
+        '"user":"\$remote_user",'
         '"user_agent":"\$http_user_agent","git_protocol":"\$http_git_protocol",'
         '"host":"\$http_host","scheme":"\$scheme","conn":\$connection,'
         '"bytes_in":\$request_length,"bytes_out":\$bytes_sent,'
@@ -295,6 +418,22 @@ $ssl
             fastcgi_param HTTP_AUTHORIZATION \$http_authorization;
             fastcgi_param FORGE_URI \$request_uri;
             fastcgi_param FORGE_AUTH_FILE $dir/auth.conf;
+        }
+
+        location ^~ /api/v1/ {
+            fastcgi_pass unix:$sock;
+            fastcgi_param SCRIPT_FILENAME $dir/forge-api.pl;
+            fastcgi_param GATEWAY_INTERFACE CGI/1.1;
+            fastcgi_param REQUEST_METHOD \$request_method;
+            fastcgi_param CONTENT_TYPE \$content_type;
+            fastcgi_param CONTENT_LENGTH \$content_length;
+            fastcgi_param HTTP_AUTHORIZATION \$http_authorization;
+            fastcgi_param FORGE_URI \$request_uri;
+            fastcgi_param FORGE_HOST \$http_host;
+            fastcgi_param FORGE_SCHEME \$scheme;
+            fastcgi_param FORGE_AUTH_FILE $dir/auth.conf;
+            fastcgi_param FORGE_ROOT $root;
+            fastcgi_param FORGE_GIT $git;
         }
 
         location ~ "^/(?<forge_owner>[^/]+)/(?<forge_repo>[^/]+?)(?:\\.git)?(?<forge_path>/.*)\$" {
