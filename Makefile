@@ -33,7 +33,7 @@ LIB_LIBS    = -lcurl -lhiredis -ljansson -lcrypto -lhs -lpcre2-8 -lz -lbrotlidec
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -Ilib
 
 .PHONY: all lib module unit ctl ctl-asan gitgate gitgate-asan supervise \
-        supervise-asan test test-asan asan fuzz clean run stop install
+        supervise-asan test test-asan asan fuzz clean run stop install uninstall
 
 # `make run`: a gateway on 127.0.0.1:9099 from the shipped nginx-conf/
 RUN_DIR    ?= /tmp/ngx-bottle
@@ -269,12 +269,40 @@ run: module
 stop:
 	scripts/bottle-gateway stop --dir $(RUN_DIR)
 
-# the shipped nginx.conf loads the module from Debian's module directory
-install: module ctl gitgate
-	install -m 644 $(MODULE) /usr/lib/nginx/modules/ngx_bottle_module.so
-	install -m 755 $(BUILD)/bottlectl /usr/local/bin/bottlectl
-	install -D -m 755 $(BUILD)/gitgate-cgi \
-	    /usr/local/lib/ngx-bottle/gitgate-cgi
+# `make demo`: a gateway with a local upstream, a resolver that knows only
+# its name and a policy routed to it, for a machine with no network
+# (scripts/bottle-demo, README.md "Try it"); DEMO_OPTS: its options
+.PHONY: demo demo-stop
+DEMO_DIR   ?= /tmp/ngx-bottle-demo
+DEMO_OPTS  ?=
+
+demo: module
+	scripts/bottle-demo start --dir $(DEMO_DIR) $(DEMO_OPTS)
+
+demo-stop:
+	scripts/bottle-demo stop --dir $(DEMO_DIR)
+
+# `make install` (DESTDIR and PREFIX aware; scripts/bottle-install,
+# docs/install.md): the module where Debian's nginx looks, its
+# modules-available snippet and the 70-mod-bottle.conf link that loads it
+# after the stream module, the config pieces in /etc/nginx/bottle/ (an
+# operator's edited file is kept, the new one written as FILE.dist),
+# HELPER_BINS in $(PREFIX)/bin, HELPER_LIBEXEC (run by another program:
+# gitgate-cgi, by fcgiwrap) in $(PREFIX)/lib/ngx-bottle.  `make uninstall`
+# removes what it wrote.  A new helper binary joins one of the two lists.
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+HELPER_BINS    = bottlectl gitgate-scan supervise-helper
+HELPER_LIBEXEC = gitgate-cgi
+
+install: module ctl gitgate supervise
+	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" BUILD="$(BUILD)" \
+	    BINS="$(HELPER_BINS)" LIBEXECS="$(HELPER_LIBEXEC)" \
+	    RESOLVER="$(RESOLVER)" scripts/bottle-install install
+
+uninstall:
+	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" \
+	    scripts/bottle-install uninstall
 
 # `make bench`: the gateway side by side with a direct connection, plain
 # nginx and mitmproxy, on loopback (bench/README.md); BENCH_QUICK=1 for a

@@ -43,7 +43,7 @@ class Supervise(scale.Scale):
 
     def write_gateway_conf(self, name):
         g, port = super().write_gateway_conf(name)
-        conf = os.path.join(g, "conf", "nginx.conf")
+        conf = os.path.join(g, "conf", "bottle-main.conf")
         with open(conf) as f:
             s = f.read()
         s, k = re.subn(r"(?m)^(bottle_policy\b[^\n]*;)$",
@@ -51,7 +51,8 @@ class Supervise(scale.Scale):
                        "bottle_supervise_held  100000;\n"
                        "bottle_supervise_held_body  1024m;", s)
         if not k:
-            raise RuntimeError("nginx-conf/nginx.conf: no bottle_policy")
+            raise RuntimeError("nginx-conf/bottle-main.conf: no "
+                               "bottle_policy")
         with open(conf, "w") as f:
             f.write(s)
         return g, port
