@@ -32,7 +32,7 @@ UNIT_CFLAGS = -std=c99 -Wall -Wextra -Werror -O1 -g -Ilib
 LIB_LIBS    = -ljansson -lcrypto -lhs -lpcre2-8 -lz -lbrotlidec -lbrotlienc -lpthread -lm
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -Ilib
 
-.PHONY: all lib module unit ctl ctl-asan gitgate gitgate-asan test test-asan asan fuzz clean run stop install
+.PHONY: all lib module unit ctl ctl-asan gitgate gitgate-asan test test-asan asan fuzz clean run stop install uninstall
 
 # `make run`: a gateway on 127.0.0.1:9099 from the shipped nginx-conf/
 RUN_DIR    ?= /tmp/ngx-bottle
@@ -200,10 +200,39 @@ run: module
 stop:
 	scripts/bottle-gateway stop --dir $(RUN_DIR)
 
-# the shipped nginx.conf loads the module from Debian's module directory
-install: module ctl
-	install -m 644 $(MODULE) /usr/lib/nginx/modules/ngx_bottle_module.so
-	install -m 755 $(BUILD)/bottlectl /usr/local/bin/bottlectl
+# `make demo`: a gateway with a local upstream, a resolver that knows only
+# its name and a policy routed to it, for a machine with no network
+# (scripts/bottle-demo, README.md "Try it"); DEMO_OPTS: its options
+.PHONY: demo demo-stop
+DEMO_DIR   ?= /tmp/ngx-bottle-demo
+DEMO_OPTS  ?=
+
+demo: module
+	scripts/bottle-demo start --dir $(DEMO_DIR) $(DEMO_OPTS)
+
+demo-stop:
+	scripts/bottle-demo stop --dir $(DEMO_DIR)
+
+# `make install` (DESTDIR and PREFIX aware; scripts/bottle-install,
+# docs/install.md): the module where Debian's nginx looks, its
+# modules-available snippet and the 70-mod-bottle.conf link that loads it
+# after the stream module, the config pieces in /etc/nginx/bottle/ (an
+# operator's edited file is kept, the new one written as FILE.dist),
+# HELPER_BINS in $(PREFIX)/bin.  `make uninstall` removes what it wrote.
+# The helpers' daemons (supervise-helper, gitgate-helper's HTTP side) add
+# their binaries' names to HELPER_BINS when they land.
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+HELPER_BINS = bottlectl gitgate-scan
+
+install: module ctl gitgate
+	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" BUILD="$(BUILD)" \
+	    BINS="$(HELPER_BINS)" RESOLVER="$(RESOLVER)" \
+	    scripts/bottle-install install
+
+uninstall:
+	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" \
+	    scripts/bottle-install uninstall
 
 # `make bench`: the gateway side by side with a direct connection, plain
 # nginx and mitmproxy, on loopback (bench/README.md); BENCH_QUICK=1 for a

@@ -360,23 +360,31 @@ http {{
                 s = f.read()
             for a, b in subs:
                 s = s.replace(a, b)
+            if fn == "bottle-main.conf":
+                s, k = re.subn(r"(?m)^bottle_policy\s+\S+",
+                               f"bottle_policy     {self.store}", s)
+                if not k:
+                    raise RuntimeError("nginx-conf/bottle-main.conf: no "
+                                       "bottle_policy")
             if fn == "nginx.conf":
-                s, k1 = re.subn(r"(?m)^bottle_policy\s+\S+",
-                                f"bottle_policy     {self.store}", s)
-                s, k2 = re.subn(r"(?m)^worker_processes\s+\S+;",
-                                "worker_processes  2;", s)
-                if not (k1 and k2):
+                s, k = re.subn(r"(?m)^worker_processes\s+\S+;",
+                               "worker_processes  2;", s)
+                if not k:
                     raise RuntimeError("nginx-conf/nginx.conf: no "
-                                       "bottle_policy or worker_processes")
+                                       "worker_processes")
             if fn == "bottle-http.conf":
+                # the format at http level, the log in every server
+                s = ("# the bench's: which worker served each probe\n"
+                     "log_format  bench_probe  '$pid $status $uri';\n\n"
+                     + s)
+            if fn == "bottle-server.conf":
                 s, k = re.subn(
-                    r"(?m)^(access_log\s+.*bottle buffer=64k flush=1s;)$",
-                    r"\1\n\n# the bench's: which worker served each probe\n"
-                    r"log_format  bench_probe  '$pid $status $uri';\n"
+                    r"(?m)^(access_log\s+.*ngx_bottle buffer=64k flush=1s;)$",
+                    r"\1\n"
                     "access_log  " + os.path.join(g, "logs", "probe.log")
                     + " bench_probe;", s)
                 if not k:
-                    raise RuntimeError("nginx-conf/bottle-http.conf: no "
+                    raise RuntimeError("nginx-conf/bottle-server.conf: no "
                                        "access_log to add the probe log to")
             with open(os.path.join(g, "conf", fn), "w") as f:
                 f.write(s)

@@ -167,6 +167,8 @@ ngx_int_t ngx_bottle_canonical_host(ngx_pool_t *pool, const u_char *host,
     size_t len, ngx_uint_t bracketed, ngx_str_t *out);
 ngx_int_t ngx_bottle_host_matches(ngx_pool_t *pool, ngx_str_t *value,
     ngx_str_t *host, in_port_t port, in_port_t default_port);
+ngx_int_t ngx_bottle_sni_matches(ngx_pool_t *pool, ngx_str_t *sni,
+    ngx_str_t *host, in_port_t port);
 ngx_int_t ngx_bottle_client_ip(ngx_connection_t *c, bottle_ip_t *out);
 
 ngx_int_t ngx_bottle_zone_add(ngx_conf_t *cf, ngx_bottle_conf_t *bcf,

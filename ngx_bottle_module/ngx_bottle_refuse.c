@@ -308,3 +308,43 @@ ngx_bottle_host_matches(ngx_pool_t *pool, ngx_str_t *value, ngx_str_t *host,
 
     return NGX_OK;
 }
+
+
+/*
+ * Does a TLS SNI name this host and port?  A bare name names the host on
+ * any port (the SNI carries no port).  Some clients (Go's net/http when a
+ * caller sets ServerName from Host, as `hey` does) send "host:port": that
+ * is accepted only as exactly the target's host and port, the port in
+ * plain decimal, so "host:", "host:0443" or another port never pass.
+ * NGX_OK: it does; NGX_DECLINED: it does not.
+ */
+
+ngx_int_t
+ngx_bottle_sni_matches(ngx_pool_t *pool, ngx_str_t *sni, ngx_str_t *host,
+    in_port_t port)
+{
+    u_char     *colon;
+    ngx_str_t   canon;
+
+    colon = ngx_strlchr(sni->data, sni->data + sni->len, ':');
+
+    if (colon == NULL) {
+        if (ngx_bottle_canonical_host(pool, sni->data, sni->len, 0, &canon)
+            != NGX_OK
+            || canon.len != host->len
+            || ngx_strncmp(canon.data, host->data, canon.len) != 0)
+        {
+            return NGX_DECLINED;
+        }
+
+        return NGX_OK;
+    }
+
+    /* no port 0, so a leading '0' is a spelling the target never had */
+
+    if (colon + 1 == sni->data + sni->len || colon[1] == '0') {
+        return NGX_DECLINED;
+    }
+
+    return ngx_bottle_host_matches(pool, sni, host, port, 0);
+}

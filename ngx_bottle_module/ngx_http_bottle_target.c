@@ -430,14 +430,14 @@ ngx_http_bottle_identify(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
  * The Host header (HTTP/2: :authority, which nginx turns into Host) and the
  * TLS SNI must name the target: same host (case-insensitive, no trailing
  * dot, IP literals canonical) and, for Host, the same port (the scheme's
- * when absent).
+ * when absent); an SNI names no port, or exactly the target's.
  */
 
 ngx_int_t
 ngx_http_bottle_host_check(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 {
 #if (NGX_HTTP_SSL)
-    ngx_str_t    sni, canon;
+    ngx_str_t    sni;
     const char  *name;
 #endif
 
@@ -471,15 +471,14 @@ ngx_http_bottle_host_check(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
     sni.data = (u_char *) name;
     sni.len = ngx_strlen(name);
 
-    if (ngx_bottle_canonical_host(r->pool, sni.data, sni.len, 0, &canon)
-        != NGX_OK
-        || canon.len != ctx->target.host.len
-        || ngx_strncmp(canon.data, ctx->target.host.data, canon.len) != 0)
+    if (ngx_bottle_sni_matches(r->pool, &sni, &ctx->target.host,
+                               ctx->target.port)
+        != NGX_OK)
     {
         return ngx_http_bottle_deny(ctx, r->pool,
                                     NGX_BOTTLE_RULE_HOST_MISMATCH,
-                                    "the TLS SNI names another host than the "
-                                    "CONNECT target");
+                                    "the TLS SNI names another host (or "
+                                    "port) than the CONNECT target");
     }
 
 #endif

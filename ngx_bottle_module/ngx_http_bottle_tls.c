@@ -238,7 +238,10 @@ ngx_http_bottle_leaf_name(ngx_connection_t *c, ngx_ssl_conn_t *ssl_conn,
     if (ngx_bottle_canonical_host(c->pool, sni.data, sni.len, 0, out)
         != NGX_OK)
     {
-        /* not a name a leaf can carry: the CONNECT target's, then 403 */
+        /*
+         * not a name a leaf can carry (or "host:port"): the CONNECT
+         * target's; the request's SNI check then passes or refuses it
+         */
         *out = target.host;
     }
 

@@ -2,18 +2,38 @@
 # Install what ngx_bottle needs to build, run and test, from Debian's
 # packages.  Idempotent: a second run installs nothing new.  Used by the
 # README commands, .ci/run and the Dockerfile.
+#
+#   install-deps.sh             everything: build, run, the tests, the benches
+#   install-deps.sh --runtime   only what `make`, `make run`, `make demo`
+#                               and `make install` need
 set -eu
 
-PKGS="
-build-essential pkg-config clang llvm libclang-rt-14-dev
+# make (the module, libbottle, bottlectl, gitgate-scan) and make run /
+# make demo (nginx with the stream module, the CA made with openssl, the
+# system's trust store for upstreams, dnsmasq as the demo's resolver,
+# curl for the README's "Try it")
+RUNTIME_PKGS="
+build-essential pkg-config
 nginx-core nginx-dev libnginx-mod-stream
 libhiredis-dev libssl-dev libpcre2-dev libjansson-dev zlib1g-dev libbrotli-dev libvectorscan-dev
 libgit2-dev
-dnsmasq-base redis-server
+openssl ca-certificates dnsmasq-base curl
+"
+
+# the test suite, the fuzzers and the benches
+TEST_PKGS="
+clang llvm libclang-rt-14-dev
+redis-server
 perl libio-socket-ssl-perl libjson-pp-perl
-curl git openssl python3 iproute2 valgrind procps brotli fcgiwrap
+git python3 iproute2 valgrind procps brotli fcgiwrap
 mitmproxy hey nodejs node-undici
 "
+
+case "${1:-}" in
+--runtime) PKGS=$RUNTIME_PKGS ;;
+"") PKGS="$RUNTIME_PKGS $TEST_PKGS" ;;
+*) echo "usage: $0 [--runtime]" >&2; exit 2 ;;
+esac
 
 missing=""
 for p in $PKGS; do

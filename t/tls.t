@@ -177,7 +177,7 @@ fake_upstream($t, port => 8444, name => 'bad', tls => 1,
 	cert => $self->{cert}, key => $self->{key});
 fake_upstream($t, port => 8081, name => 'plain');
 
-$t->run()->plan(87);
+$t->run()->plan(95);
 
 ###############################################################################
 
@@ -307,6 +307,48 @@ $s->send("GET /sni HTTP/1.1\r\nHost: api.allowed.test:" . port(8443)
 	. "\r\nConnection: close\r\n\r\n") if $s;
 like($s ? $s->read_response() : '', qr/^HTTP\/1\.1 403 .*SNI/s,
 	'SNI names another host: 403');
+
+# an SNI of "host:port" (Go's hey, tools that set ServerName from Host)
+# passes when it is exactly the CONNECT target, and nothing looser
+
+sub sni_get {
+	my ($sni, $path) = @_;
+	my $s = tunnel('api.allowed.test:' . port(8443));
+	return 'no tunnel' unless $s;
+	return 'no TLS' unless $s->start_ssl(SSL_hostname => $sni,
+		SSL_verify_mode => IO::Socket::SSL::SSL_VERIFY_PEER(),
+		SSL_ca_file => $gwca->{cert},
+		SSL_verifycn_name => 'api.allowed.test',
+		SSL_verifycn_scheme => 'http');
+	$s->send("GET $path HTTP/1.1\r\nHost: api.allowed.test:" . port(8443)
+		. "\r\nConnection: close\r\n\r\n");
+	return $s->read_response() // '';
+}
+
+like(sni_get('api.allowed.test:' . port(8443), '/sniport'),
+	qr/^HTTP\/1\.1 200 .*upstream api ok/s,
+	'SNI host:port of the CONNECT target: 200');
+is(last_req('api')->{target}, '/sniport', 'and it reached the upstream');
+like(sni_get('API.allowed.test.:' . port(8443), '/sniport'),
+	qr/^HTTP\/1\.1 200 /, 'SNI host:port, another spelling of the host: 200');
+
+$n = @{upstream_requests($t, 'api')};
+
+like(sni_get('api.allowed.test:' . port(8444), '/x'),
+	qr/^HTTP\/1\.1 403 .*X-Bottle-Rule: host_mismatch/msi,
+	'SNI host:port, another port: 403');
+like(sni_get('api.allowed.test:', '/x'),
+	qr/^HTTP\/1\.1 403 .*X-Bottle-Rule: host_mismatch/msi,
+	'SNI "host:" without a port: 403');
+like(sni_get('api.allowed.test:0' . port(8443), '/x'),
+	qr/^HTTP\/1\.1 403 .*X-Bottle-Rule: host_mismatch/msi,
+	'SNI port with a leading zero: 403');
+like(sni_get('api.allowed.test:' . port(8443) . ':' . port(8443), '/x'),
+	qr/^HTTP\/1\.1 403 .*X-Bottle-Rule: host_mismatch/msi,
+	'SNI with two ports: 403');
+like(sni_get('other.allowed.test:' . port(8443), '/x'),
+	qr/^HTTP\/1\.1 403 .*X-Bottle-Rule: host_mismatch/msi,
+	'SNI host:port of another host, the right port: 403');
 
 is(scalar @{upstream_requests($t, 'api')}, $n,
 	'mismatches never reached the upstream');
