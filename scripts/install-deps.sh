@@ -6,19 +6,33 @@
 #   install-deps.sh             everything: build, run, the tests, the benches
 #   install-deps.sh --runtime   only what `make`, `make run`, `make demo`
 #                               and `make install` need
+#   install-deps.sh --installed only what an installed gateway runs with:
+#                               no compiler, no -dev package (the image's
+#                               final stage, docs/install.md)
+#   install-deps.sh --list [--runtime|--installed]
+#                               print the packages instead (t/image.t)
 set -eu
 
-# make (the module, libbottle, bottlectl, gitgate-scan) and make run /
-# make demo (nginx with the stream module, the CA made with openssl, the
-# system's trust store for upstreams, dnsmasq as the demo's resolver,
-# curl for the README's "Try it")
-RUNTIME_PKGS="
-build-essential pkg-config
-nginx-core nginx-dev libnginx-mod-stream
+# what an installed gateway runs with: nginx and its stream module, the
+# libraries the module, bottlectl and the helpers link, openssl for
+# bottle-ca, the system's trust store for upstreams, curl (the health
+# check), s6 (bottle-init, the image's PID 1), fcgiwrap and git (git-gate)
+INSTALLED_PKGS="
+nginx-core libnginx-mod-stream
+libhiredis0.14 libssl3 libpcre2-8-0 libjansson4 zlib1g libbrotli1 libvectorscan5
+libgit2-1.5 libmicrohttpd12
+openssl ca-certificates curl s6 fcgiwrap git
+"
+
+# make (the module, libbottle, bottlectl, gitgate-scan) and make demo
+# (dnsmasq as the demo's resolver)
+BUILD_PKGS="
+build-essential pkg-config nginx-dev
 libhiredis-dev libssl-dev libpcre2-dev libjansson-dev zlib1g-dev libbrotli-dev libvectorscan-dev
 libgit2-dev
-openssl ca-certificates dnsmasq-base curl
+dnsmasq-base
 "
+RUNTIME_PKGS="$BUILD_PKGS $INSTALLED_PKGS"
 
 # the test suite, the fuzzers and the benches
 TEST_PKGS="
@@ -29,11 +43,20 @@ git python3 iproute2 valgrind procps brotli fcgiwrap
 mitmproxy hey nodejs node-undici
 "
 
+list=0
+if [ "${1:-}" = --list ]; then list=1; shift; fi
+
 case "${1:-}" in
 --runtime) PKGS=$RUNTIME_PKGS ;;
+--installed) PKGS=$INSTALLED_PKGS ;;
 "") PKGS="$RUNTIME_PKGS $TEST_PKGS" ;;
-*) echo "usage: $0 [--runtime]" >&2; exit 2 ;;
+*) echo "usage: $0 [--list] [--runtime|--installed]" >&2; exit 2 ;;
 esac
+
+if [ "$list" = 1 ]; then
+    printf '%s\n' $PKGS | awk '!seen[$0]++'
+    exit 0
+fi
 
 missing=""
 for p in $PKGS; do
