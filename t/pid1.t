@@ -1,0 +1,372 @@
+#!/usr/bin/perl
+
+# Tests for scripts/bottle-init, the image's PID 1 (docs/install.md, "The
+# image's PID 1"), run here as a child of the test rather than as PID 1:
+# each daemon's lines on its stdout with the daemon's name in front, a
+# killed daemon started again with a growing backoff, SIGTERM and SIGINT
+# stopping every daemon before it exits 0, BOTTLE_GATEWAY_DAEMONS choosing
+# which run, the health check, and the refusals before anything starts.
+#
+# nginx is the real one (scripts/daemons/nginx on the shipped nginx-conf/,
+# this build's module); supervise and gitgate are stand-ins until
+# supervise-helper and gitgate-cgi are on main (a line that prints, a
+# line on stderr, a tick; the gitgate one ignores SIGTERM).
+
+###############################################################################
+
+use warnings;
+use strict;
+
+use Test::More;
+
+BEGIN { use FindBin; chdir($FindBin::Bin); }
+
+use lib 'lib';
+use Test::Nginx;
+use Test::Bottle;
+
+use POSIX qw/ WNOHANG /;
+use Time::HiRes qw/ time sleep /;
+
+###############################################################################
+
+select STDERR; $| = 1;
+select STDOUT; $| = 1;
+
+my $t = Test::Nginx->new()->has(qw/http stream bottle/)
+	->has_daemon('s6-svscan')->has_daemon('curl');
+
+my $d = $t->testdir();
+my $REPO = $Test::Nginx::REPO;
+my $INIT = "$REPO/scripts/bottle-init";
+my $GW = port(8080);
+
+my @running;		# entrypoints started, for the END block
+
+$SIG{INT} = $SIG{TERM} = $SIG{HUP} = sub { exit 1; };
+
+END {
+	local ($?, $@, $!);
+	stop_all();
+}
+
+plan(skip_all => "no $INIT") unless -x $INIT;
+
+system("$REPO/scripts/bottle-ca create $d/ca >/dev/null") == 0
+	or die "bottle-ca create failed";
+my $policy = write_policy($t, 'policy.json', { bottles => [ {
+	id => 'agent', token => 'agent-token-0123456789', routes => [],
+} ] });
+
+# the daemons: the real nginx, stand-ins for the helpers
+
+mkdir "$d/daemons" or die;
+symlink("$REPO/scripts/daemons/nginx", "$d/daemons/nginx") or die;
+stand_in('supervise', 0);
+stand_in('gitgate', 1);
+
+plan(tests => 42);
+
+###############################################################################
+
+# all three
+
+my $gw = start('nginx,supervise,gitgate', 'run');
+
+ok(wait_for($gw, qr/^\[init\] starting nginx,supervise,gitgate /m),
+	'init says what it starts');
+ok(wait_for($gw, qr/^\[nginx\] .*start worker process \d+/m),
+	'nginx: its error log, prefixed');
+ok(wait_for($gw, qr/^\[supervise\] stand-in ready pid \d+$/m),
+	'supervise: its stdout, prefixed');
+ok(wait_for($gw, qr/^\[supervise\] stand-in says on stderr$/m),
+	'supervise: its stderr, prefixed');
+ok(wait_for($gw, qr/^\[gitgate\] stand-in ready pid \d+$/m),
+	'gitgate: prefixed');
+ok(wait_for($gw, qr/^\[supervise\] tick 3$/m), 'a later line, prefixed');
+
+my @bare = grep { !/^\[(init|nginx|supervise|gitgate)\] / } lines($gw);
+is(join("\n", @bare), '', 'every line has a daemon\'s name');
+
+is(proxy_status(), 407, 'nginx answers: no credentials, 407');
+
+my ($rc, $out) = run_init($gw, 'health');
+is($rc, 0, 'health: 0');
+like($out, qr/^ok: nginx,supervise,gitgate$/m, 'health: all three');
+
+# a daemon killed: started again, prefix intact, then backoff
+
+my $pid = ready_pid($gw, 'supervise');
+kill 'KILL', $pid;
+my $gap = restarted($gw, 'supervise', $pid);
+ok(defined $gap, 'supervise killed: started again');
+ok(defined $gap && $gap < 4, 'supervise: the first restart within 4 s')
+	or diag("gap $gap");
+like(text($gw), qr/^\[supervise\] supervise killed by signal 9 after \d+s; restarting in 1s$/m,
+	'the death said, prefixed');
+isnt(ready_pid($gw, 'supervise'), $pid, 'a new pid');
+like((lines($gw))[-1] // '', qr/^\[(nginx|supervise|gitgate)\] /,
+	'the restarted daemon\'s lines prefixed');
+
+# it keeps dying: 2 s, then 4 s (BOTTLE_GATEWAY_BACKOFF_MAX=4), 4 s
+
+my @gaps;
+for (1 .. 3) {
+	$pid = ready_pid($gw, 'supervise');
+	kill 'KILL', $pid;
+	push @gaps, restarted($gw, 'supervise', $pid);
+}
+ok(!grep(!defined, @gaps), 'restarted each time');
+@gaps = map { $_ // 0 } @gaps;
+my $log = text($gw);
+like($log, qr/restarting in 2s\n(?:.*\n)*?.*restarting in 4s\n(?:.*\n)*?.*restarting in 4s$/m,
+	'backoff said: 2 s, 4 s, 4 s (the maximum)');
+ok($gaps[0] >= 1.8, 'second restart waited 2 s') or diag("@gaps");
+ok($gaps[1] >= 3.8 && $gaps[2] >= 3.8, 'then 4 s, no more than the maximum')
+	or diag("@gaps");
+ok($gaps[2] < 7, 'capped') or diag("@gaps");
+
+# nginx's master killed: its workers go with it, a new master binds
+
+my $master = file("$d/run/nginx/nginx.pid");
+my @workers = worker_pids($master);
+ok(@workers, 'nginx workers') or diag("master $master");
+kill 'KILL', $master;
+ok(wait_until(sub { my $m = file("$d/run/nginx/nginx.pid");
+		$m && $m != $master && kill(0, $m) && proxy_status() == 407 }),
+	'nginx killed: a new master answers');
+ok(!grep(kill(0, $_), @workers), 'the old workers are gone');
+
+# reload: the same master, reconfigured
+
+$master = file("$d/run/nginx/nginx.pid");
+($rc, $out) = run_init($gw, 'reload');
+is($rc, 0, 'reload: 0') or diag($out);
+ok(wait_for($gw, qr/^\[nginx\] .*signal 1 \(SIGHUP\) received.*reconfiguring/m),
+	'reload: nginx reconfigures');
+is(file("$d/run/nginx/nginx.pid"), $master, 'reload: the same master');
+
+# SIGTERM: everything stops, then it exits 0 (the gitgate stand-in ignores
+# SIGTERM: killed after BOTTLE_GATEWAY_STOP_TIMEOUT=2)
+
+my @pids = ($master, worker_pids($master), ready_pid($gw, 'supervise'),
+	ready_pid($gw, 'gitgate'));
+my ($status, $took) = stop($gw, 'TERM');
+is($status, 0, 'SIGTERM: exit 0');
+ok(defined $took && $took < 8, 'SIGTERM: within 8 s')
+	or diag('took ' . ($took // 'forever'));
+is(join(' ', grep { kill 0, $_ } @pids), '', 'SIGTERM: every daemon gone');
+like(text($gw), qr/^\[gitgate\] gitgate stopped \(killed by signal 9\)$/m,
+	'the one that ignored SIGTERM killed');
+like(text($gw), qr/^\[nginx\] nginx stopped \(exited with status 0\)$/m,
+	'nginx stopped');
+is(proxy_status(), '000', 'nothing listens');
+
+# BOTTLE_GATEWAY_DAEMONS=nginx: nginx alone; SIGINT
+
+$gw = start('nginx', 'run2');
+ok(wait_for($gw, qr/^\[nginx\] .*start worker process/m), 'nginx alone runs');
+is(proxy_status(), 407, 'nginx alone answers');
+sleep 1;
+is(join(',', map { /^\[(\w+)\]/ } grep { !/^\[(init|nginx)\]/ } lines($gw)),
+	'', 'nothing but nginx');
+opendir(my $dh, "$d/run2/s6") or die;
+is(join(',', sort grep { !/^\./ } readdir $dh), 'nginx', 'one service');
+($status, $took) = stop($gw, 'INT');
+is($status, 0, 'SIGINT: exit 0');
+
+# refused before anything starts
+
+($rc, $out) = once('nginx,bogus');
+is($rc, 2, 'unknown daemon: exit 2');
+like($out, qr/unknown daemon 'bogus'/, 'unknown daemon: said');
+
+($rc, $out) = once('nginx', BOTTLE_CA_DIR => "$d/no-ca");
+is($rc, 1, 'no CA: exit 1');
+like($out, qr/^\[nginx\] nginx: no CA in '\Q$d\E\/no-ca'/m, 'no CA: said');
+
+# the real supervise definition without a store
+($rc, $out) = once('supervise',
+	BOTTLE_GATEWAY_DAEMON_DIR => "$REPO/scripts/daemons");
+ok($rc == 1 && $out =~ /^\[supervise\] supervise: /m,
+	'supervise without its helper or a store: refused, said') or diag($out);
+
+###############################################################################
+
+sub stand_in {
+	my ($name, $deaf) = @_;
+	my $f = "$d/daemons/$name";
+	open my $fh, '>', $f or die "$f: $!";
+	print $fh <<"EOF";
+#!/usr/bin/perl
+# a stand-in daemon for t/pid1.t
+exit 0 if \@ARGV;		# check, health
+\$SIG{TERM} = 'IGNORE' if $deaf;
+\$| = 1;
+print "stand-in ready pid \$\$\\n";
+print STDERR "stand-in says on stderr\\n";
+for (my \$i = 1; ; \$i++) { print "tick \$i\\n"; select undef, undef, undef, 0.2; }
+EOF
+	close $fh;
+	chmod 0755, $f;
+}
+
+sub env {
+	my ($daemons, $run, %more) = @_;
+	return (
+		BOTTLE_GATEWAY_DAEMONS => $daemons,
+		BOTTLE_GATEWAY_DAEMON_DIR => "$d/daemons",
+		BOTTLE_GATEWAY_BACKOFF_MAX => 4,
+		BOTTLE_GATEWAY_STABLE => 60,
+		BOTTLE_GATEWAY_STOP_TIMEOUT => 2,
+		BOTTLE_RUN_DIR => "$d/$run",
+		BOTTLE_LOG_DIR => "$d/$run-log",
+		BOTTLE_STATE_DIR => "$d/$run-state",
+		BOTTLE_NGINX_CONF_DIR => "$REPO/nginx-conf",
+		BOTTLE_POLICY => $policy,
+		BOTTLE_CA_DIR => "$d/ca",
+		BOTTLE_LISTEN => "127.0.0.1:$GW",
+		BOTTLE_RESOLVER => '127.0.0.1',
+		BOTTLE_WORKERS => 1,
+		BOTTLE_MODULE => $Test::Nginx::MODULE,
+		BOTTLE_NGINX_PRELOAD => $ENV{TEST_NGINX_PRELOAD} // '',
+		%more,
+	);
+}
+
+# the entrypoint, its stdout and stderr to a file of its own
+sub start {
+	my ($daemons, $run) = @_;
+	my $gw = { out => "$d/$run.out", run => "$d/$run",
+		env => { env($daemons, $run) } };
+	my $pid = fork() // die "fork: $!";
+	if ($pid == 0) {
+		%ENV = (%ENV, %{$gw->{env}});
+		open STDOUT, '>', $gw->{out} or die;
+		open STDERR, '>&', \*STDOUT or die;
+		exec $INIT or die "exec: $!";
+	}
+	$gw->{pid} = $pid;
+	push @running, $gw;
+	return $gw;
+}
+
+# bottle-init with a command, next to a running one
+sub run_init {
+	my ($gw, @args) = @_;
+	local %ENV = (%ENV, %{$gw->{env}});
+	my $out = `$INIT @args 2>&1`;
+	return ($? >> 8, $out);
+}
+
+# bottle-init started and expected to refuse at once
+sub once {
+	my ($daemons, %more) = @_;
+	local %ENV = (%ENV, env($daemons, 'once', %more));
+	my $out = `timeout 20 $INIT 2>&1`;
+	return ($? >> 8, $out);
+}
+
+sub stop {
+	my ($gw, $sig) = @_;
+	kill $sig, $gw->{pid};
+	my $t0 = time();
+	while (time() - $t0 < 20) {
+		my $r = waitpid($gw->{pid}, WNOHANG);
+		if ($r == $gw->{pid}) {
+			my $st = $?;
+			@running = grep { $_ != $gw } @running;
+			return ($st >> 8 | ($st & 127), time() - $t0);
+		}
+		sleep 0.05;
+	}
+	return (undef, undef);
+}
+
+sub stop_all {
+	for my $gw (@running) {
+		kill 'TERM', $gw->{pid};
+	}
+	for my $gw (@running) {
+		my $t0 = time();
+		while (time() - $t0 < 10) {
+			last if waitpid($gw->{pid}, WNOHANG) == $gw->{pid};
+			sleep 0.1;
+		}
+		next unless kill 0, $gw->{pid};
+		kill 'KILL', $gw->{pid};
+		# the supervisors' daemons, each its own process group
+		for my $f (glob("$gw->{run}/s6/*/pid")) {
+			my $p = file($f);
+			kill 'KILL', -$p if $p;
+		}
+	}
+	@running = ();
+}
+
+sub text {
+	my ($gw) = @_;
+	open my $fh, '<', $gw->{out} or return '';
+	local $/;
+	return <$fh> // '';
+}
+
+sub lines {
+	my ($gw) = @_;
+	return grep { length } split /\n/, text($gw);
+}
+
+sub wait_for {
+	my ($gw, $re) = @_;
+	return wait_until(sub { text($gw) =~ $re });
+}
+
+sub wait_until {
+	my ($cond, $secs) = @_;
+	my $t0 = time();
+	while (time() - $t0 < ($secs // 15)) {
+		return 1 if $cond->();
+		sleep 0.1;
+	}
+	return 0;
+}
+
+# the pid of the stand-in's last start
+sub ready_pid {
+	my ($gw, $name) = @_;
+	my @p = text($gw) =~ /^\[$name\] stand-in ready pid (\d+)$/mg;
+	return $p[-1];
+}
+
+# seconds from now until a stand-in other than $old is ready
+sub restarted {
+	my ($gw, $name, $old) = @_;
+	my $t0 = time();
+	while (time() - $t0 < 15) {
+		my $p = ready_pid($gw, $name);
+		return time() - $t0 if $p && $p != $old && kill(0, $p);
+		sleep 0.05;
+	}
+	return undef;
+}
+
+sub file {
+	my ($f) = @_;
+	open my $fh, '<', $f or return undef;
+	my $v = <$fh> // '';
+	chomp $v;
+	return $v;
+}
+
+sub worker_pids {
+	my ($master) = @_;
+	my $c = file("/proc/$master/task/$master/children") // '';
+	return grep { /^\d+$/ } split ' ', $c;
+}
+
+sub proxy_status {
+	my $code = `curl -s -o /dev/null -w '%{http_code}' --max-time 5 -x http://127.0.0.1:$GW http://example.invalid/ 2>/dev/null`;
+	return $code;
+}
+
+###############################################################################
