@@ -29,17 +29,19 @@ LIB_CFLAGS  = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT)
 UNIT_SRCS   = $(wildcard t/unit/*_test.c)
 UNIT_BINS   = $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 UNIT_CFLAGS = -std=c99 -Wall -Wextra -Werror -O1 -g -Ilib
-LIB_LIBS    = -ljansson -lcrypto -lhs -lpcre2-8 -lz -lbrotlidec -lbrotlienc -lpthread -lm
+LIB_LIBS    = -lhiredis -ljansson -lcrypto -lhs -lpcre2-8 -lz -lbrotlidec -lbrotlienc -lpthread -lm
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -Ilib
 
-.PHONY: all lib module unit ctl ctl-asan gitgate gitgate-asan test test-asan asan fuzz clean run stop install uninstall
+.PHONY: all lib module unit ctl ctl-asan gitgate gitgate-asan supervise \
+        supervise-asan test test-asan asan fuzz clean run stop install \
+        uninstall
 
 # `make run`: a gateway on 127.0.0.1:9099 from the shipped nginx-conf/
 RUN_DIR    ?= /tmp/ngx-bottle
 POLICY     ?= nginx-conf/policy.example.json
 RESOLVER   ?=
 
-all: lib module unit ctl gitgate
+all: lib module unit ctl gitgate supervise
 
 lib: $(LIBBOTTLE)
 
@@ -91,7 +93,7 @@ $(NGX_BUILD)/objs/Makefile: config $(BUILD)/module-sources
 CTL_SRCS    = $(wildcard bottlectl/*.c)
 CTL_HDRS    = $(wildcard bottlectl/*.h)
 CTL_CFLAGS  = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib
-CTL_LIBS    = -lhiredis $(LIB_LIBS)
+CTL_LIBS    = $(LIB_LIBS)
 
 ctl: $(BUILD)/bottlectl
 
@@ -148,6 +150,42 @@ gitgate-asan:
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
 	    LD_OPT="-fsanitize=address,undefined" gitgate
 
+# The operator page's files (supervise-helper/operator/, docs/supervise.md)
+# embedded in supervise-helper as C arrays (xxd -i)
+OP_ASSETS   = supervise-helper/operator/index.html \
+              supervise-helper/operator/app.js \
+              supervise-helper/operator/style.css
+OP_EMBED    = $(BUILD)/supervise/sv_operator_assets.c
+
+$(OP_EMBED): $(OP_ASSETS)
+	@mkdir -p $(dir $@)
+	for f in $(OP_ASSETS); do \
+	    xxd -i -n sv_operator_$$(basename $$f | tr . _) $$f \
+	    | sed 's/^unsigned/const unsigned/' || exit 1; \
+	done > $@.tmp
+	mv -f $@.tmp $@
+
+# supervise-helper, the agent's MCP server (docs/supervise.md):
+# libbottle, libmicrohttpd and hiredis; `make supervise-asan` builds
+# build-asan/supervise-helper with the sanitizers
+SV_SRCS     = $(wildcard supervise-helper/*.c)
+SV_HDRS     = $(wildcard supervise-helper/*.h)
+SV_CFLAGS   = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib \
+              -Isupervise-helper
+SV_LIBS     = -lmicrohttpd $(LIB_LIBS)
+
+supervise: $(BUILD)/supervise-helper
+
+$(BUILD)/supervise-helper: $(SV_SRCS) $(SV_HDRS) $(OP_EMBED) $(LIBBOTTLE)
+	@mkdir -p $(dir $@)
+	$(CC) $(SV_CFLAGS) $(DEB_LD_OPT) $(LD_OPT) -o $@ $(SV_SRCS) \
+	    $(OP_EMBED) $(LIBBOTTLE) $(SV_LIBS)
+
+supervise-asan:
+	$(MAKE) BUILD=build-asan \
+	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
+	    LD_OPT="-fsanitize=address,undefined" supervise
+
 unit: $(UNIT_BINS)
 
 $(BUILD)/unit/%_test: t/unit/%_test.c $(LIBBOTTLE) $(LIB_HDRS) t/unit/tap.h
@@ -160,7 +198,7 @@ $(BUILD)/unit/%_test: t/unit/%_test.c $(LIBBOTTLE) $(LIB_HDRS) t/unit/tap.h
 asan:
 	$(MAKE) BUILD=build-asan \
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
-	    LD_OPT="-fsanitize=address,undefined" module ctl
+	    LD_OPT="-fsanitize=address,undefined" module ctl supervise
 
 FUZZ_BINS   = $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/*_fuzz.c))
 
@@ -172,6 +210,14 @@ $(BUILD)/fuzz/gg_update_fuzz: fuzz/gg_update_fuzz.c fuzz/fuzz.h \
                               gitgate-helper/gg_update.h
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< gitgate-helper/gg_update.c
+
+# supervise-helper's JSON-RPC parser: its own source and jansson
+$(BUILD)/fuzz/supervise_rpc_fuzz: fuzz/supervise_rpc_fuzz.c fuzz/fuzz.h \
+                                  supervise-helper/sv_rpc.c \
+                                  supervise-helper/supervise.h
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -Isupervise-helper -o $@ $< \
+	    supervise-helper/sv_rpc.c -ljansson
 
 $(BUILD)/fuzz/%_fuzz: fuzz/%_fuzz.c fuzz/fuzz.h $(LIB_SRCS) $(LIB_HDRS)
 	@mkdir -p $(dir $@)
@@ -219,13 +265,12 @@ demo-stop:
 # after the stream module, the config pieces in /etc/nginx/bottle/ (an
 # operator's edited file is kept, the new one written as FILE.dist),
 # HELPER_BINS in $(PREFIX)/bin.  `make uninstall` removes what it wrote.
-# The helpers' daemons (supervise-helper, gitgate-helper's HTTP side) add
-# their binaries' names to HELPER_BINS when they land.
+# gitgate-helper's HTTP side (gitgate-cgi) joins them when it lands.
 PREFIX     ?= /usr/local
 DESTDIR    ?=
-HELPER_BINS = bottlectl gitgate-scan
+HELPER_BINS = bottlectl gitgate-scan supervise-helper
 
-install: module ctl gitgate
+install: module ctl gitgate supervise
 	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" BUILD="$(BUILD)" \
 	    BINS="$(HELPER_BINS)" RESOLVER="$(RESOLVER)" \
 	    scripts/bottle-install install

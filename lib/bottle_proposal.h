@@ -7,8 +7,9 @@
  *
  * The keys, the scripts (EVAL, no KEYS), and the JSON of a proposal and
  * of a decision, built and checked with jansson; applying an approved
- * egress change to a bottle's stored object.  No hiredis and no nginx
- * here: callers bring their own connection.
+ * egress change to a bottle's stored object.  No nginx here; the last
+ * section (bottle_proposal_client.c) runs the scripts over a synchronous
+ * hiredis connection the caller brings (bottlectl, supervise-helper).
  */
 
 #ifndef BOTTLE_PROPOSAL_H
@@ -77,7 +78,10 @@ int bottle_proposal_kind_parse(const char *s);
  */
 const char *bottle_proposal_no_plain_allow(bottle_proposal_kind_e kind);
 
-/* 1 if approving this kind changes the bottle's egress policy */
+/*
+ * 1 if approving this kind changes the bottle's stored policy: egress-allow
+ * and egress-block its routes, add-repo its repos
+ */
 int bottle_proposal_changes_policy(bottle_proposal_kind_e kind);
 
 /* a fresh id: "<ms>-<8 random hex digits>"; 0 or -1 */
@@ -134,7 +138,10 @@ const char *bottle_decision_state(const char *action);
  * The bottle's stored object with an approved egress change applied (a
  * new reference): egress-allow adds route, replacing the route of the same
  * host (case-insensitive, one trailing dot ignored); egress-block removes
- * that host's route (route: {"host"}).  *changed is 0 when the result is
+ * that host's route (route: {"host"}); add-repo adds the grant (route:
+ * {"repo": "<forge>/<owner>/<repo>[:write]"} and maybe "write": true, as
+ * the proposal's args) to `repos` in canonical form, replacing a grant of
+ * the same repo.  *changed is 0 when the result is
  * the same object.  NULL and one line in err.
  */
 json_t *bottle_proposal_apply(const json_t *bottle,
@@ -184,6 +191,86 @@ char *bottle_proposal_pretty(const json_t *o);
 extern const char  bottle_proposal_propose_script[];
 extern const char  bottle_proposal_decide_script[];
 extern const char  bottle_proposal_check_script[];
+
+
+
+/*
+ * Over a hiredis connection (bottle_proposal_client.c): the producer's
+ * side of the queue, shared by bottlectl and supervise-helper.  The
+ * caller owns the synchronous context (connected, authenticated, with a
+ * timeout); nothing here reconnects.  hiredis's header is not needed to
+ * include this one.
+ */
+
+struct redisContext;
+
+/* what went wrong, as bottle_proposal_propose() and _check() return it */
+#define BOTTLE_PROPOSAL_EINVALID   -1   /* the proposal is invalid */
+#define BOTTLE_PROPOSAL_ENOBOTTLE  -2   /* no such bottle in the store */
+#define BOTTLE_PROPOSAL_EJOURNAL   -3   /* audit.delivery "required" and
+                                           the journal refused the event:
+                                           nothing queued */
+#define BOTTLE_PROPOSAL_ESTORE     -4   /* the store answered an error */
+#define BOTTLE_PROPOSAL_ELOST      -5   /* no answer: connection lost,
+                                           timeout, NOAUTH */
+#define BOTTLE_PROPOSAL_ENONE      -6   /* check: no such proposal of that
+                                           bottle */
+
+/* who queues a proposal: the decision.proposed event's origin */
+typedef struct {
+    const char             *producer;   /* "bottlectl", "supervise", ... */
+    const char             *gateway;    /* the event's gateway field */
+    uint64_t                seq;        /* unique per (gateway, event) */
+    unsigned long long      stream_max; /* the journal's MAXLEN (about);
+                                           0: BOTTLE_PROPOSAL_STREAM_MAX */
+} bottle_proposal_origin_t;
+
+/* the gateways' default bottle_audit_stream_max */
+#define BOTTLE_PROPOSAL_STREAM_MAX  1000000
+
+typedef struct {
+    char                    id[BOTTLE_PROPOSAL_ID_LEN];
+    char                    journal_err[256];   /* "" or why the event is
+                                                   not in the journal (a
+                                                   warning: the proposal
+                                                   is queued) */
+    int64_t                 created_ms;
+} bottle_proposal_queued_t;
+
+/*
+ * Queues a proposal as the propose script does it: a fresh id (or the
+ * one in out->id when it is not empty, so that a waiter can be
+ * registered before the proposal exists), the proposal's JSON, its
+ * decision.proposed event (correlation id: the proposal's id), one EVAL.
+ * 0, or a BOTTLE_PROPOSAL_E* code and one line in err.
+ */
+int bottle_proposal_propose(bottle_proposal_queued_t *out,
+    struct redisContext *c, const char *bottle, bottle_proposal_kind_e kind,
+    const json_t *args, const char *justification,
+    const bottle_proposal_origin_t *origin, char *err, size_t errlen);
+
+/*
+ * The check script: a bottle's own proposal as {state, proposal,
+ * decision (null while pending)} (a new reference in *out).  0,
+ * BOTTLE_PROPOSAL_ENONE when it is not that bottle's (or none at all),
+ * or another code and one line in err.
+ */
+int bottle_proposal_check(json_t **out, struct redisContext *c,
+    const char *bottle, const char *id, char *err, size_t errlen);
+
+/*
+ * How many of a bottle's proposals are pending, and how many of one
+ * kind are pending or approved (launch-bottle's children), in *pending
+ * and *of_kind.  Walks the bottle's index (bottle:proposals:of:<id>) in
+ * one script.  0, or a code and one line in err.
+ */
+int bottle_proposal_count(long long *pending, long long *of_kind,
+    struct redisContext *c, const char *bottle, bottle_proposal_kind_e kind,
+    char *err, size_t errlen);
+
+/* count: ARGV = bottle, kind.  Returns [pending, pending or approved of
+ * that kind] */
+extern const char  bottle_proposal_count_script[];
 
 
 #endif /* BOTTLE_PROPOSAL_H */

@@ -24,11 +24,12 @@ libgit2-1.5 libmicrohttpd12
 openssl ca-certificates curl s6 fcgiwrap git
 "
 
-# make (the module, libbottle, bottlectl, gitgate-scan) and make demo
+# make (the module, libbottle, bottlectl, gitgate-scan, supervise-helper
+# with its operator page embedded by xxd) and make demo
 # (dnsmasq as the demo's resolver)
 BUILD_PKGS="
-build-essential pkg-config nginx-dev
-libhiredis-dev libssl-dev libpcre2-dev libjansson-dev zlib1g-dev libbrotli-dev libvectorscan-dev
+build-essential pkg-config xxd nginx-dev
+libhiredis-dev libmicrohttpd-dev libssl-dev libpcre2-dev libjansson-dev zlib1g-dev libbrotli-dev libvectorscan-dev
 libgit2-dev
 dnsmasq-base
 "
@@ -41,11 +42,13 @@ redis-server
 perl libio-socket-ssl-perl libjson-pp-perl
 git python3 iproute2 valgrind procps brotli fcgiwrap
 mitmproxy hey nodejs node-undici
+chromium
 "
 
 list=0
 if [ "${1:-}" = --list ]; then list=1; shift; fi
 
+mode=${1:-all}
 case "${1:-}" in
 --runtime) PKGS=$RUNTIME_PKGS ;;
 --installed) PKGS=$INSTALLED_PKGS ;;
@@ -64,8 +67,25 @@ for p in $PKGS; do
         || missing="$missing $p"
 done
 
+# The tests' node packages, from each directory's package-lock.json: the
+# MCP SDK client of t/supervise_sdk.t (t/mcp-client) and playwright-core,
+# which drives Debian's chromium in t/operator_page.t (t/operator; never a
+# browser download of its own)
+npm_deps() {
+    [ "$mode" = all ] || return 0
+    command -v npm >/dev/null 2>&1 || return 0
+    for dir in mcp-client operator; do
+        dir=$(dirname "$0")/../t/$dir
+        [ -f "$dir/package-lock.json" ] || continue
+        (cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
+            npm ci --no-audit --no-fund --loglevel=error) \
+            || echo "install-deps: npm ci in $dir failed" >&2
+    done
+}
+
 if [ -z "$missing" ]; then
     echo "install-deps: all packages present"
+    npm_deps
     exit 0
 fi
 
@@ -88,3 +108,5 @@ echo "install-deps: installing$missing"
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
     --no-install-recommends $missing
+
+npm_deps
