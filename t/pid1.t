@@ -7,10 +7,11 @@
 # stopping every daemon before it exits 0, BOTTLE_GATEWAY_DAEMONS choosing
 # which run, the health check, and the refusals before anything starts.
 #
-# nginx is the real one (scripts/daemons/nginx on the shipped nginx-conf/,
-# this build's module); supervise and gitgate are stand-ins until
-# supervise-helper and gitgate-cgi are on main (a line that prints, a
-# line on stderr, a tick; the gitgate one ignores SIGTERM).
+# nginx and supervise are the real ones (scripts/daemons/nginx on the
+# shipped nginx-conf/ with this build's module, scripts/daemons/supervise
+# with build/supervise-helper or SUPERVISE_HELPER, both on a Redis store
+# of the test's own); gitgate is a stand-in until gitgate-cgi is on main
+# (a line on stdout, one on stderr, a tick; it ignores SIGTERM).
 
 ###############################################################################
 
@@ -40,6 +41,7 @@ my $d = $t->testdir();
 my $REPO = $Test::Nginx::REPO;
 my $INIT = "$REPO/scripts/bottle-init";
 my $GW = port(8080);
+my $HELPER = $ENV{SUPERVISE_HELPER} // "$REPO/build/supervise-helper";
 
 my @running;		# entrypoints started, for the END block
 
@@ -51,6 +53,9 @@ END {
 }
 
 plan(skip_all => "no $INIT") unless -x $INIT;
+plan(skip_all => "no $HELPER (make supervise)") unless -x $HELPER;
+
+my $store = redis_start($t, port => 8131);
 
 system("$REPO/scripts/bottle-ca create $d/ca >/dev/null") == 0
 	or die "bottle-ca create failed";
@@ -61,11 +66,11 @@ my $policy = write_policy($t, 'policy.json', { bottles => [ {
 # the daemons: the real nginx, stand-ins for the helpers
 
 mkdir "$d/daemons" or die;
-symlink("$REPO/scripts/daemons/nginx", "$d/daemons/nginx") or die;
-stand_in('supervise', 0);
-stand_in('gitgate', 1);
+symlink("$REPO/scripts/daemons/$_", "$d/daemons/$_") or die
+	for qw/ nginx supervise /;
+stand_in('gitgate');
 
-plan(tests => 42);
+plan(tests => 45);
 
 ###############################################################################
 
@@ -77,54 +82,54 @@ ok(wait_for($gw, qr/^\[init\] starting nginx,supervise,gitgate /m),
 	'init says what it starts');
 ok(wait_for($gw, qr/^\[nginx\] .*start worker process \d+/m),
 	'nginx: its error log, prefixed');
-ok(wait_for($gw, qr/^\[supervise\] stand-in ready pid \d+$/m),
-	'supervise: its stdout, prefixed');
-ok(wait_for($gw, qr/^\[supervise\] stand-in says on stderr$/m),
-	'supervise: its stderr, prefixed');
+ok(wait_for($gw, qr/^\[supervise\] \S+ supervise-helper: listening on unix:\Q$d\E\/run\/supervise.sock, store \Q$store->{url}\E/m),
+	'supervise: its log, prefixed');
 ok(wait_for($gw, qr/^\[gitgate\] stand-in ready pid \d+$/m),
-	'gitgate: prefixed');
-ok(wait_for($gw, qr/^\[supervise\] tick 3$/m), 'a later line, prefixed');
+	'gitgate: its stdout, prefixed');
+ok(wait_for($gw, qr/^\[gitgate\] stand-in says on stderr$/m),
+	'gitgate: its stderr, prefixed');
+ok(wait_for($gw, qr/^\[gitgate\] tick 3$/m), 'a later line, prefixed');
 
 my @bare = grep { !/^\[(init|nginx|supervise|gitgate)\] / } lines($gw);
 is(join("\n", @bare), '', 'every line has a daemon\'s name');
 
 is(proxy_status(), 407, 'nginx answers: no credentials, 407');
+is(supervise_status("$d/run"), 405, 'supervise answers on its socket');
 
 my ($rc, $out) = run_init($gw, 'health');
 is($rc, 0, 'health: 0');
 like($out, qr/^ok: nginx,supervise,gitgate$/m, 'health: all three');
 
-# a daemon killed: started again, prefix intact, then backoff
+# a daemon killed: started again, prefix intact
 
-my $pid = ready_pid($gw, 'supervise');
+my $pid = file("$d/run/s6/supervise/pid");
 kill 'KILL', $pid;
-my $gap = restarted($gw, 'supervise', $pid);
-ok(defined $gap, 'supervise killed: started again');
-ok(defined $gap && $gap < 4, 'supervise: the first restart within 4 s')
-	or diag("gap $gap");
+ok(wait_until(sub { my $p = file("$d/run/s6/supervise/pid");
+		$p && $p != $pid && supervise_status("$d/run") == 405 }),
+	'supervise killed: a new one answers');
 like(text($gw), qr/^\[supervise\] supervise killed by signal 9 after \d+s; restarting in 1s$/m,
 	'the death said, prefixed');
-isnt(ready_pid($gw, 'supervise'), $pid, 'a new pid');
-like((lines($gw))[-1] // '', qr/^\[(nginx|supervise|gitgate)\] /,
+ok(wait_for($gw, qr/restarting in 1s\n(?:.*\n)*\[supervise\] \S+ supervise-helper: listening/m),
 	'the restarted daemon\'s lines prefixed');
 
-# it keeps dying: 2 s, then 4 s (BOTTLE_GATEWAY_BACKOFF_MAX=4), 4 s
+# one that keeps dying: 1 s, 2 s, then 4 s (BOTTLE_GATEWAY_BACKOFF_MAX=4)
+# and 4 s
 
 my @gaps;
-for (1 .. 3) {
-	$pid = ready_pid($gw, 'supervise');
+for (1 .. 4) {
+	$pid = ready_pid($gw, 'gitgate');
 	kill 'KILL', $pid;
-	push @gaps, restarted($gw, 'supervise', $pid);
+	push @gaps, restarted($gw, 'gitgate', $pid);
 }
-ok(!grep(!defined, @gaps), 'restarted each time');
+ok(!grep(!defined, @gaps), 'gitgate: restarted each time');
 @gaps = map { $_ // 0 } @gaps;
-my $log = text($gw);
-like($log, qr/restarting in 2s\n(?:.*\n)*?.*restarting in 4s\n(?:.*\n)*?.*restarting in 4s$/m,
-	'backoff said: 2 s, 4 s, 4 s (the maximum)');
-ok($gaps[0] >= 1.8, 'second restart waited 2 s') or diag("@gaps");
-ok($gaps[1] >= 3.8 && $gaps[2] >= 3.8, 'then 4 s, no more than the maximum')
-	or diag("@gaps");
-ok($gaps[2] < 7, 'capped') or diag("@gaps");
+like(text($gw), qr/^\[gitgate\] .* restarting in 1s\n(?:.*\n)*?\[gitgate\] .* restarting in 2s\n(?:.*\n)*?\[gitgate\] .* restarting in 4s\n(?:.*\n)*?\[gitgate\] .* restarting in 4s$/m,
+	'backoff said: 1 s, 2 s, 4 s, 4 s (the maximum)');
+ok($gaps[0] < 4, 'first restart within 4 s') or diag("@gaps");
+ok($gaps[1] >= 1.8, 'the second waited 2 s') or diag("@gaps");
+ok($gaps[2] >= 3.8 && $gaps[3] >= 3.8, 'then 4 s') or diag("@gaps");
+ok($gaps[3] < 7, 'no more than the maximum') or diag("@gaps");
+isnt(ready_pid($gw, 'gitgate'), $pid, 'a new pid');
 
 # nginx's master killed: its workers go with it, a new master binds
 
@@ -149,8 +154,8 @@ is(file("$d/run/nginx/nginx.pid"), $master, 'reload: the same master');
 # SIGTERM: everything stops, then it exits 0 (the gitgate stand-in ignores
 # SIGTERM: killed after BOTTLE_GATEWAY_STOP_TIMEOUT=2)
 
-my @pids = ($master, worker_pids($master), ready_pid($gw, 'supervise'),
-	ready_pid($gw, 'gitgate'));
+my @pids = ($master, worker_pids($master),
+	file("$d/run/s6/supervise/pid"), ready_pid($gw, 'gitgate'));
 my ($status, $took) = stop($gw, 'TERM');
 is($status, 0, 'SIGTERM: exit 0');
 ok(defined $took && $took < 8, 'SIGTERM: within 8 s')
@@ -160,6 +165,8 @@ like(text($gw), qr/^\[gitgate\] gitgate stopped \(killed by signal 9\)$/m,
 	'the one that ignored SIGTERM killed');
 like(text($gw), qr/^\[nginx\] nginx stopped \(exited with status 0\)$/m,
 	'nginx stopped');
+like(text($gw), qr/^\[supervise\] supervise stopped \(exited with status 0\)$/m,
+	'supervise stopped');
 is(proxy_status(), '000', 'nothing listens');
 
 # BOTTLE_GATEWAY_DAEMONS=nginx: nginx alone; SIGINT
@@ -185,23 +192,22 @@ like($out, qr/unknown daemon 'bogus'/, 'unknown daemon: said');
 is($rc, 1, 'no CA: exit 1');
 like($out, qr/^\[nginx\] nginx: no CA in '\Q$d\E\/no-ca'/m, 'no CA: said');
 
-# the real supervise definition without a store
-($rc, $out) = once('supervise',
-	BOTTLE_GATEWAY_DAEMON_DIR => "$REPO/scripts/daemons");
-ok($rc == 1 && $out =~ /^\[supervise\] supervise: /m,
-	'supervise without its helper or a store: refused, said') or diag($out);
+($rc, $out) = once('nginx,supervise', BOTTLE_STORE => '');
+is($rc, 1, 'supervise without a store: exit 1');
+like($out, qr/^\[supervise\] supervise: supervise needs the control plane: set BOTTLE_STORE$/m,
+	'supervise without a store: said');
 
 ###############################################################################
 
 sub stand_in {
-	my ($name, $deaf) = @_;
+	my ($name) = @_;
 	my $f = "$d/daemons/$name";
 	open my $fh, '>', $f or die "$f: $!";
 	print $fh <<"EOF";
 #!/usr/bin/perl
 # a stand-in daemon for t/pid1.t
 exit 0 if \@ARGV;		# check, health
-\$SIG{TERM} = 'IGNORE' if $deaf;
+\$SIG{TERM} = 'IGNORE';
 \$| = 1;
 print "stand-in ready pid \$\$\\n";
 print STDERR "stand-in says on stderr\\n";
@@ -224,6 +230,8 @@ sub env {
 		BOTTLE_STATE_DIR => "$d/$run-state",
 		BOTTLE_NGINX_CONF_DIR => "$REPO/nginx-conf",
 		BOTTLE_POLICY => $policy,
+		BOTTLE_STORE => $store->{url},
+		BOTTLE_SUPERVISE_HELPER => $HELPER,
 		BOTTLE_CA_DIR => "$d/ca",
 		BOTTLE_LISTEN => "127.0.0.1:$GW",
 		BOTTLE_RESOLVER => '127.0.0.1',
@@ -362,6 +370,11 @@ sub worker_pids {
 	my ($master) = @_;
 	my $c = file("/proc/$master/task/$master/children") // '';
 	return grep { /^\d+$/ } split ' ', $c;
+}
+
+sub supervise_status {
+	my ($run) = @_;
+	return `curl -s -o /dev/null -w '%{http_code}' --max-time 5 --unix-socket $run/supervise.sock http://supervise/ 2>/dev/null`;
 }
 
 sub proxy_status {
