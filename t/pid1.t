@@ -11,7 +11,8 @@
 # shipped nginx-conf/ with this build's module, scripts/daemons/supervise
 # with build/supervise-helper or SUPERVISE_HELPER, both on a Redis store
 # of the test's own); gitgate is a stand-in until gitgate-cgi is on main
-# (a line on stdout, one on stderr, a tick; it ignores SIGTERM).
+# (a line on stdout, one on stderr, a tick; it ignores SIGTERM).  As root,
+# the test runs it all as nobody, as the image runs as its own user.
 
 ###############################################################################
 
@@ -41,6 +42,12 @@ my $d = $t->testdir();
 my $REPO = $Test::Nginx::REPO;
 my $INIT = "$REPO/scripts/bottle-init";
 my $GW = port(8080);
+my $SV = port(8081);
+my $TOKEN = 'agent-token-0123456789';
+
+# as the image: not root (nobody when the test is root)
+my @AS = $> == 0 ? ('s6-setuidgid', 'nobody') : ();
+my $UID = $> == 0 ? (getpwnam('nobody'))[2] : $>;
 my $HELPER = $ENV{SUPERVISE_HELPER} // "$REPO/build/supervise-helper";
 
 my @running;		# entrypoints started, for the END block
@@ -56,12 +63,21 @@ plan(skip_all => "no $INIT") unless -x $INIT;
 plan(skip_all => "no $HELPER (make supervise)") unless -x $HELPER;
 
 my $store = redis_start($t, port => 8131);
+store_put($t, { id => 'agent', token => $TOKEN, routes => [] });
 
 system("$REPO/scripts/bottle-ca create $d/ca >/dev/null") == 0
 	or die "bottle-ca create failed";
 my $policy = write_policy($t, 'policy.json', { bottles => [ {
-	id => 'agent', token => 'agent-token-0123456789', routes => [],
+	id => 'agent', token => $TOKEN, routes => [],
 } ] });
+
+# what the gateway's user writes, and its CA key
+for my $dir (map { ($_, "$_-log", "$_-state") } qw/ run run2 once /) {
+	mkdir "$d/$dir" or die "$d/$dir: $!";
+	chown $UID, -1, "$d/$dir";
+}
+chown $UID, -1, "$d/ca/ca.key";
+chmod 0711, $d;
 
 # the daemons: the real nginx, stand-ins for the helpers
 
@@ -70,7 +86,7 @@ symlink("$REPO/scripts/daemons/$_", "$d/daemons/$_") or die
 	for qw/ nginx supervise /;
 stand_in('gitgate');
 
-plan(tests => 45);
+plan(tests => 49);
 
 ###############################################################################
 
@@ -95,6 +111,16 @@ is(join("\n", @bare), '', 'every line has a daemon\'s name');
 
 is(proxy_status(), 407, 'nginx answers: no credentials, 407');
 is(supervise_status("$d/run"), 405, 'supervise answers on its socket');
+
+my $res = mcp_initialize("Bearer $TOKEN");
+is($res->{status}, 200, 'supervise through nginx on :9100 with the token');
+like($res->{headers}, qr/^Mcp-Session-Id: [0-9a-f]{32}\r?$/mi,
+	'an MCP session from the helper');
+is(mcp_initialize(undef)->{status}, 401, ':9100 without a token: 401');
+
+my $master = file("$d/run/nginx/nginx.pid");
+is((stat "/proc/$master")[4], $UID, 'nginx runs as the gateway\'s user')
+	or diag("uid of $master");
 
 my ($rc, $out) = run_init($gw, 'health');
 is($rc, 0, 'health: 0');
@@ -133,7 +159,7 @@ isnt(ready_pid($gw, 'gitgate'), $pid, 'a new pid');
 
 # nginx's master killed: its workers go with it, a new master binds
 
-my $master = file("$d/run/nginx/nginx.pid");
+$master = file("$d/run/nginx/nginx.pid");
 my @workers = worker_pids($master);
 ok(@workers, 'nginx workers') or diag("master $master");
 kill 'KILL', $master;
@@ -234,6 +260,7 @@ sub env {
 		BOTTLE_SUPERVISE_HELPER => $HELPER,
 		BOTTLE_CA_DIR => "$d/ca",
 		BOTTLE_LISTEN => "127.0.0.1:$GW",
+		BOTTLE_SUPERVISE_LISTEN => "127.0.0.1:$SV",
 		BOTTLE_RESOLVER => '127.0.0.1',
 		BOTTLE_WORKERS => 1,
 		BOTTLE_MODULE => $Test::Nginx::MODULE,
@@ -252,7 +279,7 @@ sub start {
 		%ENV = (%ENV, %{$gw->{env}});
 		open STDOUT, '>', $gw->{out} or die;
 		open STDERR, '>&', \*STDOUT or die;
-		exec $INIT or die "exec: $!";
+		exec @AS, $INIT or die "exec: $!";
 	}
 	$gw->{pid} = $pid;
 	push @running, $gw;
@@ -263,7 +290,7 @@ sub start {
 sub run_init {
 	my ($gw, @args) = @_;
 	local %ENV = (%ENV, %{$gw->{env}});
-	my $out = `$INIT @args 2>&1`;
+	my $out = `@AS $INIT @args 2>&1`;
 	return ($? >> 8, $out);
 }
 
@@ -271,7 +298,7 @@ sub run_init {
 sub once {
 	my ($daemons, %more) = @_;
 	local %ENV = (%ENV, env($daemons, 'once', %more));
-	my $out = `timeout 20 $INIT 2>&1`;
+	my $out = `timeout 20 @AS $INIT 2>&1`;
 	return ($? >> 8, $out);
 }
 
@@ -370,6 +397,23 @@ sub worker_pids {
 	my ($master) = @_;
 	my $c = file("/proc/$master/task/$master/children") // '';
 	return grep { /^\d+$/ } split ' ', $c;
+}
+
+sub mcp_initialize {
+	my ($auth) = @_;
+	my $body = '{"jsonrpc":"2.0","id":1,"method":"initialize","params":'
+		. '{"protocolVersion":"2025-06-18","capabilities":{},'
+		. '"clientInfo":{"name":"pid1.t","version":"1"}}}';
+	my @h = ('-H', 'Accept: application/json, text/event-stream',
+		'-H', 'Content-Type: application/json',
+		$auth ? ('-H', "Authorization: $auth") : ());
+	open my $fh, '-|', 'curl', '-s', '-o', '/dev/null', '-D', "$d/mcp.h",
+		'-w', '%{http_code}', '--max-time', '10', @h,
+		'--data-binary', $body, "http://127.0.0.1:$SV/"
+		or die "curl: $!";
+	my $status = <$fh> // '';
+	close $fh;
+	return { status => $status + 0, headers => $t->read_file('mcp.h') };
 }
 
 sub supervise_status {
