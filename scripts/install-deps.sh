@@ -13,12 +13,13 @@
 #                               print the packages instead (t/image.t)
 set -eu
 
-# what an installed gateway runs with: nginx and its stream module, the
+# what an installed gateway runs with: nginx (not nginx-core: its mail,
+# geoip, image and xslt modules are not needed) and its stream module, the
 # libraries the module, bottlectl and the helpers link, openssl for
 # bottle-ca, the system's trust store for upstreams, curl (the health
 # check), s6 (bottle-init, the image's PID 1), fcgiwrap and git (git-gate)
 INSTALLED_PKGS="
-nginx-core libnginx-mod-stream
+nginx libnginx-mod-stream
 libhiredis0.14 libssl3 libpcre2-8-0 libjansson4 zlib1g libbrotli1 libvectorscan5
 libgit2-1.5 libmicrohttpd12
 openssl ca-certificates curl s6 fcgiwrap git
