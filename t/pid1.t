@@ -86,7 +86,7 @@ symlink("$REPO/scripts/daemons/$_", "$d/daemons/$_") or die
 	for qw/ nginx supervise /;
 stand_in('gitgate');
 
-plan(tests => 49);
+plan(tests => 52);
 
 ###############################################################################
 
@@ -176,6 +176,18 @@ is($rc, 0, 'reload: 0') or diag($out);
 ok(wait_for($gw, qr/^\[nginx\] .*signal 1 \(SIGHUP\) received.*reconfiguring/m),
 	'reload: nginx reconfigures');
 is(file("$d/run/nginx/nginx.pid"), $master, 'reload: the same master');
+
+# a bottle-ca.conf in the CA directory is used instead (a rotation): a
+# broken one fails the reload, and the running nginx keeps serving
+
+open my $fh, '>', "$d/ca/bottle-ca.conf" or die;
+print $fh "bottle_ca $d/ca/nope.crt $d/ca/nope.key;\n";
+close $fh;
+($rc, $out) = run_init($gw, 'reload');
+is($rc, 1, 'reload with a broken bottle-ca.conf: refused');
+like($out, qr/nope\.crt/, 'reload refused: nginx -t says why');
+is(proxy_status(), 407, 'the running nginx still answers');
+unlink "$d/ca/bottle-ca.conf";
 
 # SIGTERM: everything stops, then it exits 0 (the gitgate stand-in ignores
 # SIGTERM: killed after BOTTLE_GATEWAY_STOP_TIMEOUT=2)
