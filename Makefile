@@ -110,14 +110,22 @@ ctl-asan:
 # git-gate's push scan (gitgate-helper/README.md): libbottle and libgit2;
 # `make gitgate-asan` builds build-asan/gitgate-scan with the sanitizers,
 # `make bench-gitgate` measures it
-GG_SRCS     = $(filter-out gitgate-helper/gitgate-scan.c, \
-                  $(wildcard gitgate-helper/*.c))
+GG_MAINS    = gitgate-helper/gitgate-scan.c gitgate-helper/gitgate-cgi.c
+GG_SRCS     = $(filter-out $(GG_MAINS), $(wildcard gitgate-helper/*.c))
 GG_HDRS     = $(wildcard gitgate-helper/*.h)
 GG_CFLAGS   = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib \
               -Igitgate-helper $(shell pkg-config --cflags libgit2)
-GG_LIBS     = $(shell pkg-config --libs libgit2) $(LIB_LIBS)
+GG_LIBS     = $(shell pkg-config --libs libgit2) -lhiredis $(LIB_LIBS)
 
-gitgate: $(BUILD)/gitgate-scan
+gitgate: $(BUILD)/gitgate-scan $(BUILD)/gitgate-cgi
+
+# git-gate's smart HTTP behind nginx + fcgiwrap, and the gate's
+# pre-receive hook (the same binary, run as "pre-receive")
+$(BUILD)/gitgate-cgi: gitgate-helper/gitgate-cgi.c $(GG_SRCS) $(GG_HDRS) \
+                      $(LIBBOTTLE)
+	@mkdir -p $(dir $@)
+	$(CC) $(GG_CFLAGS) $(DEB_LD_OPT) $(LD_OPT) -o $@ \
+	    gitgate-helper/gitgate-cgi.c $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
 
 $(BUILD)/gitgate-scan: gitgate-helper/gitgate-scan.c $(GG_SRCS) $(GG_HDRS) \
                        $(LIBBOTTLE)
@@ -144,6 +152,12 @@ bench-gitgate: $(BUILD)/gitgate_scan_bench
 	    $(BUILD)/gitgate_scan_bench $$dir/r.git $$1 $$2 refs/heads/main; \
 	    rm -rf $$dir; \
 	done
+
+# a 100 MB clone through git-gate next to one straight from the fake
+# forge (t/gitgate_clone_bench.t; BENCH_GITGATE_CLONE_MB)
+.PHONY: bench-gitgate-clone
+bench-gitgate-clone: module gitgate
+	BENCH_GITGATE_CLONE=1 prove -v t/gitgate_clone_bench.t
 
 gitgate-asan:
 	$(MAKE) BUILD=build-asan \
@@ -198,7 +212,7 @@ $(BUILD)/unit/%_test: t/unit/%_test.c $(LIBBOTTLE) $(LIB_HDRS) t/unit/tap.h
 asan:
 	$(MAKE) BUILD=build-asan \
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
-	    LD_OPT="-fsanitize=address,undefined" module ctl supervise
+	    LD_OPT="-fsanitize=address,undefined" module ctl supervise gitgate
 
 FUZZ_BINS   = $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/*_fuzz.c))
 
@@ -219,6 +233,14 @@ $(BUILD)/fuzz/supervise_rpc_fuzz: fuzz/supervise_rpc_fuzz.c fuzz/fuzz.h \
 	clang $(FUZZ_CFLAGS) -Isupervise-helper -o $@ $< \
 	    supervise-helper/sv_rpc.c -ljansson
 
+# git-gate's request path parser, with libbottle's grant grammar
+$(BUILD)/fuzz/gg_path_fuzz: fuzz/gg_path_fuzz.c fuzz/fuzz.h \
+                            gitgate-helper/gg_path.c \
+                            gitgate-helper/gg_path.h $(LIB_SRCS) $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< gitgate-helper/gg_path.c \
+	    $(LIB_SRCS) $(LIB_LIBS)
+
 $(BUILD)/fuzz/%_fuzz: fuzz/%_fuzz.c fuzz/fuzz.h $(LIB_SRCS) $(LIB_HDRS)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(LIB_LIBS)
@@ -236,6 +258,8 @@ test: all asan
 test-asan: asan
 	BOTTLECTL=build-asan/bottlectl \
 	TEST_NGINX_MODULE=build-asan/ngx_bottle_module.so \
+	GITGATE_CGI=build-asan/gitgate-cgi GITGATE_SCAN=build-asan/gitgate-scan \
+	SUPERVISE_HELPER=build-asan/supervise-helper \
 	TEST_NGINX_PRELOAD="$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so)" \
 	    prove t/
 
@@ -264,16 +288,18 @@ demo-stop:
 # modules-available snippet and the 70-mod-bottle.conf link that loads it
 # after the stream module, the config pieces in /etc/nginx/bottle/ (an
 # operator's edited file is kept, the new one written as FILE.dist),
-# HELPER_BINS in $(PREFIX)/bin.  `make uninstall` removes what it wrote.
-# gitgate-helper's HTTP side (gitgate-cgi) joins them when it lands.
+# HELPER_BINS in $(PREFIX)/bin, HELPER_LIBEXEC (git-gate's gitgate-cgi,
+# which fcgiwrap runs) in $(PREFIX)/lib/ngx-bottle.  `make uninstall`
+# removes what it wrote.
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 HELPER_BINS = bottlectl gitgate-scan supervise-helper
+HELPER_LIBEXEC = gitgate-cgi
 
 install: module ctl gitgate supervise
 	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" BUILD="$(BUILD)" \
-	    BINS="$(HELPER_BINS)" RESOLVER="$(RESOLVER)" \
-	    scripts/bottle-install install
+	    BINS="$(HELPER_BINS)" LIBEXEC="$(HELPER_LIBEXEC)" \
+	    RESOLVER="$(RESOLVER)" scripts/bottle-install install
 
 uninstall:
 	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" \

@@ -160,6 +160,12 @@ int bottlectl_change(bottlectl_t *ctl, const char *bottle,
 void bottlectl_change_free(bottlectl_change_t *chg);
 
 
+/* ctl_forge.c: forge connect|rm, forges */
+
+int bottlectl_forge(bottlectl_t *ctl, int argc, char **argv);
+int bottlectl_forges(bottlectl_t *ctl, int argc, char **argv);
+
+
 /* ctl_explain.c */
 
 int bottlectl_explain(bottlectl_t *ctl, int argc, char **argv);

@@ -670,17 +670,12 @@ bottle_policy_unsupported(const bottle_policy_t *p, char *err, size_t errlen)
     for (i = 0; i < bottle_policy_count(p); i++) {
         b = bottle_policy_at(p, i);
         field = NULL;
-        why = "git-gate is not built yet";
+        why = NULL;
 
+        /* held_secrets and repos: git-gate serves them (docs/gitgate.md) */
         if (b->firehose != BOTTLE_FIREHOSE_OFF) {
             field = "audit.firehose";
             why = "there is no firehose";
-
-        } else if (b->nheld_secrets) {
-            field = "held_secrets";
-
-        } else if (b->nrepos) {
-            field = "repos";
         }
 
         for (k = 0; field == NULL && k < b->nroutes; k++) {

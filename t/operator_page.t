@@ -235,9 +235,12 @@ $res = post("/api/proposals/$repo/modify",
 is($res->{status}, 400, 'a grant of another repo: 400');
 $res = post("/api/proposals/$repo/modify",
 	{ grant => { repo => 'git.example/acme/w' } });
-is($res->{status}, 400, 'a read-only grant: 400 while repos are unsupported');
-like($res->{body}, qr/repos is not supported yet/, "a read-only grant: the gateway's reason");
-is(state_of($repo), 'pending', 'add-repo: still pending');
+is($res->{status}, 200, 'a read-only grant of the repo asked for: 200')
+	or diag($res->{body});
+is_deeply($json->decode(redis_cli($t, 'HGET', 'bottle:policy:alice',
+	'json'))->{repos}, [ 'git.example/acme/w' ],
+	"a read-only grant: in the bottle's repos");
+is(state_of($repo), 'modified', 'add-repo: answered');
 
 $res = post("/api/proposals/$a1/approve",
 	{ note => 'curl ok', operator => 'op-curl' },

@@ -7,12 +7,13 @@
 # stopping every daemon before it exits 0, BOTTLE_GATEWAY_DAEMONS choosing
 # which run, the health check, and the refusals before anything starts.
 #
-# nginx and supervise are the real ones (scripts/daemons/nginx on the
-# shipped nginx-conf/ with this build's module, scripts/daemons/supervise
-# with build/supervise-helper or SUPERVISE_HELPER, both on a Redis store
-# of the test's own); gitgate is a stand-in until gitgate-cgi is on main
-# (a line on stdout, one on stderr, a tick; it ignores SIGTERM).  As root,
-# the test runs it all as nobody, as the image runs as its own user.
+# The three daemons are the real ones (scripts/daemons/*: nginx on the
+# shipped nginx-conf/ with this build's module, build/supervise-helper,
+# fcgiwrap running build/gitgate-cgi; SUPERVISE_HELPER and GITGATE_CGI
+# name others), on a Redis store of the test's own, next to a fourth,
+# "stubborn", a stand-in that prints its pid, a line on stderr and a tick,
+# and ignores SIGTERM.  As root, the test runs it all as nobody, as the
+# image runs as its own user.
 
 ###############################################################################
 
@@ -27,6 +28,7 @@ use lib 'lib';
 use Test::Nginx;
 use Test::Bottle;
 
+use MIME::Base64 qw//;
 use POSIX qw/ WNOHANG /;
 use Time::HiRes qw/ time sleep /;
 
@@ -49,6 +51,8 @@ my $TOKEN = 'agent-token-0123456789';
 my @AS = $> == 0 ? ('s6-setuidgid', 'nobody') : ();
 my $UID = $> == 0 ? (getpwnam('nobody'))[2] : $>;
 my $HELPER = $ENV{SUPERVISE_HELPER} // "$REPO/build/supervise-helper";
+my $CGI = $ENV{GITGATE_CGI} // "$REPO/build/gitgate-cgi";
+my $GG = port(8082);
 
 my @running;		# entrypoints started, for the END block
 
@@ -61,6 +65,8 @@ END {
 
 plan(skip_all => "no $INIT") unless -x $INIT;
 plan(skip_all => "no $HELPER (make supervise)") unless -x $HELPER;
+plan(skip_all => "no $CGI (make gitgate)") unless -x $CGI;
+plan(skip_all => 'no fcgiwrap') unless -x '/usr/sbin/fcgiwrap';
 
 my $store = redis_start($t, port => 8131);
 store_put($t, { id => 'agent', token => $TOKEN, routes => [] });
@@ -83,30 +89,31 @@ chmod 0711, $d;
 
 mkdir "$d/daemons" or die;
 symlink("$REPO/scripts/daemons/$_", "$d/daemons/$_") or die
-	for qw/ nginx supervise /;
-stand_in('gitgate');
+	for qw/ nginx supervise gitgate /;
+stand_in('stubborn');
 
-plan(tests => 52);
+plan(tests => 56);
 
 ###############################################################################
 
 # all three
 
-my $gw = start('nginx,supervise,gitgate', 'run');
+my $gw = start('nginx,supervise,gitgate,stubborn', 'run');
 
-ok(wait_for($gw, qr/^\[init\] starting nginx,supervise,gitgate /m),
+ok(wait_for($gw, qr/^\[init\] starting nginx,supervise,gitgate,stubborn /m),
 	'init says what it starts');
 ok(wait_for($gw, qr/^\[nginx\] .*start worker process \d+/m),
 	'nginx: its error log, prefixed');
 ok(wait_for($gw, qr/^\[supervise\] \S+ supervise-helper: listening on unix:\Q$d\E\/run\/supervise.sock, store \Q$store->{url}\E/m),
 	'supervise: its log, prefixed');
-ok(wait_for($gw, qr/^\[gitgate\] stand-in ready pid \d+$/m),
-	'gitgate: its stdout, prefixed');
-ok(wait_for($gw, qr/^\[gitgate\] stand-in says on stderr$/m),
-	'gitgate: its stderr, prefixed');
-ok(wait_for($gw, qr/^\[gitgate\] tick 3$/m), 'a later line, prefixed');
+ok(wait_for($gw, qr/^\[stubborn\] stand-in ready pid \d+$/m),
+	'stubborn: its stdout, prefixed');
+ok(wait_for($gw, qr/^\[stubborn\] stand-in says on stderr$/m),
+	'stubborn: its stderr, prefixed');
+ok(wait_for($gw, qr/^\[stubborn\] tick 3$/m), 'a later line, prefixed');
 
-my @bare = grep { !/^\[(init|nginx|supervise|gitgate)\] / } lines($gw);
+my @bare = grep { !/^\[(init|nginx|supervise|gitgate|stubborn)\] / }
+	lines($gw);
 is(join("\n", @bare), '', 'every line has a daemon\'s name');
 
 is(proxy_status(), 407, 'nginx answers: no credentials, 407');
@@ -124,7 +131,10 @@ is((stat "/proc/$master")[4], $UID, 'nginx runs as the gateway\'s user')
 
 my ($rc, $out) = run_init($gw, 'health');
 is($rc, 0, 'health: 0');
-like($out, qr/^ok: nginx,supervise,gitgate$/m, 'health: all three');
+like($out, qr/^ok: nginx,supervise,gitgate,stubborn$/m, 'health: all four');
+
+like(gate_post(), qr/^HTTP\/1\.1 403 .*rule: repo_not_granted/s,
+	'git-gate through nginx on :9420: gitgate-cgi answers');
 
 # a daemon killed: started again, prefix intact
 
@@ -138,24 +148,32 @@ like(text($gw), qr/^\[supervise\] supervise killed by signal 9 after \d+s; resta
 ok(wait_for($gw, qr/restarting in 1s\n(?:.*\n)*\[supervise\] \S+ supervise-helper: listening/m),
 	'the restarted daemon\'s lines prefixed');
 
+$pid = file("$d/run/s6/gitgate/pid");
+kill 'KILL', $pid;
+ok(wait_until(sub { my $p = file("$d/run/s6/gitgate/pid");
+		$p && $p != $pid && gate_post() =~ /^HTTP\/1\.1 403 /; }),
+	'fcgiwrap killed: a new one, git-gate answers');
+like(text($gw), qr/^\[gitgate\] gitgate killed by signal 9 after \d+s; restarting in 1s$/m,
+	'its death said, prefixed');
+
 # one that keeps dying: 1 s, 2 s, then 4 s (BOTTLE_GATEWAY_BACKOFF_MAX=4)
 # and 4 s
 
 my @gaps;
 for (1 .. 4) {
-	$pid = ready_pid($gw, 'gitgate');
+	$pid = ready_pid($gw, 'stubborn');
 	kill 'KILL', $pid;
-	push @gaps, restarted($gw, 'gitgate', $pid);
+	push @gaps, restarted($gw, 'stubborn', $pid);
 }
-ok(!grep(!defined, @gaps), 'gitgate: restarted each time');
+ok(!grep(!defined, @gaps), 'stubborn: restarted each time');
 @gaps = map { $_ // 0 } @gaps;
-like(text($gw), qr/^\[gitgate\] .* restarting in 1s\n(?:.*\n)*?\[gitgate\] .* restarting in 2s\n(?:.*\n)*?\[gitgate\] .* restarting in 4s\n(?:.*\n)*?\[gitgate\] .* restarting in 4s$/m,
+like(text($gw), qr/^\[stubborn\] .* restarting in 1s\n(?:.*\n)*?\[stubborn\] .* restarting in 2s\n(?:.*\n)*?\[stubborn\] .* restarting in 4s\n(?:.*\n)*?\[stubborn\] .* restarting in 4s$/m,
 	'backoff said: 1 s, 2 s, 4 s, 4 s (the maximum)');
 ok($gaps[0] < 4, 'first restart within 4 s') or diag("@gaps");
 ok($gaps[1] >= 1.8, 'the second waited 2 s') or diag("@gaps");
 ok($gaps[2] >= 3.8 && $gaps[3] >= 3.8, 'then 4 s') or diag("@gaps");
 ok($gaps[3] < 7, 'no more than the maximum') or diag("@gaps");
-isnt(ready_pid($gw, 'gitgate'), $pid, 'a new pid');
+isnt(ready_pid($gw, 'stubborn'), $pid, 'a new pid');
 
 # nginx's master killed: its workers go with it, a new master binds
 
@@ -189,18 +207,21 @@ like($out, qr/nope\.crt/, 'reload refused: nginx -t says why');
 is(proxy_status(), 407, 'the running nginx still answers');
 unlink "$d/ca/bottle-ca.conf";
 
-# SIGTERM: everything stops, then it exits 0 (the gitgate stand-in ignores
-# SIGTERM: killed after BOTTLE_GATEWAY_STOP_TIMEOUT=2)
+# SIGTERM: everything stops, then it exits 0 (the stubborn stand-in
+# ignores SIGTERM: killed after BOTTLE_GATEWAY_STOP_TIMEOUT=2)
 
 my @pids = ($master, worker_pids($master),
-	file("$d/run/s6/supervise/pid"), ready_pid($gw, 'gitgate'));
+	file("$d/run/s6/supervise/pid"), file("$d/run/s6/gitgate/pid"),
+	ready_pid($gw, 'stubborn'));
 my ($status, $took) = stop($gw, 'TERM');
 is($status, 0, 'SIGTERM: exit 0');
 ok(defined $took && $took < 8, 'SIGTERM: within 8 s')
 	or diag('took ' . ($took // 'forever'));
 is(join(' ', grep { kill 0, $_ } @pids), '', 'SIGTERM: every daemon gone');
-like(text($gw), qr/^\[gitgate\] gitgate stopped \(killed by signal 9\)$/m,
+like(text($gw), qr/^\[stubborn\] stubborn stopped \(killed by signal 9\)$/m,
 	'the one that ignored SIGTERM killed');
+like(text($gw), qr/^\[gitgate\] gitgate stopped \((exited with status 0|killed by signal 15)\)$/m,
+	'fcgiwrap stopped');
 like(text($gw), qr/^\[nginx\] nginx stopped \(exited with status 0\)$/m,
 	'nginx stopped');
 like(text($gw), qr/^\[supervise\] supervise stopped \(exited with status 0\)$/m,
@@ -270,6 +291,8 @@ sub env {
 		BOTTLE_POLICY => $policy,
 		BOTTLE_STORE => $store->{url},
 		BOTTLE_SUPERVISE_HELPER => $HELPER,
+		BOTTLE_GITGATE_CGI => $CGI,
+		BOTTLE_GITGATE_LISTEN => "127.0.0.1:$GG",
 		BOTTLE_CA_DIR => "$d/ca",
 		BOTTLE_LISTEN => "127.0.0.1:$GW",
 		BOTTLE_SUPERVISE_LISTEN => "127.0.0.1:$SV",
@@ -409,6 +432,12 @@ sub worker_pids {
 	my ($master) = @_;
 	my $c = file("/proc/$master/task/$master/children") // '';
 	return grep { /^\d+$/ } split ' ', $c;
+}
+
+# a push of a repo the bottle has no grant for, refused by gitgate-cgi
+sub gate_post {
+	my $auth = 'Basic ' . MIME::Base64::encode_base64("x:$TOKEN", '');
+	return `curl -s -i --max-time 10 -H 'Authorization: $auth' -H 'Content-Type: application/x-git-receive-pack-request' --data-binary 0000 http://127.0.0.1:$GG/github.com/acme/widgets.git/git-receive-pack 2>/dev/null` // '';
 }
 
 sub mcp_initialize {

@@ -419,8 +419,7 @@ $res = ctl('deny', $id);
 is($res->{rc}, 0, 'deny create-repo: exit 0');
 
 # add-repo: granted by modify with a repo grant, read-only or as asked;
-# the gateway refuses `repos` until git-gate serves them, so today the
-# grant is checked and refused with the gateway's reason
+# the grant goes into the bottle's `repos`, which git-gate serves
 
 my $rp = propose('alice', 'add-repo',
 	{ repo => 'gitea/acme/widgets', write => JSON::PP::true });
@@ -430,14 +429,14 @@ $res = ctl('modify', $rp, $gfile);
 is($res->{rc}, 1, 'add-repo: another repo refused');
 like($res->{err}, qr/a grant names the repo the agent asked for \(gitea\/acme\/widgets\)/,
 	'add-repo: says which repo');
+is(state_of($rp), 'pending', 'add-repo: still pending after a refused grant');
 $t->write_file('grant.json', $json->encode({ repo => 'gitea/acme/widgets' }));
 $res = ctl('modify', $rp, $gfile, '--note', 'read-only');
-is($res->{rc}, 1, 'add-repo read-only grant: refused while repos are unsupported');
-like($res->{err}, qr/would be invalid: .*repos is not supported yet/,
-	"add-repo read-only grant: the gateway's reason");
-is(state_of($rp), 'pending', 'add-repo: still pending');
-$res = ctl('deny', $rp);
-is($res->{rc}, 0, 'add-repo: deny');
+is($res->{rc}, 0, 'add-repo: a read-only grant of the repo asked for')
+	or diag($res->{err});
+is_deeply($json->decode(policy_of('alice')->{json})->{repos},
+	[ 'gitea/acme/widgets' ], 'add-repo: the grant is in the bottle, read-only');
+is(state_of($rp), 'modified', 'add-repo: answered');
 
 # an invalid route: refused, nothing changes
 

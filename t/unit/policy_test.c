@@ -737,10 +737,10 @@ test_unsupported(void)
     check_error(unsupported_of("\"audit\":{\"firehose\":\"metadata\"},",
                                route),
                 "audit.firehose is not supported yet", "firehose refused");
-    check_error(unsupported_of("\"held_secrets\":{\"K\":\"v\"},", route),
-                "held_secrets is not supported yet", "held_secrets refused");
-    check_error(unsupported_of("\"repos\":[\"h/x/y\"],", route),
-                "repos is not supported yet", "repos refused");
+    is_str(unsupported_of("\"held_secrets\":{\"K\":\"v12345678\"},", route),
+           "", "held_secrets served by git-gate");
+    is_str(unsupported_of("\"repos\":[\"h/x/y\"],", route), "",
+           "repos served by git-gate");
     check_error(unsupported_of("", "{\"host\":\"a.test\",\"log\":\"full\"}"),
                 "routes[0].log: \"full\" is not supported yet",
                 "log full refused");
