@@ -50,8 +50,10 @@ my $TOKEN = 'agent-token-0123456789';
 # as the image: not root (nobody when the test is root)
 my @AS = $> == 0 ? ('s6-setuidgid', 'nobody') : ();
 my $UID = $> == 0 ? (getpwnam('nobody'))[2] : $>;
-my $HELPER = $ENV{SUPERVISE_HELPER} // "$REPO/build/supervise-helper";
-my $CGI = $ENV{GITGATE_CGI} // "$REPO/build/gitgate-cgi";
+# a relative path is the repository's (make test-asan gives build-asan/...)
+my $HELPER = $ENV{SUPERVISE_HELPER} // 'build/supervise-helper';
+my $CGI = $ENV{GITGATE_CGI} // 'build/gitgate-cgi';
+$_ = m!^/! ? $_ : "$REPO/$_" for $HELPER, $CGI;
 my $GG = port(8082);
 
 my @running;		# entrypoints started, for the END block
@@ -64,8 +66,14 @@ END {
 }
 
 plan(skip_all => "no $INIT") unless -x $INIT;
-plan(skip_all => "no $HELPER (make supervise)") unless -x $HELPER;
-plan(skip_all => "no $CGI (make gitgate)") unless -x $CGI;
+for ([ SUPERVISE_HELPER => $HELPER, 'make supervise' ],
+		[ GITGATE_CGI => $CGI, 'make gitgate' ]) {
+	my ($var, $path, $make) = @$_;
+	next if -x $path;
+	# named and missing: a failure, not a skip
+	BAIL_OUT("$var=$path is not built") if $ENV{$var};
+	plan(skip_all => "no $path ($make)");
+}
 plan(skip_all => 'no fcgiwrap') unless -x '/usr/sbin/fcgiwrap';
 
 my $store = redis_start($t, port => 8131);
