@@ -100,7 +100,7 @@ symlink("$REPO/scripts/daemons/$_", "$d/daemons/$_") or die
 	for qw/ nginx supervise gitgate /;
 stand_in('stubborn');
 
-plan(tests => 57);
+plan(tests => 59);
 
 ###############################################################################
 
@@ -143,6 +143,11 @@ like($out, qr/^ok: nginx,supervise,gitgate,stubborn$/m, 'health: all four');
 
 like(gate_post(), qr/^HTTP\/1\.1 403 .*rule: repo_not_granted/s,
 	'git-gate through nginx on :9420: gitgate-cgi answers');
+
+# a second one on the same directories refuses
+($rc, $out) = once('nginx', BOTTLE_RUN_DIR => "$d/run");
+is($rc, 1, 'a second bottle-init on the same run directory: exit 1');
+like($out, qr/a gateway already runs in '\Q$d\E\/run'/, 'and says so');
 
 # a daemon killed: started again, prefix intact
 
