@@ -33,7 +33,8 @@ LIB_LIBS    = -lcurl -lhiredis -ljansson -lcrypto -lhs -lpcre2-8 -lz -lbrotlidec
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -Ilib
 
 .PHONY: all lib module unit ctl ctl-asan gitgate gitgate-asan supervise \
-        supervise-asan test test-asan asan fuzz clean run stop install uninstall
+        supervise-asan test test-asan asan fuzz clean run stop install \
+        uninstall
 
 # `make run`: a gateway on 127.0.0.1:9099 from the shipped nginx-conf/
 RUN_DIR    ?= /tmp/ngx-bottle
@@ -287,17 +288,17 @@ demo-stop:
 # modules-available snippet and the 70-mod-bottle.conf link that loads it
 # after the stream module, the config pieces in /etc/nginx/bottle/ (an
 # operator's edited file is kept, the new one written as FILE.dist),
-# HELPER_BINS in $(PREFIX)/bin, HELPER_LIBEXEC (run by another program:
-# gitgate-cgi, by fcgiwrap) in $(PREFIX)/lib/ngx-bottle.  `make uninstall`
-# removes what it wrote.  A new helper binary joins one of the two lists.
+# HELPER_BINS in $(PREFIX)/bin, HELPER_LIBEXEC (git-gate's gitgate-cgi,
+# which fcgiwrap runs) in $(PREFIX)/lib/ngx-bottle.  `make uninstall`
+# removes what it wrote.
 PREFIX     ?= /usr/local
 DESTDIR    ?=
-HELPER_BINS    = bottlectl gitgate-scan supervise-helper
+HELPER_BINS = bottlectl gitgate-scan supervise-helper
 HELPER_LIBEXEC = gitgate-cgi
 
 install: module ctl gitgate supervise
 	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" BUILD="$(BUILD)" \
-	    BINS="$(HELPER_BINS)" LIBEXECS="$(HELPER_LIBEXEC)" \
+	    BINS="$(HELPER_BINS)" LIBEXEC="$(HELPER_LIBEXEC)" \
 	    RESOLVER="$(RESOLVER)" scripts/bottle-install install
 
 uninstall:

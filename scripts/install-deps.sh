@@ -6,21 +6,36 @@
 #   install-deps.sh             everything: build, run, the tests, the benches
 #   install-deps.sh --runtime   only what `make`, `make run`, `make demo`
 #                               and `make install` need
+#   install-deps.sh --installed only what an installed gateway runs with:
+#                               no compiler, no -dev package (the image's
+#                               final stage, docs/install.md)
+#   install-deps.sh --list [--runtime|--installed]
+#                               print the packages instead (t/image.t)
 set -eu
 
-# make (the module, libbottle, bottlectl, git-gate's and supervise-helper's
-# binaries, libcurl for their calls of a forge's API, the operator page
-# embedded with xxd) and make run / make demo
-# (nginx with the stream module, the CA made with openssl, the system's
-# trust store for upstreams, dnsmasq as the demo's resolver, curl for the
-# README's "Try it")
-RUNTIME_PKGS="
-build-essential pkg-config xxd
-nginx-core nginx-dev libnginx-mod-stream
+# what an installed gateway runs with: nginx (not nginx-core: its mail,
+# geoip, image and xslt modules are not needed) and its stream module, the
+# libraries the module, bottlectl and the helpers link, openssl for
+# bottle-ca, the system's trust store for upstreams, curl (the health
+# check), s6 (bottle-init, the image's PID 1), fcgiwrap and git (git-gate)
+INSTALLED_PKGS="
+nginx libnginx-mod-stream
+libhiredis0.14 libssl3 libpcre2-8-0 libjansson4 zlib1g libbrotli1 libvectorscan5
+libgit2-1.5 libmicrohttpd12 libcurl4
+openssl ca-certificates curl s6 fcgiwrap git
+"
+
+# make (the module, libbottle, bottlectl, gitgate-scan, supervise-helper
+# with its operator page embedded by xxd, libcurl for bottlectl's and the
+# operator page's calls of a forge's API) and make demo
+# (dnsmasq as the demo's resolver)
+BUILD_PKGS="
+build-essential pkg-config xxd nginx-dev
 libhiredis-dev libmicrohttpd-dev libssl-dev libpcre2-dev libjansson-dev zlib1g-dev libbrotli-dev libvectorscan-dev
 libgit2-dev libcurl4-openssl-dev
-openssl ca-certificates dnsmasq-base curl
+dnsmasq-base
 "
+RUNTIME_PKGS="$BUILD_PKGS $INSTALLED_PKGS"
 
 # the test suite, the fuzzers and the benches
 TEST_PKGS="
@@ -32,21 +47,21 @@ mitmproxy hey nodejs node-undici
 chromium
 "
 
+list=0
+if [ "${1:-}" = --list ]; then list=1; shift; fi
+
+mode=${1:-all}
 case "${1:-}" in
 --runtime) PKGS=$RUNTIME_PKGS ;;
+--installed) PKGS=$INSTALLED_PKGS ;;
 "") PKGS="$RUNTIME_PKGS $TEST_PKGS" ;;
-*) echo "usage: $0 [--runtime]" >&2; exit 2 ;;
+*) echo "usage: $0 [--list] [--runtime|--installed]" >&2; exit 2 ;;
 esac
 
-# t/operator_page.t drives Debian's chromium with npm's playwright-core
-# (t/operator/package-lock.json; never a browser download of its own)
-npm_deps() {
-    dir=$(dirname "$0")/../t/operator
-    if [ -f "$dir/package-lock.json" ] && command -v npm >/dev/null 2>&1; then
-        (cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
-            npm ci --no-audit --no-fund --loglevel=error)
-    fi
-}
+if [ "$list" = 1 ]; then
+    printf '%s\n' $PKGS | awk '!seen[$0]++'
+    exit 0
+fi
 
 missing=""
 for p in $PKGS; do
@@ -54,20 +69,21 @@ for p in $PKGS; do
         || missing="$missing $p"
 done
 
-# The tests' node packages (the MCP SDK client of t/supervise_sdk.t),
-# from t/mcp-client/package-lock.json
+# The tests' node packages, from each directory's package-lock.json: the
+# MCP SDK client of t/supervise_sdk.t (t/mcp-client) and playwright-core,
+# which drives Debian's chromium in t/operator_page.t (t/operator; never a
+# browser download of its own)
 npm_deps() {
-    dir=$(dirname "$0")/../t/mcp-client
-    if [ -f "$dir/package-lock.json" ] && command -v npm >/dev/null; then
-        (cd "$dir" && npm ci --no-audit --no-fund --silent) \
-            || echo "install-deps: npm ci in t/mcp-client failed" >&2
-    fi
+    [ "$mode" = all ] || return 0
+    command -v npm >/dev/null 2>&1 || return 0
+    for dir in mcp-client operator; do
+        dir=$(dirname "$0")/../t/$dir
+        [ -f "$dir/package-lock.json" ] || continue
+        (cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
+            npm ci --no-audit --no-fund --loglevel=error) \
+            || echo "install-deps: npm ci in $dir failed" >&2
+    done
 }
-
-# the tests' npm packages: not for --runtime
-if [ "$PKGS" = "$RUNTIME_PKGS" ]; then
-    npm_deps() { :; }
-fi
 
 if [ -z "$missing" ]; then
     echo "install-deps: all packages present"
