@@ -662,8 +662,7 @@ cleanup:
 int
 bottle_policy_unsupported(const bottle_policy_t *p, char *err, size_t errlen)
 {
-    size_t           i, k;
-    char             route[64];
+    size_t           i;
     const char      *field, *why;
     const bottle_t  *b;
 
@@ -681,14 +680,6 @@ bottle_policy_unsupported(const bottle_policy_t *p, char *err, size_t errlen)
 
         } else if (b->nrepos) {
             field = "repos";
-        }
-
-        for (k = 0; field == NULL && k < b->nroutes; k++) {
-            if (b->routes[k].log_full) {
-                snprintf(route, sizeof(route), "routes[%zu].log: \"full\"", k);
-                field = route;
-                why = "there is no full log";
-            }
         }
 
         if (field) {

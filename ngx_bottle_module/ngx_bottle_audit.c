@@ -455,6 +455,8 @@ ngx_bottle_audit_finding(const bottle_t *bottle, ngx_str_t *host,
     u_char                id[128];
     bottle_audit_event_t  e;
 
+    ngx_bottle_metrics_finding(detector);
+
     if (!ngx_bottle_audit.on) {
         return;
     }
@@ -589,6 +591,8 @@ ngx_bottle_audit_drop_head(void)
     ngx_bottle_audit_entry_t  *e;
 
     e = &a->ring[a->head % a->cap];
+
+    ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_AUDIT_DROPPED);
 
     if (a->dropped++ == 0) {
         a->first_dropped = e->at;

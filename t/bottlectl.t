@@ -190,14 +190,13 @@ my @bad = (
 	[ 'duplicate id', { bottles => [ alice(), alice() ] },
 		'bottle "alice": id: duplicate: also defined in %F' ],
 	[ 'unsupported field',
-		{ bottles => [ alice(audit => { firehose => 'metadata' }) ] },
-		'bottle "alice": audit.firehose is not supported yet: there is '
-		. 'no firehose' ],
-	[ 'route log full',
-		{ bottles => [ bob(routes => [ { host => 'a.example',
-			log => 'full' } ]) ] },
-		'bottle "bob": routes[0].log: "full" is not supported yet: '
-		. 'there is no full log' ],
+		{ bottles => [ alice(held_secrets => { K => 'held-value-1' }) ] },
+		'bottle "alice": held_secrets is not supported yet: git-gate is '
+		. 'not built yet' ],
+	[ 'repos',
+		{ bottles => [ bob(repos => [ 'h/x/y' ]) ] },
+		'bottle "bob": repos is not supported yet: git-gate is not built '
+		. 'yet' ],
 	[ 'one token, two bottles',
 		{ bottles => [ alice(), bob(token => $ALICE) ] },
 		undef ],

@@ -178,9 +178,10 @@ bad_policy('missing secret',
 
 # fields parsed but not acted on yet: refused, never silently ignored
 
-bad_policy('log full',
-	{ bottles => [ alice({ host => 'a.example', log => 'full' }) ] },
-	qr/\Q$CHECK\E: bottle "alice": routes\[0\]\.log: "full" is not supported yet: there is no full log/);
+bad_policy('held secrets',
+	{ bottles => [ { %{alice({ host => 'a.example' })},
+		held_secrets => { K => 'held-value-1' } } ] },
+	qr/\Q$CHECK\E: bottle "alice": held_secrets is not supported yet: git-gate is not built yet/);
 
 # audit.delivery: "required" with the journal off (no store: the default)
 

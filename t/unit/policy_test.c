@@ -741,9 +741,8 @@ test_unsupported(void)
                 "held_secrets is not supported yet", "held_secrets refused");
     check_error(unsupported_of("\"repos\":[\"h/x/y\"],", route),
                 "repos is not supported yet", "repos refused");
-    check_error(unsupported_of("", "{\"host\":\"a.test\",\"log\":\"full\"}"),
-                "routes[0].log: \"full\" is not supported yet",
-                "log full refused");
+    is_str(unsupported_of("", "{\"host\":\"a.test\",\"log\":\"full\"}"),
+           "", "log full is supported");
     is_str(unsupported_of("", "{\"host\":\"a.test\",\"log\":\"blocked\"}"),
            "", "log blocked is supported");
 }
