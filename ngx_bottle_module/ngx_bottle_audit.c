@@ -455,8 +455,6 @@ ngx_bottle_audit_finding(const bottle_t *bottle, ngx_str_t *host,
     u_char                id[128];
     bottle_audit_event_t  e;
 
-    ngx_bottle_metrics_finding(detector);
-
     if (!ngx_bottle_audit.on) {
         return;
     }
