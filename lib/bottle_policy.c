@@ -671,11 +671,7 @@ bottle_policy_unsupported(const bottle_policy_t *p, char *err, size_t errlen)
         field = NULL;
         why = "git-gate is not built yet";
 
-        if (b->firehose != BOTTLE_FIREHOSE_OFF) {
-            field = "audit.firehose";
-            why = "there is no firehose";
-
-        } else if (b->nheld_secrets) {
+        if (b->nheld_secrets) {
             field = "held_secrets";
 
         } else if (b->nrepos) {

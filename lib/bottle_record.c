@@ -558,6 +558,38 @@ failed:
 }
 
 
+/* "1.2.3.4:443", "[::1]:80": dst_endpoint.ip, if dialled */
+
+static int
+record_ocsf_dst_ip(json_t *dst, const bottle_str_t *addr)
+{
+    size_t       len;
+    const char  *p;
+
+    if (addr->data == NULL || addr->len == 0) {
+        return 0;
+    }
+
+    for (len = addr->len; len > 0 && addr->data[len - 1] != ':'; len--) {
+        /* void */
+    }
+
+    if (len < 2) {
+        return 0;
+    }
+
+    len--;
+    p = addr->data;
+
+    if (p[0] == '[' && p[len - 1] == ']') {
+        p++;
+        len -= 2;
+    }
+
+    return record_set(dst, "ip", json_stringn(p, len));
+}
+
+
 /* the OCSF record's fields; its shape is docs/firehose.md's */
 
 static int
@@ -642,7 +674,7 @@ record_ocsf_fill(json_t *o, const bottle_record_t *rec, int metadata)
         || record_set_str(unm, "rule", NULL, (bottle_str_t *) &rec->rule)
         || record_set_str(unm, "request_id", NULL,
                           (bottle_str_t *) &rec->request_id)
-        || record_set_str(dst, "addr", NULL, (bottle_str_t *) &rec->dst_addr))
+        || record_ocsf_dst_ip(dst, &rec->dst_addr))
     {
         return -1;
     }

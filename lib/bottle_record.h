@@ -33,6 +33,9 @@
 
 #define BOTTLE_RECORD_SCRUBBED   "[scrubbed]"
 
+/* the firehose's Redis channel: gateways PUBLISH, consumers SUBSCRIBE */
+#define BOTTLE_RECORD_FIREHOSE_CHANNEL  "bottle:firehose"
+
 /* OCSF: the schema version the records follow, the class */
 #define BOTTLE_OCSF_VERSION      "1.1.0"
 #define BOTTLE_OCSF_CLASS        4002        /* HTTP Activity */

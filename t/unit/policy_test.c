@@ -734,9 +734,10 @@ test_unsupported(void)
            "policy.json: bottle \"alice\": audit.delivery: \"required\" "
            "needs the audit journal, which is off on this gateway "
            "(bottle_audit)", "required needs the journal");
-    check_error(unsupported_of("\"audit\":{\"firehose\":\"metadata\"},",
-                               route),
-                "audit.firehose is not supported yet", "firehose refused");
+    is_str(unsupported_of("\"audit\":{\"firehose\":\"metadata\"},", route),
+           "", "audit.firehose metadata is supported");
+    is_str(unsupported_of("\"audit\":{\"firehose\":\"full\"},", route),
+           "", "audit.firehose full is supported");
     check_error(unsupported_of("\"held_secrets\":{\"K\":\"v\"},", route),
                 "held_secrets is not supported yet", "held_secrets refused");
     check_error(unsupported_of("\"repos\":[\"h/x/y\"],", route),
