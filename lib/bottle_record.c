@@ -17,6 +17,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "bottle_decide.h"
 #include "bottle_record.h"
 
 
@@ -115,7 +116,8 @@ bottle_record_credential(const bottle_route_t *route, const char *name,
         NULL
     };
 
-    const char  **c;
+    const char      **c;
+    bottle_route_t    r;
 
     for (c = creds; *c; c++) {
         if (strlen(*c) == len && strncasecmp(*c, name, len) == 0) {
@@ -123,8 +125,27 @@ bottle_record_credential(const bottle_route_t *route, const char *name,
         }
     }
 
-    return route != NULL && route->auth_header.len == len && len
-           && strncasecmp(route->auth_header.data, name, len) == 0;
+    if (route != NULL && route->auth_header.len == len && len
+        && strncasecmp(route->auth_header.data, name, len) == 0)
+    {
+        return 1;
+    }
+
+    /*
+     * Every header the gateway strips as a credential (Private-Token,
+     * X-Api-Key, ...), also on a preserve_auth route, where they go
+     * upstream but are no less credentials for a record.
+     */
+
+    if (route) {
+        r = *route;
+    } else {
+        memset(&r, 0, sizeof(r));
+    }
+
+    r.preserve_auth = 0;
+
+    return bottle_decide_strips(&r, name, len);
 }
 
 
@@ -188,13 +209,30 @@ record_utf8(const unsigned char *buf, size_t len, int cut, int *whole)
 }
 
 
-/* a copy of s, scrubbed, every byte of invalid UTF-8 as '?' */
+/* every byte of buf that is not in valid UTF-8 becomes '?' */
+
+static void
+record_utf8_fix(unsigned char *buf, size_t len)
+{
+    int     whole;
+    size_t  off, ok;
+
+    for (off = 0; off < len; off += ok + 1) {
+        ok = record_utf8(buf + off, len - off, 0, &whole);
+        if (off + ok >= len) {
+            break;
+        }
+
+        buf[off + ok] = '?';
+    }
+}
+
+
+/* a copy of s, every byte of invalid UTF-8 as '?', scrubbed */
 
 static json_t *
 record_text(const bottle_t *b, const char *s, size_t len)
 {
-    int             whole;
-    size_t          off, ok;
     json_t         *j;
     unsigned char  *copy;
 
@@ -207,16 +245,16 @@ record_text(const bottle_t *b, const char *s, size_t len)
         memcpy(copy, s, len);
     }
 
+    /*
+     * '?' first: a secret is then masked even where replaced bytes would
+     * have made one; and again after, for a secret that is not UTF-8
+     * itself (the policy's are) and was masked in the middle of a
+     * character.
+     */
+
+    record_utf8_fix(copy, len);
     bottle_record_scrub(b, copy, len, 0);
-
-    for (off = 0; off < len; off += ok + 1) {
-        ok = record_utf8(copy + off, len - off, 0, &whole);
-        if (off + ok >= len) {
-            break;
-        }
-
-        copy[off + ok] = '?';
-    }
+    record_utf8_fix(copy, len);
 
     j = json_stringn((const char *) copy, len);
     free(copy);
@@ -296,7 +334,7 @@ record_headers(const bottle_record_t *rec, const bottle_record_header_t *h,
 
         o = json_object();
         if (o == NULL || json_array_append_new(a, o) != 0
-            || record_set(o, "name", record_text(NULL, h[i].name,
+            || record_set(o, "name", record_text(rec->bottle, h[i].name,
                                                  h[i].name_len)) != 0
             || record_set(o, "value",
                           cred ? json_string(BOTTLE_RECORD_SCRUBBED)

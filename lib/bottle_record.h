@@ -12,8 +12,9 @@
  *   bottle_record_full     the full log's two JSON lines
  *   bottle_record_ocsf     the firehose's OCSF HTTP Activity record
  *
- * Credentials (Authorization, Proxy-Authorization, Cookie, Set-Cookie and
- * the route's own auth header) never appear in either: the full log says
+ * Credentials (Authorization, Proxy-Authorization, Cookie, Set-Cookie,
+ * the route's own auth header and every header the gateway strips as a
+ * credential, bottle_decide_strips) never appear in either: the full log says
  * "[scrubbed]", the firehose drops them.  Everything built from the
  * agent's bytes is copied before it is scrubbed; nothing given is changed.
  */
