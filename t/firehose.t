@@ -112,7 +112,7 @@ store_put($t,
 
 fake_upstream($t, port => $P, name => 'one');
 
-$t->run()->plan(40);
+$t->run()->plan(42);
 
 ###############################################################################
 
@@ -394,6 +394,16 @@ is(metric('bottle_firehose_snapshots_total') - $before, 100,
 	'each one snapshotted');
 ok($slow < 2 * $none + 2, sprintf('not slowed: %.2fs with it, %.2fs without',
 	$slow, $none));
+
+# a reload: the new worker attaches again
+
+$t->reload();
+ok(wait_for(sub { metric('bottle_firehose_attached') }),
+	'reloaded: the new worker sees the consumer');
+$before = metric('bottle_firehose_snapshots_total');
+req($ALICE, 'GET', "http://127.0.0.1:$P/reloaded");
+is(metric('bottle_firehose_snapshots_total'), $before + 1,
+	'reloaded: snapshots go on');
 
 # the last consumer leaves: snapshots stop
 

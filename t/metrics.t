@@ -96,7 +96,7 @@ write_policy($t, 'policy.json', { bottles => [
 
 fake_upstream($t, port => $P, name => 'one');
 
-$t->run()->plan(23);
+$t->run()->plan(25);
 
 ###############################################################################
 
@@ -243,5 +243,12 @@ is(requests($m, '_other', 'refused', 'no_route'), 6,
 my $sum = 0;
 $sum += $m->{$_} for grep { /rule=no_route,verdict=refused/ } keys %$m;
 is($sum, 2 + scalar @many, 'no refusal lost to the budget');
+
+# a reload keeps the counters, and the new workers count into them
+
+$t->reload();
+is(status(req($ALICE, "http://127.0.0.1:$P/after")), 200, 'reloaded: served');
+is(requests(metrics(), 'alice', 'allowed', 'none'), 7,
+	'reloaded: the counters kept and moving');
 
 ###############################################################################
