@@ -78,6 +78,10 @@ ngx_http_bottle_fulllog_exit_process(void)
 {
     ngx_http_bottle_fulllog_t  *fl = &ngx_http_bottle_fulllog;
 
+    if (!fl->on) {
+        return;
+    }
+
     if (fl->fd != NGX_INVALID_FILE) {
         (void) ngx_close_file(fl->fd);
         fl->fd = NGX_INVALID_FILE;

@@ -211,10 +211,15 @@ ngx_http_bottle_record_init_main_conf(ngx_conf_t *cf, void *conf)
 static char *
 ngx_http_bottle_metrics(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    ngx_http_core_loc_conf_t  *clcf;
+    ngx_http_core_loc_conf_t            *clcf;
+    ngx_http_bottle_record_main_conf_t  *rmcf;
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
     clcf->handler = ngx_http_bottle_metrics_handler;
+
+    rmcf = ngx_http_conf_get_module_main_conf(cf,
+                                              ngx_http_bottle_record_module);
+    rmcf->metrics_used = 1;
 
     return NGX_CONF_OK;
 }
@@ -285,21 +290,40 @@ ngx_http_bottle_metrics_handler(ngx_http_request_t *r)
 
 
 /*
- * The log handler and the body filters, for every http configuration with
- * this module: they return at once for requests the pipeline never saw.
- * The metrics zone is made here, so that the stream side counts its
- * refusals into it too.
+ * Installed only where the pipeline runs (bottle on, bottle_attribute):
+ * the log handler, a preaccess handler and the body filters, which return
+ * at once for requests the pipeline never saw.  The metrics zone is made
+ * for them or for a bottle_metrics location, and the stream side counts
+ * its refusals into it too.  Without any of them, nothing.
  */
 
 static ngx_int_t
 ngx_http_bottle_record_init(ngx_conf_t *cf)
 {
-    ngx_http_handler_pt        *h;
-    ngx_http_core_main_conf_t  *cmcf;
+    ngx_http_handler_pt                 *h;
+    ngx_http_core_main_conf_t           *cmcf;
+    ngx_http_bottle_main_conf_t         *bmcf;
+    ngx_http_bottle_record_main_conf_t  *rmcf;
+
+    bmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_bottle_module);
+    rmcf = ngx_http_conf_get_module_main_conf(cf,
+                                              ngx_http_bottle_record_module);
+
+    ngx_http_bottle_record_conf = rmcf;
+
+    if (!bmcf->used && !bmcf->attribute_used && !rmcf->metrics_used) {
+        return NGX_OK;
+    }
 
     if (ngx_bottle_metrics_zone_add(cf) != NGX_OK) {
         return NGX_ERROR;
     }
+
+    if (!bmcf->used && !bmcf->attribute_used) {
+        return NGX_OK;
+    }
+
+    rmcf->watching = 1;
 
     cmcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_core_module);
 
@@ -326,9 +350,6 @@ ngx_http_bottle_record_init(ngx_conf_t *cf)
     ngx_http_next_body_filter = ngx_http_top_body_filter;
     ngx_http_top_body_filter = ngx_http_bottle_record_body_filter;
 
-    ngx_http_bottle_record_conf = ngx_http_conf_get_module_main_conf(cf,
-                                               ngx_http_bottle_record_module);
-
     return NGX_OK;
 }
 
@@ -352,7 +373,7 @@ ngx_http_bottle_record_init_module(ngx_cycle_t *cycle)
     rmcf = ngx_http_cycle_get_module_main_conf(cycle,
                                                ngx_http_bottle_record_module);
 
-    if (rmcf == NULL || rmcf->full_log_dir.len == 0) {
+    if (rmcf == NULL || !rmcf->watching || rmcf->full_log_dir.len == 0) {
         return NGX_OK;
     }
 
@@ -427,6 +448,11 @@ ngx_http_bottle_record_init_process(ngx_cycle_t *cycle)
     }
 
     ngx_http_bottle_record_conf = rmcf;
+
+    if (!rmcf->watching) {
+        /* no bottle here: no file, no Redis connection */
+        return NGX_OK;
+    }
 
     if (ngx_http_bottle_fulllog_init_process(cycle, &rmcf->full_log_dir)
         != NGX_OK)

@@ -32,6 +32,8 @@ typedef struct {
     ngx_str_t                full_log_dir;   /* "": off */
     ngx_int_t                firehose_queue;
     size_t                   firehose_body;  /* max_body_bytes */
+    ngx_uint_t               metrics_used;   /* a bottle_metrics location */
+    ngx_uint_t               watching;       /* the handlers are installed */
 } ngx_http_bottle_record_main_conf_t;
 
 
