@@ -351,17 +351,92 @@ record_headers(const bottle_record_t *rec, const bottle_record_header_t *h,
 
 
 /*
- * The body's fields into o, prefixed: <p>body (text) or <p>body_base64,
- * <p>body_size, <p>body_sha256, <p>body_truncated.
+ * A body is the one large value of a record: jansson, which would build it
+ * and escape it byte by byte, never sees it.  Its fields go into the
+ * object, its text is escaped here into a splice, and record_dump() puts
+ * it in the dumped text, last in its object.
+ */
+
+typedef struct {
+    const char     *key;        /* "body", "body_base64"; NULL: none */
+    char           *val;        /* a JSON string, quotes included */
+    size_t          len;
+} record_splice_t;
+
+
+/* a JSON string of UTF-8 text: '"', '\' and controls escaped */
+
+static char *
+record_escape(const unsigned char *in, size_t len, size_t *out_len)
+{
+    char        *out, *p;
+    size_t       i, n;
+    unsigned     c;
+
+    static const char  hex[] = "0123456789abcdef";
+
+    /* the exact size first: a body's text is mostly left as it is */
+
+    n = len + 2;
+
+    for (i = 0; i < len; i++) {
+        c = in[i];
+
+        if (c == '"' || c == '\\') {
+            n++;
+
+        } else if (c < 0x20 || c == 0x7f) {
+            n += 5;
+        }
+    }
+
+    out = malloc(n);
+    if (out == NULL) {
+        return NULL;
+    }
+
+    p = out;
+    *p++ = '"';
+
+    for (i = 0; i < len; i++) {
+        c = in[i];
+
+        if (c == '"' || c == '\\') {
+            *p++ = '\\';
+            *p++ = (char) c;
+
+        } else if (c < 0x20 || c == 0x7f) {
+            *p++ = '\\';
+            *p++ = 'u';
+            *p++ = '0';
+            *p++ = '0';
+            *p++ = hex[c >> 4];
+            *p++ = hex[c & 0xf];
+
+        } else {
+            *p++ = (char) c;
+        }
+    }
+
+    *p++ = '"';
+    *out_len = p - out;
+
+    return out;
+}
+
+
+/*
+ * The body's fields into o: body_size, body_truncated, body_sha256; its
+ * first bytes, scrubbed, into sp as body (text) or body_base64.
  */
 
 static int
-record_body(json_t *o, const char *p, const bottle_t *b,
-    const bottle_record_body_t *body)
+record_body(json_t *o, const bottle_t *b, const bottle_record_body_t *body,
+    record_splice_t *sp)
 {
     int             whole, rc;
-    char            key[32], hex[65];
-    size_t          i, ok, cut;
+    char            hex[65];
+    size_t          i, ok, cut, n;
     unsigned char  *copy, *enc;
 
     if (!body->seen) {
@@ -386,47 +461,46 @@ record_body(json_t *o, const char *p, const bottle_t *b,
     ok = record_utf8(copy, body->len, (int) cut, &whole);
 
     if (whole) {
-        snprintf(key, sizeof(key), "%sbody", p);
-        if (record_set(o, key, json_stringn((char *) copy, ok)) != 0) {
+        sp->key = "body";
+        sp->val = record_escape(copy, ok, &sp->len);
+        if (sp->val == NULL) {
             goto cleanup;
         }
 
     } else {
-        enc = malloc(4 * ((body->len + 2) / 3) + 1);
+        n = 4 * ((body->len + 2) / 3);
+
+        enc = malloc(n + 3);
         if (enc == NULL) {
             goto cleanup;
         }
 
-        EVP_EncodeBlock(enc, copy, (int) body->len);
+        enc[0] = '"';
+        EVP_EncodeBlock(enc + 1, copy, (int) body->len);
+        enc[n + 1] = '"';
 
-        snprintf(key, sizeof(key), "%sbody_base64", p);
-        if (record_set(o, key, json_string((char *) enc)) != 0) {
-            goto cleanup;
-        }
+        sp->key = "body_base64";
+        sp->val = (char *) enc;
+        sp->len = n + 2;
+        enc = NULL;
     }
 
-    snprintf(key, sizeof(key), "%sbody_size", p);
-    if (record_set(o, key, json_integer((json_int_t) body->size)) != 0) {
+    if (record_set(o, "body_size", json_integer((json_int_t) body->size))
+        || record_set(o, "body_truncated", json_boolean(cut)))
+    {
         goto cleanup;
     }
-
-    snprintf(key, sizeof(key), "%sbody_truncated", p);
-    if (record_set(o, key, json_boolean(cut)) != 0) {
-        goto cleanup;
-    }
-
-    snprintf(key, sizeof(key), "%sbody_sha256", p);
 
     if (body->has_sha256) {
         for (i = 0; i < 32; i++) {
             snprintf(hex + 2 * i, 3, "%02x", body->sha256[i]);
         }
 
-        if (record_set(o, key, json_string(hex)) != 0) {
+        if (record_set(o, "body_sha256", json_string(hex)) != 0) {
             goto cleanup;
         }
 
-    } else if (record_set(o, key, json_null()) != 0) {
+    } else if (record_set(o, "body_sha256", json_null()) != 0) {
         goto cleanup;
     }
 
@@ -440,20 +514,62 @@ cleanup:
 }
 
 
+/*
+ * o as one line, the body spliced in as the last member of the object
+ * whose closing brace is the depth-th from the end (1: o itself, 2: o's
+ * last member, unmapped); o is released, and the splice.
+ */
+
 static int
-record_dump(char **out, size_t *out_len, json_t *o)
+record_dump(char **out, size_t *out_len, json_t *o, record_splice_t *sp,
+    size_t depth)
 {
-    char  *s;
+    char    *s, *r;
+    size_t   len, klen, at;
 
     s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
 
     if (s == NULL) {
+        free(sp->val);
         return -1;
     }
 
-    *out = s;
-    *out_len = strlen(s);
+    len = strlen(s);
+
+    if (sp->val == NULL) {
+        *out = s;
+        *out_len = len;
+        return 0;
+    }
+
+    klen = strlen(sp->key);
+
+    r = (len >= depth) ? malloc(len + klen + sp->len + 5) : NULL;
+    if (r == NULL) {
+        free(s);
+        free(sp->val);
+        return -1;
+    }
+
+    /* every object here has a member already: a comma before ours */
+
+    at = len - depth;
+    memcpy(r, s, at);
+    r[at] = ',';
+    r[at + 1] = '"';
+    memcpy(r + at + 2, sp->key, klen);
+    r[at + 2 + klen] = '"';
+    r[at + 3 + klen] = ':';
+    memcpy(r + at + 4 + klen, sp->val, sp->len);
+    memcpy(r + at + 4 + klen + sp->len, s + at, depth);
+    r[len + klen + sp->len + 4] = '\0';
+
+    *out = r;
+    *out_len = len + klen + sp->len + 4;
+
+    free(s);
+    free(sp->val);
 
     return 0;
 }
@@ -463,9 +579,12 @@ int
 bottle_record_full(char **out, size_t *out_len, const bottle_record_t *rec,
     int response)
 {
-    json_t          *o;
-    bottle_str_t     id;
+    json_t           *o;
+    bottle_str_t      id;
+    record_splice_t   sp;
     const bottle_t  *b = rec->bottle;
+
+    memset(&sp, 0, sizeof(sp));
 
     o = json_object();
     if (o == NULL) {
@@ -494,14 +613,14 @@ bottle_record_full(char **out, size_t *out_len, const bottle_record_t *rec,
             || record_set(o, "headers",
                           record_headers(rec, rec->resp_headers,
                                          rec->nresp_headers, 0))
-            || record_body(o, "", b, &rec->resp_body)
+            || record_body(o, b, &rec->resp_body, &sp)
             || record_set(o, "length",
                           json_integer((json_int_t) rec->response_length)))
         {
             goto failed;
         }
 
-        return record_dump(out, out_len, o);
+        return record_dump(out, out_len, o, &sp, 1);
     }
 
     if (record_set_str(o, "method", NULL, (bottle_str_t *) &rec->method)
@@ -510,7 +629,7 @@ bottle_record_full(char **out, size_t *out_len, const bottle_record_t *rec,
         || record_set_str(o, "query", b, (bottle_str_t *) &rec->query)
         || record_set(o, "headers",
                       record_headers(rec, rec->headers, rec->nheaders, 0))
-        || record_body(o, "", b, &rec->body)
+        || record_body(o, b, &rec->body, &sp)
         || record_set(o, "verdict", json_string(rec->allowed ? "allowed"
                                                               : "refused"))
         || record_set_str(o, "rule", NULL, (bottle_str_t *) &rec->rule)
@@ -519,11 +638,12 @@ bottle_record_full(char **out, size_t *out_len, const bottle_record_t *rec,
         goto failed;
     }
 
-    return record_dump(out, out_len, o);
+    return record_dump(out, out_len, o, &sp, 1);
 
 failed:
 
     json_decref(o);
+    free(sp.val);
     return -1;
 }
 
@@ -631,7 +751,8 @@ record_ocsf_dst_ip(json_t *dst, const bottle_str_t *addr)
 /* the OCSF record's fields; its shape is docs/firehose.md's */
 
 static int
-record_ocsf_fill(json_t *o, const bottle_record_t *rec, int metadata)
+record_ocsf_fill(json_t *o, const bottle_record_t *rec, int metadata,
+    record_splice_t *sp)
 {
     int              activity;
     json_t          *meta, *product, *resp, *dst, *src, *unm;
@@ -723,7 +844,7 @@ record_ocsf_fill(json_t *o, const bottle_record_t *rec, int metadata)
 
     if (record_set_str(unm, "reason", NULL, (bottle_str_t *) &rec->reason)
         || record_set(unm, "firehose", json_string("full"))
-        || record_body(unm, "", b, &rec->body))
+        || record_body(unm, b, &rec->body, sp))
     {
         return -1;
     }
@@ -736,17 +857,23 @@ int
 bottle_record_ocsf(char **out, size_t *out_len, const bottle_record_t *rec,
     int metadata)
 {
-    json_t  *o;
+    json_t           *o;
+    record_splice_t   sp;
+
+    memset(&sp, 0, sizeof(sp));
 
     o = json_object();
     if (o == NULL) {
         return -1;
     }
 
-    if (record_ocsf_fill(o, rec, metadata) != 0) {
+    if (record_ocsf_fill(o, rec, metadata, &sp) != 0) {
         json_decref(o);
+        free(sp.val);
         return -1;
     }
 
-    return record_dump(out, out_len, o);
+    /* the body goes last in unmapped, the record's last member */
+
+    return record_dump(out, out_len, o, &sp, 2);
 }

@@ -145,7 +145,7 @@ sub metric {
 
 sub wait_for {
 	my ($cond, $secs) = @_;
-	my $end = time() + ($secs // 5);
+	my $end = time() + ($secs // 10);
 	while (time() < $end) {
 		my $v = $cond->();
 		return $v if $v;
