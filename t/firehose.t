@@ -257,6 +257,7 @@ ok(wait_for(sub { status(req($CAROL, 'GET', "http://127.0.0.1:$P/w")) == 200 }),
 is(status(req($ALICE, 'POST', "http://127.0.0.1:$P/n", body => 'x' x 100)),
 	200, 'no consumer: served');
 req($BOB, 'GET', "http://127.0.0.1:$P/n");
+sleep 0.5;
 is(metric('bottle_firehose_attached'), 0, 'no consumer: not attached');
 is(metric('bottle_firehose_snapshots_total'), 0,
 	'no consumer: no snapshot taken');
@@ -390,8 +391,8 @@ ok(wait_for(sub { metric('bottle_firehose_attached') }),
 my $before = metric('bottle_firehose_snapshots_total');
 my ($ok1, $slow) = timed(100);
 is($ok0 + $ok1, 200, 'every request served');
-is(metric('bottle_firehose_snapshots_total') - $before, 100,
-	'each one snapshotted');
+is(wait_for(sub { my $n = metric('bottle_firehose_snapshots_total') - $before;
+	$n >= 100 ? $n : 0 }, 5), 100, 'each one snapshotted');
 ok($slow < 2 * $none + 2, sprintf('not slowed: %.2fs with it, %.2fs without',
 	$slow, $none));
 
@@ -402,8 +403,8 @@ ok(wait_for(sub { metric('bottle_firehose_attached') }),
 	'reloaded: the new worker sees the consumer');
 $before = metric('bottle_firehose_snapshots_total');
 req($ALICE, 'GET', "http://127.0.0.1:$P/reloaded");
-is(metric('bottle_firehose_snapshots_total'), $before + 1,
-	'reloaded: snapshots go on');
+is(wait_for(sub { my $n = metric('bottle_firehose_snapshots_total');
+	$n > $before ? $n : 0 }, 5), $before + 1, 'reloaded: snapshots go on');
 
 # the last consumer leaves: snapshots stop
 
@@ -412,6 +413,7 @@ ok(wait_for(sub { !metric('bottle_firehose_attached') }),
 	'the last consumer left: detached');
 $before = metric('bottle_firehose_snapshots_total');
 req($ALICE, 'GET', "http://127.0.0.1:$P/after");
+sleep 0.5;
 is(metric('bottle_firehose_snapshots_total'), $before,
 	'no snapshot once nobody listens');
 

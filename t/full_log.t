@@ -150,6 +150,23 @@ sub records {
 	return read_jsonl($t, 'full/' . ($name // 'full.jsonl'));
 }
 
+# the log phase runs after the answer went out: the lines may come a
+# little after the response
+
+my $seen = 0;
+
+sub next_records {
+	my $want = $seen + 2;
+	my $r;
+	for (1 .. 50) {
+		$r = records();
+		last if @$r >= $want;
+		select undef, undef, undef, 0.1;
+	}
+	$seen = @$r;
+	return $r;
+}
+
 sub header {
 	my ($rec, $name) = @_;
 	my ($h) = grep { lc $_->{name} eq lc $name } @{$rec->{headers} || []};
@@ -164,7 +181,7 @@ my $r = req($FRONT, 'POST', "http://127.0.0.1:$P/p?access_token=agent&keep=1",
 		"X-Note: carries $API inside" ], body => $body);
 is(status($r), 200, 'allowed');
 
-my $recs = records();
+my $recs = next_records();
 is(scalar @$recs, 2, 'two lines: the request, the response');
 my ($q, $a) = @$recs;
 
@@ -202,7 +219,7 @@ is((stat($t->testdir() . '/full/full.jsonl'))[2] & 07777, 0600, 'mode 0600');
 my $big = join '', map { chr(97 + $_ % 26) } 1 .. 100000;
 $r = req($FRONT, 'POST', "http://127.0.0.1:$P/bytes?n=100000", body => $big);
 is(status($r), 200, 'a large body: allowed');
-$recs = records();
+$recs = next_records();
 ($q, $a) = @$recs[-2, -1];
 is(length $q->{body}, 65536, 'request body cut at 64 KiB');
 is_deeply([ $q->{body_size}, $q->{body_truncated}, $q->{body_sha256} ],
@@ -217,21 +234,21 @@ is_deeply([ $a->{body_size}, $a->{body_truncated}, $a->{body_sha256} ],
 
 my $split = ('a' x (65536 - 5)) . $API . 'tail';
 req($FRONT, 'POST', "http://127.0.0.1:$P/", body => $split);
-($q) = grep { $_->{type} eq 'request' } @{records()}[-2, -1];
+($q) = grep { $_->{type} eq 'request' } @{next_records()}[-2, -1];
 is(substr($q->{body}, -5), '*****', 'a secret split by the cut is masked');
 
 # binary bodies: base64
 
 my $bin = "\xff\xfe\x00\x01" x 4;
 req($FRONT, 'POST', "http://127.0.0.1:$P/", body => $bin);
-($q) = grep { $_->{type} eq 'request' } @{records()}[-2, -1];
+($q) = grep { $_->{type} eq 'request' } @{next_records()}[-2, -1];
 is($q->{body_base64}, '//4AAf/+AAH//gAB//4AAQ==', 'binary body as base64');
 
 # refused on the route: logged, the canary masked
 
 $r = req($FRONT, 'GET', "http://127.0.0.1:$P/x?c=$CANARY");
 is(status($r), 403, 'canary: refused');
-($q, $a) = @{records()}[-2, -1];
+($q, $a) = @{next_records()}[-2, -1];
 is_deeply([ $q->{verdict}, $q->{rule}, $a->{status} ],
 	[ 'refused', 'canary', 403 ], 'a refusal: verdict, rule, status');
 is($q->{query}, 'c=' . ('*' x length $CANARY), 'the canary masked in the query');
@@ -242,6 +259,7 @@ like($a->{body} // '', qr/canary/, 'the refusal\'s text as the response body');
 my $n = scalar @{records()};
 is(status(req($FRONT, 'GET', "http://127.0.0.2:$P2/")), 200,
 	'a route without log full: allowed');
+select undef, undef, undef, 0.5;
 is(scalar @{records()}, $n, 'a route without log full: not logged');
 
 # rotation at 16 MiB, three older files kept, two workers writing
@@ -254,6 +272,7 @@ for my $i (1 .. 300) {
 		body => $chunk)) == 200;
 }
 is($ok, $sent, 'rotation: every request served');
+select undef, undef, undef, 1;
 
 my $dir = $t->testdir() . '/full';
 ok(-f "$dir/full.jsonl.1" && -f "$dir/full.jsonl.2", 'rotated: .1 and .2');

@@ -177,6 +177,20 @@ sub metrics {
 	return parse_prometheus($body // '');
 }
 
+# an allowed request is counted in its log phase, after the answer went
+# out: wait for the count
+
+sub metrics_when {
+	my ($cond) = @_;
+	my $m;
+	for (1 .. 50) {
+		$m = metrics();
+		return $m if $cond->($m);
+		select undef, undef, undef, 0.1;
+	}
+	return $m;
+}
+
 sub requests {
 	my ($m, $bottle, $verdict, $rule) = @_;
 	return $m->{"bottle_requests_total{bottle=$bottle,rule=$rule,"
@@ -201,7 +215,7 @@ ok(exists $m->{'bottle_audit_dropped_total{}'}, 'audit queue drops');
 my $ok = 0;
 $ok += status(req($ALICE, "http://127.0.0.1:$P/a$_")) == 200 for 1 .. 6;
 is($ok, 6, 'six allowed');
-$m = metrics();
+$m = metrics_when(sub { requests($_[0], 'alice', 'allowed', 'none') >= 6 });
 is(requests($m, 'alice', 'allowed', 'none'), 6, 'allowed: counted');
 
 # refusals: the pipeline's, the front's
@@ -248,7 +262,9 @@ is($sum, 2 + scalar @many, 'no refusal lost to the budget');
 
 $t->reload();
 is(status(req($ALICE, "http://127.0.0.1:$P/after")), 200, 'reloaded: served');
-is(requests(metrics(), 'alice', 'allowed', 'none'), 7,
+is(requests(metrics_when(sub {
+	requests($_[0], 'alice', 'allowed', 'none') >= 7 }), 'alice', 'allowed',
+	'none'), 7,
 	'reloaded: the counters kept and moving');
 
 ###############################################################################
