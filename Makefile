@@ -29,17 +29,18 @@ LIB_CFLAGS  = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT)
 UNIT_SRCS   = $(wildcard t/unit/*_test.c)
 UNIT_BINS   = $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(UNIT_SRCS))
 UNIT_CFLAGS = -std=c99 -Wall -Wextra -Werror -O1 -g -Ilib
-LIB_LIBS    = -ljansson -lcrypto -lhs -lpcre2-8 -lz -lbrotlidec -lbrotlienc -lpthread -lm
+LIB_LIBS    = -lhiredis -ljansson -lcrypto -lhs -lpcre2-8 -lz -lbrotlidec -lbrotlienc -lpthread -lm
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -Ilib
 
-.PHONY: all lib module unit ctl ctl-asan gitgate gitgate-asan test test-asan asan fuzz clean run stop install
+.PHONY: all lib module unit ctl ctl-asan gitgate gitgate-asan supervise \
+        supervise-asan test test-asan asan fuzz clean run stop install
 
 # `make run`: a gateway on 127.0.0.1:9099 from the shipped nginx-conf/
 RUN_DIR    ?= /tmp/ngx-bottle
 POLICY     ?= nginx-conf/policy.example.json
 RESOLVER   ?=
 
-all: lib module unit ctl gitgate
+all: lib module unit ctl gitgate supervise
 
 lib: $(LIBBOTTLE)
 
@@ -91,7 +92,7 @@ $(NGX_BUILD)/objs/Makefile: config $(BUILD)/module-sources
 CTL_SRCS    = $(wildcard bottlectl/*.c)
 CTL_HDRS    = $(wildcard bottlectl/*.h)
 CTL_CFLAGS  = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib
-CTL_LIBS    = -lhiredis $(LIB_LIBS)
+CTL_LIBS    = $(LIB_LIBS)
 
 ctl: $(BUILD)/bottlectl
 
@@ -108,14 +109,22 @@ ctl-asan:
 # git-gate's push scan (gitgate-helper/README.md): libbottle and libgit2;
 # `make gitgate-asan` builds build-asan/gitgate-scan with the sanitizers,
 # `make bench-gitgate` measures it
-GG_SRCS     = $(filter-out gitgate-helper/gitgate-scan.c, \
-                  $(wildcard gitgate-helper/*.c))
+GG_MAINS    = gitgate-helper/gitgate-scan.c gitgate-helper/gitgate-cgi.c
+GG_SRCS     = $(filter-out $(GG_MAINS), $(wildcard gitgate-helper/*.c))
 GG_HDRS     = $(wildcard gitgate-helper/*.h)
 GG_CFLAGS   = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib \
               -Igitgate-helper $(shell pkg-config --cflags libgit2)
-GG_LIBS     = $(shell pkg-config --libs libgit2) $(LIB_LIBS)
+GG_LIBS     = $(shell pkg-config --libs libgit2) -lhiredis $(LIB_LIBS)
 
-gitgate: $(BUILD)/gitgate-scan
+gitgate: $(BUILD)/gitgate-scan $(BUILD)/gitgate-cgi
+
+# git-gate's smart HTTP behind nginx + fcgiwrap, and the gate's
+# pre-receive hook (the same binary, run as "pre-receive")
+$(BUILD)/gitgate-cgi: gitgate-helper/gitgate-cgi.c $(GG_SRCS) $(GG_HDRS) \
+                      $(LIBBOTTLE)
+	@mkdir -p $(dir $@)
+	$(CC) $(GG_CFLAGS) $(DEB_LD_OPT) $(LD_OPT) -o $@ \
+	    gitgate-helper/gitgate-cgi.c $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
 
 $(BUILD)/gitgate-scan: gitgate-helper/gitgate-scan.c $(GG_SRCS) $(GG_HDRS) \
                        $(LIBBOTTLE)
@@ -143,10 +152,52 @@ bench-gitgate: $(BUILD)/gitgate_scan_bench
 	    rm -rf $$dir; \
 	done
 
+# a 100 MB clone through git-gate next to one straight from the fake
+# forge (t/gitgate_clone_bench.t; BENCH_GITGATE_CLONE_MB)
+.PHONY: bench-gitgate-clone
+bench-gitgate-clone: module gitgate
+	BENCH_GITGATE_CLONE=1 prove -v t/gitgate_clone_bench.t
+
 gitgate-asan:
 	$(MAKE) BUILD=build-asan \
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
 	    LD_OPT="-fsanitize=address,undefined" gitgate
+
+# The operator page's files (supervise-helper/operator/, docs/supervise.md)
+# embedded in supervise-helper as C arrays (xxd -i)
+OP_ASSETS   = supervise-helper/operator/index.html \
+              supervise-helper/operator/app.js \
+              supervise-helper/operator/style.css
+OP_EMBED    = $(BUILD)/supervise/sv_operator_assets.c
+
+$(OP_EMBED): $(OP_ASSETS)
+	@mkdir -p $(dir $@)
+	for f in $(OP_ASSETS); do \
+	    xxd -i -n sv_operator_$$(basename $$f | tr . _) $$f \
+	    | sed 's/^unsigned/const unsigned/' || exit 1; \
+	done > $@.tmp
+	mv -f $@.tmp $@
+
+# supervise-helper, the agent's MCP server (docs/supervise.md):
+# libbottle, libmicrohttpd and hiredis; `make supervise-asan` builds
+# build-asan/supervise-helper with the sanitizers
+SV_SRCS     = $(wildcard supervise-helper/*.c)
+SV_HDRS     = $(wildcard supervise-helper/*.h)
+SV_CFLAGS   = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib \
+              -Isupervise-helper
+SV_LIBS     = -lmicrohttpd $(LIB_LIBS)
+
+supervise: $(BUILD)/supervise-helper
+
+$(BUILD)/supervise-helper: $(SV_SRCS) $(SV_HDRS) $(OP_EMBED) $(LIBBOTTLE)
+	@mkdir -p $(dir $@)
+	$(CC) $(SV_CFLAGS) $(DEB_LD_OPT) $(LD_OPT) -o $@ $(SV_SRCS) \
+	    $(OP_EMBED) $(LIBBOTTLE) $(SV_LIBS)
+
+supervise-asan:
+	$(MAKE) BUILD=build-asan \
+	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
+	    LD_OPT="-fsanitize=address,undefined" supervise
 
 unit: $(UNIT_BINS)
 
@@ -160,7 +211,7 @@ $(BUILD)/unit/%_test: t/unit/%_test.c $(LIBBOTTLE) $(LIB_HDRS) t/unit/tap.h
 asan:
 	$(MAKE) BUILD=build-asan \
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
-	    LD_OPT="-fsanitize=address,undefined" module ctl
+	    LD_OPT="-fsanitize=address,undefined" module ctl supervise gitgate
 
 FUZZ_BINS   = $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/*_fuzz.c))
 
@@ -172,6 +223,22 @@ $(BUILD)/fuzz/gg_update_fuzz: fuzz/gg_update_fuzz.c fuzz/fuzz.h \
                               gitgate-helper/gg_update.h
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< gitgate-helper/gg_update.c
+
+# supervise-helper's JSON-RPC parser: its own source and jansson
+$(BUILD)/fuzz/supervise_rpc_fuzz: fuzz/supervise_rpc_fuzz.c fuzz/fuzz.h \
+                                  supervise-helper/sv_rpc.c \
+                                  supervise-helper/supervise.h
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -Isupervise-helper -o $@ $< \
+	    supervise-helper/sv_rpc.c -ljansson
+
+# git-gate's request path parser, with libbottle's grant grammar
+$(BUILD)/fuzz/gg_path_fuzz: fuzz/gg_path_fuzz.c fuzz/fuzz.h \
+                            gitgate-helper/gg_path.c \
+                            gitgate-helper/gg_path.h $(LIB_SRCS) $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< gitgate-helper/gg_path.c \
+	    $(LIB_SRCS) $(LIB_LIBS)
 
 $(BUILD)/fuzz/%_fuzz: fuzz/%_fuzz.c fuzz/fuzz.h $(LIB_SRCS) $(LIB_HDRS)
 	@mkdir -p $(dir $@)
@@ -190,6 +257,8 @@ test: all asan
 test-asan: asan
 	BOTTLECTL=build-asan/bottlectl \
 	TEST_NGINX_MODULE=build-asan/ngx_bottle_module.so \
+	GITGATE_CGI=build-asan/gitgate-cgi GITGATE_SCAN=build-asan/gitgate-scan \
+	SUPERVISE_HELPER=build-asan/supervise-helper \
 	TEST_NGINX_PRELOAD="$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so)" \
 	    prove t/
 
@@ -201,9 +270,11 @@ stop:
 	scripts/bottle-gateway stop --dir $(RUN_DIR)
 
 # the shipped nginx.conf loads the module from Debian's module directory
-install: module ctl
+install: module ctl gitgate
 	install -m 644 $(MODULE) /usr/lib/nginx/modules/ngx_bottle_module.so
 	install -m 755 $(BUILD)/bottlectl /usr/local/bin/bottlectl
+	install -D -m 755 $(BUILD)/gitgate-cgi \
+	    /usr/local/lib/ngx-bottle/gitgate-cgi
 
 # `make bench`: the gateway side by side with a direct connection, plain
 # nginx and mitmproxy, on loopback (bench/README.md); BENCH_QUICK=1 for a

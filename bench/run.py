@@ -37,6 +37,7 @@ import time
 
 import firehose
 import scale
+import supervise
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(TOP, "bench")
@@ -1199,6 +1200,7 @@ def report(meta, targets, results, chk, scan, scan_err, cplane=None,
     if cplane:
         w("")
         lines.extend(scale.report_lines(cplane))
+        lines.extend(supervise.report_lines(cplane.get("supervise")))
     return "\n".join(lines) + "\n"
 
 
@@ -1226,6 +1228,7 @@ def scale_report(meta, cplane):
              f"- machine: {meta['cpu']}, {meta['ncpu']} CPUs, Linux "
              f"{platform.release()}; nginx {meta['versions']['nginx']}", ""]
     lines.extend(scale.report_lines(cplane))
+    lines.extend(supervise.report_lines(cplane.get("supervise")))
     return "\n".join(lines) + "\n"
 
 
@@ -1240,6 +1243,13 @@ def run_scale(d):
         log(f"control plane: failed: {e}")
         cp = {"error": str(e)}
     cp["loadavg_start"] = la
+    log("supervise: decisions on two gateways, held requests")
+    try:
+        cp["supervise"] = supervise.supervise(sys.modules[__name__], d)
+    except (RuntimeError, OSError, subprocess.SubprocessError,
+            ValueError, KeyError) as e:
+        log(f"supervise: failed: {e}")
+        cp["supervise"] = {"error": str(e)}
     return cp
 
 

@@ -50,6 +50,8 @@ static const bottlectl_cmd_t  bottlectl_commands[] = {
     { "modify", bottlectl_modify },
     { "propose", bottlectl_propose },
     { "check", bottlectl_check },
+    { "forge", bottlectl_forge },
+    { "forges", bottlectl_forges },
     { NULL, NULL }
 };
 
@@ -76,6 +78,10 @@ static const char  bottlectl_manual[] =
 "    bottlectl [--store URL] propose BOTTLE KIND ARGS-JSON\n"
 "        [--justification TEXT] [--producer NAME]\n"
 "    bottlectl [--store URL] check BOTTLE ID\n"
+"    bottlectl [--store URL] forge connect FORGE --kind gitea|github\n"
+"        --url URL [--api URL] --token-file FILE [--account NAME]\n"
+"    bottlectl [--store URL] forge rm FORGE\n"
+"    bottlectl [--store URL] [--json] forges\n"
 "    bottlectl -h | --help | --version\n"
 "\n"
 "DESCRIPTION\n"
@@ -151,6 +157,17 @@ static const char  bottlectl_manual[] =
 "    check BOTTLE ID\n"
 "        The proposal as its bottle sees it (the supervise helper's\n"
 "        check-proposal): another bottle's is \"no proposal\".\n"
+"    forge connect FORGE --kind gitea|github --url URL [--api URL]\n"
+"        --token-file FILE [--account NAME]\n"
+"        Connect a forge to git-gate (docs/gitgate.md): FORGE is the\n"
+"        name the agents' URLs use (github.com), URL where its git really\n"
+"        is, the token (read from FILE, one line) what git-gate fetches\n"
+"        and pushes with.  Replaces an earlier connection of FORGE.\n"
+"    forge rm FORGE\n"
+"        Disconnect it: git-gate refuses its repos from the next request.\n"
+"    forges\n"
+"        One line per connected forge: name, kind, url, account.  The\n"
+"        token is never printed.\n"
 "\n"
 "OPTIONS\n"
 "    --store URL\n"
@@ -160,7 +177,7 @@ static const char  bottlectl_manual[] =
 "        Read bottles from a policy file or directory instead of the\n"
 "        store (bottles, explain); policy put and rm refuse it.\n"
 "    --json\n"
-"        Machine-readable output (bottles, proposals, show).\n"
+"        Machine-readable output (bottles, proposals, show, forges).\n"
 "    -h, --help\n"
 "        This manual.\n"
 "    --version\n"

@@ -17,6 +17,7 @@
 #include <hiredis/hiredis.h>
 
 #include "bottle_audit.h"
+#include "bottle_decision.h"
 #include "bottle_policy.h"
 #include "bottle_proposal.h"
 #include "bottle_store.h"
@@ -85,6 +86,9 @@ int bottlectl_command(bottlectl_t *ctl, redisReply **out, int argc,
 /* the store lost mid-command: the line and BOTTLECTL_UNREACHABLE */
 int bottlectl_lost(bottlectl_t *ctl);
 
+/* "cannot reach the store URL: why", disconnected, BOTTLECTL_UNREACHABLE */
+int bottlectl_unreachable(bottlectl_t *ctl, const char *why);
+
 
 /* ctl_policy.c */
 
@@ -134,12 +138,6 @@ int bottlectl_check(bottlectl_t *ctl, int argc, char **argv);
 /* ms since the epoch */
 int64_t bottlectl_now(void);
 
-/*
- * An audit event of bottlectl's: its id, time and gateway ("<host
- * name>:<pid>") set, the producer "bottlectl" unless set; the JSON
- * malloc()ed, or NULL after a line on stderr.
- */
-char *bottlectl_event_json(bottle_audit_event_t *e, size_t *len);
 
 /* who answers: $BOTTLE_OPERATOR, else $USER@<host name> */
 const char *bottlectl_operator(void);
@@ -155,23 +153,22 @@ int bottlectl_deny(bottlectl_t *ctl, int argc, char **argv);
 int bottlectl_modify(bottlectl_t *ctl, int argc, char **argv);
 
 /*
- * The change an approval of an egress proposal would make to the bottle's
- * stored policy, checked by the gateway's parser.
+ * The change an approval would make to the bottle's stored policy,
+ * checked by the gateway's parser (bottle_decision.h).
  */
-typedef struct {
-    int                 changed;    /* 0: the policy stays as it is */
-    char               *version;    /* the version it was computed from */
-    char               *digest;     /* the bottle's token_sha256 */
-    char               *json;       /* the new stored JSON */
-    char               *diff;       /* unified diff of the pretty JSON */
-    size_t              diff_len;
-} bottlectl_change_t;
+typedef bottle_decision_change_t  bottlectl_change_t;
 
 /* 0, or an exit status after a line; bottlectl_change_free() either way */
 int bottlectl_change(bottlectl_t *ctl, const char *bottle,
     bottle_proposal_kind_e kind, const json_t *route,
     bottlectl_change_t *chg);
 void bottlectl_change_free(bottlectl_change_t *chg);
+
+
+/* ctl_forge.c: forge connect|rm, forges */
+
+int bottlectl_forge(bottlectl_t *ctl, int argc, char **argv);
+int bottlectl_forges(bottlectl_t *ctl, int argc, char **argv);
 
 
 /* ctl_explain.c */

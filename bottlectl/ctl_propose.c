@@ -38,7 +38,8 @@ static int bottlectl_list_follow(bottlectl_t *ctl, bottlectl_list_t *l,
 static int bottlectl_list_print(bottlectl_t *ctl, bottlectl_list_t *l,
     const char *id, const redisReply *r, json_t *rows);
 static int bottlectl_subscribe(bottlectl_t *ctl, redisContext **out);
-static int bottlectl_propose_reply(redisReply *r, const char *bottle);
+static int bottlectl_propose_reply(bottlectl_t *ctl, int rc,
+    const bottle_proposal_queued_t *q, const char *err, const char *bottle);
 static void bottlectl_age(char *buf, size_t size, long long created);
 
 
@@ -48,30 +49,28 @@ static unsigned long long  bottlectl_event_counter;
 int
 bottlectl_propose(bottlectl_t *ctl, int argc, char **argv)
 {
-    int                   rc, k, i;
-    char                  id[BOTTLE_PROPOSAL_ID_LEN], err[512], summary[256];
-    char                 *text, *event, *ev_text;
-    size_t                len;
-    int64_t               ms;
-    json_t               *args, *p;
-    redisReply           *r;
-    const char           *why, *producer, *pos[3], *av[10];
-    json_error_t          jerr;
-    bottle_audit_event_t  e;
+    int                        rc, k, i;
+    char                       err[512], host[128], gw[160];
+    json_t                    *args;
+    const char                *why, *pos[3];
+    json_error_t               jerr;
+    bottle_proposal_origin_t   o;
+    bottle_proposal_queued_t   q;
 
     static const char  usage[] = "propose BOTTLE KIND ARGS-JSON "
                                  "[--justification TEXT] [--producer NAME]";
 
     why = "";
-    producer = "bottlectl";
     k = 0;
+    memset(&o, 0, sizeof(o));
+    o.producer = "bottlectl";
 
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--justification") == 0 && i + 1 < argc) {
             why = argv[++i];
 
         } else if (strcmp(argv[i], "--producer") == 0 && i + 1 < argc) {
-            producer = argv[++i];
+            o.producer = argv[++i];
 
         } else if (k < 3 && (argv[i][0] != '-' || argv[i][1] == '\0')) {
             pos[k++] = argv[i];
@@ -99,121 +98,70 @@ bottlectl_propose(bottlectl_t *ctl, int argc, char **argv)
         return BOTTLECTL_REFUSED;
     }
 
-    ms = bottlectl_now();
-    p = NULL;
-    text = NULL;
-    event = NULL;
-
-    if (bottle_proposal_id(id, ms) != 0) {
-        bottlectl_error("cannot make a proposal id");
-        rc = BOTTLECTL_REFUSED;
-        goto cleanup;
+    rc = bottlectl_connect(ctl);
+    if (rc != BOTTLECTL_OK) {
+        json_decref(args);
+        return rc;
     }
 
-    p = bottle_proposal_build(id, pos[0], (bottle_proposal_kind_e) k, args,
-                              why, ms, producer, err, sizeof(err));
-    if (p == NULL) {
-        bottlectl_error("invalid proposal: %s", err);
-        rc = BOTTLECTL_REFUSED;
-        goto cleanup;
+    if (gethostname(host, sizeof(host)) != 0) {
+        strcpy(host, "bottlectl");
     }
 
-    text = json_dumps(p, JSON_COMPACT | JSON_SORT_KEYS);
-    bottle_proposal_summary(summary, sizeof(summary), p);
+    host[sizeof(host) - 1] = '\0';
+    snprintf(gw, sizeof(gw), "%s:%ld", host, (long) getpid());
 
-    memset(&e, 0, sizeof(e));
-    e.type = BOTTLE_AUDIT_PROPOSED;
-    e.producer = producer;
-    e.bottle.data = pos[0];
-    e.bottle.len = strlen(pos[0]);
-    e.host.data = json_string_value(json_object_get(args, "host"));
-    e.host.len = e.host.data ? strlen(e.host.data) : 0;
-    e.correlation_id.data = id;
-    e.correlation_id.len = strlen(id);
-    e.kind.data = pos[1];
-    e.kind.len = strlen(pos[1]);
-    e.summary.data = summary;
-    e.summary.len = strlen(summary);
-    e.justification.data = why;
-    e.justification.len = strlen(why);
+    o.gateway = gw;
+    o.seq = ++bottlectl_event_counter;
+    o.stream_max = strtoull(BOTTLECTL_AUDIT_MAXLEN, NULL, 10);
+    q.id[0] = '\0';
 
-    event = bottlectl_event_json(&e, &len);
-
-    if (text == NULL || event == NULL) {
-        bottlectl_error("out of memory");
-        rc = BOTTLECTL_REFUSED;
-        goto cleanup;
-    }
-
-    if (strlen(text) > BOTTLE_PROPOSAL_JSON_MAX) {
-        bottlectl_error("invalid proposal: larger than %d bytes",
-                        BOTTLE_PROPOSAL_JSON_MAX);
-        rc = BOTTLECTL_REFUSED;
-        goto cleanup;
-    }
-
-    snprintf(err, sizeof(err), "%lld", (long long) ms);
-    ev_text = event;
-
-    av[0] = "EVAL";
-    av[1] = bottle_proposal_propose_script;
-    av[2] = "0";
-    av[3] = id;
-    av[4] = pos[0];
-    av[5] = pos[1];
-    av[6] = err;
-    av[7] = text;
-    av[8] = BOTTLECTL_AUDIT_MAXLEN;
-    av[9] = ev_text;
-
-    rc = bottlectl_command(ctl, &r, 10, av, NULL);
-    if (rc == BOTTLECTL_OK) {
-        rc = bottlectl_propose_reply(r, pos[0]);
-        freeReplyObject(r);
-    }
-
-cleanup:
-
-    free(event);
-    free(text);
-    json_decref(p);
+    rc = bottle_proposal_propose(&q, ctl->redis, pos[0],
+                                 (bottle_proposal_kind_e) k, args, why, &o,
+                                 err, sizeof(err));
     json_decref(args);
 
-    return rc;
+    return bottlectl_propose_reply(ctl, rc, &q, err, pos[0]);
 }
 
 
 static int
-bottlectl_propose_reply(redisReply *r, const char *bottle)
+bottlectl_propose_reply(bottlectl_t *ctl, int rc,
+    const bottle_proposal_queued_t *q, const char *err, const char *bottle)
 {
-    if (r->type == REDIS_REPLY_ERROR) {
-        if (strncmp(r->str, "NOBOTTLE ", 9) == 0) {
-            bottlectl_error("%s", r->str + 9);
+    switch (rc) {
 
-        } else if (strncmp(r->str, "JOURNAL ", 8) == 0) {
-            bottlectl_error("cannot journal the proposal, and bottle \"%s\" "
-                            "requires it (audit.delivery \"required\"): %s; "
-                            "nothing queued", bottle, r->str + 8);
+    case 0:
+        break;
 
-        } else {
-            bottlectl_error("cannot queue the proposal: %s", r->str);
-        }
+    case BOTTLE_PROPOSAL_EINVALID:
+        bottlectl_error("invalid proposal: %s", err);
+        return BOTTLECTL_REFUSED;
 
+    case BOTTLE_PROPOSAL_ENOBOTTLE:
+        bottlectl_error("%s", err);
+        return BOTTLECTL_REFUSED;
+
+    case BOTTLE_PROPOSAL_EJOURNAL:
+        bottlectl_error("cannot journal the proposal, and bottle \"%s\" "
+                        "requires it (audit.delivery \"required\"): %s; "
+                        "nothing queued", bottle, err);
+        return BOTTLECTL_REFUSED;
+
+    case BOTTLE_PROPOSAL_ELOST:
+        return bottlectl_unreachable(ctl, err);
+
+    default:
+        bottlectl_error("cannot queue the proposal: %s", err);
         return BOTTLECTL_REFUSED;
     }
 
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
-        bottlectl_error("unexpected reply from the store to the propose "
-                        "script");
-        return BOTTLECTL_REFUSED;
-    }
-
-    if (bottlectl_str(r, 1)[0]) {
+    if (q->journal_err[0]) {
         bottlectl_error("warning: decision.proposed is not in the audit "
-                        "journal: %s", bottlectl_str(r, 1));
+                        "journal: %s", q->journal_err);
     }
 
-    printf("%s\n", bottlectl_str(r, 0));
+    printf("%s\n", q->id);
 
     return BOTTLECTL_OK;
 }
@@ -688,46 +636,41 @@ int
 bottlectl_check(bottlectl_t *ctl, int argc, char **argv)
 {
     int          rc;
-    char        *text;
+    char        *text, err[512];
     json_t      *o;
-    redisReply  *r;
-    const char  *av[5];
 
     if (argc != 3) {
         return bottlectl_usage("check BOTTLE ID");
     }
 
-    av[0] = "EVAL";
-    av[1] = bottle_proposal_check_script;
-    av[2] = "0";
-    av[3] = argv[1];
-    av[4] = argv[2];
-
-    rc = bottlectl_command(ctl, &r, 5, av, NULL);
+    rc = bottlectl_connect(ctl);
     if (rc != BOTTLECTL_OK) {
         return rc;
     }
 
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 3) {
+    rc = bottle_proposal_check(&o, ctl->redis, argv[1], argv[2], err,
+                               sizeof(err));
+    if (rc == BOTTLE_PROPOSAL_ELOST) {
+        return bottlectl_unreachable(ctl, err);
+    }
+
+    if (rc == BOTTLE_PROPOSAL_ENONE) {
         bottlectl_error("no proposal \"%s\" of bottle \"%s\"", argv[2],
                         argv[1]);
-        freeReplyObject(r);
         return BOTTLECTL_REFUSED;
     }
 
-    o = json_pack("{s:s, s:o, s:o}", "state", bottlectl_str(r, 0),
-                  "proposal", json_loads(bottlectl_str(r, 1), 0, NULL),
-                  "decision", bottlectl_str(r, 2)[0]
-                              ? json_loads(bottlectl_str(r, 2), 0, NULL)
-                              : json_null());
-    freeReplyObject(r);
+    if (rc != 0) {
+        bottlectl_error("%s", err);
+        return BOTTLECTL_REFUSED;
+    }
 
-    text = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER
-                                   | JSON_ENSURE_ASCII) : NULL;
+    text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER
+                             | JSON_ENSURE_ASCII);
     json_decref(o);
 
     if (text == NULL) {
-        bottlectl_error("the stored proposal is invalid");
+        bottlectl_error("out of memory");
         return BOTTLECTL_REFUSED;
     }
 
@@ -746,38 +689,6 @@ bottlectl_now(void)
     gettimeofday(&tv, NULL);
 
     return (int64_t) tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
-
-
-char *
-bottlectl_event_json(bottle_audit_event_t *e, size_t *len)
-{
-    char   host[128], gw[160], id[256], *s;
-
-    if (gethostname(host, sizeof(host)) != 0) {
-        strcpy(host, "bottlectl");
-    }
-
-    host[sizeof(host) - 1] = '\0';
-    snprintf(gw, sizeof(gw), "%s:%ld", host, (long) getpid());
-
-    e->time_ms = bottlectl_now();
-    e->gateway.data = gw;
-    e->gateway.len = strlen(gw);
-    e->id.data = id;
-    e->id.len = bottle_audit_id(id, sizeof(id), gw, strlen(gw), e->time_ms,
-                                ++bottlectl_event_counter);
-
-    if (e->producer == NULL) {
-        e->producer = "bottlectl";
-    }
-
-    s = bottle_audit_json(e, len);
-    if (s == NULL) {
-        bottlectl_error("cannot build the audit event");
-    }
-
-    return s;
 }
 
 

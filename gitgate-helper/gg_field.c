@@ -9,13 +9,57 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/sha.h>
+
 #include "gg_scan_int.h"
+
+
+static size_t gg_line_of(const gg_field_t *fd, uint64_t off);
+static int gg_marked(const gg_field_t *fd, uint64_t start, uint64_t end);
+
+
+/*
+ * A marked finding: what its gitleaks-allow proposal says of it, the
+ * value only as its digest (the value itself never leaves the scanner)
+ */
+static int
+gg_allow_info(gg_ctx_t *c, gg_finding_t *f, const gg_field_t *fd,
+    uint64_t start, uint64_t end)
+{
+    size_t         i;
+    unsigned char  md[SHA256_DIGEST_LENGTH];
+
+    start = start < fd->len ? start : fd->len;
+    end = end < fd->len ? end : fd->len;
+    end = end > start ? end : start;
+
+    SHA256((const unsigned char *) fd->data + start, (size_t) (end - start),
+           md);
+
+    memcpy(f->digest, "sha256:", 7);
+    for (i = 0; i < SHA256_DIGEST_LENGTH; i++) {
+        snprintf(f->digest + 7 + 2 * i, 3, "%02x", md[i]);
+    }
+
+    snprintf(f->commit, sizeof(f->commit), "%s", c->obj);
+    f->line = gg_line_of(fd, start);
+
+    if (fd->name) {
+        f->file = strdup(fd->name);
+        if (f->file == NULL) {
+            return -1;
+        }
+    }
+
+    return 0;
+}
 
 
 /* findings */
 
 static int
-gg_add_finding(gg_ctx_t *c, int outcome, const char *rule, const char *where)
+gg_add_finding(gg_ctx_t *c, const gg_field_t *fd, uint64_t start,
+    uint64_t end, int outcome, const char *rule, const char *where)
 {
     gg_report_t   *r;
     gg_finding_t  *f;
@@ -38,12 +82,18 @@ gg_add_finding(gg_ctx_t *c, int outcome, const char *rule, const char *where)
     }
 
     f = &r->f[r->n];
+    memset(f, 0, sizeof(*f));
     f->outcome = outcome;
     f->rule = strdup(rule);
     f->where = strdup(where);
-    if (f->rule == NULL || f->where == NULL) {
+    if (f->rule == NULL || f->where == NULL
+        || (outcome == GG_NEEDS_ALLOW
+            && gg_allow_info(c, f, fd, start, end) != 0))
+    {
         free(f->rule);
         free(f->where);
+        free(f->file);
+        memset(f, 0, sizeof(*f));
         return -1;
     }
     r->n++;
@@ -160,6 +210,63 @@ gg_where(gg_ctx_t *c, const gg_field_t *fd, uint64_t start, char *buf,
 }
 
 
+/* a generic assignment in a file's added lines: a finding */
+
+typedef struct {
+    gg_ctx_t            *c;
+    const gg_field_t    *fd;
+    int                  error;
+} gg_generic_t;
+
+
+static int
+gg_generic_found(void *arg, size_t start, size_t end)
+{
+    char           where[GG_MAX_REFNAME + 256];
+    gg_generic_t  *g = arg;
+
+    gg_where(g->c, g->fd, start, where, sizeof(where));
+
+    if (gg_add_finding(g->c, g->fd, start, end,
+                       gg_marked(g->fd, start, end) ? GG_NEEDS_ALLOW
+                                                    : GG_REFUSE,
+                       BOTTLE_GENERIC_RULE, where)
+        != 0)
+    {
+        g->error = 1;
+        return 1;
+    }
+
+    return 0;
+}
+
+
+static int
+gg_generic(gg_ctx_t *c, const gg_field_t *fd)
+{
+    int           n;
+    gg_generic_t  g;
+
+    g.c = c;
+    g.fd = fd;
+    g.error = 0;
+
+    n = bottle_generic_scan(c->gen, fd->data, fd->len, gg_generic_found, &g);
+
+    if (g.error) {
+        snprintf(c->err, c->errlen, "out of memory");
+        return -1;
+    }
+
+    if (n < 0) {
+        snprintf(c->err, c->errlen, "the generic assignment scan failed");
+        return -1;
+    }
+
+    return n;
+}
+
+
 /*
  * Scans one field and records its findings.  Returns how many matches it
  * had, or -1 when the scanner failed (the push is refused).
@@ -167,7 +274,7 @@ gg_where(gg_ctx_t *c, const gg_field_t *fd, uint64_t start, char *buf,
 int
 gg_field(gg_ctx_t *c, gg_field_t *fd)
 {
-    int                         id, found;
+    int                         id, found, generic;
     char                        where[GG_MAX_REFNAME + 256];
     size_t                      i, n;
     const bottle_scan_match_t  *m;
@@ -189,9 +296,10 @@ gg_field(gg_ctx_t *c, gg_field_t *fd)
         }
         found++;
         gg_where(c, fd, m[i].start, where, sizeof(where));
-        if (gg_add_finding(c, m[i].detector == BOTTLE_DETECT_TOKEN_PATTERNS
-                              && gg_marked(fd, m[i].start, m[i].end)
-                              ? GG_NEEDS_ALLOW : GG_REFUSE,
+        if (gg_add_finding(c, fd, m[i].start, m[i].end,
+                           m[i].detector == BOTTLE_DETECT_TOKEN_PATTERNS
+                           && gg_marked(fd, m[i].start, m[i].end)
+                           ? GG_NEEDS_ALLOW : GG_REFUSE,
                            m[i].rule, where)
             != 0)
         {
@@ -200,9 +308,25 @@ gg_field(gg_ctx_t *c, gg_field_t *fd)
         }
     }
 
+    /*
+     * source code: generic assignments ("api_key = ..."), once no token
+     * shape was found there (one finding says enough)
+     */
+
+    if (found == 0 && fd->kind == GG_F_FILE && c->gen != NULL) {
+        generic = gg_generic(c, fd);
+        if (generic < 0) {
+            return -1;
+        }
+        found += generic;
+    }
+
     if (bottle_scan_overflow(c->s)) {
         snprintf(where, sizeof(where), "%s %s", c->obj_kind, c->obj);
-        if (gg_add_finding(c, GG_REFUSE, "too_many_findings", where) != 0) {
+        if (gg_add_finding(c, fd, 0, 0, GG_REFUSE, "too_many_findings",
+                           where)
+            != 0)
+        {
             snprintf(c->err, c->errlen, "out of memory");
             return -1;
         }
@@ -329,6 +453,7 @@ gg_report_free(gg_report_t *r)
     for (i = 0; i < r->n; i++) {
         free(r->f[i].rule);
         free(r->f[i].where);
+        free(r->f[i].file);
     }
     free(r->f);
     memset(r, 0, sizeof(*r));

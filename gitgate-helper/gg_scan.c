@@ -551,6 +551,10 @@ gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
         goto cleanup;
     }
 
+    if (bottle_generic_create(&c.gen, err, errlen) != 0) {
+        goto cleanup;
+    }
+
     /* the ref names */
     for (i = 0; i < updates->n; i++) {
         u = &updates->u[i];
@@ -611,6 +615,7 @@ cleanup:
     if (c.s) {
         bottle_scan_release(c.s);
     }
+    bottle_generic_free(c.gen);
     git_revwalk_free(walk);
     git_repository_free(c.repo);
     git_libgit2_shutdown();

@@ -32,8 +32,11 @@
 /* a finding refuses the push */
 #define GG_REFUSE           1
 /* a token shape on a line marked "gitleaks:allow": refused until the
- * operator approves a gitleaks-allow proposal (supervise is not wired) */
+ * operator approves a gitleaks-allow proposal (gg_allow.c) */
 #define GG_NEEDS_ALLOW      2
+
+/* "sha256:" and 64 hex digits of the matched value, and a NUL */
+#define GG_DIGEST_LEN       (7 + 64 + 1)
 
 /* findings kept for the report; the rest are only counted */
 #define GG_MAX_FINDINGS     32
@@ -49,6 +52,13 @@ typedef struct {
                                        "held_secret:NAME", ... */
     char               *where;      /* "commit 1a2b3c4d5e6f file a.txt
                                        line 3", "ref update 2", ... */
+
+    /* GG_NEEDS_ALLOW's, for its gitleaks-allow proposal: never the value */
+    char                digest[GG_DIGEST_LEN];  /* of the matched value */
+    char               *file;       /* its path; NULL if withheld */
+    char                commit[GG_OID_HEXSZ + 1];   /* short sha */
+    size_t              line;       /* in the new file */
+    int                 allowed;    /* the operator allowed it already */
 } gg_finding_t;
 
 

@@ -9,6 +9,7 @@
 #include <git2.h>
 
 #include "gg_scan.h"
+#include "bottle_generic.h"
 
 
 #define GG_SHORT            12      /* hex digits of a sha in a "where" */
@@ -61,6 +62,7 @@ typedef struct {
 typedef struct {
     git_repository     *repo;
     bottle_scan_t      *s;
+    bottle_generic_t   *gen;        /* generic assignments, in files */
     gg_report_t        *r;
     int                 field;      /* id of the next field */
     char                obj[GG_OID_HEXSZ + 1];  /* short sha or tag name */

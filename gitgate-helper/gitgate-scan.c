@@ -20,10 +20,7 @@
 #include "bottle_scan.h"
 #include "gg_scan.h"
 #include "gg_update.h"
-
-
-/* what stdin may hold: every ref of GG_MAX_UPDATES at the longest */
-#define GG_MAX_INPUT  (64 * 1024 * 1024)
+#include "gg_hook.h"
 
 
 static void
@@ -43,83 +40,6 @@ refuse_internal(const char *why)
             "  why: %s\n"
             "  the push could not be checked, so it does not go on; "
             "try again, or ask the operator\n", why);
-}
-
-
-static int
-read_input(char **out, size_t *outlen, char *err, size_t errlen)
-{
-    char    *buf, *p;
-    size_t   len, cap, n;
-
-    cap = 65536;
-    len = 0;
-    buf = malloc(cap);
-    if (buf == NULL) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-
-    while ((n = fread(buf + len, 1, cap - len, stdin)) > 0) {
-        len += n;
-        if (len == cap) {
-            if (cap >= GG_MAX_INPUT) {
-                snprintf(err, errlen, "ref updates longer than %d bytes",
-                         GG_MAX_INPUT);
-                free(buf);
-                return -1;
-            }
-            p = realloc(buf, cap * 2);
-            if (p == NULL) {
-                snprintf(err, errlen, "out of memory");
-                free(buf);
-                return -1;
-            }
-            buf = p;
-            cap *= 2;
-        }
-    }
-
-    if (ferror(stdin)) {
-        snprintf(err, errlen, "cannot read the ref updates");
-        free(buf);
-        return -1;
-    }
-
-    *out = buf;
-    *outlen = len;
-    return 0;
-}
-
-
-static void
-report(const gg_report_t *r)
-{
-    size_t               i;
-    const gg_finding_t  *f;
-
-    for (i = 0; i < r->n; i++) {
-        f = &r->f[i];
-        if (f->outcome == GG_NEEDS_ALLOW) {
-            fprintf(stderr, "git-gate refused this push (rule: %s): "
-                    "needs gitleaks-allow approval\n"
-                    "  where: %s\n"
-                    "  the line is marked gitleaks:allow; only the operator "
-                    "can allow it, and that approval is not wired yet\n",
-                    f->rule, f->where);
-        } else {
-            fprintf(stderr, "git-gate refused this push (rule: %s)\n"
-                    "  where: %s\n", f->rule, f->where);
-        }
-    }
-
-    if (r->more) {
-        fprintf(stderr, "git-gate: %zu more findings not listed\n", r->more);
-    }
-
-    fprintf(stderr, "git-gate: remove the secret from the commits that "
-            "carry it (git commit --amend, git rebase -i), then push "
-            "again\n");
 }
 
 
@@ -192,7 +112,7 @@ main(int argc, char **argv)
 
     if (bottle_scan_db_create(&db, err, sizeof(err)) != 0
         || bottle_scan_secrets_for_git(&sec, db, b, err, sizeof(err)) != 0
-        || read_input(&input, &len, err, sizeof(err)) != 0
+        || gg_read_input(&input, &len, err, sizeof(err)) != 0
         || gg_updates_parse(&u, input, len, err, sizeof(err)) != 0
         || gg_scan_push(&r, repo, quarantine, &u, sec, err, sizeof(err)) != 0)
     {
@@ -201,7 +121,7 @@ main(int argc, char **argv)
     }
 
     if (r.n || r.more) {
-        report(&r);
+        gg_report_print(&r);
         goto cleanup;
     }
 

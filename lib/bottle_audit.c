@@ -26,6 +26,7 @@ static int bottle_audit_set_time(json_t *o, const char *key, int64_t ms);
 static int bottle_audit_fields(json_t *o, const bottle_audit_event_t *e);
 static int bottle_audit_decision(json_t *o, const bottle_audit_event_t *e);
 static int bottle_audit_set_diff(json_t *o, const bottle_audit_str_t *s);
+static int bottle_audit_git_push(json_t *o, const bottle_audit_event_t *e);
 
 
 static const char *const  bottle_audit_types[BOTTLE_AUDIT_NTYPES] = {
@@ -35,7 +36,8 @@ static const char *const  bottle_audit_types[BOTTLE_AUDIT_NTYPES] = {
     "audit.truncation_detected",
     "decision.proposed",
     "decision.resolved",
-    "decision.late"
+    "decision.late",
+    "git.push"
 };
 
 
@@ -152,9 +154,44 @@ bottle_audit_fields(json_t *o, const bottle_audit_event_t *e)
     case BOTTLE_AUDIT_LATE:
         return bottle_audit_decision(o, e);
 
+    case BOTTLE_AUDIT_GIT_PUSH:
+        return bottle_audit_git_push(o, e);
+
     default:
         return -1;
     }
+}
+
+
+static int
+bottle_audit_git_push(json_t *o, const bottle_audit_event_t *e)
+{
+    size_t   i;
+    json_t  *refs, *ref;
+
+    if (bottle_audit_set_str(o, "repo", &e->repo, 1) != 0) {
+        return -1;
+    }
+
+    refs = json_array();
+    if (refs == NULL || json_object_set_new(o, "refs", refs) != 0) {
+        return -1;
+    }
+
+    for (i = 0; i < e->nrefs; i++) {
+        ref = json_object();
+        if (ref == NULL || json_array_append_new(refs, ref) != 0
+            || bottle_audit_set_str(ref, "ref", &e->refs[i].name, 1) != 0
+            || bottle_audit_set_str(ref, "old", &e->refs[i].old_id, 1) != 0
+            || bottle_audit_set_str(ref, "new", &e->refs[i].new_id, 1) != 0)
+        {
+            return -1;
+        }
+    }
+
+    return bottle_audit_set_str(o, "verdict", &e->verdict, 1)
+           || bottle_audit_set_str(o, "rule", &e->rule, 1)
+           || bottle_audit_set_str(o, "reason", &e->reason, 1);
 }
 
 
@@ -187,6 +224,11 @@ bottle_audit_decision(json_t *o, const bottle_audit_event_t *e)
                                        &e->lost_to_action, 1)
                || bottle_audit_set_str(o, "lost_to_operator",
                                        &e->lost_to_operator, 1);
+    }
+
+    /* an expired proposal's (no operator answered it): why */
+    if (bottle_audit_set_str(o, "reason", &e->reason, 0) != 0) {
+        return -1;
     }
 
     return bottle_audit_set_diff(o, &e->diff);

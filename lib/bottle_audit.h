@@ -36,6 +36,7 @@ typedef enum {
     BOTTLE_AUDIT_PROPOSED,              /* decision.proposed */
     BOTTLE_AUDIT_RESOLVED,              /* decision.resolved */
     BOTTLE_AUDIT_LATE,                  /* decision.late */
+    BOTTLE_AUDIT_GIT_PUSH,              /* git.push */
     BOTTLE_AUDIT_NTYPES
 } bottle_audit_type_e;
 
@@ -45,6 +46,15 @@ typedef struct {
     const char          *data;
     size_t               len;
 } bottle_audit_str_t;
+
+
+/* one ref a push updates (git.push): name, old and new object ids in hex
+ * (all zeros: created, deleted) */
+typedef struct {
+    bottle_audit_str_t   name;
+    bottle_audit_str_t   old_id;
+    bottle_audit_str_t   new_id;
+} bottle_audit_ref_t;
 
 
 typedef struct {
@@ -87,7 +97,9 @@ typedef struct {
      * Resolved and late: kind, operator, operator_action (approve, deny,
      * modify), operator_notes, decision (this answer's id).  Late:
      * lost_to, lost_to_action, lost_to_operator (the answer that stands).
-     * Resolved: diff, the whole policy change as a unified diff, absent
+     * Resolved: reason, present only when the proposal expired (operator
+ * "egress", operator_action "expired": its request is gone); diff, the
+ * whole policy change as a unified diff, absent
      * when none; the builder cuts it at BOTTLE_DIFF_MAX and adds
      * diff_truncated and diff_digest.
      */
@@ -102,6 +114,19 @@ typedef struct {
     bottle_audit_str_t   lost_to_action;
     bottle_audit_str_t   lost_to_operator;
     bottle_audit_str_t   diff;
+
+    /*
+     * git.push (producer "git-gate"): repo ("<forge>/<owner>/<repo>"),
+     * refs (old -> new), verdict ("accepted", "refused", or "forwarding":
+     * written before the forge is contacted for a bottle whose delivery
+     * is required), rule and reason of a refusal (rule as the pusher saw
+     * it).  A ref name is absent when the push was refused over a ref
+     * name (it may be the secret).
+     */
+    bottle_audit_str_t   repo;
+    const bottle_audit_ref_t  *refs;
+    size_t               nrefs;
+    bottle_audit_str_t   verdict;
 } bottle_audit_event_t;
 
 

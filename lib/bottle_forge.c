@@ -15,6 +15,13 @@ static int bottle_forge_name(char *out, const char *s, size_t len);
 static int bottle_repo_segment(char *out, const char *s, size_t len);
 
 
+int
+bottle_forge_name_parse(char *out, const char *s, size_t len)
+{
+    return bottle_forge_name(out, s, len);
+}
+
+
 /* public hosts known to run another kind of forge */
 static const struct {
     const char  *host;

@@ -50,6 +50,12 @@ typedef struct {
 int bottle_repo_parse(bottle_repo_t *out, const char *s, size_t len,
     int with_mode, char *err, size_t errlen);
 
+/*
+ * A forge's name alone, as in a grant: out (BOTTLE_FORGE_NAME_MAX + 1
+ * bytes) gets it lowercase.  0, or -1 if it is not one.
+ */
+int bottle_forge_name_parse(char *out, const char *s, size_t len);
+
 /* 1 if a and b name the same repo (forge and owner case-insensitively,
  * as the forges compare them; repo too) */
 int bottle_repo_same(const bottle_repo_t *a, const bottle_repo_t *b);

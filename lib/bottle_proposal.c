@@ -15,6 +15,7 @@
 #include <openssl/rand.h>
 
 #include "bottle_audit.h"
+#include "bottle_forge.h"
 #include "bottle_proposal.h"
 #include "bottle_util.h"
 
@@ -30,6 +31,8 @@ static int bottle_proposal_in(const char *const *list, const char *key);
 static int bottle_proposal_same_host(const char *a, const char *b);
 static const char *bottle_proposal_host(const json_t *route);
 static void bottle_proposal_cat(char *buf, size_t size, const char *s);
+static json_t *bottle_proposal_apply_repo(const json_t *bottle,
+    const json_t *grant, int *changed, char *err, size_t errlen);
 
 
 static const bottle_proposal_args_t  bottle_proposal_kinds[] = {
@@ -104,7 +107,8 @@ int
 bottle_proposal_changes_policy(bottle_proposal_kind_e kind)
 {
     return kind == BOTTLE_PROPOSAL_EGRESS_ALLOW
-           || kind == BOTTLE_PROPOSAL_EGRESS_BLOCK;
+           || kind == BOTTLE_PROPOSAL_EGRESS_BLOCK
+           || kind == BOTTLE_PROPOSAL_ADD_REPO;
 }
 
 
@@ -409,7 +413,9 @@ bottle_decision_build(const char *id, const char *proposal,
     json_t      *o;
     const char  *state;
 
-    state = bottle_decision_state(action);
+    /* not an operator's action: bottle_decision_state() refuses it */
+    state = strcmp(action, "expired") == 0 ? "expired"
+                                           : bottle_decision_state(action);
 
     if (state == NULL || bottle_audit_time(time, sizeof(time), ms) != 0) {
         return NULL;
@@ -446,6 +452,11 @@ bottle_proposal_apply(const json_t *bottle, bottle_proposal_kind_e kind,
         bottle_errf(err, errlen, "%s changes no policy",
                              bottle_proposal_kind_name(kind));
         return NULL;
+    }
+
+    if (kind == BOTTLE_PROPOSAL_ADD_REPO) {
+        return bottle_proposal_apply_repo(bottle, route, changed, err,
+                                          errlen);
     }
 
     host = bottle_proposal_host(route);
@@ -508,6 +519,110 @@ bottle_proposal_apply(const json_t *bottle, bottle_proposal_kind_e kind,
 
     if (!placed && json_array_append_new(routes, json_deep_copy(route)) != 0)
     {
+        goto nomem;
+    }
+
+    *changed = !json_equal(out, (json_t *) bottle);
+
+    return out;
+
+nomem:
+
+    json_decref(out);
+    bottle_errf(err, errlen, "out of memory");
+
+    return NULL;
+}
+
+
+/*
+ * add-repo: grant {"repo": "<forge>/<owner>/<repo>[:write]"} and maybe
+ * "write": true (the proposal's own args) in `repos`, canonical, in place
+ * of an earlier grant of the same repo
+ */
+
+static json_t *
+bottle_proposal_apply_repo(const json_t *bottle, const json_t *grant,
+    int *changed, char *err, size_t errlen)
+{
+    char           text[BOTTLE_FORGE_NAME_MAX + 2 * BOTTLE_REPO_SEGMENT_MAX
+                        + 16], e[256];
+    size_t         i;
+    json_t        *out, *repos, *item;
+    const char    *s;
+    bottle_repo_t  want, have;
+    int            placed;
+
+    s = json_string_value(json_object_get(grant, "repo"));
+
+    if (!json_is_object(grant) || s == NULL) {
+        bottle_errf(err, errlen, "the grant is not an object with a "
+                    "\"repo\"");
+        return NULL;
+    }
+
+    if (bottle_repo_parse(&want, s, strlen(s), 1, e, sizeof(e)) != 0) {
+        bottle_errf(err, errlen, "repo: %s", e);
+        return NULL;
+    }
+
+    want.write |= json_is_true(json_object_get(grant, "write"));
+
+    if (!json_is_object(bottle)) {
+        bottle_errf(err, errlen, "the bottle is not an object");
+        return NULL;
+    }
+
+    snprintf(text, sizeof(text), "%s/%s/%s%s", want.forge, want.owner,
+             want.repo, want.write ? ":write" : "");
+
+    out = json_deep_copy(bottle);                           /* new */
+    if (out == NULL) {
+        goto nomem;
+    }
+
+    repos = json_object_get(out, "repos");                  /* borrowed */
+
+    if (repos == NULL) {
+        repos = json_array();
+        if (json_object_set_new(out, "repos", repos) != 0) {
+            goto nomem;
+        }
+    }
+
+    if (!json_is_array(repos)) {
+        json_decref(out);
+        bottle_errf(err, errlen, "repos: not an array");
+        return NULL;
+    }
+
+    placed = 0;
+
+    for (i = 0; i < json_array_size(repos); /* void */ ) {
+        item = json_array_get(repos, i);
+        s = json_string_value(item);
+
+        if (s == NULL
+            || bottle_repo_parse(&have, s, strlen(s), 1, e, sizeof(e)) != 0
+            || !bottle_repo_same(&have, &want))
+        {
+            i++;
+            continue;
+        }
+
+        if (!placed) {
+            if (json_array_set_new(repos, i, json_string(text)) != 0) {
+                goto nomem;
+            }
+            placed = 1;
+            i++;
+            continue;
+        }
+
+        json_array_remove(repos, i);
+    }
+
+    if (!placed && json_array_append_new(repos, json_string(text)) != 0) {
         goto nomem;
     }
 

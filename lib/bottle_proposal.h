@@ -7,8 +7,9 @@
  *
  * The keys, the scripts (EVAL, no KEYS), and the JSON of a proposal and
  * of a decision, built and checked with jansson; applying an approved
- * egress change to a bottle's stored object.  No hiredis and no nginx
- * here: callers bring their own connection.
+ * egress change to a bottle's stored object.  No nginx here; the last
+ * section (bottle_proposal_client.c) runs the scripts over a synchronous
+ * hiredis connection the caller brings (bottlectl, supervise-helper).
  */
 
 #ifndef BOTTLE_PROPOSAL_H
@@ -28,6 +29,8 @@
 #define BOTTLE_PROPOSALS_CHANNEL   "bottle:proposals"   /* "<id> <bottle>
                                                            <kind>" */
 #define BOTTLE_DECISIONS_CHANNEL   "bottle:decisions"   /* "<id> <state>" */
+/* + bottle: set of "<repo> <rule> <digest>", approved gitleaks-allows */
+#define BOTTLE_GITLEAKS_ALLOWED    "bottle:gitleaks-allowed:"
 
 /* the fields of a proposal's hash */
 #define BOTTLE_PROPOSAL_F_JSON      "json"
@@ -41,6 +44,9 @@
 
 /* "<ms>-<8 hex digits>" and a NUL */
 #define BOTTLE_PROPOSAL_ID_LEN      32
+
+/* "pending", "approved", "denied", "modified", "expired", and a NUL */
+#define BOTTLE_PROPOSAL_STATE_LEN   16
 
 /* a proposal's JSON at most (an egress-allow's route may be long) */
 #define BOTTLE_PROPOSAL_JSON_MAX    (1024 * 1024)
@@ -77,7 +83,10 @@ int bottle_proposal_kind_parse(const char *s);
  */
 const char *bottle_proposal_no_plain_allow(bottle_proposal_kind_e kind);
 
-/* 1 if approving this kind changes the bottle's egress policy */
+/*
+ * 1 if approving this kind changes the bottle's stored policy: egress-allow
+ * and egress-block its routes, add-repo its repos
+ */
 int bottle_proposal_changes_policy(bottle_proposal_kind_e kind);
 
 /* a fresh id: "<ms>-<8 random hex digits>"; 0 or -1 */
@@ -121,7 +130,9 @@ void bottle_proposal_summary(char *buf, size_t size, const json_t *proposal);
 /*
  * A decision's JSON object (a new reference): {id, proposal, action
  * (approve, deny, modify), state (approved, denied, modified), operator,
- * notes, time, route (modify's, or absent)}.  NULL if out of memory.
+ * notes, time, route (modify's, or absent)}.  Action "expired" (no
+ * operator's: the withdraw script's, state "expired") names who withdrew
+ * it as the operator and why as the notes.  NULL if out of memory.
  */
 json_t *bottle_decision_build(const char *id, const char *proposal,
     const char *action, const char *operator_name, const char *notes,
@@ -134,7 +145,10 @@ const char *bottle_decision_state(const char *action);
  * The bottle's stored object with an approved egress change applied (a
  * new reference): egress-allow adds route, replacing the route of the same
  * host (case-insensitive, one trailing dot ignored); egress-block removes
- * that host's route (route: {"host"}).  *changed is 0 when the result is
+ * that host's route (route: {"host"}); add-repo adds the grant (route:
+ * {"repo": "<forge>/<owner>/<repo>[:write]"} and maybe "write": true, as
+ * the proposal's args) to `repos` in canonical form, replacing a grant of
+ * the same repo.  *changed is 0 when the result is
  * the same object.  NULL and one line in err.
  */
 json_t *bottle_proposal_apply(const json_t *bottle,
@@ -174,8 +188,24 @@ char *bottle_proposal_pretty(const json_t *o);
  *   anything is applied), writes the bottle with the put script's own
  *   code (next version, published on bottle:changes), sets the state and
  *   the decision, drops the id from the pending index and publishes
- *   "<id> <state>" on bottle:decisions.  Returns [1, decision, version
- *   written or 0, journal error or ""].
+ *   "<id> <state>" on bottle:decisions.  An approved gitleaks-allow
+ *   adds "<repo> <rule> <digest>" of its args to the bottle's
+ *   BOTTLE_GITLEAKS_ALLOWED set in the same script.  Returns [1, decision,
+ *   version written or 0, journal error or ""].
+ *
+ * withdraw: ARGV = id, decision JSON (action and state "expired"),
+ *   MAXLEN, decision.resolved JSON (operator_action "expired", a
+ *   reason).  The request behind a proposal is gone (timed out, its
+ *   client left): if the proposal is still pending, XADDs the event,
+ *   sets state "expired" and the decision, drops the id from the pending
+ *   index and publishes "<id> expired" on bottle:decisions; returns [1,
+ *   journal error or ""].  Else changes nothing and returns [0, ""].
+ *   Error replies: "JOURNAL ..." (nothing written).
+ *
+ * find: ARGV = bottle, kind, a JSON object of string args, states
+ *   ("pending,denied").  [id, state] of the newest proposal of that
+ *   bottle and kind, in one of those states, whose args hold every one
+ *   of them; or nil.
  *
  * check: ARGV = bottle, id.  The proposal only if it is that bottle's:
  *   [state, proposal JSON, decision JSON or ""], else nil (another
@@ -184,6 +214,100 @@ char *bottle_proposal_pretty(const json_t *o);
 extern const char  bottle_proposal_propose_script[];
 extern const char  bottle_proposal_decide_script[];
 extern const char  bottle_proposal_check_script[];
+extern const char  bottle_proposal_withdraw_script[];
+extern const char  bottle_proposal_find_script[];
+
+
+
+/*
+ * Over a hiredis connection (bottle_proposal_client.c): the producer's
+ * side of the queue, shared by bottlectl and supervise-helper.  The
+ * caller owns the synchronous context (connected, authenticated, with a
+ * timeout); nothing here reconnects.  hiredis's header is not needed to
+ * include this one.
+ */
+
+struct redisContext;
+
+/* what went wrong, as bottle_proposal_propose() and _check() return it */
+#define BOTTLE_PROPOSAL_EINVALID   -1   /* the proposal is invalid */
+#define BOTTLE_PROPOSAL_ENOBOTTLE  -2   /* no such bottle in the store */
+#define BOTTLE_PROPOSAL_EJOURNAL   -3   /* audit.delivery "required" and
+                                           the journal refused the event:
+                                           nothing queued */
+#define BOTTLE_PROPOSAL_ESTORE     -4   /* the store answered an error */
+#define BOTTLE_PROPOSAL_ELOST      -5   /* no answer: connection lost,
+                                           timeout, NOAUTH */
+#define BOTTLE_PROPOSAL_ENONE      -6   /* check: no such proposal of that
+                                           bottle */
+
+/* who queues a proposal: the decision.proposed event's origin */
+typedef struct {
+    const char             *producer;   /* "bottlectl", "supervise", ... */
+    const char             *gateway;    /* the event's gateway field */
+    uint64_t                seq;        /* unique per (gateway, event) */
+    unsigned long long      stream_max; /* the journal's MAXLEN (about);
+                                           0: BOTTLE_PROPOSAL_STREAM_MAX */
+} bottle_proposal_origin_t;
+
+/* the gateways' default bottle_audit_stream_max */
+#define BOTTLE_PROPOSAL_STREAM_MAX  1000000
+
+typedef struct {
+    char                    id[BOTTLE_PROPOSAL_ID_LEN];
+    char                    journal_err[256];   /* "" or why the event is
+                                                   not in the journal (a
+                                                   warning: the proposal
+                                                   is queued) */
+    int64_t                 created_ms;
+} bottle_proposal_queued_t;
+
+/*
+ * Queues a proposal as the propose script does it: a fresh id (or the
+ * one in out->id when it is not empty, so that a waiter can be
+ * registered before the proposal exists), the proposal's JSON, its
+ * decision.proposed event (correlation id: the proposal's id), one EVAL.
+ * 0, or a BOTTLE_PROPOSAL_E* code and one line in err.
+ */
+int bottle_proposal_propose(bottle_proposal_queued_t *out,
+    struct redisContext *c, const char *bottle, bottle_proposal_kind_e kind,
+    const json_t *args, const char *justification,
+    const bottle_proposal_origin_t *origin, char *err, size_t errlen);
+
+/*
+ * The check script: a bottle's own proposal as {state, proposal,
+ * decision (null while pending)} (a new reference in *out).  0,
+ * BOTTLE_PROPOSAL_ENONE when it is not that bottle's (or none at all),
+ * or another code and one line in err.
+ */
+int bottle_proposal_check(json_t **out, struct redisContext *c,
+    const char *bottle, const char *id, char *err, size_t errlen);
+
+/*
+ * The find script: the newest proposal of the bottle and kind, in one of
+ * states ("pending,denied"), whose args hold every member of match (an
+ * object of strings): its id in out, its state in state.  0,
+ * BOTTLE_PROPOSAL_ENONE when there is none, or another code and one line
+ * in err.
+ */
+int bottle_proposal_find(char out[BOTTLE_PROPOSAL_ID_LEN],
+    char state[BOTTLE_PROPOSAL_STATE_LEN], struct redisContext *c,
+    const char *bottle, bottle_proposal_kind_e kind, const char *states,
+    const json_t *match, char *err, size_t errlen);
+
+/*
+ * How many of a bottle's proposals are pending, and how many of one
+ * kind are pending or approved (launch-bottle's children), in *pending
+ * and *of_kind.  Walks the bottle's index (bottle:proposals:of:<id>) in
+ * one script.  0, or a code and one line in err.
+ */
+int bottle_proposal_count(long long *pending, long long *of_kind,
+    struct redisContext *c, const char *bottle, bottle_proposal_kind_e kind,
+    char *err, size_t errlen);
+
+/* count: ARGV = bottle, kind.  Returns [pending, pending or approved of
+ * that kind] */
+extern const char  bottle_proposal_count_script[];
 
 
 #endif /* BOTTLE_PROPOSAL_H */

@@ -72,7 +72,8 @@ const char  bottle_proposal_decide_script[] =
     "local id, apply = ARGV[1], ARGV[6] ~= ''\n"
     "local key = '" BOTTLE_PROPOSAL_PREFIX "' .. id\n"
     "local h = redis.call('HMGET', key, '" BOTTLE_PROPOSAL_F_STATE "', '"
-    BOTTLE_PROPOSAL_F_DECISION "', '" BOTTLE_PROPOSAL_F_BOTTLE "')\n"
+    BOTTLE_PROPOSAL_F_DECISION "', '" BOTTLE_PROPOSAL_F_BOTTLE "', '"
+    BOTTLE_PROPOSAL_F_KIND "', '" BOTTLE_PROPOSAL_F_JSON "')\n"
     "if not h[1] then\n"
     "  return redis.error_reply('NOPROPOSAL no proposal \"' .. id .. '\"')\n"
     "end\n"
@@ -104,6 +105,16 @@ const char  bottle_proposal_decide_script[] =
     "  version = r[1]\n"
     "  redis.call('HSET', key, '" BOTTLE_PROPOSAL_F_VERSION "', version)\n"
     "end\n"
+    /* an approved gitleaks-allow: the value git-gate lets through */
+    "if ARGV[3] == 'approved' and h[4] == 'gitleaks-allow' then\n"
+    "  local ok, p = pcall(cjson.decode, h[5] or '')\n"
+    "  local a = ok and type(p) == 'table' and p.args or nil\n"
+    "  if type(a) == 'table' and type(a.repo) == 'string'"
+    " and type(a.rule) == 'string' and type(a.digest) == 'string' then\n"
+    "    redis.call('SADD', '" BOTTLE_GITLEAKS_ALLOWED "' .. bottle,"
+    " a.repo .. ' ' .. a.rule .. ' ' .. a.digest)\n"
+    "  end\n"
+    "end\n"
     "redis.call('HSET', key, '" BOTTLE_PROPOSAL_F_STATE "', ARGV[3], '"
     BOTTLE_PROPOSAL_F_DECISION "', ARGV[2])\n"
     "redis.call('ZREM', '" BOTTLE_PROPOSALS_PENDING "', id)\n"
@@ -120,3 +131,59 @@ const char  bottle_proposal_check_script[] =
     "  return false\n"
     "end\n"
     "return {h[2], h[3], h[4] or ''}\n";
+
+
+/*
+ * A request nobody waits for any more: the proposal expires if no answer
+ * came first, so an operator cannot approve what nobody will use.
+ */
+const char  bottle_proposal_withdraw_script[] =
+    BOTTLE_PROPOSAL_JOURNAL_LUA
+    "local id = ARGV[1]\n"
+    "local key = '" BOTTLE_PROPOSAL_PREFIX "' .. id\n"
+    "local h = redis.call('HMGET', key, '" BOTTLE_PROPOSAL_F_STATE "', '"
+    BOTTLE_PROPOSAL_F_BOTTLE "')\n"
+    "if h[1] ~= 'pending' then\n"
+    "  return {0, ''}\n"
+    "end\n"
+    "local jerr, why = journal(h[2], ARGV[3], ARGV[4])\n"
+    "if not jerr then\n"
+    "  return redis.error_reply('JOURNAL ' .. why)\n"
+    "end\n"
+    "redis.call('HSET', key, '" BOTTLE_PROPOSAL_F_STATE "', 'expired', '"
+    BOTTLE_PROPOSAL_F_DECISION "', ARGV[2])\n"
+    "redis.call('ZREM', '" BOTTLE_PROPOSALS_PENDING "', id)\n"
+    "redis.call('PUBLISH', '" BOTTLE_DECISIONS_CHANNEL "', id .. ' expired')\n"
+    "return {1, jerr}\n";
+
+
+/*
+ * The newest proposal of a bottle, of a kind, in one of the states given,
+ * whose args hold every key/value of the match (string values).
+ */
+const char  bottle_proposal_find_script[] =
+    "local ok, m = pcall(cjson.decode, ARGV[3])\n"
+    "if not ok or type(m) ~= 'table' then\n"
+    "  return redis.error_reply('INVALID the match is not an object')\n"
+    "end\n"
+    "local want = {}\n"
+    "for st in string.gmatch(ARGV[4], '[^,]+') do want[st] = true end\n"
+    "local ids = redis.call('ZREVRANGE', '" BOTTLE_PROPOSALS_OF "' .."
+    " ARGV[1], 0, -1)\n"
+    "for _, id in ipairs(ids) do\n"
+    "  local h = redis.call('HMGET', '" BOTTLE_PROPOSAL_PREFIX "' .. id, '"
+    BOTTLE_PROPOSAL_F_STATE "', '" BOTTLE_PROPOSAL_F_KIND "', '"
+    BOTTLE_PROPOSAL_F_JSON "')\n"
+    "  if h[1] and want[h[1]] and h[2] == ARGV[2] then\n"
+    "    local pok, p = pcall(cjson.decode, h[3] or '')\n"
+    "    local a = pok and type(p) == 'table' and p.args or nil\n"
+    "    local same = type(a) == 'table'\n"
+    "    if same then\n"
+    "      for k, v in pairs(m) do\n"
+    "        if a[k] ~= v then same = false break end\n"
+    "      end\n"
+    "    end\n"
+    "    if same then return {id, h[1]} end\n"
+    "  end\n"
+    "end\n"
+    "return false\n";

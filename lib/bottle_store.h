@@ -86,4 +86,24 @@ int bottle_store_change_parse(const char *msg, size_t len,
     const char **id, size_t *id_len, unsigned long long *version);
 
 
+
+/*
+ * Over a hiredis connection (bottle_store_client.c): a synchronous
+ * context to the store, shared by bottlectl and the helpers.  hiredis's
+ * header is not needed to include this one.
+ */
+
+struct redisContext;
+
+/*
+ * Connects (TCP or unix socket, connect_s seconds), sets the command
+ * timeout (command_s; 0: none), AUTH [user] password and SELECT db.  0
+ * with the context in *out, or -1 with one line in err that never
+ * repeats the password (*out NULL).
+ */
+int bottle_store_connect(struct redisContext **out,
+    const bottle_store_url_t *u, int connect_s, int command_s, char *err,
+    size_t errlen);
+
+
 #endif /* BOTTLE_STORE_H */

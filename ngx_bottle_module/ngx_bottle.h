@@ -13,6 +13,7 @@
 #include "bottle_cookie.h"
 #include "bottle_ip.h"
 #include "bottle_policy.h"
+#include "bottle_proposal.h"
 #include "bottle_rule.h"
 #include "bottle_scan.h"
 
@@ -177,6 +178,8 @@ ngx_int_t ngx_bottle_zone_find(ngx_str_t *key, ngx_pool_t *pool,
     ngx_bottle_target_t *out);
 void ngx_bottle_zone_delete(ngx_str_t *key);
 ngx_uint_t ngx_bottle_zone_count(void);
+ngx_int_t ngx_bottle_zone_held(ngx_str_t *id, ngx_int_t n, off_t bytes,
+    ngx_uint_t max, off_t max_bytes);
 ngx_int_t ngx_bottle_zone_pair_key(ngx_pool_t *pool, ngx_str_t *id,
     ngx_str_t *host, const u_char *tail, size_t tail_len, ngx_str_t *out);
 ngx_int_t ngx_bottle_zone_safelist(ngx_slab_pool_t **shpool,
@@ -244,6 +247,68 @@ void ngx_bottle_audit_finding(const bottle_t *bottle, ngx_str_t *host,
     const char *location, const char *digest, const char *action);
 ngx_int_t ngx_bottle_audit_contact(ngx_bottle_contact_t *ct);
 void ngx_bottle_audit_contact_cancel(ngx_bottle_contact_t *ct);
+char *ngx_bottle_audit_proposed(ngx_str_t *bottle, ngx_str_t *host,
+    const char *id, const char *kind, const char *summary,
+    const char *justification, size_t *len, const char **maxlen);
+char *ngx_bottle_audit_expired(ngx_str_t *bottle, ngx_str_t *host,
+    const char *id, const char *decision, const char *kind,
+    const char *reason, size_t *len, const char **maxlen);
+
+
+/*
+ * Held requests (ngx_bottle_supervise.c, docs/dlp.md "Held requests"): a
+ * DLP finding under on_match: supervise queues an egress-token-allow
+ * proposal and waits for its decision or a timer, without blocking the
+ * worker.  ngx_bottle_hold_create() copies the bottle's id and the host;
+ * the caller fills the rest and starts it: NGX_AGAIN, and handler is
+ * called later (posted, never from inside hiredis) with rc NGX_OK
+ * (approved) or NGX_DECLINED (reason: denied, timed out, the store lost);
+ * NGX_DECLINED at once (reason) when it cannot be held.  The caller
+ * releases it exactly once, whatever happened (a client gone: the wait is
+ * cancelled and its bound released at once).
+ */
+
+#define NGX_BOTTLE_HOLD_REASON   512
+
+typedef struct ngx_bottle_hold_s  ngx_bottle_hold_t;
+
+typedef void (*ngx_bottle_hold_pt)(ngx_bottle_hold_t *h);
+
+struct ngx_bottle_hold_s {
+    ngx_str_t                bottle;     /* the bottle's id, a copy */
+    ngx_str_t                host;       /* a copy */
+    const char              *detector;
+    const char              *rule;
+    const char              *location;
+    u_char                   digest[32]; /* SHA-256 of the value */
+    off_t                    body;       /* bytes held with it */
+    ngx_log_t               *log;
+    ngx_bottle_hold_pt       handler;
+    void                    *data;
+
+    /* results */
+    ngx_int_t                rc;
+    char                     id[BOTTLE_PROPOSAL_ID_LEN];  /* once queued */
+    u_char                   reason[NGX_BOTTLE_HOLD_REASON];
+    size_t                   reason_len;
+
+    /* private */
+    ngx_str_node_t           sn;         /* by the proposal's id */
+    ngx_event_t              timer;
+    ngx_event_t              done;
+    ngx_uint_t               inflight;   /* Redis replies to come */
+    ngx_uint_t               state;
+    unsigned                 counted:1;
+    unsigned                 gone:1;
+    unsigned                 recheck:1;  /* a decision before the reply */
+};
+
+
+ngx_uint_t ngx_bottle_supervise_enabled(void);
+ngx_bottle_hold_t *ngx_bottle_hold_create(ngx_str_t *bottle,
+    ngx_str_t *host, ngx_log_t *log);
+ngx_int_t ngx_bottle_hold_start(ngx_bottle_hold_t *h);
+void ngx_bottle_hold_release(ngx_bottle_hold_t *h);
 
 
 /*

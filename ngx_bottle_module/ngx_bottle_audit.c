@@ -304,6 +304,15 @@ ngx_bottle_audit_init_process(ngx_cycle_t *cycle)
 
     a->known = 1;
 
+    /* events of other producers' scripts name the gateway too */
+
+    a->gateway_len = ngx_snprintf(a->gateway, sizeof(a->gateway), "%V:%P",
+                                  &cycle->hostname, ngx_pid)
+                     - a->gateway;
+    *ngx_snprintf((u_char *) a->maxlen, sizeof(a->maxlen) - 1, "%i",
+                  acf ? acf->stream_max : NGX_BOTTLE_AUDIT_STREAM_MAX)
+        = '\0';
+
     if (acf == NULL || acf->off || acf->store_url == NULL) {
         return NGX_OK;
     }
@@ -319,12 +328,6 @@ ngx_bottle_audit_init_process(ngx_cycle_t *cycle)
     a->cap = acf->queue;
     ngx_queue_init(&a->waiters);
     ngx_rbtree_init(&a->bottles, &a->sentinel, ngx_str_rbtree_insert_value);
-
-    a->gateway_len = ngx_snprintf(a->gateway, sizeof(a->gateway), "%V:%P",
-                                  &cycle->hostname, ngx_pid)
-                     - a->gateway;
-    *ngx_snprintf((u_char *) a->maxlen, sizeof(a->maxlen) - 1, "%i",
-                  acf->stream_max) = '\0';
 
     a->rd.url = acf->store_url;
     a->rd.addr = acf->addr;
@@ -474,6 +477,82 @@ ngx_bottle_audit_finding(const bottle_t *bottle, ngx_str_t *host,
     e.action.len = ngx_strlen(action);
 
     (void) ngx_bottle_audit_push(&e, NULL, 0);
+}
+
+
+/*
+ * decision.proposed, for a producer that runs the propose script itself
+ * (a held request): the event's JSON (free() it) and the stream's MAXLEN.
+ */
+
+char *
+ngx_bottle_audit_proposed(ngx_str_t *bottle, ngx_str_t *host,
+    const char *id, const char *kind, const char *summary,
+    const char *justification, size_t *len, const char **maxlen)
+{
+    u_char                eid[128];
+    ngx_str_t             corr;
+    bottle_audit_event_t  e;
+
+    corr.data = (u_char *) id;
+    corr.len = ngx_strlen(id);
+
+    ngx_bottle_audit_common(&e, BOTTLE_AUDIT_PROPOSED, NULL, host, &corr,
+                            eid, sizeof(eid));
+
+    e.bottle.data = (const char *) bottle->data;
+    e.bottle.len = bottle->len;
+
+    e.kind.data = kind;
+    e.kind.len = ngx_strlen(kind);
+    e.summary.data = summary;
+    e.summary.len = ngx_strlen(summary);
+    e.justification.data = justification;
+    e.justification.len = ngx_strlen(justification);
+
+    *maxlen = ngx_bottle_audit.maxlen;
+
+    return bottle_audit_json(&e, len);
+}
+
+
+/*
+ * decision.resolved of a proposal whose request is gone (the withdraw
+ * script's): operator "egress", operator_action "expired", the reason.
+ */
+
+char *
+ngx_bottle_audit_expired(ngx_str_t *bottle, ngx_str_t *host,
+    const char *id, const char *decision, const char *kind,
+    const char *reason, size_t *len, const char **maxlen)
+{
+    u_char                eid[128];
+    ngx_str_t             corr;
+    bottle_audit_event_t  e;
+
+    corr.data = (u_char *) id;
+    corr.len = ngx_strlen(id);
+
+    ngx_bottle_audit_common(&e, BOTTLE_AUDIT_RESOLVED, NULL, host, &corr,
+                            eid, sizeof(eid));
+
+    e.bottle.data = (const char *) bottle->data;
+    e.bottle.len = bottle->len;
+
+    e.kind.data = kind;
+    e.kind.len = ngx_strlen(kind);
+    e.operator_name.data = "egress";
+    e.operator_name.len = 6;
+    e.operator_action.data = "expired";
+    e.operator_action.len = 7;
+    e.decision.data = decision;
+    e.decision.len = ngx_strlen(decision);
+    e.reason.data = reason;
+    e.reason.len = ngx_strlen(reason);
+
+    *maxlen = ngx_bottle_audit.maxlen;
+
+    return bottle_audit_json(&e, len);
 }
 
 

@@ -8,8 +8,10 @@
  * the shared zone (every worker sees them; they last as long as the
  * gateway runs, across reloads, not across restarts).
  *
- * The list is filled by an approval: the `bottle_safelist_approve`
- * handler, which the supervise channel calls on an internal listener.
+ * The list is filled by an approval: a held request's
+ * (ngx_http_bottle_held.c, the operator's egress-token-allow decision), or
+ * the `bottle_safelist_approve` handler, which another operator channel
+ * calls on an internal listener.
  */
 
 #include <ngx_config.h>

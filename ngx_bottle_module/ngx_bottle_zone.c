@@ -34,7 +34,18 @@ typedef struct {
     ngx_rbtree_t         safelist;       /* ngx_bottle_safelist.c */
     ngx_rbtree_node_t    safelist_sentinel;
     size_t               safelist_used;  /* bytes, as the slab pool counts */
+    ngx_rbtree_t         held;           /* ngx_bottle_held_t, by bottle */
+    ngx_rbtree_node_t    held_sentinel;
 } ngx_bottle_zone_sh_t;
+
+
+/* requests held for the operator, one bottle's, across the workers */
+typedef struct {
+    ngx_str_node_t       sn;             /* key: the bottle's id */
+    ngx_uint_t           n;
+    off_t                bytes;          /* their bodies */
+    u_char               data[1];
+} ngx_bottle_held_t;
 
 
 typedef struct {
@@ -123,6 +134,8 @@ ngx_bottle_zone_init(ngx_shm_zone_t *shm_zone, void *data)
     ngx_rbtree_init(&zone->sh->rbtree, &zone->sh->sentinel,
                     ngx_str_rbtree_insert_value);
     ngx_rbtree_init(&zone->sh->safelist, &zone->sh->safelist_sentinel,
+                    ngx_str_rbtree_insert_value);
+    ngx_rbtree_init(&zone->sh->held, &zone->sh->held_sentinel,
                     ngx_str_rbtree_insert_value);
 
     zone->shpool->log_ctx = (u_char *) " in the bottle zone";
@@ -392,6 +405,90 @@ ngx_bottle_zone_safelist_grow(size_t size)
     zone->sh->safelist_used += n;
 
     return NGX_OK;
+}
+
+
+/*
+ * A request of the bottle held for the operator (n 1, with its body's
+ * bytes), or one released (n -1, the same bytes).  Holding one more is
+ * NGX_BUSY past max requests, NGX_DECLINED past max_bytes: each bottle has
+ * its own bound, so one cannot starve the others.
+ */
+
+ngx_int_t
+ngx_bottle_zone_held(ngx_str_t *id, ngx_int_t n, off_t bytes, ngx_uint_t max,
+    off_t max_bytes)
+{
+    uint32_t            hash;
+    ngx_int_t           rc;
+    ngx_bottle_zone_t  *zone;
+    ngx_bottle_held_t  *h;
+
+    zone = ngx_bottle_zone_get();
+    if (zone == NULL) {
+        return NGX_ERROR;
+    }
+
+    hash = ngx_crc32_short(id->data, id->len);
+    rc = NGX_OK;
+
+    ngx_shmtx_lock(&zone->shpool->mutex);
+
+    h = (ngx_bottle_held_t *) ngx_str_rbtree_lookup(&zone->sh->held, id,
+                                                    hash);
+
+    if (n < 0) {
+        if (h) {
+            h->n--;
+            h->bytes -= ngx_min(bytes, h->bytes);
+
+            if (h->n == 0) {
+                ngx_rbtree_delete(&zone->sh->held, &h->sn.node);
+                ngx_slab_free_locked(zone->shpool, h);
+            }
+        }
+
+        goto done;
+    }
+
+    if (h == NULL) {
+        h = ngx_slab_calloc_locked(zone->shpool,
+                                   offsetof(ngx_bottle_held_t, data)
+                                   + id->len);
+        if (h == NULL) {
+            rc = NGX_ERROR;
+            goto done;
+        }
+
+        ngx_memcpy(h->data, id->data, id->len);
+        h->sn.node.key = hash;
+        h->sn.str.data = h->data;
+        h->sn.str.len = id->len;
+
+        ngx_rbtree_insert(&zone->sh->held, &h->sn.node);
+    }
+
+    if (h->n >= max) {
+        rc = NGX_BUSY;
+
+    } else if (h->bytes + bytes > max_bytes) {
+        rc = NGX_DECLINED;
+
+    } else {
+        h->n++;
+        h->bytes += bytes;
+    }
+
+    if (h->n == 0) {
+        ngx_rbtree_delete(&zone->sh->held, &h->sn.node);
+        ngx_slab_free_locked(zone->shpool, h);
+    }
+
+done:
+
+    ngx_shmtx_unlock(&zone->shpool->mutex);
+
+    return rc;
 }
 
 

@@ -9,9 +9,10 @@
  * Always, whatever the route says: the bottle's canary (403) and line
  * breaks in headers (403).  The route's detectors (token_patterns and
  * known_secrets by default, entropy when listed, warning only) then meet
- * its on_match: block (403), supervise (held for the operator: not wired
- * yet, so it blocks, as the spec says for such a bottle, unless the value
- * is on the (bottle, host) safelist an approval fills), or redact (each
+ * its on_match: block (403), supervise (held for the operator,
+ * ngx_http_bottle_held.c, unless the value is on the (bottle, host)
+ * safelist an approval fills; with no operator channel wired it blocks, as
+ * the spec says for such a bottle), or redact (each
  * match replaced by a marker, Content-Length fixed; a match that cannot be
  * removed, as in the hostname, is refused).  The agent's value of the
  * header the route injects is only looked at for the canary: it is
@@ -124,7 +125,7 @@ ngx_http_bottle_dlp(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
     }
 
     cln->handler = ngx_http_bottle_dlp_cleanup;
-    cln->data = d->scan;
+    cln->data = d;
 
     /* NGX_AGAIN: the body is scanned in a thread, the rest after it */
 
@@ -209,7 +210,11 @@ ngx_http_bottle_dlp_secrets_resume(ngx_http_request_t *r)
 static void
 ngx_http_bottle_dlp_cleanup(void *data)
 {
-    bottle_scan_release(data);
+    ngx_http_bottle_dlp_t  *d = data;
+
+    if (d->scan) {
+        bottle_scan_release(d->scan);
+    }
 }
 
 
@@ -350,6 +355,7 @@ static ngx_int_t
 ngx_http_bottle_dlp_decide(ngx_http_bottle_dlp_t *d)
 {
     size_t                       i, n, blocking;
+    ngx_int_t                    rc;
     u_char                       where[64], hash[17], full[65];
     u_char                       digest[32];
     const bottle_scan_match_t   *m, *first;
@@ -432,11 +438,12 @@ ngx_http_bottle_dlp_decide(ngx_http_bottle_dlp_t *d)
     if (route->on_match == BOTTLE_ON_MATCH_SUPERVISE) {
 
         /*
-         * The seam of the operator channel: here the request would be held
-         * and a proposal queued; an approval adds the value's digest to
-         * the safelist (bottle_safelist_approve) and the request is
-         * scanned again.  No channel is wired, so it is refused, with the
-         * digest an approval names.
+         * Held for the operator (ngx_http_bottle_held.c), who approves the
+         * value for this host: it goes on the safelist and the request is
+         * scanned again.  A value the safelist cannot name (cut across
+         * fields, or where it cannot be told apart) is refused at once,
+         * and so is everything when no operator channel is wired
+         * (bottle_supervise off): the spec's "it blocks".
          */
 
         if (ngx_http_bottle_dlp_digest(d, first, digest) == NGX_OK) {
@@ -447,13 +454,34 @@ ngx_http_bottle_dlp_decide(ngx_http_bottle_dlp_t *d)
             ngx_cpystrn(full, (u_char *) "-", 2);
         }
 
+        if (ngx_bottle_supervise_enabled() && first->removable
+            && !first->cross_field && full[0] != '-')
+        {
+            rc = ngx_http_bottle_dlp_hold(d, first, where, digest);
+
+            if (rc == NGX_AGAIN) {
+                /*
+                 * the hold copied what it names: the scan state (~100 KiB
+                 * of streams and views) goes back to the bottle's free
+                 * list for the wait, which may be minutes; an approval
+                 * scans again with a state of its own
+                 */
+                bottle_scan_release(d->scan);
+                d->scan = NULL;
+            }
+
+            return rc;
+        }
+
         return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_DLP,
                                     "%s (%s) in the %s, value sha256:%s: "
                                     "held for the operator, who is not "
-                                    "reachable for this bottle, so it is "
+                                    "reachable for this %s, so it is "
                                     "refused",
                                     bottle_scan_detector_name(first->detector),
-                                    first->rule, where, full);
+                                    first->rule, where, full,
+                                    ngx_bottle_supervise_enabled()
+                                    ? "value" : "bottle");
     }
 
     ngx_http_bottle_dlp_hash(d, first, hash);

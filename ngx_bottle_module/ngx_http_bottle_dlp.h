@@ -80,6 +80,7 @@ struct ngx_http_bottle_dlp_s {
     ngx_str_t                redacted;   /* the decoded body, redacted */
     u_char                  *enc;        /* it encoded again, malloc() */
     size_t                   enc_len;
+    void                    *held;       /* ngx_http_bottle_held.c's */
     unsigned                 wrapper_over:1;
     unsigned                 running:1;  /* in a thread */
 };
@@ -91,6 +92,8 @@ void ngx_http_bottle_dlp_resume(ngx_http_request_t *r);
 ngx_int_t ngx_http_bottle_dlp_body_load(ngx_http_bottle_dlp_t *d);
 ngx_int_t ngx_http_bottle_dlp_redact_body(ngx_http_bottle_dlp_t *d,
     const bottle_scan_match_t *m, size_t n);
+ngx_int_t ngx_http_bottle_dlp_hold(ngx_http_bottle_dlp_t *d,
+    const bottle_scan_match_t *m, const u_char *where, const u_char *digest);
 ngx_int_t ngx_http_bottle_dlp_redact_str(ngx_http_bottle_dlp_t *d,
     ngx_str_t *s, int field, const bottle_scan_match_t *m, size_t n);
 

@@ -7,13 +7,24 @@ set -eu
 PKGS="
 build-essential pkg-config clang llvm libclang-rt-14-dev
 nginx-core nginx-dev libnginx-mod-stream
-libhiredis-dev libssl-dev libpcre2-dev libjansson-dev zlib1g-dev libbrotli-dev libvectorscan-dev
+libhiredis-dev libmicrohttpd-dev libssl-dev libpcre2-dev libjansson-dev zlib1g-dev libbrotli-dev libvectorscan-dev
 libgit2-dev
 dnsmasq-base redis-server
 perl libio-socket-ssl-perl libjson-pp-perl
 curl git openssl python3 iproute2 valgrind procps brotli fcgiwrap
 mitmproxy hey nodejs node-undici
+libmicrohttpd-dev xxd chromium
 "
+
+# t/operator_page.t drives Debian's chromium with npm's playwright-core
+# (t/operator/package-lock.json; never a browser download of its own)
+npm_deps() {
+    dir=$(dirname "$0")/../t/operator
+    if [ -f "$dir/package-lock.json" ] && command -v npm >/dev/null 2>&1; then
+        (cd "$dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
+            npm ci --no-audit --no-fund --loglevel=error)
+    fi
+}
 
 missing=""
 for p in $PKGS; do
@@ -21,8 +32,19 @@ for p in $PKGS; do
         || missing="$missing $p"
 done
 
+# The tests' node packages (the MCP SDK client of t/supervise_sdk.t),
+# from t/mcp-client/package-lock.json
+npm_deps() {
+    dir=$(dirname "$0")/../t/mcp-client
+    if [ -f "$dir/package-lock.json" ] && command -v npm >/dev/null; then
+        (cd "$dir" && npm ci --no-audit --no-fund --silent) \
+            || echo "install-deps: npm ci in t/mcp-client failed" >&2
+    fi
+}
+
 if [ -z "$missing" ]; then
     echo "install-deps: all packages present"
+    npm_deps
     exit 0
 fi
 
@@ -45,3 +67,5 @@ echo "install-deps: installing$missing"
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
     --no-install-recommends $missing
+
+npm_deps

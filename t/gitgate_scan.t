@@ -161,7 +161,7 @@ sub start {
 
 ###############################################################################
 
-$t->plan(52);
+$t->plan(56);
 
 # a clean push: several commits and an annotated tag
 
@@ -294,6 +294,33 @@ commit('allowed?', 'k.py' => "T = \"$HELD\"  # gitleaks:allow\n");
 $r = git_push('HEAD:refs/heads/allow2');
 like($r->{out}, qr/rule: held_secret:DB_PASSWORD\) *\n/,
 	'gitleaks:allow does not apply to a held secret: refused outright');
+
+# generic assignments (gitleaks' generic-api-key family), in files only
+
+start('gen');
+commit('config', 'app/settings.py' => "DEBUG = False\n"
+	. "STRIPE_API_KEY = \"q8Zr3kP0vX2mL9tBw4Ny\"\n");
+refused(git_push('HEAD:refs/heads/gen'), 'generic-assignment',
+	'commit [0-9a-f]{12} file app/settings.py line 2',
+	'a generic secret assignment in an added line: refused');
+
+start('gen-allow');
+commit('config', 'app/k.py' => "password = 'Rw9xK2m7Qp0Lz4tY'  "
+	. "# gitleaks:allow\n");
+$r = git_push('HEAD:refs/heads/gen-allow');
+like($r->{out}, qr/rule: generic-assignment\): needs gitleaks-allow approval/,
+	'a marked generic assignment: approval needed');
+ok($r->{rc} != 0 && $r->{out} !~ /Rw9xK2m7Qp0Lz4tY/,
+	'a marked generic assignment: not passed, no value');
+
+start('gen-ok');
+commit('config', 'app/ok.py' => "token = get_token()\n"
+	. "api_key = os.environ['API_KEY']\npassword = 'changeme-1234567'\n"
+	. "KEYBOARD_LAYOUT = 'us-intl-2024'\n");
+commit('the key 12345678abcdefgh in a message only');
+$r = git_push('HEAD:refs/heads/gen-ok');
+is($r->{rc}, 0, 'names, lookups and placeholders pass; messages are not '
+	. 'scanned for assignments') or diag($r->{out});
 
 # exactly what the push introduces
 

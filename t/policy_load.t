@@ -125,7 +125,7 @@ write_policy($t, 'policies/20-bob.json', { bottles => [ {
 write_policy($t, 'policies/.10-alice.json', '{ "not": json');
 write_policy($t, 'policies/notes.txt', 'not a policy');
 
-$t->run()->plan(82);
+$t->run()->plan(81);
 
 ###############################################################################
 
@@ -176,12 +176,13 @@ bad_policy('missing secret',
 		value => 'secret:NOPE' } }) ] },
 	qr/\Q$CHECK\E: bottle "alice": routes\[0\]\.auth\.value: secret "NOPE" is not in egress_tokens/);
 
-# fields parsed but not acted on yet: refused, never silently ignored
+# levels the records do not know (every field is acted on in this build:
+# none is refused as not supported yet)
 
-bad_policy('held secrets',
+bad_policy('firehose level',
 	{ bottles => [ { %{alice({ host => 'a.example' })},
-		held_secrets => { K => 'held-value-1' } } ] },
-	qr/\Q$CHECK\E: bottle "alice": held_secrets is not supported yet: git-gate is not built yet/);
+		audit => { firehose => 'loud' } } ] },
+	qr/\Q$CHECK\E: bottle "alice": audit\.firehose: /);
 
 # audit.delivery: "required" with the journal off (no store: the default)
 
@@ -190,10 +191,14 @@ bad_policy('audit delivery required',
 		audit => { delivery => 'required' } } ] },
 	qr/\Q$CHECK\E: bottle "alice": audit\.delivery: "required" needs the audit journal, which is off on this gateway \(bottle_audit\)/);
 
-bad_policy('held secrets',
-	{ bottles => [ { %{alice(route_one())},
-		held_secrets => { DEPLOY => $SECRET } } ] },
-	qr/\Q$CHECK\E: bottle "alice": held_secrets is not supported yet: git-gate/);
+# held_secrets and repos: served by git-gate (docs/gitgate.md)
+
+write_policy($t, 'check.json', { bottles => [ { %{alice(route_one())},
+	held_secrets => { DEPLOY => $SECRET },
+	repos => [ 'github.com/acme/widgets:write' ] } ] });
+($rc, $out) = $t->nginx_t('check.conf');
+is($rc, 0, 'held secrets and repos: nginx -t passes') or diag($out);
+unlike($out, qr/\Q$SECRET\E/, 'held secrets: no secret');
 
 # the syntax error right after the token: jansson's "near ..." excerpt
 # would quote it

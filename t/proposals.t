@@ -108,7 +108,7 @@ my $r = redis_start($t, port => $RP);
 $ENV{BOTTLE_STORE} = $r->{url};
 $ENV{BOTTLE_OPERATOR} = 'op-main';
 
-$t->run()->plan(104 + 3 * $RACES);
+$t->run()->plan(110 + 3 * $RACES);
 
 my $json = JSON::PP->new->canonical;
 
@@ -407,7 +407,9 @@ for my $k ([ 'forge-connect', { url => 'https://git.example.com' } ],
 	my $pid = propose('alice', @$k);
 	$res = ctl('approve', $pid);
 	is($res->{rc}, 1, "approve $k->[0]: refused");
-	like($res->{err}, qr/cannot approve a $k->[0] proposal: .*never plainly.*not available/,
+	like($res->{err}, $k->[0] eq 'add-repo'
+		? qr/cannot approve a add-repo proposal: .*never plainly: grant it with modify/
+		: qr/cannot approve a $k->[0] proposal: .*never plainly.*not available/,
 		"approve $k->[0]: says why and what instead");
 	is(state_of($pid), 'pending', "approve $k->[0]: still pending");
 	$id = $pid;
@@ -415,6 +417,26 @@ for my $k ([ 'forge-connect', { url => 'https://git.example.com' } ],
 
 $res = ctl('deny', $id);
 is($res->{rc}, 0, 'deny create-repo: exit 0');
+
+# add-repo: granted by modify with a repo grant, read-only or as asked;
+# the grant goes into the bottle's `repos`, which git-gate serves
+
+my $rp = propose('alice', 'add-repo',
+	{ repo => 'gitea/acme/widgets', write => JSON::PP::true });
+my $gfile = "$d/grant.json";
+$t->write_file('grant.json', $json->encode({ repo => 'gitea/acme/other' }));
+$res = ctl('modify', $rp, $gfile);
+is($res->{rc}, 1, 'add-repo: another repo refused');
+like($res->{err}, qr/a grant names the repo the agent asked for \(gitea\/acme\/widgets\)/,
+	'add-repo: says which repo');
+is(state_of($rp), 'pending', 'add-repo: still pending after a refused grant');
+$t->write_file('grant.json', $json->encode({ repo => 'gitea/acme/widgets' }));
+$res = ctl('modify', $rp, $gfile, '--note', 'read-only');
+is($res->{rc}, 0, 'add-repo: a read-only grant of the repo asked for')
+	or diag($res->{err});
+is_deeply($json->decode(policy_of('alice')->{json})->{repos},
+	[ 'gitea/acme/widgets' ], 'add-repo: the grant is in the bottle, read-only');
+is(state_of($rp), 'modified', 'add-repo: answered');
 
 # an invalid route: refused, nothing changes
 

@@ -75,6 +75,62 @@ common(bottle_audit_event_t *e, bottle_audit_type_e type)
     "\"correlation_id\":\"0123456789abcdef0123456789abcdef\""
 
 
+/* git.push: the refs array, a withheld ref name, a refusal's rule */
+
+static void
+test_git_push(void)
+{
+    bottle_audit_ref_t    refs[2];
+    bottle_audit_event_t  e;
+
+    static const char  head[] =
+        "{\"v\":1,\"id\":\"gw:42-1796132929123-7\","
+        "\"time\":\"2026-12-01T13:48:49.123Z\",\"producer\":\"git-gate\","
+        "\"type\":\"git.push\",\"gateway\":\"gw:42\",\"bottle\":\"alice\","
+        "\"host\":\"api.example.com\","
+        "\"correlation_id\":\"0123456789abcdef0123456789abcdef\","
+        "\"repo\":\"github.com/acme/widgets\",";
+
+    char  want[1024];
+
+    common(&e, BOTTLE_AUDIT_GIT_PUSH);
+    e.producer = "git-gate";
+    e.repo = (bottle_audit_str_t) S("github.com/acme/widgets");
+
+    memset(refs, 0, sizeof(refs));
+    refs[0].name = (bottle_audit_str_t) S("refs/heads/main");
+    refs[0].old_id = (bottle_audit_str_t) S("aa");
+    refs[0].new_id = (bottle_audit_str_t) S("bb");
+    refs[1].old_id = (bottle_audit_str_t) S("00");
+    refs[1].new_id = (bottle_audit_str_t) S("cc");
+    e.refs = refs;
+    e.nrefs = 2;
+    e.verdict = (bottle_audit_str_t) S("refused");
+    e.rule = (bottle_audit_str_t) S("canary");
+    e.reason = (bottle_audit_str_t) S("the push carries a secret");
+
+    snprintf(want, sizeof(want), "%s\"refs\":[{\"ref\":\"refs/heads/main\","
+             "\"old\":\"aa\",\"new\":\"bb\"},{\"ref\":null,\"old\":\"00\","
+             "\"new\":\"cc\"}],\"verdict\":\"refused\",\"rule\":\"canary\","
+             "\"reason\":\"the push carries a secret\"}", head);
+    is_str(build(&e), want, "git.push refused, a ref name withheld");
+
+    e.nrefs = 0;
+    e.verdict = (bottle_audit_str_t) S("accepted");
+    e.rule.data = NULL;
+    e.rule.len = 0;
+    e.reason.data = NULL;
+    e.reason.len = 0;
+
+    snprintf(want, sizeof(want), "%s\"refs\":[],\"verdict\":\"accepted\","
+             "\"rule\":null,\"reason\":null}", head);
+    is_str(build(&e), want, "git.push accepted");
+
+    is_str(bottle_audit_type_name(BOTTLE_AUDIT_GIT_PUSH), "git.push",
+           "git.push type name");
+}
+
+
 static void
 test_types(void)
 {
@@ -234,6 +290,7 @@ int
 main(void)
 {
     test_types();
+    test_git_push();
     test_strings();
     test_helpers();
     test_script();

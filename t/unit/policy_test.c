@@ -738,10 +738,10 @@ test_unsupported(void)
            "", "audit.firehose metadata is supported");
     is_str(unsupported_of("\"audit\":{\"firehose\":\"full\"},", route),
            "", "audit.firehose full is supported");
-    check_error(unsupported_of("\"held_secrets\":{\"K\":\"v\"},", route),
-                "held_secrets is not supported yet", "held_secrets refused");
-    check_error(unsupported_of("\"repos\":[\"h/x/y\"],", route),
-                "repos is not supported yet", "repos refused");
+    is_str(unsupported_of("\"held_secrets\":{\"K\":\"v12345678\"},", route),
+           "", "held_secrets served by git-gate");
+    is_str(unsupported_of("\"repos\":[\"h/x/y\"],", route), "",
+           "repos served by git-gate");
     is_str(unsupported_of("", "{\"host\":\"a.test\",\"log\":\"full\"}"),
            "", "log full is supported");
     is_str(unsupported_of("", "{\"host\":\"a.test\",\"log\":\"blocked\"}"),

@@ -15,6 +15,7 @@
 #include "tap.h"
 #include "bottle_audit.h"
 #include "bottle_diff.h"
+#include "bottle_decision.h"
 #include "bottle_proposal.h"
 
 
@@ -234,6 +235,139 @@ test_json(void)
 
 
 static void
+test_apply_repo(void)
+{
+    int      changed;
+    char     err[256], *s;
+    json_t  *b, *g, *out;
+
+    ok(bottle_proposal_changes_policy(BOTTLE_PROPOSAL_ADD_REPO),
+       "add-repo: changes the bottle's repos");
+
+    b = json_loads("{\"id\":\"alice\",\"repos\":[\"git.example/acme/a\","
+                   "\"Git.Example/Acme/W.git:write\"]}", 0, NULL);
+
+    /* the proposal's own args: repo and write */
+    g = json_pack("{s:s, s:b}", "repo", "git.example/acme/new", "write", 1);
+    out = bottle_proposal_apply(b, BOTTLE_PROPOSAL_ADD_REPO, g, &changed,
+                                err, sizeof(err));
+    s = json_dumps(json_object_get(out, "repos"), JSON_COMPACT);
+    is_str(s, "[\"git.example/acme/a\",\"Git.Example/Acme/W.git:write\","
+              "\"git.example/acme/new:write\"]",
+           "apply add-repo: the grant appended, with write as asked");
+    ok(changed, "apply add-repo: changed");
+    free(s);
+    json_decref(out);
+    json_decref(g);
+
+    /* the operator's read-only grant of a repo granted write before */
+    g = json_pack("{s:s}", "repo", "git.example/acme/w");
+    out = bottle_proposal_apply(b, BOTTLE_PROPOSAL_ADD_REPO, g, &changed,
+                                err, sizeof(err));
+    s = json_dumps(json_object_get(out, "repos"), JSON_COMPACT);
+    is_str(s, "[\"git.example/acme/a\",\"git.example/acme/w\"]",
+           "apply add-repo: the same repo (any case, .git) replaced in "
+           "place, read-only");
+    free(s);
+    json_decref(out);
+    json_decref(g);
+
+    g = json_pack("{s:s}", "repo", "git.example/acme/a");
+    out = bottle_proposal_apply(b, BOTTLE_PROPOSAL_ADD_REPO, g, &changed,
+                                err, sizeof(err));
+    ok(out && !changed, "apply add-repo: a grant the bottle has changes "
+                        "nothing");
+    json_decref(out);
+    json_decref(g);
+
+    g = json_pack("{s:s}", "repo", "git.example/../x");
+    ok(bottle_proposal_apply(b, BOTTLE_PROPOSAL_ADD_REPO, g, &changed, err,
+                             sizeof(err)) == NULL
+       && strncmp(err, "repo: ", 6) == 0,
+       "apply add-repo: an invalid grant refused (%s)", err);
+    json_decref(g);
+
+    g = json_pack("{s:s}", "repo", "git.example/acme/a:admin");
+    ok(bottle_proposal_apply(b, BOTTLE_PROPOSAL_ADD_REPO, g, &changed, err,
+                             sizeof(err)) == NULL,
+       "apply add-repo: an unknown mode refused");
+    json_decref(g);
+    json_decref(b);
+
+    b = json_loads("{\"id\":\"bob\"}", 0, NULL);
+    g = json_pack("{s:s}", "repo", "git.example/acme/a");
+    out = bottle_proposal_apply(b, BOTTLE_PROPOSAL_ADD_REPO, g, &changed,
+                                err, sizeof(err));
+    s = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
+    is_str(s, "{\"id\":\"bob\",\"repos\":[\"git.example/acme/a\"]}",
+           "apply add-repo: repos created");
+    free(s);
+    json_decref(out);
+    json_decref(g);
+    json_decref(b);
+}
+
+
+static void
+test_grant(void)
+{
+    char     err[256];
+    json_t  *p, *g;
+
+    p = json_loads("{\"args\":{\"repo\":\"git.example/acme/w\","
+                   "\"write\":true}}", 0, NULL);
+
+    g = json_pack("{s:s}", "repo", "git.example/acme/w");
+    ok(bottle_decision_grant_check(BOTTLE_PROPOSAL_ADD_REPO, p, g, err,
+                                   sizeof(err)) == 0,
+       "grant: read-only instead of the write asked for");
+    json_decref(g);
+
+    g = json_pack("{s:s}", "repo", "GIT.example/acme/w.git:write");
+    ok(bottle_decision_grant_check(BOTTLE_PROPOSAL_ADD_REPO, p, g, err,
+                                   sizeof(err)) == 0,
+       "grant: write as asked (any case, .git)");
+    json_decref(g);
+
+    g = json_pack("{s:s}", "repo", "git.example/acme/other");
+    ok(bottle_decision_grant_check(BOTTLE_PROPOSAL_ADD_REPO, p, g, err,
+                                   sizeof(err)) != 0
+       && strstr(err, "the repo the agent asked for"),
+       "grant: another repo refused (%s)", err);
+    json_decref(g);
+
+    g = json_pack("{s:s, s:b}", "repo", "git.example/acme/w", "write", 1);
+    ok(bottle_decision_grant_check(BOTTLE_PROPOSAL_ADD_REPO, p, g, err,
+                                   sizeof(err)) != 0,
+       "grant: only \"repo\" in a grant");
+    json_decref(g);
+    json_decref(p);
+
+    p = json_loads("{\"args\":{\"repo\":\"git.example/acme/r\"}}", 0,
+                   NULL);
+    g = json_pack("{s:s}", "repo", "git.example/acme/r:write");
+    ok(bottle_decision_grant_check(BOTTLE_PROPOSAL_ADD_REPO, p, g, err,
+                                   sizeof(err)) != 0
+       && strstr(err, "no more than was asked"),
+       "grant: no write when read was asked (%s)", err);
+    json_decref(g);
+
+    g = json_pack("{s:s}", "host", "a.example");
+    ok(bottle_decision_grant_check(BOTTLE_PROPOSAL_EGRESS_ALLOW, p, g, err,
+                                   sizeof(err)) == 0,
+       "grant: egress-allow takes a route");
+    ok(bottle_decision_grant_check(BOTTLE_PROPOSAL_ADD_REPO, p, g, err,
+                                   sizeof(err)) != 0,
+       "grant: add-repo takes no route");
+    ok(bottle_decision_grant_check(BOTTLE_PROPOSAL_CREATE_REPO, p, g, err,
+                                   sizeof(err)) != 0,
+       "grant: create-repo takes no grant");
+    json_decref(g);
+    json_decref(p);
+}
+
+
+static void
 test_apply(void)
 {
     int      changed;
@@ -281,8 +415,12 @@ test_apply(void)
 
     ok(bottle_proposal_apply(b, BOTTLE_PROPOSAL_ADD_REPO, r, &changed, err,
                              sizeof(err)) == NULL,
-       "apply: add-repo changes no policy");
+       "apply: add-repo takes a repo grant, not a route");
     json_decref(r);
+
+    ok(bottle_proposal_apply(b, BOTTLE_PROPOSAL_CREATE_REPO, r, &changed,
+                             err, sizeof(err)) == NULL,
+       "apply: create-repo changes no policy");
 
     s = bottle_proposal_pretty(b);
     ok(s && !strstr(s, "ghp_secret") && !strstr(s, "CANARY-123456")
@@ -376,6 +514,8 @@ main(void)
     test_kinds();
     test_json();
     test_apply();
+    test_apply_repo();
+    test_grant();
     test_events();
 
     return done_testing();

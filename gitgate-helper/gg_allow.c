@@ -1,0 +1,243 @@
+/*
+ * gitleaks-allow (docs/gitgate.md, "Marked lines"): a token shape on a line
+ * marked "gitleaks:allow" is never let through on the marker alone.  The
+ * push is refused and a gitleaks-allow proposal queued for the operator
+ * (the value only as its digest); once approved, the decide script has put
+ * "<repo> <rule> <digest>" on the bottle's BOTTLE_GITLEAKS_ALLOWED set, and
+ * the same marked value in the same repo passes the next push's scan.
+ */
+
+#define _GNU_SOURCE
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "bottle_proposal.h"
+#include "gg_gate.h"
+
+
+/* "<repo> <rule> <digest>", the allow set's member */
+static int
+gg_allow_member(char **out, const gg_ctx_t *ctx, const gg_finding_t *f)
+{
+    if (asprintf(out, "%s %s %s", ctx->name, f->rule, f->digest) < 0) {
+        *out = NULL;
+        return -1;
+    }
+
+    return 0;
+}
+
+
+int
+gg_allow_check(gg_ctx_t *ctx, gg_report_t *r, char *err, size_t errlen)
+{
+    int            in, left;
+    char          *key, *member;
+    size_t         i;
+    gg_finding_t  *f;
+
+    if (asprintf(&key, "%s%s", BOTTLE_GITLEAKS_ALLOWED, ctx->bottle_id) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+
+    left = 0;
+
+    for (i = 0; i < r->n; i++) {
+        f = &r->f[i];
+
+        if (f->outcome != GG_NEEDS_ALLOW) {
+            left++;
+            continue;
+        }
+
+        if (gg_allow_member(&member, ctx, f) != 0) {
+            snprintf(err, errlen, "out of memory");
+            free(key);
+            return -1;
+        }
+
+        if (gg_store_sismember(&in, ctx->store, key, member, err, errlen)
+            != 0)
+        {
+            free(member);
+            free(key);
+            return -1;
+        }
+
+        free(member);
+
+        f->allowed = in;
+        left += !in;
+    }
+
+    free(key);
+    return left;
+}
+
+
+/* one finding's proposal: the pending one of the same value, or a new one */
+
+static int
+gg_allow_one(gg_ctx_t *ctx, const gg_finding_t *f, char *id, char *state,
+    int *queued, char *err, size_t errlen)
+{
+    int                        rc;
+    char                       host[128], gw[192], why[1024];
+    json_t                    *match, *args;
+    bottle_proposal_queued_t   q;
+    bottle_proposal_origin_t   o;
+
+    static uint64_t            seq;
+
+    *queued = 0;
+    args = NULL;
+    rc = -1;
+
+    match = json_pack("{s:s, s:s, s:s}", "repo", ctx->name, "rule", f->rule,
+                      "digest", f->digest);
+    if (match == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+
+    /* one waiting already, or denied: no other proposal of it */
+
+    rc = bottle_proposal_find(id, state, gg_store_redis(ctx->store),
+                              ctx->bottle_id, BOTTLE_PROPOSAL_GITLEAKS_ALLOW,
+                              "pending,denied", match, err, errlen);
+    if (rc == 0) {
+        goto cleanup;
+    }
+
+    if (rc != BOTTLE_PROPOSAL_ENONE) {
+        rc = -1;
+        goto cleanup;
+    }
+
+    args = json_deep_copy(match);
+    if (args == NULL
+        || json_object_set_new(args, "commit", json_string(f->commit)) != 0
+        || json_object_set_new(args, "line", json_integer((json_int_t) f->line))
+           != 0
+        || (f->file
+            && json_object_set_new(args, "file", json_string(f->file)) != 0))
+    {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
+        goto cleanup;
+    }
+
+    if (gethostname(host, sizeof(host)) != 0) {
+        strcpy(host, "git-gate");
+    }
+    host[sizeof(host) - 1] = '\0';
+    snprintf(gw, sizeof(gw), "%s:%ld", host, (long) getpid());
+
+    memset(&o, 0, sizeof(o));
+    o.producer = "git-gate";
+    o.gateway = gw;
+    o.seq = ++seq;
+
+    snprintf(why, sizeof(why), "git-gate found %s on a line marked "
+             "gitleaks:allow in a push to %s (%s)", f->rule, ctx->name,
+             f->where);
+
+    memset(&q, 0, sizeof(q));
+
+    rc = bottle_proposal_propose(&q, gg_store_redis(ctx->store),
+                                 ctx->bottle_id,
+                                 BOTTLE_PROPOSAL_GITLEAKS_ALLOW, args, why,
+                                 &o, err, errlen);
+    if (rc != 0) {
+        rc = -1;
+        goto cleanup;
+    }
+
+    memcpy(id, q.id, BOTTLE_PROPOSAL_ID_LEN);
+    strcpy(state, "pending");
+    *queued = 1;
+
+cleanup:
+
+    json_decref(args);
+    json_decref(match);
+    return rc;
+}
+
+
+int
+gg_allow_propose(gg_ctx_t *ctx, const gg_report_t *r, char *err,
+    size_t errlen)
+{
+    int                  queued, waiting;
+    char                 id[BOTTLE_PROPOSAL_ID_LEN];
+    char                 state[BOTTLE_PROPOSAL_STATE_LEN];
+    size_t               i, j;
+    const gg_finding_t  *f, *g;
+
+    waiting = 0;
+
+    for (i = 0; i < r->n; i++) {
+        f = &r->f[i];
+
+        if (f->outcome != GG_NEEDS_ALLOW || f->allowed) {
+            continue;
+        }
+
+        /* one proposal per value: the first finding of it names it */
+
+        for (j = 0; j < i; j++) {
+            g = &r->f[j];
+            if (g->outcome == GG_NEEDS_ALLOW && !g->allowed
+                && strcmp(g->rule, f->rule) == 0
+                && strcmp(g->digest, f->digest) == 0)
+            {
+                break;
+            }
+        }
+
+        if (j < i) {
+            fprintf(stderr, "git-gate refused this push (rule: %s): "
+                    "needs gitleaks-allow approval\n"
+                    "  where: %s\n"
+                    "  the same value as above\n", f->rule, f->where);
+            continue;
+        }
+
+        if (gg_allow_one(ctx, f, id, state, &queued, err, errlen) != 0) {
+            return -1;
+        }
+
+        if (strcmp(state, "denied") == 0) {
+            fprintf(stderr, "git-gate refused this push (rule: %s): "
+                    "gitleaks-allow denied\n"
+                    "  where: %s\n"
+                    "  the operator denied this value (proposal %s); remove "
+                    "it from the commits that carry it\n", f->rule, f->where,
+                    id);
+            continue;
+        }
+
+        waiting++;
+        fprintf(stderr, "git-gate refused this push (rule: %s): "
+                "needs gitleaks-allow approval\n"
+                "  where: %s\n"
+                "  the line is marked gitleaks:allow; the operator is asked "
+                "(proposal %s%s)\n", f->rule, f->where, id,
+                queued ? "" : ", already waiting");
+    }
+
+    if (waiting) {
+        fprintf(stderr, "git-gate: push again once the operator has "
+                "approved; a denied value stays refused: then remove it "
+                "from the commits that carry it\n");
+    }
+
+    return 0;
+}

@@ -1,0 +1,86 @@
+/*
+ * What the pre-receive hooks share (gg_hook.h).
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gg_hook.h"
+
+
+int
+gg_read_input(char **out, size_t *outlen, char *err, size_t errlen)
+{
+    char    *buf, *p;
+    size_t   len, cap, n;
+
+    cap = 65536;
+    len = 0;
+    buf = malloc(cap);
+    if (buf == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+
+    while ((n = fread(buf + len, 1, cap - len, stdin)) > 0) {
+        len += n;
+        if (len == cap) {
+            if (cap >= GG_MAX_INPUT) {
+                snprintf(err, errlen, "ref updates longer than %d bytes",
+                         GG_MAX_INPUT);
+                free(buf);
+                return -1;
+            }
+            p = realloc(buf, cap * 2);
+            if (p == NULL) {
+                snprintf(err, errlen, "out of memory");
+                free(buf);
+                return -1;
+            }
+            buf = p;
+            cap *= 2;
+        }
+    }
+
+    if (ferror(stdin)) {
+        snprintf(err, errlen, "cannot read the ref updates");
+        free(buf);
+        return -1;
+    }
+
+    *out = buf;
+    *outlen = len;
+    return 0;
+}
+
+
+void
+gg_report_print(const gg_report_t *r)
+{
+    size_t               i;
+    const gg_finding_t  *f;
+
+    for (i = 0; i < r->n; i++) {
+        f = &r->f[i];
+        if (f->outcome == GG_NEEDS_ALLOW) {
+            fprintf(stderr, "git-gate refused this push (rule: %s): "
+                    "needs gitleaks-allow approval\n"
+                    "  where: %s\n"
+                    "  the line is marked gitleaks:allow; only the operator "
+                    "can allow it, and only in a push with no other "
+                    "finding\n",
+                    f->rule, f->where);
+        } else {
+            fprintf(stderr, "git-gate refused this push (rule: %s)\n"
+                    "  where: %s\n", f->rule, f->where);
+        }
+    }
+
+    if (r->more) {
+        fprintf(stderr, "git-gate: %zu more findings not listed\n", r->more);
+    }
+
+    fprintf(stderr, "git-gate: remove the secret from the commits that "
+            "carry it (git commit --amend, git rebase -i), then push "
+            "again\n");
+}

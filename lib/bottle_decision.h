@@ -1,0 +1,136 @@
+/*
+ * An operator's answer to a proposal over a synchronous hiredis
+ * connection (docs/control-plane.md, "Proposals and decisions"): what
+ * bottlectl approve / deny / modify and the operator page do alike.
+ *
+ * The proposal is loaded; an approval that changes the bottle's policy is
+ * computed here (the stored object with the change applied, checked by the
+ * gateway's parser, diffed for decision.resolved); the decide script then
+ * records and applies it atomically, only if the proposal is still pending
+ * and the bottle still at the version the change was computed from (else
+ * computed again, BOTTLE_DECISION_TRIES times).  A later answer changes
+ * nothing: decision.late is journalled naming the answer that stands.
+ *
+ * Grants (modify's "grant"): for egress-allow a route object as in
+ * policy.md; for add-repo {"repo": "<forge>/<owner>/<repo>[:write]"}, the
+ * repo the agent asked for, read-only or, if it asked for write, with
+ * write.  The other kinds take no grant.  "No plain allow" stands: a
+ * plain approve of forge-connect, add-repo, launch-bottle or create-repo
+ * is refused (add-repo is granted with modify).
+ */
+
+#ifndef BOTTLE_DECISION_H
+#define BOTTLE_DECISION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "bottle_audit.h"
+#include "bottle_proposal.h"
+
+
+struct redisContext;     /* hiredis's, in bottle_proposal_decide.c only */
+
+
+#define BOTTLE_DECISION_TRIES     8     /* the bottle changed meanwhile */
+#define BOTTLE_DECISION_ERR_LEN   1024
+#define BOTTLE_DECISION_MAXLEN    "1000000"  /* the stream's MAXLEN ~ */
+
+
+typedef enum {
+    BOTTLE_DECISION_OK = 0,
+    BOTTLE_DECISION_INVALID,        /* 400: a bad grant, an invalid result */
+    BOTTLE_DECISION_NOT_FOUND,      /* 404: no such proposal or bottle */
+    BOTTLE_DECISION_FORBIDDEN,      /* 403: no plain allow, no modify */
+    BOTTLE_DECISION_ANSWERED,       /* 409: another answer stands */
+    BOTTLE_DECISION_JOURNAL,        /* 503: required delivery, no journal */
+    BOTTLE_DECISION_BUSY,           /* 503: the bottle kept changing */
+    BOTTLE_DECISION_UNREACHABLE     /* 502: the store was lost */
+} bottle_decision_status_e;
+
+
+typedef struct {
+    const char              *proposal;      /* its id */
+    const char              *action;        /* approve, deny, modify */
+    const char              *notes;         /* NULL: none */
+    const json_t            *grant;         /* modify's (borrowed) */
+    const char              *operator_name;
+    const char              *producer;      /* of the events: "bottlectl" */
+} bottle_decision_req_t;
+
+
+typedef struct {
+    bottle_decision_status_e status;
+    char                     id[BOTTLE_AUDIT_RANDOM_LEN];   /* this
+                                                               answer's */
+    const char              *state;         /* approved, denied, modified */
+    char                     bottle[129];
+    long long                version;       /* written, or 0 */
+    json_t                  *decision;      /* the one that stands: ours,
+                                               or the winner's (new ref) */
+    char                     warning[512];  /* not journalled (best
+                                               effort): why, else "" */
+    char                     err[BOTTLE_DECISION_ERR_LEN];
+} bottle_decision_result_t;
+
+
+/* the change an approval makes to a bottle's stored policy */
+typedef struct {
+    int                      changed;       /* 0: the policy stays */
+    char                    *version;       /* computed from */
+    char                    *digest;        /* the bottle's token_sha256 */
+    char                    *json;          /* the new stored JSON */
+    char                    *diff;          /* unified, of the pretty JSON */
+    size_t                   diff_len;
+} bottle_decision_change_t;
+
+
+/*
+ * Answers req.proposal.  0 with out->status BOTTLE_DECISION_OK, or -1
+ * with another status and one line in out->err; for ANSWERED,
+ * out->decision is the winner's.  Free out with
+ * bottle_decision_result_free() either way.  The connection is the
+ * caller's; an I/O error leaves it unusable (UNREACHABLE).
+ */
+int bottle_decision_answer(bottle_decision_result_t *out,
+    struct redisContext *c,
+    const bottle_decision_req_t *req);
+
+void bottle_decision_result_free(bottle_decision_result_t *r);
+
+/*
+ * The change approving a kind with grant (a route, or a repo grant) would
+ * make to the bottle's stored policy, checked by the gateway's parser.
+ * 0, or -1 with a status in *status and one line in err; free out with
+ * bottle_decision_change_free() either way.
+ */
+int bottle_decision_change(bottle_decision_change_t *out,
+    struct redisContext *c,
+    const char *bottle, bottle_proposal_kind_e kind, const json_t *grant,
+    bottle_decision_status_e *status, char *err, size_t errlen);
+
+void bottle_decision_change_free(bottle_decision_change_t *chg);
+
+/*
+ * Checks an operator's grant for a proposal (modify): 0, or -1 and one
+ * line in err.  egress-allow: an object with a "host"; add-repo: {"repo"}
+ * naming the proposal's repo, ":write" only if the agent asked for write.
+ */
+int bottle_decision_grant_check(bottle_proposal_kind_e kind,
+    const json_t *proposal, const json_t *grant, char *err, size_t errlen);
+
+/*
+ * An audit event's JSON with its id, time and gateway ("<host name>:
+ * <pid>") set, producer the given one unless set; malloc()ed, NULL if out
+ * of memory.
+ */
+char *bottle_decision_event_json(bottle_audit_event_t *e,
+    const char *producer, size_t *len);
+
+/* ms since the epoch */
+int64_t bottle_decision_now(void);
+
+
+#endif /* BOTTLE_DECISION_H */

@@ -1,0 +1,302 @@
+/*
+ * supervise-helper --listen unix:/path|ADDRESS:PORT --store URL
+ *     [--response-timeout SECONDS] [--log FILE]
+ *     [--operator-credential FILE [--operator-listen ADDRESS:PORT]]
+ *
+ * The MCP server behind nginx's `bottle_attribute mcp` (docs/supervise.md).
+ * SIGTERM or SIGINT: waiting calls are answered "pending", then it stops.
+ */
+
+#define _POSIX_C_SOURCE  200809L
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "bottle_audit.h"
+#include "supervise.h"
+#include "sv_operator.h"
+
+
+sv_conf_t  sv_conf;
+
+static FILE            *sv_log_file;
+static pthread_mutex_t  sv_log_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t  sv_seq_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t         sv_seq_next;
+
+
+static int sv_usage(void);
+static int sv_timeout(const char *s, int *out);
+
+
+int
+main(int argc, char **argv)
+{
+    int                 i, sig;
+    char                err[512], host[128];
+    size_t              n;
+    sigset_t            set;
+    const char         *listen_on, *store, *log, *env;
+    struct MHD_Daemon  *d;
+    sv_operator_t      *op;
+    sv_operator_conf_t  opc;
+
+    listen_on = NULL;
+    store = NULL;
+    log = NULL;
+    op = NULL;
+    memset(&opc, 0, sizeof(opc));
+    sv_conf.timeout = SV_TIMEOUT_DEFAULT;
+    sv_conf.stream_max = BOTTLE_PROPOSAL_STREAM_MAX;
+    sv_log_file = stderr;
+
+    env = getenv("SUPERVISE_RESPONSE_TIMEOUT_SECONDS");
+    if (env && env[0] && sv_timeout(env, &sv_conf.timeout) != 0) {
+        fprintf(stderr, SV_NAME ": failure "
+                "'SUPERVISE_RESPONSE_TIMEOUT_SECONDS': not a number of "
+                "seconds (0 to 3600)\n");
+        return 2;
+    }
+
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
+            listen_on = argv[++i];
+
+        } else if (strcmp(argv[i], "--store") == 0 && i + 1 < argc) {
+            store = argv[++i];
+
+        } else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc) {
+            log = argv[++i];
+
+        } else if (strcmp(argv[i], "--operator-listen") == 0
+                   && i + 1 < argc)
+        {
+            opc.listen = argv[++i];
+
+        } else if (strcmp(argv[i], "--operator-credential") == 0
+                   && i + 1 < argc)
+        {
+            opc.credential = argv[++i];
+
+        } else if (strcmp(argv[i], "--response-timeout") == 0
+                   && i + 1 < argc)
+        {
+            if (sv_timeout(argv[++i], &sv_conf.timeout) != 0) {
+                fprintf(stderr, SV_NAME ": failure '--response-timeout': "
+                        "not a number of seconds (0 to 3600)\n");
+                return 2;
+            }
+
+        } else if (strcmp(argv[i], "--help") == 0
+                   || strcmp(argv[i], "-h") == 0)
+        {
+            sv_usage();
+            return 0;
+
+        } else {
+            return sv_usage();
+        }
+    }
+
+    if (listen_on == NULL || store == NULL
+        || (opc.listen && opc.credential == NULL))
+    {
+        return sv_usage();
+    }
+
+    if (bottle_store_url_parse(&sv_conf.store, store, err, sizeof(err))
+        != 0)
+    {
+        fprintf(stderr, SV_NAME ": failure '--store': %s\n", err);
+        return 2;
+    }
+
+    bottle_store_url_print(&sv_conf.store, sv_conf.store_text,
+                           sizeof(sv_conf.store_text));
+
+    if (log) {
+        sv_log_file = fopen(log, "a");
+        if (sv_log_file == NULL) {
+            fprintf(stderr, SV_NAME ": failure '%s': %s\n", log,
+                    strerror(errno));
+            return 1;
+        }
+
+        setvbuf(sv_log_file, NULL, _IOLBF, 0);
+    }
+
+    if (gethostname(host, sizeof(host)) != 0) {
+        strcpy(host, "supervise");
+    }
+
+    host[sizeof(host) - 1] = '\0';
+    snprintf(sv_conf.gateway, sizeof(sv_conf.gateway), "%s:%ld", host,
+             (long) getpid());
+
+    /* every thread started from here on leaves the signals to sigwait() */
+
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (sv_wait_start() != 0) {
+        return 1;
+    }
+
+    if (sv_http_start(&d, listen_on) != 0) {
+        sv_wait_stop();
+        return 1;
+    }
+
+    /* the operator page, on a listener of its own (sv_operator.h) */
+
+    if (opc.credential) {
+        opc.store = store;
+        opc.logf = sv_log;
+
+        if (sv_operator_start(&op, &opc, err, sizeof(err)) != 0) {
+            fprintf(stderr, SV_NAME ": failure 'operator page': %s\n", err);
+            sv_http_stop(d, listen_on);
+            sv_wait_stop();
+            return 1;
+        }
+    }
+
+    sv_log("listening on %s, store %s, response timeout %d s", listen_on,
+           sv_conf.store_text, sv_conf.timeout);
+
+    sig = 0;
+    while (sigwait(&set, &sig) != 0 || (sig != SIGTERM && sig != SIGINT)) {
+        /* nothing else is waited for */
+    }
+
+    /* waiting calls answer "pending"; then the server stops */
+
+    n = sv_wait_release_all();
+    if (n) {
+        struct timespec  ts = { 0, 200 * 1000 * 1000 };
+
+        nanosleep(&ts, NULL);
+    }
+
+    sv_operator_stop(op);
+    sv_http_stop(d, listen_on);
+    sv_wait_stop();
+
+    sv_log("stopped (signal %d, %zu waiting call%s answered pending)", sig,
+           n, n == 1 ? "" : "s");
+
+    if (sv_log_file != stderr) {
+        fclose(sv_log_file);
+    }
+
+    return 0;
+}
+
+
+static int
+sv_usage(void)
+{
+    fprintf(stderr,
+            "usage: " SV_NAME " --listen unix:/path|ADDRESS:PORT "
+            "--store URL\n"
+            "           [--response-timeout SECONDS] [--log FILE]\n"
+            "           [--operator-credential FILE "
+            "[--operator-listen ADDRESS:PORT]]\n"
+            "\n"
+            "The MCP server an agent calls to ask the operator for more\n"
+            "(docs/supervise.md).  nginx's `bottle_attribute mcp` fronts it\n"
+            "and names the bottle in X-Bottle-Id.\n"
+            "\n"
+            "    --listen             a unix socket (created mode 0660) or "
+            "an IPv4\n"
+            "                         address and port\n"
+            "    --store              the control plane: redis://... or "
+            "unix:...\n"
+            "    --response-timeout   how long a call waits for the "
+            "operator (30;\n"
+            "                         SUPERVISE_RESPONSE_TIMEOUT_SECONDS)\n"
+            "    --log                log here, not to stderr\n"
+            "    --operator-credential  serve the operator page; the "
+            "password\n"
+            "                         (user \"operator\") is this file's "
+            "first line\n"
+            "    --operator-listen    the page's own address and port\n"
+            "                         (127.0.0.1:9101), never on the "
+            "bottles' network\n");
+
+    return 2;
+}
+
+
+static int
+sv_timeout(const char *s, int *out)
+{
+    long   v;
+    char  *end;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+
+    if (errno || end == s || *end != '\0' || v < 0 || v > 3600) {
+        return -1;
+    }
+
+    *out = (int) v;
+
+    return 0;
+}
+
+
+void
+sv_log(const char *fmt, ...)
+{
+    char        line[2048], when[BOTTLE_AUDIT_TIME_LEN];
+    size_t      i;
+    va_list     ap;
+
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+
+    /* one line, whatever the agent sent */
+
+    for (i = 0; line[i]; i++) {
+        if ((unsigned char) line[i] < 0x20 || line[i] == 0x7f) {
+            line[i] = '?';
+        }
+    }
+
+    if (bottle_audit_time(when, sizeof(when), sv_now()) != 0) {
+        when[0] = '\0';
+    }
+
+    pthread_mutex_lock(&sv_log_lock);
+    fprintf(sv_log_file ? sv_log_file : stderr, "%s " SV_NAME ": %s\n",
+            when, line);
+    fflush(sv_log_file ? sv_log_file : stderr);
+    pthread_mutex_unlock(&sv_log_lock);
+}
+
+
+uint64_t
+sv_seq(void)
+{
+    uint64_t  n;
+
+    pthread_mutex_lock(&sv_seq_lock);
+    n = ++sv_seq_next;
+    pthread_mutex_unlock(&sv_seq_lock);
+
+    return n;
+}

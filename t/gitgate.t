@@ -1,0 +1,566 @@
+#!/usr/bin/perl
+
+# Tests for git-gate over HTTP (issue 16, docs/gitgate.md): nginx on the
+# gate's port in front of build/gitgate-cgi (fcgiwrap), the real git
+# client as the agent, the fake forge (Test::Bottle::Forge) as GitHub,
+# Redis as the control plane (the bottles, the forge's url and token, the
+# audit journal).
+#
+# A clean push arrives on the forge byte for byte, sent with the gate's
+# token; clone and fetch get the forge's content.  Threat model rows 4 and
+# 5: a push carrying a token shape, the canary, an egress token or a held
+# secret is refused with "remote:" lines naming the rule and the forge
+# sees no connection at all.  Grants: none, read-only.  Attribution:
+# no credentials, a wrong token, a bottle id header of the agent's own.
+# A forge that moved refuses the push with its own message and the gate's
+# copy does not move.  The forge token is in no answer.
+#
+# Attribution is the module's (bottle_attribute git): the bottle's identity
+# token as the Basic password, a 401 with WWW-Authenticate: Basic
+# realm="git-gate" first; the bottle id reaches the helper as the FastCGI
+# param BOTTLE_ID, never from a client header.
+#
+# GITGATE_CGI=path runs another build (build-asan/gitgate-cgi).
+
+###############################################################################
+
+use warnings;
+use strict;
+
+use Test::More;
+
+BEGIN { use FindBin; chdir($FindBin::Bin); }
+
+use lib 'lib';
+use Test::Nginx;
+use Test::Bottle;
+
+use MIME::Base64 qw/ encode_base64 /;
+use POSIX qw/ WNOHANG /;
+use Time::HiRes qw/ sleep time /;
+
+select STDERR; $| = 1;
+select STDOUT; $| = 1;
+
+my $CGI = $ENV{GITGATE_CGI} // 'build/gitgate-cgi';
+$CGI = "$Test::Nginx::REPO/$CGI" if $CGI !~ m{^/};
+plan(skip_all => "$CGI not built (make gitgate)") unless -x $CGI;
+
+my $t = Test::Nginx->new()->has(qw/http fastcgi bottle/)->has_daemon('git')
+	->has_daemon($Test::Bottle::Forge::FCGIWRAP)
+	->has_daemon($Test::Bottle::REDIS);
+my $d = $t->testdir();
+
+# the values, built so that no token sits whole in this file
+my $CANARY = 'canary-' . 'gate-5150515051';
+my $EGRESS = 'egress-' . 'token-value-8888';
+my $HELD = 'held-' . 'secret-value-24601';
+my $GHP = 'ghp_' . join('', map { ('A' .. 'Z', 'a' .. 'z', 0 .. 9)[($_ * 7) % 62] }
+	1 .. 36);
+my $SLACK = 'xoxb-' . '1234567890-9876543210-' . join('',
+	map { ('a' .. 'z', 'A' .. 'Z', 0 .. 9)[($_ * 5) % 62] } 1 .. 24);
+my $GITLAB = 'glpat-' . join('', map { ('A' .. 'Z', 'a' .. 'z')[($_ * 3) % 52] }
+	1 .. 20);
+
+my $FORGE_TOKEN = 'forge-' . 'gate-held-token-0451';
+my %TOK = (writer => 'writer-token-0123456789', reader =>
+	'reader-token-0123456789', stranger => 'stranger-token-012345678',
+	strict => 'strict-token-0123456789');
+
+###############################################################################
+
+my $redis = redis_start($t, port => 8091);
+my $forge = forge_start($t, port => 8092, token => $FORGE_TOKEN);
+my $GP = port(8093);
+my $FP = port(8094);
+my $sock = "$d/gate-fcgi.sock";
+
+$t->write_file_expand('nginx.conf', <<"EOF");
+
+%%TEST_GLOBALS%%
+
+daemon off;
+
+bottle_policy $redis->{url};
+
+events {
+}
+
+http {
+    %%TEST_GLOBALS_HTTP%%
+
+    server {
+        listen 127.0.0.1:$GP;
+        client_max_body_size 0;
+
+        location / {
+            bottle_attribute git;
+            bottle_realm git-gate;
+
+            fastcgi_pass unix:$sock;
+            fastcgi_buffering off;
+            fastcgi_request_buffering off;
+            fastcgi_read_timeout 600s;
+            fastcgi_pass_request_headers off;
+
+            fastcgi_param SCRIPT_FILENAME $CGI;
+            fastcgi_param GATEWAY_INTERFACE CGI/1.1;
+            fastcgi_param SERVER_PROTOCOL \$server_protocol;
+            fastcgi_param REQUEST_METHOD \$request_method;
+            fastcgi_param PATH_INFO \$uri;
+            fastcgi_param QUERY_STRING \$query_string;
+            fastcgi_param CONTENT_TYPE \$content_type;
+            fastcgi_param CONTENT_LENGTH \$content_length;
+            fastcgi_param HTTP_CONTENT_ENCODING \$http_content_encoding;
+            fastcgi_param HTTP_GIT_PROTOCOL \$http_git_protocol;
+            fastcgi_param REMOTE_ADDR \$remote_addr;
+            fastcgi_param BOTTLE_ID \$bottle_id;
+            fastcgi_param PATH /usr/bin:/bin;
+            fastcgi_param GITGATE_DIR $d/gate;
+            fastcgi_param GITGATE_STORE $redis->{url};
+            fastcgi_param GITGATE_REFRESH 0;
+        }
+    }
+
+    # a file-source gate: the policy and the forges from files
+    server {
+        listen 127.0.0.1:$FP;
+
+        location / {
+            bottle_attribute git;
+
+            fastcgi_pass unix:$sock;
+            fastcgi_pass_request_headers off;
+            fastcgi_param SCRIPT_FILENAME $CGI;
+            fastcgi_param REQUEST_METHOD \$request_method;
+            fastcgi_param PATH_INFO \$uri;
+            fastcgi_param QUERY_STRING \$query_string;
+            fastcgi_param CONTENT_TYPE \$content_type;
+            fastcgi_param CONTENT_LENGTH \$content_length;
+            fastcgi_param HTTP_CONTENT_ENCODING \$http_content_encoding;
+            fastcgi_param HTTP_GIT_PROTOCOL \$http_git_protocol;
+            fastcgi_param BOTTLE_ID \$bottle_id;
+            fastcgi_param PATH /usr/bin:/bin;
+            fastcgi_param GITGATE_DIR $d/gate-files;
+            fastcgi_param GITGATE_POLICY $d/gate-policy.json;
+            fastcgi_param GITGATE_FORGES $d/gate-forges.json;
+        }
+    }
+}
+
+EOF
+
+# the gate's fcgiwrap, a daemon of the test's
+$t->run_daemon(sub {
+	open STDIN, '<', '/dev/null';
+	open STDOUT, '>>', "$d/gate-fcgi.log";
+	open STDERR, '>&', \*STDOUT;
+	exec($Test::Bottle::Forge::FCGIWRAP, '-c', 4, '-s', "unix:$sock")
+		or die "exec fcgiwrap: $!\n";
+});
+for (1 .. 200) { last if -S $sock; sleep 0.05; }
+chmod 0777, $sock;
+
+mkdir "$d/gate";
+
+my $w = forge_repo($t, 'acme/widgets', commits => 2);
+forge_repo($t, 'acme/docs', commits => 1);
+
+my @BOTTLES = (
+	{ id => 'writer', token => $TOK{writer}, canary => $CANARY,
+		egress_tokens => { API => $EGRESS },
+		held_secrets => { DB_PASSWORD => $HELD },
+		repos => [ 'github.com/acme/widgets:write', 'github.com/acme/docs' ],
+		routes => [] },
+	{ id => 'reader', token => $TOK{reader},
+		repos => [ 'github.com/acme/widgets' ], routes => [] },
+	{ id => 'stranger', token => $TOK{stranger}, routes => [] },
+	{ id => 'strict', token => $TOK{strict}, audit => { delivery => 'required' },
+		repos => [ 'github.com/acme/docs:write' ], routes => [] });
+store_put($t, @BOTTLES);
+write_policy($t, 'gate-policy.json', { bottles => \@BOTTLES });
+write_policy($t, 'gate-forges.json', { forges => { 'github.com' => {
+	kind => 'github', url => $forge->{url}, token_file => "$d/forge-token" } } });
+mkdir "$d/gate-files";
+
+# the operator connects the forge: its token from a file
+$t->write_file('forge-token', "$FORGE_TOKEN\n");
+my $connected = Test::Bottle::bottlectl($t, $redis, 'forge', 'connect',
+	'github.com', '--kind', 'github', '--url', "$forge->{url}/",
+	'--token-file', "$d/forge-token", '--account', 'gate-bot');
+my $forges = Test::Bottle::bottlectl($t, $redis, 'forges');
+
+$t->run()->plan(87);
+
+###############################################################################
+
+my $all = '';
+
+# the agent's git: https://github.com/ through the gate, as docs/gitgate.md
+# configures it, with the bottle's identity token as the password
+
+sub agent {
+	my ($who, @args) = @_;
+	my $o = ref $args[0] eq 'HASH' ? shift @args : {};
+	my $base = defined $who
+		? "http://x:$TOK{$who}\@127.0.0.1:$GP/github.com/"
+		: "http://127.0.0.1:$GP/github.com/";
+	$base = $o->{base} if $o->{base};
+	my ($rc, $out) = run_git($t, $o,
+		'-c', "url.$base.insteadOf=https://github.com/", @args);
+	$all .= $out;
+	return ($rc, $out);
+}
+
+sub wd { return { dir => "$d/$_[0]", %{$_[1] || {}} }; }
+
+sub head_of {
+	my ($dir, $ref) = @_;
+	my (undef, $h) = run_git($t, wd($dir), 'rev-parse', $ref // 'HEAD');
+	chomp $h;
+	return $h;
+}
+
+sub gate_ref {
+	my ($ref) = @_;
+	my (undef, $h) = run_git($t, "--git-dir=$d/gate/github.com/acme/"
+		. 'widgets.git', 'rev-parse', '--verify', '-q', $ref);
+	chomp $h;
+	return $h;
+}
+
+sub journal {
+	my $raw = redis_cli($t, 'XRANGE', 'bottle:audit', '-', '+');
+	return [ map { JSON::PP->new->decode($_) }
+		grep { /^\{/ } split /\n/, $raw ];
+}
+
+my $URL = 'https://github.com/acme/widgets';
+
+like($connected, qr/^github\.com connected \(github, /, 'bottlectl forge connect');
+is($forges, "github.com\tgithub\t$forge->{url}/\tgate-bot\n",
+	'bottlectl forges, without the token');
+is(redis_cli($t, 'HGET', 'bottle:forge:github.com', 'token'),
+	"$FORGE_TOKEN\n", 'the token in the store');
+
+###############################################################################
+# clone, push: the forge gets the push byte for byte, with the gate's token
+
+my ($rc, $out) = agent('writer', 'clone', '-q', $URL, 'work');
+is($rc, 0, 'clone through the gate') or diag($out);
+is(head_of('work'), $w->{head}, 'clone: the forge\'s HEAD');
+ok(-e "$d/work/commit-2.txt", 'clone: checked out');
+
+$t->write_file('work/hello.txt', "hello from the bottle\n");
+# more than http.postBuffer (1 MB): the pack goes chunked
+srand(42);
+$t->write_file('work/big.bin', join '', map { pack('N', rand(2**32)) }
+	1 .. (400 * 1024));
+run_git($t, wd('work'), 'add', 'hello.txt', 'big.bin');
+run_git($t, wd('work'), 'commit', '-q', '-m', 'agent work');
+my $head = head_of('work');
+
+my $conns = forge_connections($t);
+my $nlog = @{forge_log($t)};
+
+($rc, $out) = agent('writer', wd('work'), 'push', 'origin', 'main');
+is($rc, 0, 'clean push') or diag($out);
+is(forge_refs($t, 'acme/widgets')->{'refs/heads/main'}, $head,
+	'push: the forge has the commit');
+is(gate_ref('refs/heads/main'), $head, 'push: the gate\'s copy moved');
+
+my $gd = "--git-dir=$w->{path}";
+is((run_git($t, $gd, 'cat-file', '-p', $head))[1],
+	(run_git($t, wd('work'), 'cat-file', '-p', $head))[1],
+	'push: commit byte-identical');
+is((run_git($t, $gd, 'cat-file', 'blob', "$head:hello.txt"))[1],
+	"hello from the bottle\n", 'push: blob arrived');
+ok((run_git($t, $gd, 'cat-file', 'blob', "$head:big.bin"))[1]
+	eq $t->read_file('work/big.bin'), 'push: a 1.6 MB blob, chunked, arrived');
+
+my @l = @{forge_log($t)}[$nlog .. $#{forge_log($t)}];
+my @rp = grep { $_->{uri} =~ /git-receive-pack$/ && $_->{method} eq 'POST' }
+	@l;
+# (two POSTs: git probes the forge before a chunked body)
+ok(@rp >= 1 && @rp <= 2, 'push: forwarded to the forge');
+is(join(' ', grep { $_ ne '200:ok:x-access-token' }
+	map { "$_->{status}:$_->{auth}:$_->{user}" } @rp), '',
+	'push: sent with the gate\'s token');
+
+my $j = journal();
+my ($ev) = grep { $_->{type} eq 'git.push' } @$j;
+is(join(' ', map { $ev->{$_} // '' } qw/ bottle repo verdict producer /),
+	'writer github.com/acme/widgets accepted git-gate',
+	'journal: git.push accepted');
+is(join(' ', map { "$_->{ref}:$_->{old}:$_->{new}" } @{$ev->{refs} || []}),
+	"refs/heads/main:$w->{head}:$head", 'journal: the ref, old -> new');
+
+# a second clone and a fetch see the push
+
+($rc, $out) = agent('writer', 'clone', '-q', $URL, 'work2');
+is(head_of('work2'), $head, 'second clone: the pushed commit') or diag($out);
+
+# concurrent fetches share a refresh: one that ends while a fetch waits for
+# it serves that fetch too
+
+my $nl = @{forge_log($t)};
+my @pids;
+for my $i (1 .. 6) {
+	my $pid = fork() // die "fork: $!\n";
+	if ($pid == 0) {
+		agent('writer', 'ls-remote', $URL);
+		POSIX::_exit(0);
+	}
+	push @pids, $pid;
+}
+waitpid($_, 0) for @pids;
+my $refreshes = grep { $_->{method} eq 'GET' && $_->{status} == 200
+	&& $_->{uri} =~ /info\/refs\?service=git-upload-pack/ }
+	@{forge_log($t)}[$nl .. $#{forge_log($t)}];
+ok($refreshes >= 1 && $refreshes < 6, "6 fetches at once: $refreshes refreshes");
+
+###############################################################################
+# row 4: token shapes; row 5: the bottle's values anywhere; the forge sees
+# nothing
+
+sub refused_push {
+	my ($name, $prep, $rule, @push) = @_;
+
+	run_git($t, wd('work'), 'checkout', '-q', '-B', 'try', $head);
+	$prep->();
+	my $c = forge_connections($t);
+	my $refs = forge_refs($t, 'acme/widgets');
+
+	my ($rc, $out) = agent('writer', wd('work'), 'push', 'origin',
+		@push ? @push : 'try');
+	isnt($rc, 0, "$name: push refused");
+	like($out, qr/^remote: git-gate refused this push \(rule: \Q$rule\E/m,
+		"$name: remote: names the rule");
+	ok(forge_connections($t) == $c
+		&& join(',', %{forge_refs($t, 'acme/widgets')})
+			eq join(',', %$refs),
+		"$name: forge untouched");
+}
+
+sub commit_file {
+	my ($file, $text, @opt) = @_;
+	my $path = "$d/work/$file";
+	(my $dir = $path) =~ s{/[^/]*$}{};
+	system('mkdir', '-p', $dir);
+	$t->write_file("work/$file", $text);
+	run_git($t, wd('work'), 'add', $file);
+	run_git($t, wd('work', { env => { @opt } }), 'commit', '-q', '-m',
+		"add $file");
+}
+
+refused_push('github token', sub { commit_file('cfg.txt', "t=$GHP\n") },
+	'github_pat');
+refused_push('slack token', sub { commit_file('s.txt', "$SLACK\n") }, 'slack');
+refused_push('gitlab token', sub { commit_file('g.txt', "k: $GITLAB\n") },
+	'gitlab');
+
+refused_push('canary in a message', sub {
+	$t->write_file('work/m.txt', "m\n");
+	run_git($t, wd('work'), 'add', 'm.txt');
+	run_git($t, wd('work'), 'commit', '-q', '-m', "note $CANARY");
+}, 'canary');
+refused_push('held secret in a path',
+	sub { commit_file("dir/$HELD.txt", "x\n") }, 'held_secret:DB_PASSWORD');
+refused_push('egress token in a tag body', sub {
+	run_git($t, wd('work'), 'tag', '-a', 'v9', '-m', "tag $EGRESS");
+}, 'egress_token:API', 'refs/tags/v9');
+refused_push('canary in a ref name', sub { commit_file('r.txt', "r\n") },
+	'canary', "try:refs/heads/x-$CANARY");
+refused_push('held secret in an identity', sub {
+	commit_file('a.txt', "a\n", GIT_AUTHOR_NAME => $HELD);
+}, 'held_secret:DB_PASSWORD');
+refused_push('base64 of a held secret in a file', sub {
+	commit_file('b.txt', encode_base64($HELD));
+}, 'held_secret:DB_PASSWORD');
+
+($ev) = grep { $_->{type} eq 'git.push' && $_->{verdict} eq 'refused' }
+	@{journal()};
+ok($ev && $ev->{rule} && !grep({ defined $_->{ref} } @{$ev->{refs}}),
+	'journal: refused push, rule, no ref names');
+
+###############################################################################
+# grants
+
+($rc, $out) = agent('stranger', 'clone', '-q', $URL, 'nogrant');
+isnt($rc, 0, 'no grant: clone refused');
+like($out, qr/remote error: git-gate: this bottle has no grant for github.com\/acme\/widgets \(rule: repo_not_granted\); ask the operator with add-repo github.com\/acme\/widgets/,
+	'no grant: the rule and the add-repo hint');
+
+($rc, $out) = agent('reader', 'clone', '-q', $URL, 'ro');
+is($rc, 0, 'read-only grant: clone') or diag($out);
+is(head_of('ro'), $head, 'read-only grant: the content');
+
+$t->write_file('ro/r.txt', "r\n");
+run_git($t, wd('ro'), 'add', 'r.txt');
+run_git($t, wd('ro'), 'commit', '-q', '-m', 'r');
+my $c = forge_connections($t);
+($rc, $out) = agent('reader', wd('ro'), 'push', 'origin', 'main');
+isnt($rc, 0, 'read-only grant: push refused');
+like($out, qr/rule: repo_read_only\); ask the operator with add-repo github.com\/acme\/widgets:write/,
+	'read-only grant: the rule and the :write hint');
+is(forge_connections($t), $c, 'read-only grant: forge untouched');
+
+# a client that skips the advertisement and POSTs a pack at once
+
+sub gate_post {
+	my ($who, $path) = @_;
+	return Test::Nginx::http("POST $path HTTP/1.1\r\nHost: gate\r\n"
+		. 'Authorization: ' . basic('x', $TOK{$who}) . "\r\n"
+		. "Content-Type: application/x-git-receive-pack-request\r\n"
+		. "Content-Length: 4\r\nConnection: close\r\n\r\n0000",
+		PeerAddr => "127.0.0.1:$GP") // '';
+}
+
+$c = forge_connections($t);
+like(gate_post('reader', '/github.com/acme/widgets/git-receive-pack'),
+	qr/^HTTP\/1\.1 403 .*rule: repo_read_only/s,
+	'read-only grant: a POST of receive-pack is 403');
+like(gate_post('stranger', '/github.com/acme/widgets.git/git-receive-pack'),
+	qr/^HTTP\/1\.1 403 .*rule: repo_not_granted/s,
+	'no grant: a POST of receive-pack is 403');
+like(gate_post('stranger', '/github.com/acme/widgets.git/git-upload-pack'),
+	qr/^HTTP\/1\.1 403 .*rule: repo_not_granted/s,
+	'no grant: a POST of upload-pack is 403');
+is(forge_connections($t), $c, 'the POSTs: forge untouched');
+
+($rc, $out) = agent('writer', 'ls-remote', 'https://github.com/acme/other');
+like($out, qr/repo_not_granted/, 'a repo not granted at all');
+
+###############################################################################
+# attribution
+
+($rc, $out) = agent(undef, 'ls-remote', $URL);
+isnt($rc, 0, 'no credentials: refused');
+like(gate_get('/github.com/acme/widgets/info/refs?service=git-upload-pack',
+	port => $GP), qr/^HTTP\/1\.1 401 .*^WWW-Authenticate: Basic realm="git-gate"/ms,
+	'no credentials: 401 with the challenge');
+
+($rc, $out) = agent(undef, { base =>
+	"http://x:wrong-token-00000000\@127.0.0.1:$GP/github.com/" },
+	'ls-remote', $URL);
+isnt($rc, 0, 'wrong token: refused');
+like($out, qr/Authentication failed|401/, 'wrong token: authentication failed');
+
+($rc, $out) = agent('stranger', '-c', 'http.extraHeader=X-Bottle-Id: writer',
+	'ls-remote', $URL);
+like($out, qr/repo_not_granted/, 'a bottle id header of the agent\'s: ignored');
+($rc, $out) = agent(undef, '-c', 'http.extraHeader=X-Bottle-Id: writer',
+	'ls-remote', $URL);
+isnt($rc, 0, 'a bottle id header without credentials: refused');
+
+###############################################################################
+# the forge moved: its refusal is the push's, the gate's copy stays
+
+($rc, $out) = run_git($t, 'clone', '-q', $w->{auth_url}, 'direct');
+$t->write_file('direct/d.txt', "moved on the forge\n");
+run_git($t, wd('direct'), 'add', 'd.txt');
+run_git($t, wd('direct'), 'commit', '-q', '-m', 'moved');
+($rc, $out) = run_git($t, wd('direct'), 'push', '-q', 'origin', 'main');
+is($rc, 0, 'forge moved (a push straight to it)') or diag($out);
+my $moved = head_of('direct');
+
+run_git($t, wd('work'), 'checkout', '-q', '-B', 'main', $head);
+commit_file('late.txt', "late\n");
+($rc, $out) = agent('writer', wd('work'), 'push', 'origin', 'main');
+isnt($rc, 0, 'stale push refused');
+like($out, qr/^remote: forge: .*(stale info|fetch first|rejected)/m,
+	'stale push: the forge\'s message');
+like($out, qr/rule: forge_refused/, 'stale push: the rule');
+is(forge_refs($t, 'acme/widgets')->{'refs/heads/main'}, $moved,
+	'stale push: the forge kept its commit');
+is(gate_ref('refs/heads/main'), $head, 'stale push: the gate did not move');
+
+# a fetch refreshes the gate's copy, then the push goes
+
+($rc, $out) = agent('writer', wd('work'), 'pull', '-q', '--no-rebase',
+	'--no-edit', 'origin', 'main');
+is($rc, 0, 'pull through the gate') or diag($out);
+($rc, $out) = agent('writer', wd('work'), 'push', 'origin', 'main');
+is($rc, 0, 'push after the pull') or diag($out);
+is(forge_refs($t, 'acme/widgets')->{'refs/heads/main'}, head_of('work'),
+	'push after the pull: arrived');
+
+###############################################################################
+# audit.delivery "required": the push is journaled before the forge is
+# contacted, then its verdict
+
+($rc, $out) = agent('strict', 'clone', '-q', 'https://github.com/acme/docs',
+	'docs');
+is($rc, 0, 'required journal: clone') or diag($out);
+$t->write_file('docs/n.txt', "n\n");
+run_git($t, wd('docs'), 'add', 'n.txt');
+run_git($t, wd('docs'), 'commit', '-q', '-m', 'n');
+($rc, $out) = agent('strict', wd('docs'), 'push', 'origin', 'main');
+is($rc, 0, 'required journal: push') or diag($out);
+is(join(' ', map { $_->{verdict} } grep { $_->{type} eq 'git.push'
+	&& $_->{bottle} eq 'strict' } @{journal()}), 'forwarding accepted',
+	'required journal: forwarding, then accepted');
+
+###############################################################################
+# a file-source gate: GITGATE_POLICY and GITGATE_FORGES
+
+($rc, $out) = agent('writer', { base =>
+	"http://x:$TOK{writer}\@127.0.0.1:$FP/github.com/" }, 'clone', '-q',
+	$URL, 'files');
+is($rc, 0, 'file source: clone') or diag($out);
+is(head_of('files'), forge_refs($t, 'acme/widgets')->{'refs/heads/main'},
+	'file source: the forge\'s content');
+$t->write_file('files/f.txt', "from the file-source gate\n");
+run_git($t, wd('files'), 'add', 'f.txt');
+run_git($t, wd('files'), 'commit', '-q', '-m', 'f');
+($rc, $out) = agent('writer', wd('files', { base =>
+	"http://x:$TOK{writer}\@127.0.0.1:$FP/github.com/" }), 'push', 'origin',
+	'main');
+is($rc, 0, 'file source: push') or diag($out);
+is(forge_refs($t, 'acme/widgets')->{'refs/heads/main'}, head_of('files'),
+	'file source: arrived');
+($rc, $out) = agent('reader', wd('files', { base =>
+	"http://x:$TOK{reader}\@127.0.0.1:$FP/github.com/" }), 'push', 'origin',
+	'main');
+like($out, qr/repo_read_only/, 'file source: a read grant refuses a push');
+
+###############################################################################
+# the operator disconnects the forge; other kinds of forge are refused
+
+like(Test::Bottle::bottlectl($t, $redis, 'forge', 'rm', 'github.com'),
+	qr/^github\.com removed$/, 'bottlectl forge rm');
+($rc, $out) = agent('writer', 'ls-remote', $URL);
+like($out, qr/the forge github\.com is not connected to this gateway \(rule: forge_not_connected\)/,
+	'a disconnected forge: refused');
+ok(!eval { Test::Bottle::bottlectl($t, $redis, 'forge', 'connect',
+	'gitlab.com', '--kind', 'github', '--url', 'https://gitlab.com/',
+	'--token-file', "$d/forge-token"); 1 }
+	&& $@ =~ /runs GitLab/, 'bottlectl forge connect: GitLab refused');
+is(Test::Bottle::bottlectl($t, $redis, 'forges'), '', 'no forge left');
+
+###############################################################################
+# the forge's token is in nothing the bottle sees
+
+unlike($all, qr/\Q$FORGE_TOKEN\E/, 'forge token in no git output');
+my $raw = '';
+for my $p ('/github.com/acme/widgets/info/refs?service=git-upload-pack',
+	'/github.com/acme/widgets/info/refs?service=git-receive-pack',
+	'/github.com/acme/nothing/info/refs?service=git-upload-pack')
+{
+	$raw .= gate_get($p, port => $GP, headers => { Authorization =>
+		basic('x', $TOK{writer}) }) // '';
+}
+unlike($raw, qr/\Q$FORGE_TOKEN\E/, 'forge token in no answer');
+
+###############################################################################
+
+sub gate_get {
+	my ($uri, %o) = @_;
+	my $h = join '', map { "$_: $o{headers}{$_}\r\n" }
+		keys %{$o{headers} || {}};
+	return Test::Nginx::http("GET $uri HTTP/1.1\r\nHost: gate\r\n$h"
+		. "Connection: close\r\n\r\n",
+		PeerAddr => "127.0.0.1:$o{port}");
+}
+
+###############################################################################

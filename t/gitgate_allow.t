@@ -1,0 +1,324 @@
+#!/usr/bin/perl
+
+# Tests for gitleaks-allow (issue 16, docs/gitgate.md "Marked lines"): a
+# token shape on a line marked gitleaks:allow never passes on the marker
+# alone.  The push is refused and a gitleaks-allow proposal queued, the
+# value only as its digest; pushed again it names the same proposal; once
+# the operator approves it the same push lands on the forge byte for byte;
+# the same value unmarked, or in another repo, is still refused; a denied
+# one stays refused; an unmarked secret in the same push refuses it
+# outright, no proposal.
+#
+# nginx on the gate's port in front of build/gitgate-cgi (fcgiwrap), the
+# real git client as the agent, the fake forge as GitHub, Redis as the
+# control plane.  GITGATE_CGI=path runs another build.
+
+###############################################################################
+
+use warnings;
+use strict;
+
+use Test::More;
+
+BEGIN { use FindBin; chdir($FindBin::Bin); }
+
+use lib 'lib';
+use Test::Nginx;
+use Test::Bottle;
+
+use Digest::SHA qw/ sha256_hex /;
+use JSON::PP;
+use Time::HiRes qw/ sleep /;
+
+select STDERR; $| = 1;
+select STDOUT; $| = 1;
+
+my $CGI = $ENV{GITGATE_CGI} // 'build/gitgate-cgi';
+$CGI = "$Test::Nginx::REPO/$CGI" if $CGI !~ m{^/};
+plan(skip_all => "$CGI not built (make gitgate)") unless -x $CGI;
+
+my $t = Test::Nginx->new()->has(qw/http fastcgi bottle/)->has_daemon('git')
+	->has_daemon($Test::Bottle::Forge::FCGIWRAP)
+	->has_daemon($Test::Bottle::REDIS);
+my $d = $t->testdir();
+
+# the values, built so that no token sits whole in this file
+my $GHP = 'ghp_' . join('', map { ('A' .. 'Z', 'a' .. 'z', 0 .. 9)[($_ * 7) % 62] }
+	1 .. 36);
+my $GHP2 = 'ghp_' . join('', map { ('A' .. 'Z', 'a' .. 'z', 0 .. 9)[($_ * 11) % 62] }
+	1 .. 36);
+my $DIGEST = 'sha256:' . sha256_hex($GHP);
+
+my $FORGE_TOKEN = 'forge-' . 'gate-allow-token-0451';
+my $TOKEN = 'writer-token-0123456789';
+
+###############################################################################
+
+my $redis = redis_start($t, port => 8091);
+my $forge = forge_start($t, port => 8092, token => $FORGE_TOKEN);
+my $GP = port(8093);
+my $sock = "$d/gate-fcgi.sock";
+
+$t->write_file_expand('nginx.conf', <<"EOF");
+
+%%TEST_GLOBALS%%
+
+daemon off;
+
+bottle_policy $redis->{url};
+
+events {
+}
+
+http {
+    %%TEST_GLOBALS_HTTP%%
+
+    server {
+        listen 127.0.0.1:$GP;
+        client_max_body_size 0;
+
+        location / {
+            bottle_attribute git;
+            bottle_realm git-gate;
+
+            fastcgi_pass unix:$sock;
+            fastcgi_buffering off;
+            fastcgi_request_buffering off;
+            fastcgi_read_timeout 600s;
+            fastcgi_pass_request_headers off;
+
+            fastcgi_param SCRIPT_FILENAME $CGI;
+            fastcgi_param GATEWAY_INTERFACE CGI/1.1;
+            fastcgi_param SERVER_PROTOCOL \$server_protocol;
+            fastcgi_param REQUEST_METHOD \$request_method;
+            fastcgi_param PATH_INFO \$uri;
+            fastcgi_param QUERY_STRING \$query_string;
+            fastcgi_param CONTENT_TYPE \$content_type;
+            fastcgi_param CONTENT_LENGTH \$content_length;
+            fastcgi_param HTTP_CONTENT_ENCODING \$http_content_encoding;
+            fastcgi_param HTTP_GIT_PROTOCOL \$http_git_protocol;
+            fastcgi_param REMOTE_ADDR \$remote_addr;
+            fastcgi_param BOTTLE_ID \$bottle_id;
+            fastcgi_param PATH /usr/bin:/bin;
+            fastcgi_param GITGATE_DIR $d/gate;
+            fastcgi_param GITGATE_STORE $redis->{url};
+            fastcgi_param GITGATE_REFRESH 0;
+        }
+    }
+}
+
+EOF
+
+$t->run_daemon(sub {
+	open STDIN, '<', '/dev/null';
+	open STDOUT, '>>', "$d/gate-fcgi.log";
+	open STDERR, '>&', \*STDOUT;
+	exec($Test::Bottle::Forge::FCGIWRAP, '-c', 2, '-s', "unix:$sock")
+		or die "exec fcgiwrap: $!\n";
+});
+for (1 .. 200) { last if -S $sock; sleep 0.05; }
+chmod 0777, $sock;
+
+mkdir "$d/gate";
+
+my $w = forge_repo($t, 'acme/widgets', commits => 1);
+forge_repo($t, 'acme/docs', commits => 1);
+
+store_put($t, { id => 'writer', token => $TOKEN,
+	repos => [ 'github.com/acme/widgets:write', 'github.com/acme/docs:write' ],
+	routes => [] });
+
+$t->write_file('forge-token', "$FORGE_TOKEN\n");
+Test::Bottle::bottlectl($t, $redis, 'forge', 'connect', 'github.com',
+	'--kind', 'github', '--url', "$forge->{url}/", '--token-file',
+	"$d/forge-token");
+
+$t->run()->plan(33);
+
+###############################################################################
+
+my $json = JSON::PP->new->canonical;
+my $BOTTLECTL = $Test::Bottle::BOTTLECTL;
+
+sub agent {
+	my ($dir, @args) = @_;
+	my $base = "http://x:$TOKEN\@127.0.0.1:$GP/github.com/";
+	return run_git($t, { dir => "$d/$dir" },
+		'-c', "url.$base.insteadOf=https://github.com/", @args);
+}
+
+sub git_in { return run_git($t, { dir => "$d/$_[0]" }, @_[1 .. $#_]); }
+
+sub head_of {
+	my (undef, $h) = git_in($_[0], 'rev-parse', $_[1] // 'HEAD');
+	chomp $h;
+	return $h;
+}
+
+sub commit_file {
+	my ($dir, $file, $text) = @_;
+	$t->write_file("$dir/$file", $text);
+	git_in($dir, 'add', $file);
+	git_in($dir, 'commit', '-q', '-m', "add $file");
+	return head_of($dir);
+}
+
+# bottlectl: { rc, out } (exit status 4 is a 409)
+sub ctl {
+	my $out = "$d/ctl.out";
+	system("$BOTTLECTL --store '$redis->{url}' "
+		. join(' ', map { "'$_'" } @_) . " >$out 2>&1");
+	return { rc => $? >> 8, out => $t->read_file('ctl.out') };
+}
+
+sub gitleaks_proposals {
+	my @ids = grep { length } split /\n/,
+		redis_cli($t, 'ZRANGE', 'bottle:proposals:of:writer', 0, -1);
+	return grep { redis_cli($t, 'HGET', "bottle:proposal:$_", 'kind')
+		eq "gitleaks-allow\n" } @ids;
+}
+
+sub proposal {
+	return $json->decode(redis_cli($t, 'HGET', "bottle:proposal:$_[0]",
+		'json'));
+}
+
+# every value of every key in the store, as text
+sub store_text {
+	my $text = '';
+	for my $k (grep { length } split /\n/, redis_cli($t, 'KEYS', '*')) {
+		my $type = redis_cli($t, 'TYPE', $k);
+		chomp $type;
+		my @cmd = $type eq 'string' ? ('GET', $k)
+			: $type eq 'hash' ? ('HGETALL', $k)
+			: $type eq 'set' ? ('SMEMBERS', $k)
+			: $type eq 'zset' ? ('ZRANGE', $k, 0, -1)
+			: $type eq 'stream' ? ('XRANGE', $k, '-', '+')
+			: $type eq 'list' ? ('LRANGE', $k, 0, -1) : ();
+		$text .= "$k\n" . redis_cli($t, @cmd) if @cmd;
+	}
+	return $text;
+}
+
+sub forge_same {
+	my ($c, $refs) = @_;
+	return forge_connections($t) == $c
+		&& join(',', %{forge_refs($t, 'acme/widgets')})
+			eq join(',', %$refs);
+}
+
+my $URL = 'https://github.com/acme/widgets';
+
+my ($rc, $out) = agent('.', 'clone', '-q', $URL, 'work');
+is($rc, 0, 'clone through the gate') or diag($out);
+
+###############################################################################
+# a marked token: refused, one proposal, the forge untouched
+
+my $marked = commit_file('work', 'cfg.txt',
+	"ok=1\ntoken = \"$GHP\" # gitleaks:allow\n");
+
+my $c = forge_connections($t);
+my $refs = forge_refs($t, 'acme/widgets');
+
+($rc, $out) = agent('work', 'push', 'origin', 'main');
+isnt($rc, 0, 'marked: push refused');
+like($out, qr/^remote: git-gate refused this push \(rule: github_pat\w*\): needs gitleaks-allow approval/m,
+	'marked: needs gitleaks-allow approval');
+my ($id) = $out =~ /the operator is asked \(proposal (\d{13}-[0-9a-f]{8})\)/;
+ok($id, 'marked: remote: names the proposal') or diag($out);
+like($out, qr/^remote: git-gate: push again once the operator has approved/m,
+	'marked: push again once approved');
+ok(forge_same($c, $refs), 'marked: forge untouched');
+
+is(join(' ', gitleaks_proposals()), $id // '', 'one gitleaks-allow proposal');
+my $p = proposal($id);
+is($p->{producer}, 'git-gate', 'proposal: producer git-gate');
+is($json->encode($p->{args}), $json->encode({ rule => $p->{args}{rule},
+	digest => $DIGEST, repo => 'github.com/acme/widgets',
+	file => 'cfg.txt', commit => substr($marked, 0, 12), line => 2 }),
+	'proposal: rule, digest of the value, repo, file, commit, line');
+
+like(ctl('proposals')->{out},
+	qr/^\Q$id\E +writer +gitleaks-allow +pending /m,
+	'bottlectl proposals: listed, pending');
+
+my ($ev) = grep { ($_->{correlation_id} // '') eq $id }
+	map { /^\{/ ? $json->decode($_) : () }
+	split /\n/, redis_cli($t, 'XRANGE', 'bottle:audit', '-', '+');
+is($ev && $ev->{type}, 'decision.proposed',
+	'journal: decision.proposed, correlation id = the proposal id');
+
+unlike(store_text(), qr/\Q$GHP\E/, 'the value is nowhere in the store');
+
+# pushed again: the same proposal, no other
+
+($rc, $out) = agent('work', 'push', 'origin', 'main');
+isnt($rc, 0, 'pushed again: refused');
+like($out, qr/\(proposal \Q$id\E, already waiting\)/,
+	'pushed again: names the waiting proposal');
+is(join(' ', gitleaks_proposals()), $id, 'pushed again: no duplicate');
+
+###############################################################################
+# an unmarked secret in the same push: refused outright, no proposal
+
+commit_file('work', 'other.txt', "key: $GHP2\n");
+($rc, $out) = agent('work', 'push', 'origin', 'main');
+isnt($rc, 0, 'with an unmarked secret: refused');
+like($out, qr/^remote: git-gate refused this push \(rule: github_pat\w*\)\s*$/m,
+	'with an unmarked secret: the plain refusal');
+unlike($out, qr/proposal/, 'with an unmarked secret: no proposal named');
+is(join(' ', gitleaks_proposals()), $id,
+	'with an unmarked secret: nothing queued');
+git_in('work', 'reset', '-q', '--hard', $marked);
+
+###############################################################################
+# approved: the same push lands, byte for byte
+
+my $res = ctl('approve', $id, '--note', 'a test fixture');
+is($res->{rc}, 0, 'bottlectl approve') or diag($res->{out});
+is(redis_cli($t, 'SMEMBERS', 'bottle:gitleaks-allowed:writer'),
+	"github.com/acme/widgets $p->{args}{rule} $DIGEST\n",
+	'approve: the allow set holds repo, rule, digest');
+
+($rc, $out) = agent('work', 'push', 'origin', 'main');
+is($rc, 0, 'approved: the push goes') or diag($out);
+is(forge_refs($t, 'acme/widgets')->{'refs/heads/main'}, $marked,
+	'approved: the forge has the commit');
+my $gd = "--git-dir=$w->{path}";
+is((run_git($t, $gd, 'cat-file', '-p', $marked))[1],
+	(git_in('work', 'cat-file', '-p', $marked))[1],
+	'approved: the commit byte-identical');
+is((run_git($t, $gd, 'cat-file', 'blob', "$marked:cfg.txt"))[1],
+	"ok=1\ntoken = \"$GHP\" # gitleaks:allow\n",
+	'approved: the file byte-identical');
+
+# the same value unmarked: refused
+
+commit_file('work', 'plain.txt', "token = \"$GHP\"\n");
+$c = forge_connections($t);
+$refs = forge_refs($t, 'acme/widgets');
+($rc, $out) = agent('work', 'push', 'origin', 'main');
+isnt($rc, 0, 'approved value, unmarked: refused');
+ok(forge_same($c, $refs), 'approved value, unmarked: forge untouched');
+git_in('work', 'reset', '-q', '--hard', $marked);
+
+###############################################################################
+# another repo: its own proposal; denied, it stays refused
+
+($rc, $out) = agent('.', 'clone', '-q', 'https://github.com/acme/docs', 'docs');
+commit_file('docs', 'cfg.txt', "token = \"$GHP\" # gitleaks:allow\n");
+($rc, $out) = agent('docs', 'push', 'origin', 'main');
+isnt($rc, 0, 'another repo: refused');
+my ($id2) = $out =~ /the operator is asked \(proposal (\d{13}-[0-9a-f]{8})\)/;
+ok($id2 && $id2 ne $id, 'another repo: a proposal of its own') or diag($out);
+
+$res = ctl('deny', $id2 // 'none', '--note', 'not in docs');
+is($res->{rc}, 0, 'bottlectl deny') or diag($res->{out});
+($rc, $out) = agent('docs', 'push', 'origin', 'main');
+isnt($rc, 0, 'denied: still refused');
+like($out, qr/gitleaks-allow denied\s*\n.*\n.*operator denied this value \(proposal \Q$id2\E\)/,
+	'denied: names the denied proposal');
+is(scalar(gitleaks_proposals()), 2, 'denied: nothing queued again');
+
+###############################################################################

@@ -1,0 +1,144 @@
+#!/usr/bin/perl
+
+# git-gate's clone speed (issue 16: a clone of a 100 MB repo through the
+# gate within 1.3 times a clone straight from the forge).  The fake forge
+# with a seeded repo of BENCH_GITGATE_CLONE_MB (100) MB, nginx with the
+# module in front of build/gitgate-cgi, the real git client.  Measured:
+# a direct clone, the first clone through the gate (which fills the gate's
+# copy from the forge first) and a second one (the copy refreshed, nothing
+# new to fetch).  Only with BENCH_GITGATE_CLONE=1 (make
+# bench-gitgate-clone): it moves a few hundred MB.
+
+###############################################################################
+
+use warnings;
+use strict;
+
+use Test::More;
+
+BEGIN { use FindBin; chdir($FindBin::Bin); }
+
+use lib 'lib';
+use Test::Nginx;
+use Test::Bottle;
+
+use Time::HiRes qw/ sleep time /;
+
+select STDERR; $| = 1;
+select STDOUT; $| = 1;
+
+plan(skip_all => 'BENCH_GITGATE_CLONE=1 to run (make bench-gitgate-clone)')
+	unless $ENV{BENCH_GITGATE_CLONE};
+
+my $CGI = $ENV{GITGATE_CGI} // 'build/gitgate-cgi';
+$CGI = "$Test::Nginx::REPO/$CGI" if $CGI !~ m{^/};
+plan(skip_all => "$CGI not built (make gitgate)") unless -x $CGI;
+
+my $MB = $ENV{BENCH_GITGATE_CLONE_MB} // 100;
+
+my $t = Test::Nginx->new()->has(qw/http fastcgi bottle/)->has_daemon('git')
+	->has_daemon($Test::Bottle::Forge::FCGIWRAP);
+my $d = $t->testdir();
+
+my $TOKEN = 'bench-token-0123456789';
+my $FORGE_TOKEN = 'forge-bench-token-0451';
+
+my $forge = forge_start($t, port => 8092, token => $FORGE_TOKEN);
+my $GP = port(8093);
+my $sock = "$d/gate-fcgi.sock";
+
+write_policy($t, 'policy.json', { bottles => [ { id => 'b', token => $TOKEN,
+	repos => [ 'github.com/data/big' ], routes => [] } ] });
+$t->write_file('forge-token', "$FORGE_TOKEN\n");
+write_policy($t, 'forges.json', { forges => { 'github.com' => {
+	kind => 'github', url => $forge->{url},
+	token_file => "$d/forge-token" } } });
+mkdir "$d/gate";
+
+$t->write_file_expand('nginx.conf', <<"EOF");
+
+%%TEST_GLOBALS%%
+
+daemon off;
+
+bottle_policy $d/policy.json;
+
+events {
+}
+
+http {
+    %%TEST_GLOBALS_HTTP%%
+
+    server {
+        listen 127.0.0.1:$GP;
+        client_max_body_size 0;
+
+        location / {
+            bottle_attribute git;
+
+            fastcgi_pass unix:$sock;
+            fastcgi_buffering off;
+            fastcgi_read_timeout 600s;
+            fastcgi_pass_request_headers off;
+            fastcgi_param SCRIPT_FILENAME $CGI;
+            fastcgi_param REQUEST_METHOD \$request_method;
+            fastcgi_param PATH_INFO \$uri;
+            fastcgi_param QUERY_STRING \$query_string;
+            fastcgi_param CONTENT_TYPE \$content_type;
+            fastcgi_param CONTENT_LENGTH \$content_length;
+            fastcgi_param HTTP_CONTENT_ENCODING \$http_content_encoding;
+            fastcgi_param HTTP_GIT_PROTOCOL \$http_git_protocol;
+            fastcgi_param BOTTLE_ID \$bottle_id;
+            fastcgi_param PATH /usr/bin:/bin;
+            fastcgi_param GITGATE_DIR $d/gate;
+            fastcgi_param GITGATE_POLICY $d/policy.json;
+            fastcgi_param GITGATE_FORGES $d/forges.json;
+            fastcgi_param GITGATE_REFRESH 0;
+        }
+    }
+}
+
+EOF
+
+$t->run_daemon(sub {
+	open STDIN, '<', '/dev/null';
+	open STDOUT, '>>', "$d/gate-fcgi.log";
+	open STDERR, '>&', \*STDOUT;
+	exec($Test::Bottle::Forge::FCGIWRAP, '-c', 4, '-s', "unix:$sock")
+		or die "exec fcgiwrap: $!\n";
+});
+for (1 .. 200) { last if -S $sock; sleep 0.05; }
+chmod 0777, $sock;
+
+my $r = forge_repo($t, 'data/big', size => "${MB}M", file_size => '1M',
+	commits => 2);
+
+$t->run()->plan(4);
+
+###############################################################################
+
+sub timed_clone {
+	my ($url, $dir, @c) = @_;
+	my $t0 = time();
+	my ($rc, $out) = run_git($t, @c, 'clone', '-q', '--no-checkout', $url,
+		$dir);
+	my $s = time() - $t0;
+	is($rc, 0, "clone $dir") or diag($out);
+	return $s;
+}
+
+my $gate = "http://x:$TOKEN\@127.0.0.1:$GP/github.com/";
+my @via = ('-c', "url.$gate.insteadOf=https://github.com/");
+
+my $direct = timed_clone($r->{auth_url}, 'direct');
+my $cold = timed_clone('https://github.com/data/big', 'cold', @via);
+my $warm = timed_clone('https://github.com/data/big', 'warm', @via);
+
+my $ratio = $warm / $direct;
+diag(sprintf "%d MB: direct %.2f s, through the gate first %.2f s (%.2fx), "
+	. "then %.2f s (%.2fx)", $MB, $direct, $cold, $cold / $direct, $warm,
+	$ratio);
+
+cmp_ok($ratio, '<=', 1.3, 'a clone through the gate within 1.3x');
+
+###############################################################################
