@@ -35,6 +35,7 @@ import tempfile
 import threading
 import time
 
+import firehose
 import scale
 import supervise
 
@@ -1005,7 +1006,8 @@ def cpu_model():
         return "?"
 
 
-def report(meta, targets, results, chk, scan, scan_err, cplane=None):
+def report(meta, targets, results, chk, scan, scan_err, cplane=None,
+           fh=None):
     lines = []
     w = lines.append
     b = meta["build"]
@@ -1192,11 +1194,25 @@ def report(meta, targets, results, chk, scan, scan_err, cplane=None):
         w("")
         for key, t, notes in failed[:20]:
             w(f"- {key} / {t}: {'; '.join(notes)[:300]}")
+    if fh:
+        w("")
+        lines.extend(firehose.report_lines(fh))
     if cplane:
         w("")
         lines.extend(scale.report_lines(cplane))
         lines.extend(supervise.report_lines(cplane.get("supervise")))
     return "\n".join(lines) + "\n"
+
+
+def run_firehose(d, target, policy, body):
+    """The firehose's rows; a failure is reported, not fatal."""
+    log("firehose: no consumer against one")
+    try:
+        return firehose.run(sys.modules[__name__], d, target, policy, body)
+    except (RuntimeError, OSError, subprocess.SubprocessError,
+            ValueError, KeyError) as e:
+        log(f"firehose: failed: {e}")
+        return {"error": str(e)}
 
 
 def scale_report(meta, cplane):
@@ -1269,7 +1285,7 @@ def rerender(path):
     scan = saved.get("scanner")
     text = report(saved["meta"], targets, saved["results"], saved["checks"],
                   scan, None if scan else "none in this run",
-                  saved.get("control_plane"))
+                  saved.get("control_plane"), saved.get("firehose"))
     with open(re.sub(r"\.json$", "", path) + ".md", "w") as f:
         f.write(text)
     print(text)
@@ -1301,6 +1317,8 @@ def main():
                     "change to the report's format) and print it")
     ap.add_argument("--no-scale", action="store_true",
                     help="leave out the control plane's scale rows")
+    ap.add_argument("--no-firehose", action="store_true",
+                    help="leave out the firehose's rows (bench/firehose.py)")
     ap.add_argument("--scale-only", action="store_true",
                     help="only the control plane's scale rows "
                     "(bench/scale.py)")
@@ -1319,14 +1337,14 @@ def main():
     tools = ["redis-server"] if args.scale_only else [
         ("cc" if LOADGEN == "bottle-load" else "hey"), "mitmdump",
         "dnsmasq", "curl", "openssl"]
-    if not (args.no_scale or args.scale_only):
+    if not (args.no_scale and args.no_firehose or args.scale_only):
         tools.append("redis-server")
     for tool in tools + [NGINX]:
         if not shutil.which(tool):
             sys.exit(f"bench: cannot find {tool} (bench/README.md: install)")
     if not os.path.exists(MODULE):
         sys.exit(f"bench: cannot find {MODULE} (make module)")
-    if not args.no_scale and not os.path.exists(
+    if not (args.no_scale and args.no_firehose) and not os.path.exists(
             os.path.join(TOP, "build", "bottlectl")):
         sys.exit("bench: cannot find build/bottlectl (make ctl)")
     signal.signal(signal.SIGTERM, on_signal)
@@ -1453,15 +1471,20 @@ def main():
                         f"{fmt(r['core'], 0)}% rss {fmt(r['rss'], 1)} "
                         f"conns {fmt(r.get('conns'), 0)} failed {r['bad']}")
 
+        # after every scenario: it reloads the gateway with a journal
+        fh = None if args.no_firehose else \
+            run_firehose(d, targets[-1], policy, body)
         log("scanner benchmark")
         scan, scan_err = scanner(d)
         cp = None if args.no_scale else run_scale(d)
         meta["elapsed_s"] = round(time.time() - started)
         meta["loadavg_end"] = os.getloadavg()[0]
-        text = report(meta, targets, results, chk, scan, scan_err, cp)
+        text = report(meta, targets, results, chk, scan, scan_err, cp, fh)
         print(text)
         data = {"meta": meta, "checks": chk, "scanner": scan,
                 "results": results}
+        if fh is not None:
+            data["firehose"] = fh
         if cp is not None:
             data["control_plane"] = cp
         name = save(meta, text, data)

@@ -41,6 +41,7 @@ static const bottlectl_cmd_t  bottlectl_commands[] = {
     { "policy", bottlectl_policy },
     { "bottles", bottlectl_bottles },
     { "audit", bottlectl_audit },
+    { "firehose", bottlectl_firehose },
     { "explain", bottlectl_explain },
     { "proposals", bottlectl_proposals },
     { "show", bottlectl_show },
@@ -66,6 +67,7 @@ static const char  bottlectl_manual[] =
 "    bottlectl [--store URL] policy rm BOTTLE\n"
 "    bottlectl [--store URL | --policy FILE] [--json] bottles\n"
 "    bottlectl [--store URL] audit tail [-f] [--bottle BOTTLE] [-n N]\n"
+"    bottlectl [--store URL] firehose [--bottle BOTTLE] [-n N]\n"
 "    bottlectl [--store URL | --policy FILE] explain BOTTLE METHOD URL\n"
 "        [-H 'Name: value']...\n"
 "    bottlectl [--store URL] [--json] proposals [-f] [--bottle BOTTLE]\n"
@@ -115,6 +117,12 @@ static const char  bottlectl_manual[] =
 "        first, one JSON object per line; --bottle keeps that bottle's\n"
 "        events; -f then prints new events as they come, until\n"
 "        interrupted.\n"
+"    firehose [--bottle BOTTLE] [-n N]\n"
+"        Attach to the request firehose and print one OCSF HTTP Activity\n"
+"        record per request as the gateways send them, one JSON object\n"
+"        per line, until interrupted (or N records); --bottle keeps one\n"
+"        bottle's.  Gateways snapshot requests only while a consumer is\n"
+"        attached, and drop records rather than wait (docs/firehose.md).\n"
 "    explain BOTTLE METHOD URL [-H 'Name: value']...\n"
 "        The verdict the gateway would give this request of BOTTLE, and\n"
 "        the rule that decides it, from the gateway's own decision code:\n"

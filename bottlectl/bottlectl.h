@@ -120,6 +120,11 @@ int bottlectl_read(char **out, size_t *len, const char *file);
 int bottlectl_audit(bottlectl_t *ctl, int argc, char **argv);
 
 
+/* ctl_firehose.c */
+
+int bottlectl_firehose(bottlectl_t *ctl, int argc, char **argv);
+
+
 /* ctl_propose.c: propose, proposals [-f], show, check */
 
 int bottlectl_propose(bottlectl_t *ctl, int argc, char **argv);

@@ -313,4 +313,33 @@ ngx_int_t ngx_bottle_hold_start(ngx_bottle_hold_t *h);
 void ngx_bottle_hold_release(ngx_bottle_hold_t *h);
 
 
+/*
+ * Metrics (ngx_bottle_metrics.c, docs/metrics.md): counters in a shared
+ * zone, atomic adds, no lock but when a bottle is first seen.
+ */
+
+enum {
+    NGX_BOTTLE_METRIC_FULL_LOG_RECORDS = 0,
+    NGX_BOTTLE_METRIC_FULL_LOG_DROPPED,
+    NGX_BOTTLE_METRIC_FULL_LOG_ROTATIONS,
+    NGX_BOTTLE_METRIC_FIREHOSE_SNAPSHOTS,
+    NGX_BOTTLE_METRIC_FIREHOSE_PUBLISHED,
+    NGX_BOTTLE_METRIC_FIREHOSE_DROPPED,
+    NGX_BOTTLE_METRIC_AUDIT_DROPPED,
+    NGX_BOTTLE_METRIC_N
+};
+
+ngx_int_t ngx_bottle_metrics_zone_add(ngx_conf_t *cf);
+void ngx_bottle_metrics_init_process(ngx_cycle_t *cycle);
+void ngx_bottle_metrics_count(ngx_uint_t metric);
+ngx_atomic_uint_t ngx_bottle_metrics_value(ngx_uint_t metric);
+void ngx_bottle_metrics_request(const bottle_t *b, ngx_bottle_rule_e rule);
+void ngx_bottle_metrics_finding(const char *detector);
+ngx_atomic_t *ngx_bottle_metrics_fulllog_gen(void);
+void ngx_bottle_metrics_lock(void);
+void ngx_bottle_metrics_unlock(void);
+ngx_int_t ngx_bottle_metrics_render(ngx_pool_t *pool, ngx_str_t *extra,
+    ngx_str_t *out);
+
+
 #endif /* _NGX_BOTTLE_H_INCLUDED_ */

@@ -669,6 +669,8 @@ ngx_bottle_audit_drop_head(void)
 
     e = &a->ring[a->head % a->cap];
 
+    ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_AUDIT_DROPPED);
+
     if (a->dropped++ == 0) {
         a->first_dropped = e->at;
     }

@@ -115,6 +115,7 @@ ngx_bottle_log_verdict(ngx_connection_t *c, ngx_bottle_verdict_t *v)
                    v->status ? v->status : rule->status, &v->reason,
                    &client);
 
+    ngx_bottle_metrics_request(v->bottle, v->rule);
     ngx_bottle_audit_refusal(v);
 }
 

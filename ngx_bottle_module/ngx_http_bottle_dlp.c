@@ -711,6 +711,8 @@ ngx_http_bottle_dlp_audit(ngx_http_bottle_dlp_t *d,
 {
     u_char  where[64], hash[17], digest[sizeof("sha256:") + 16];
 
+    ngx_bottle_metrics_finding(bottle_scan_detector_name(m->detector));
+
     if (!ngx_bottle_audit_enabled()) {
         return;
     }

@@ -176,11 +176,13 @@ bad_policy('missing secret',
 		value => 'secret:NOPE' } }) ] },
 	qr/\Q$CHECK\E: bottle "alice": routes\[0\]\.auth\.value: secret "NOPE" is not in egress_tokens/);
 
-# fields parsed but not acted on yet: refused, never silently ignored
+# levels the records do not know (every field is acted on in this build:
+# none is refused as not supported yet)
 
-bad_policy('log full',
-	{ bottles => [ alice({ host => 'a.example', log => 'full' }) ] },
-	qr/\Q$CHECK\E: bottle "alice": routes\[0\]\.log: "full" is not supported yet: there is no full log/);
+bad_policy('firehose level',
+	{ bottles => [ { %{alice({ host => 'a.example' })},
+		audit => { firehose => 'loud' } } ] },
+	qr/\Q$CHECK\E: bottle "alice": audit\.firehose: /);
 
 # audit.delivery: "required" with the journal off (no store: the default)
 

@@ -1,0 +1,455 @@
+
+/*
+ * Metrics (docs/metrics.md): counters in a shared zone, updated with
+ * atomic adds and no lock on the hot path, read by the Prometheus text
+ * handler (bottle_metrics, ngx_http_bottle_record.c).
+ *
+ * Requests are counted per bottle, verdict and rule.  The bottles a zone
+ * tracks are bounded (NGX_BOTTLE_METRICS_BOTTLES): the first ones seen
+ * take a slot each, under the zone's lock, once; any later bottle is
+ * counted as bottle="_other", so a policy of thousands of bottles cannot
+ * grow the label sets without bound.  The zone also holds the full log's
+ * rotation generation, which its writers share (ngx_http_bottle_fulllog.c).
+ */
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+#include "ngx_bottle.h"
+
+
+#define NGX_BOTTLE_METRICS_BOTTLES    256
+#define NGX_BOTTLE_METRICS_ID_MAX     128
+#define NGX_BOTTLE_METRICS_DETECTORS  8
+#define NGX_BOTTLE_METRICS_ZONE       (1024 * 1024)
+
+
+typedef struct {
+    ngx_atomic_t         used;       /* 1: id is set, for good */
+    size_t               id_len;
+    u_char               id[NGX_BOTTLE_METRICS_ID_MAX];
+    ngx_atomic_t         requests[BOTTLE_RULE_COUNT];  /* [0]: allowed */
+} ngx_bottle_metrics_bottle_t;
+
+
+typedef struct {
+    ngx_atomic_t         used;
+    size_t               name_len;
+    u_char               name[32];
+    ngx_atomic_t         findings;
+} ngx_bottle_metrics_detector_t;
+
+
+typedef struct {
+    ngx_atomic_t                   nbottles;
+    ngx_bottle_metrics_bottle_t    bottles[NGX_BOTTLE_METRICS_BOTTLES];
+    ngx_bottle_metrics_bottle_t    other;    /* "_other" */
+    ngx_bottle_metrics_bottle_t    none;     /* "_none": not identified */
+    ngx_bottle_metrics_detector_t  detectors[NGX_BOTTLE_METRICS_DETECTORS];
+    ngx_atomic_t                   counters[NGX_BOTTLE_METRIC_N];
+    ngx_atomic_t                   fulllog_gen;
+} ngx_bottle_metrics_sh_t;
+
+
+static ngx_int_t ngx_bottle_metrics_init_zone(ngx_shm_zone_t *shm_zone,
+    void *data);
+static ngx_bottle_metrics_bottle_t *ngx_bottle_metrics_slot(
+    const bottle_t *b);
+
+
+static ngx_bottle_metrics_sh_t  *ngx_bottle_metrics_sh;
+static ngx_slab_pool_t          *ngx_bottle_metrics_shpool;
+
+
+static const struct {
+    const char  *name;
+    const char  *type;
+    const char  *help;
+} ngx_bottle_metrics_info[NGX_BOTTLE_METRIC_N] = {
+    { "bottle_full_log_records_total", "counter",
+      "Lines written to the full log." },
+    { "bottle_full_log_dropped_total", "counter",
+      "Full log lines dropped: the file could not be written." },
+    { "bottle_full_log_rotations_total", "counter",
+      "Rotations of full.jsonl." },
+    { "bottle_firehose_snapshots_total", "counter",
+      "Requests snapshotted for the firehose (only with a consumer)." },
+    { "bottle_firehose_published_total", "counter",
+      "Firehose records Redis accepted." },
+    { "bottle_firehose_dropped_total", "counter",
+      "Firehose records dropped: queue full or Redis not ready." },
+    { "bottle_audit_dropped_total", "counter",
+      "Audit events dropped from a full per-worker queue." },
+};
+
+
+ngx_int_t
+ngx_bottle_metrics_zone_add(ngx_conf_t *cf)
+{
+    ngx_shm_zone_t  *shm_zone;
+
+    static ngx_str_t  name = ngx_string("bottle_metrics");
+
+    shm_zone = ngx_shared_memory_add(cf, &name, NGX_BOTTLE_METRICS_ZONE,
+                                     &ngx_bottle_module);
+    if (shm_zone == NULL) {
+        return NGX_ERROR;
+    }
+
+    shm_zone->init = ngx_bottle_metrics_init_zone;
+
+    return NGX_OK;
+}
+
+
+/* counters survive a reload: the old zone's are kept */
+
+static ngx_int_t
+ngx_bottle_metrics_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_slab_pool_t          *shpool;
+    ngx_bottle_metrics_sh_t  *sh;
+
+    shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+
+    if (data) {
+        shm_zone->data = data;
+        return NGX_OK;
+    }
+
+    sh = ngx_slab_calloc(shpool, sizeof(ngx_bottle_metrics_sh_t));
+    if (sh == NULL) {
+        return NGX_ERROR;
+    }
+
+    shm_zone->data = sh;
+
+    return NGX_OK;
+}
+
+
+/*
+ * A worker finds the zone of its own cycle: a configuration without one
+ * (no http block) leaves every counter a no-op, never a pointer into a
+ * zone an earlier cycle freed.
+ */
+
+void
+ngx_bottle_metrics_init_process(ngx_cycle_t *cycle)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_shm_zone_t   *zone;
+
+    ngx_bottle_metrics_sh = NULL;
+    ngx_bottle_metrics_shpool = NULL;
+
+    for (part = &cycle->shared_memory.part; part; part = part->next) {
+        zone = part->elts;
+
+        for (i = 0; i < part->nelts; i++) {
+            if (zone[i].tag == &ngx_bottle_module
+                && zone[i].shm.name.len == sizeof("bottle_metrics") - 1
+                && ngx_strncmp(zone[i].shm.name.data, "bottle_metrics",
+                               sizeof("bottle_metrics") - 1) == 0
+                && zone[i].data)
+            {
+                ngx_bottle_metrics_sh = zone[i].data;
+                ngx_bottle_metrics_shpool =
+                                    (ngx_slab_pool_t *) zone[i].shm.addr;
+                return;
+            }
+        }
+    }
+}
+
+
+void
+ngx_bottle_metrics_count(ngx_uint_t metric)
+{
+    if (ngx_bottle_metrics_sh && metric < NGX_BOTTLE_METRIC_N) {
+        (void) ngx_atomic_fetch_add(&ngx_bottle_metrics_sh->counters[metric],
+                                    1);
+    }
+}
+
+
+ngx_atomic_uint_t
+ngx_bottle_metrics_value(ngx_uint_t metric)
+{
+    if (ngx_bottle_metrics_sh == NULL || metric >= NGX_BOTTLE_METRIC_N) {
+        return 0;
+    }
+
+    return ngx_bottle_metrics_sh->counters[metric];
+}
+
+
+/* the bottle's slot: found without a lock, taken under it */
+
+static ngx_bottle_metrics_bottle_t *
+ngx_bottle_metrics_slot(const bottle_t *b)
+{
+    ngx_uint_t                    i, k, start;
+    ngx_bottle_metrics_sh_t      *sh = ngx_bottle_metrics_sh;
+    ngx_bottle_metrics_bottle_t  *s;
+
+    if (b == NULL) {
+        return &sh->none;
+    }
+
+    if (b->id.len > NGX_BOTTLE_METRICS_ID_MAX) {
+        return &sh->other;
+    }
+
+    start = ngx_hash_key((u_char *) b->id.data, b->id.len);
+
+    for (i = 0; i < NGX_BOTTLE_METRICS_BOTTLES; i++) {
+        k = (start + i) % NGX_BOTTLE_METRICS_BOTTLES;
+        s = &sh->bottles[k];
+
+        if (!s->used) {
+            break;
+        }
+
+        if (s->id_len == b->id.len
+            && ngx_memcmp(s->id, b->id.data, b->id.len) == 0)
+        {
+            return s;
+        }
+    }
+
+    if (i == NGX_BOTTLE_METRICS_BOTTLES) {
+        return &sh->other;
+    }
+
+    /* a new bottle: claim the free slot, unless another worker did */
+
+    ngx_shmtx_lock(&ngx_bottle_metrics_shpool->mutex);
+
+    for ( /* void */ ; i < NGX_BOTTLE_METRICS_BOTTLES; i++) {
+        k = (start + i) % NGX_BOTTLE_METRICS_BOTTLES;
+        s = &sh->bottles[k];
+
+        if (s->used) {
+            if (s->id_len == b->id.len
+                && ngx_memcmp(s->id, b->id.data, b->id.len) == 0)
+            {
+                break;
+            }
+
+            continue;
+        }
+
+        s->id_len = b->id.len;
+        ngx_memcpy(s->id, b->id.data, b->id.len);
+        ngx_memory_barrier();
+        s->used = 1;
+        sh->nbottles++;
+        break;
+    }
+
+    ngx_shmtx_unlock(&ngx_bottle_metrics_shpool->mutex);
+
+    return (i == NGX_BOTTLE_METRICS_BOTTLES) ? &sh->other : s;
+}
+
+
+void
+ngx_bottle_metrics_request(const bottle_t *b, ngx_bottle_rule_e rule)
+{
+    ngx_bottle_metrics_bottle_t  *s;
+
+    if (ngx_bottle_metrics_sh == NULL) {
+        return;
+    }
+
+    if ((ngx_uint_t) rule >= BOTTLE_RULE_COUNT) {
+        rule = NGX_BOTTLE_RULE_INTERNAL;
+    }
+
+    s = ngx_bottle_metrics_slot(b);
+
+    (void) ngx_atomic_fetch_add(&s->requests[rule], 1);
+}
+
+
+void
+ngx_bottle_metrics_finding(const char *detector)
+{
+    size_t                          len;
+    ngx_uint_t                      i;
+    ngx_bottle_metrics_detector_t  *d;
+
+    if (ngx_bottle_metrics_sh == NULL || detector == NULL) {
+        return;
+    }
+
+    len = ngx_strlen(detector);
+
+    for (i = 0; i < NGX_BOTTLE_METRICS_DETECTORS; i++) {
+        d = &ngx_bottle_metrics_sh->detectors[i];
+
+        if (!d->used) {
+            ngx_shmtx_lock(&ngx_bottle_metrics_shpool->mutex);
+
+            if (!d->used && len <= sizeof(d->name)) {
+                d->name_len = len;
+                ngx_memcpy(d->name, detector, len);
+                ngx_memory_barrier();
+                d->used = 1;
+            }
+
+            ngx_shmtx_unlock(&ngx_bottle_metrics_shpool->mutex);
+
+            if (!d->used) {
+                return;
+            }
+        }
+
+        if (d->name_len == len && ngx_memcmp(d->name, detector, len) == 0) {
+            (void) ngx_atomic_fetch_add(&d->findings, 1);
+            return;
+        }
+    }
+}
+
+
+ngx_atomic_t *
+ngx_bottle_metrics_fulllog_gen(void)
+{
+    return ngx_bottle_metrics_sh ? &ngx_bottle_metrics_sh->fulllog_gen
+                                 : NULL;
+}
+
+
+void
+ngx_bottle_metrics_lock(void)
+{
+    ngx_shmtx_lock(&ngx_bottle_metrics_shpool->mutex);
+}
+
+
+void
+ngx_bottle_metrics_unlock(void)
+{
+    ngx_shmtx_unlock(&ngx_bottle_metrics_shpool->mutex);
+}
+
+
+static u_char *
+ngx_bottle_metrics_bottle_lines(u_char *p, u_char *end, u_char *id,
+    size_t len, ngx_bottle_metrics_bottle_t *s)
+{
+    ngx_uint_t                rule;
+    ngx_atomic_uint_t         n;
+    const ngx_bottle_rule_t  *r;
+
+    for (rule = 0; rule < BOTTLE_RULE_COUNT; rule++) {
+        n = s->requests[rule];
+
+        if (n == 0) {
+            continue;
+        }
+
+        r = ngx_bottle_rule(rule);
+
+        p = ngx_slprintf(p, end,
+                         "bottle_requests_total{bottle=\"%*s\","
+                         "verdict=\"%s\",rule=\"%V\"} %uA\n",
+                         len, id, rule ? "refused" : "allowed", &r->name, n);
+    }
+
+    return p;
+}
+
+
+/* the Prometheus text format, version 0.0.4 */
+
+ngx_int_t
+ngx_bottle_metrics_render(ngx_pool_t *pool, ngx_str_t *extra,
+    ngx_str_t *out)
+{
+    size_t                          size;
+    u_char                         *p, *end;
+    ngx_uint_t                      i;
+    ngx_bottle_metrics_sh_t        *sh = ngx_bottle_metrics_sh;
+    ngx_bottle_metrics_bottle_t    *s;
+    ngx_bottle_metrics_detector_t  *d;
+
+    if (sh == NULL) {
+        ngx_str_null(out);
+        return NGX_OK;
+    }
+
+    size = (NGX_BOTTLE_METRICS_BOTTLES + 2) * BOTTLE_RULE_COUNT
+           * (NGX_BOTTLE_METRICS_ID_MAX + 128)
+           + NGX_BOTTLE_METRICS_DETECTORS * 128 + NGX_BOTTLE_METRIC_N * 256
+           + 4096 + extra->len;
+
+    p = ngx_pnalloc(pool, size);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    out->data = p;
+    end = p + size;
+
+    p = ngx_slprintf(p, end,
+                     "# HELP bottle_requests_total Requests the gateway "
+                     "decided, by bottle, verdict and rule.\n"
+                     "# TYPE bottle_requests_total counter\n");
+
+    for (i = 0; i < NGX_BOTTLE_METRICS_BOTTLES; i++) {
+        s = &sh->bottles[i];
+
+        if (s->used) {
+            p = ngx_bottle_metrics_bottle_lines(p, end, s->id, s->id_len, s);
+        }
+    }
+
+    p = ngx_bottle_metrics_bottle_lines(p, end, (u_char *) "_other", 6,
+                                        &sh->other);
+    p = ngx_bottle_metrics_bottle_lines(p, end, (u_char *) "_none", 5,
+                                        &sh->none);
+
+    p = ngx_slprintf(p, end,
+                     "# HELP bottle_metrics_bottles Bottles with labels "
+                     "of their own (at most %d; the rest are _other).\n"
+                     "# TYPE bottle_metrics_bottles gauge\n"
+                     "bottle_metrics_bottles %uA\n"
+                     "# HELP bottle_dlp_findings_total Outbound DLP "
+                     "findings, by detector.\n"
+                     "# TYPE bottle_dlp_findings_total counter\n",
+                     NGX_BOTTLE_METRICS_BOTTLES, sh->nbottles);
+
+    for (i = 0; i < NGX_BOTTLE_METRICS_DETECTORS; i++) {
+        d = &sh->detectors[i];
+
+        if (d->used) {
+            p = ngx_slprintf(p, end,
+                             "bottle_dlp_findings_total{detector=\"%*s\"} "
+                             "%uA\n", d->name_len, d->name, d->findings);
+        }
+    }
+
+    for (i = 0; i < NGX_BOTTLE_METRIC_N; i++) {
+        p = ngx_slprintf(p, end, "# HELP %s %s\n# TYPE %s %s\n%s %uA\n",
+                         ngx_bottle_metrics_info[i].name,
+                         ngx_bottle_metrics_info[i].help,
+                         ngx_bottle_metrics_info[i].name,
+                         ngx_bottle_metrics_info[i].type,
+                         ngx_bottle_metrics_info[i].name, sh->counters[i]);
+    }
+
+    p = ngx_slprintf(p, end,
+                     "# HELP bottle_tunnels Open CONNECT tunnels of "
+                     "inspected routes, in all workers.\n"
+                     "# TYPE bottle_tunnels gauge\n"
+                     "bottle_tunnels %ui\n%V",
+                     ngx_bottle_zone_count(), extra);
+
+    out->len = p - out->data;
+
+    return NGX_OK;
+}

@@ -1,0 +1,56 @@
+
+/*
+ * The record of what happened (ngx_http_bottle_record.c): the full log
+ * (ngx_http_bottle_fulllog.c), the firehose (ngx_http_bottle_firehose.c)
+ * and the metrics endpoint, fed by one log-phase handler and two body
+ * filters.  docs/full-log.md, docs/firehose.md, docs/metrics.md.
+ */
+
+#ifndef _NGX_HTTP_BOTTLE_RECORD_H_INCLUDED_
+#define _NGX_HTTP_BOTTLE_RECORD_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_bottle.h"
+#include "bottle_record.h"
+
+
+#define NGX_HTTP_BOTTLE_FULLLOG_NAME      "full.jsonl"
+#define NGX_HTTP_BOTTLE_FULLLOG_MAX       (16 * 1024 * 1024)
+#define NGX_HTTP_BOTTLE_FULLLOG_KEEP      3
+
+#define NGX_HTTP_BOTTLE_FIREHOSE_CHANNEL  BOTTLE_RECORD_FIREHOSE_CHANNEL
+#define NGX_HTTP_BOTTLE_FIREHOSE_QUEUE    1024
+#define NGX_HTTP_BOTTLE_FIREHOSE_INFLIGHT 64
+#define NGX_HTTP_BOTTLE_FIREHOSE_POLL     1000     /* ms: PUBSUB NUMSUB */
+
+
+typedef struct {
+    ngx_str_t                full_log_dir;   /* "": off */
+    ngx_int_t                firehose_queue;
+    size_t                   firehose_body;  /* max_body_bytes */
+    ngx_uint_t               metrics_used;   /* a bottle_metrics location */
+    ngx_uint_t               watching;       /* the handlers are installed */
+} ngx_http_bottle_record_main_conf_t;
+
+
+/* full log */
+ngx_int_t ngx_http_bottle_fulllog_init_process(ngx_cycle_t *cycle,
+    ngx_str_t *dir);
+void ngx_http_bottle_fulllog_exit_process(void);
+ngx_uint_t ngx_http_bottle_fulllog_on(void);
+void ngx_http_bottle_fulllog_write(ngx_log_t *log, char *req, size_t req_len,
+    char *resp, size_t resp_len);
+
+/* firehose */
+ngx_int_t ngx_http_bottle_firehose_init_process(ngx_cycle_t *cycle,
+    ngx_uint_t queue);
+void ngx_http_bottle_firehose_exit_process(void);
+ngx_uint_t ngx_http_bottle_firehose_attached(void);
+void ngx_http_bottle_firehose_push(char *json, size_t len);
+
+
+#endif /* _NGX_HTTP_BOTTLE_RECORD_H_INCLUDED_ */

@@ -1,0 +1,251 @@
+/*
+ * Unit tests for the request records (lib/bottle_record.c): scrubbing,
+ * credential headers, the full log's lines and the firehose's OCSF record.
+ */
+
+#define _POSIX_C_SOURCE  200809L
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "tap.h"
+#include "bottle_record.h"
+
+
+#define S(s)  { (s), sizeof(s) - 1 }
+
+
+static bottle_secret_t  tokens[] = { { S("API"), S("secret-api-value-1") } };
+static bottle_secret_t  held[] = { { S("H"), S("held-value-22") } };
+
+
+static void
+make_bottle(bottle_t *b, bottle_route_t *route)
+{
+    memset(b, 0, sizeof(*b));
+    memset(route, 0, sizeof(*route));
+
+    b->id.data = "alice";
+    b->id.len = 5;
+    b->canary.data = "CANARY-123456";
+    b->canary.len = 13;
+    b->egress_tokens = tokens;
+    b->negress_tokens = 1;
+    b->held_secrets = held;
+    b->nheld_secrets = 1;
+
+    route->auth_header.data = "x-custom-key";
+    route->auth_header.len = 12;
+}
+
+
+static char *
+scrub(const bottle_t *b, const char *s, int cut)
+{
+    char  *copy = strdup(s);
+
+    bottle_record_scrub(b, (unsigned char *) copy, strlen(copy), cut);
+    return copy;
+}
+
+
+static void
+test_scrub(void)
+{
+    char      *s;
+    bottle_t   b;
+    bottle_route_t  route;
+
+    make_bottle(&b, &route);
+
+    s = scrub(&b, "a CANARY-123456 b secret-api-value-1 c held-value-22", 0);
+    is_str(s, "a ************* b ****************** c *************",
+           "canary, egress token, held secret masked");
+    free(s);
+
+    s = scrub(&b, "secret-api-value-1secret-api-value-1", 0);
+    is_str(s, "************************************", "back to back");
+    free(s);
+
+    s = scrub(&b, "xx secret-api-val", 1);
+    is_str(s, "xx **************", "cut: a tail that begins a secret");
+    free(s);
+
+    s = scrub(&b, "xx secret-api-val", 0);
+    is_str(s, "xx secret-api-val", "not cut: a tail is left");
+    free(s);
+
+    s = scrub(&b, "secret-api-value-", 1);
+    is_str(s, "*****************", "cut: all of it begins a secret");
+    free(s);
+
+    s = scrub(NULL, "CANARY-123456", 0);
+    is_str(s, "CANARY-123456", "no bottle: nothing to mask");
+    free(s);
+
+    ok(bottle_record_credential(NULL, "Authorization", 13)
+       && bottle_record_credential(NULL, "PROXY-authorization", 19)
+       && bottle_record_credential(NULL, "cookie", 6)
+       && bottle_record_credential(NULL, "Set-Cookie", 10),
+       "credential headers, any case");
+    ok(!bottle_record_credential(NULL, "X-Custom-Key", 12)
+       && bottle_record_credential(&route, "X-Custom-Key", 12),
+       "the route's auth header");
+    ok(bottle_record_credential(NULL, "Private-Token", 13)
+       && bottle_record_credential(NULL, "x-api-key", 9),
+       "the headers the gateway strips as credentials");
+    route.preserve_auth = 1;
+    ok(bottle_record_credential(&route, "Private-Token", 13),
+       "also on a preserve_auth route");
+    route.preserve_auth = 0;
+    ok(!bottle_record_credential(NULL, "X-Note", 6), "others are not");
+}
+
+
+static json_t *
+parse(char *s)
+{
+    json_t        *j;
+    json_error_t   e;
+
+    j = json_loads(s, 0, &e);
+    free(s);
+    return j;
+}
+
+
+static const char *
+header_of(json_t *headers, const char *name)
+{
+    size_t   i;
+    json_t  *h;
+
+    json_array_foreach(headers, i, h) {
+        if (strcmp(json_string_value(json_object_get(h, "name")), name) == 0) {
+            return json_string_value(json_object_get(h, "value"));
+        }
+    }
+
+    return NULL;
+}
+
+
+static void
+test_records(void)
+{
+    char                    *out;
+    size_t                   len;
+    json_t                  *j, *u;
+    bottle_t                 b;
+    bottle_route_t           route;
+    bottle_record_t          rec;
+    bottle_record_header_t   h[4];
+
+    static const unsigned char  bin[] = { 0xff, 0xfe, 0x00, 0x01 };
+
+    make_bottle(&b, &route);
+    memset(&rec, 0, sizeof(rec));
+
+    h[0] = (bottle_record_header_t) { "Authorization", 13, "Bearer x", 8 };
+    h[1] = (bottle_record_header_t) { "Cookie", 6, "s=1", 3 };
+    h[2] = (bottle_record_header_t) { "X-Note", 6, "has CANARY-123456", 17 };
+    h[3] = (bottle_record_header_t) { "X-Bad", 5, "a\xff" "b", 3 };
+
+    rec.start_ms = 1796133361250;
+    rec.end_ms = 1796133361262;
+    rec.bottle = &b;
+    rec.route = &route;
+    rec.method = (bottle_str_t) S("PATCH");
+    rec.scheme = (bottle_str_t) S("https");
+    rec.host = (bottle_str_t) S("api.example.com");
+    rec.port = 443;
+    rec.path = (bottle_str_t) S("/p/secret-api-value-1");
+    rec.query = (bottle_str_t) S("k=held-value-22");
+    rec.src_ip = (bottle_str_t) S("10.0.0.7");
+    rec.dst_addr = (bottle_str_t) S("[::1]:443");
+    rec.headers = h;
+    rec.nheaders = 4;
+    rec.body.data = bin;
+    rec.body.len = 4;
+    rec.body.size = 100;
+    rec.body.seen = 1;
+    rec.allowed = 0;
+    rec.rule = (bottle_str_t) S("canary");
+    rec.status = 403;
+
+    ok(bottle_record_full(&out, &len, &rec, 0) == 0, "full: request line");
+    ok(strchr(out, '\n') == NULL, "full: one line");
+    j = parse(out);
+    ok(j != NULL, "full: JSON");
+    is_str(json_string_value(json_object_get(j, "time")),
+           "2026-12-01T13:56:01.250Z", "full: time");
+    is_str(json_string_value(json_object_get(j, "path")),
+           "/p/******************", "full: path masked");
+    is_str(json_string_value(json_object_get(j, "query")),
+           "k=*************", "full: query masked");
+    is_str(header_of(json_object_get(j, "headers"), "Authorization"),
+           "[scrubbed]", "full: credential [scrubbed]");
+    is_str(header_of(json_object_get(j, "headers"), "X-Note"),
+           "has *************", "full: a header value masked");
+    is_str(header_of(json_object_get(j, "headers"), "X-Bad"),
+           "a?b", "full: invalid UTF-8 as ?");
+    is_str(json_string_value(json_object_get(j, "body_base64")), "//4AAQ==",
+           "full: a binary body in base64");
+    ok(json_is_true(json_object_get(j, "body_truncated")),
+       "full: truncated, size over what is kept");
+    ok(json_is_null(json_object_get(j, "body_sha256")),
+       "full: no hash: null");
+    is_str(json_string_value(json_object_get(j, "verdict")), "refused",
+           "full: verdict");
+    json_decref(j);
+
+    ok(bottle_record_ocsf(&out, &len, &rec, 0) == 0, "ocsf: full");
+    j = parse(out);
+    is_int(json_integer_value(json_object_get(j, "class_uid")), 4002,
+           "ocsf: class 4002");
+    is_int(json_integer_value(json_object_get(j, "activity_id")), 99,
+           "ocsf: PATCH is other");
+    is_int(json_integer_value(json_object_get(j, "type_uid")), 400299,
+           "ocsf: type_uid");
+    is_str(json_string_value(json_object_get(j, "disposition")), "Blocked",
+           "ocsf: refused is blocked");
+    is_str(json_string_value(json_object_get(
+               json_object_get(j, "dst_endpoint"), "ip")), "::1",
+           "ocsf: dst ip out of [::1]:443");
+    ok(header_of(json_object_get(json_object_get(j, "http_request"),
+                                 "http_headers"), "Authorization") == NULL
+       && header_of(json_object_get(json_object_get(j, "http_request"),
+                                    "http_headers"), "Cookie") == NULL,
+       "ocsf: credentials dropped");
+    u = json_object_get(j, "unmapped");
+    is_str(json_string_value(json_object_get(u, "bottle")), "alice",
+           "ocsf: unmapped.bottle");
+    ok(json_object_get(u, "body_size") != NULL, "ocsf full: the body");
+    json_decref(j);
+
+    ok(bottle_record_ocsf(&out, &len, &rec, 1) == 0, "ocsf: metadata");
+    ok(strstr(out, "/p/") == NULL && strstr(out, "X-Note") == NULL
+       && strstr(out, "body") == NULL && strstr(out, "PATCH") == NULL,
+       "ocsf metadata: no path, headers, body or method");
+    j = parse(out);
+    is_str(json_string_value(json_object_get(json_object_get(j, "unmapped"),
+                                             "firehose")), "metadata",
+           "ocsf metadata: the level");
+    json_decref(j);
+
+    is_int(bottle_record_ocsf_activity("GET", 3), 3, "GET is 3");
+    is_int(bottle_record_ocsf_activity("CONNECT", 7), 1, "CONNECT is 1");
+    is_int(bottle_record_ocsf_activity("GETX", 4), 99, "GETX is other");
+}
+
+
+int
+main(void)
+{
+    test_scrub();
+    test_records();
+
+    return done_testing();
+}
