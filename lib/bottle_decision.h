@@ -114,6 +114,14 @@ int bottle_decision_answer(bottle_decision_result_t *out,
 
 void bottle_decision_result_free(bottle_decision_result_t *r);
 
+/* out's status and message, for an answer that fails: returns -1 */
+int bottle_decision_fail(bottle_decision_result_t *out,
+    bottle_decision_status_e status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 /*
  * The change approving a kind with grant (a route, or a repo grant) would
  * make to the bottle's stored policy, checked by the gateway's parser.

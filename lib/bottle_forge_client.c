@@ -31,12 +31,6 @@ static int bottle_forge_command(redisContext *c, redisReply **out,
 static int bottle_forge_proposal(json_t **out, redisContext *c,
     bottle_decision_result_t *res, const char *id,
     bottle_proposal_kind_e want);
-static int bottle_forge_fail(bottle_decision_result_t *out,
-    bottle_decision_status_e status, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
 
 
 int
@@ -345,22 +339,6 @@ cleanup:
 }
 
 
-static int
-bottle_forge_fail(bottle_decision_result_t *out,
-    bottle_decision_status_e status, const char *fmt, ...)
-{
-    va_list  ap;
-
-    out->status = status;
-
-    va_start(ap, fmt);
-    vsnprintf(out->err, sizeof(out->err), fmt, ap);
-    va_end(ap);
-
-    return -1;
-}
-
-
 /* a pending proposal of kind want (a new reference in *out) */
 
 static int
@@ -380,7 +358,7 @@ bottle_forge_proposal(json_t **out, redisContext *c,
     *out = NULL;
 
     if (!bottle_proposal_id_valid(id)) {
-        return bottle_forge_fail(res, BOTTLE_DECISION_NOT_FOUND,
+        return bottle_decision_fail(res, BOTTLE_DECISION_NOT_FOUND,
                                  "no proposal \"%s\"", id);
     }
 
@@ -394,7 +372,7 @@ bottle_forge_proposal(json_t **out, redisContext *c,
     lost = 0;
 
     if (bottle_forge_command(c, &r, 4, av, &lost, err, sizeof(err)) != 0) {
-        return bottle_forge_fail(res, lost ? BOTTLE_DECISION_UNREACHABLE
+        return bottle_decision_fail(res, lost ? BOTTLE_DECISION_UNREACHABLE
                                            : BOTTLE_DECISION_INVALID,
                                  "%s", err);
     }
@@ -404,7 +382,7 @@ bottle_forge_proposal(json_t **out, redisContext *c,
         || r->element[1]->type != REDIS_REPLY_STRING)
     {
         freeReplyObject(r);
-        return bottle_forge_fail(res, BOTTLE_DECISION_NOT_FOUND,
+        return bottle_decision_fail(res, BOTTLE_DECISION_NOT_FOUND,
                                  "no proposal \"%s\"", id);
     }
 
@@ -413,7 +391,7 @@ bottle_forge_proposal(json_t **out, redisContext *c,
 
     if (p == NULL) {
         freeReplyObject(r);
-        return bottle_forge_fail(res, BOTTLE_DECISION_INVALID,
+        return bottle_decision_fail(res, BOTTLE_DECISION_INVALID,
                                  "proposal \"%s\": %s", id, err);
     }
 
@@ -423,7 +401,7 @@ bottle_forge_proposal(json_t **out, redisContext *c,
     if (kind != want) {
         freeReplyObject(r);
         json_decref(p);
-        return bottle_forge_fail(res, BOTTLE_DECISION_INVALID,
+        return bottle_decision_fail(res, BOTTLE_DECISION_INVALID,
                                  "proposal \"%s\" is a %s, not a %s", id,
                                  bottle_proposal_kind_name(kind),
                                  bottle_proposal_kind_name(want));
@@ -462,14 +440,14 @@ bottle_forge_connect_answer(bottle_decision_result_t *out, redisContext *c,
 
     f = calloc(1, sizeof(*f));
     if (f == NULL) {
-        return bottle_forge_fail(out, BOTTLE_DECISION_INVALID,
+        return bottle_decision_fail(out, BOTTLE_DECISION_INVALID,
                                  "out of memory");
     }
 
     rc = -1;
 
     if (bottle_forge_kind_valid(req->kind) != 0) {
-        bottle_forge_fail(out, BOTTLE_DECISION_INVALID,
+        bottle_decision_fail(out, BOTTLE_DECISION_INVALID,
                           "kind: \"gitea\" or \"github\"");
         goto cleanup;
     }
@@ -479,7 +457,7 @@ bottle_forge_connect_answer(bottle_decision_result_t *out, redisContext *c,
             && bottle_forge_url_check("api", req->api, err, sizeof(err))
                != 0))
     {
-        bottle_forge_fail(out, BOTTLE_DECISION_INVALID, "%s", err);
+        bottle_decision_fail(out, BOTTLE_DECISION_INVALID, "%s", err);
         goto cleanup;
     }
 
@@ -488,7 +466,7 @@ bottle_forge_connect_answer(bottle_decision_result_t *out, redisContext *c,
             || strlen(req->account) > BOTTLE_FORGE_ACCOUNT_MAX
             || bottle_forge_printable(req->account) != 0))
     {
-        bottle_forge_fail(out, BOTTLE_DECISION_INVALID, "account: 1 to %d "
+        bottle_decision_fail(out, BOTTLE_DECISION_INVALID, "account: 1 to %d "
                           "bytes, no control bytes", BOTTLE_FORGE_ACCOUNT_MAX);
         goto cleanup;
     }
@@ -511,13 +489,13 @@ bottle_forge_connect_answer(bottle_decision_result_t *out, redisContext *c,
                                             "url"));
 
     if (bottle_forge_url_name(name, url, err, sizeof(err)) != 0) {
-        bottle_forge_fail(out, BOTTLE_DECISION_INVALID, "proposal \"%s\": "
+        bottle_decision_fail(out, BOTTLE_DECISION_INVALID, "proposal \"%s\": "
                           "%s", req->proposal, err);
         goto cleanup;
     }
 
     if (bottle_forge_other_kind(name)) {
-        bottle_forge_fail(out, BOTTLE_DECISION_INVALID, "forge %s runs %s: "
+        bottle_decision_fail(out, BOTTLE_DECISION_INVALID, "forge %s runs %s: "
                           "git-gate serves gitea and github forges only",
                           name, bottle_forge_other_kind(name));
         goto cleanup;
@@ -541,7 +519,7 @@ bottle_forge_connect_answer(bottle_decision_result_t *out, redisContext *c,
                                         name, f->url)
                != 0)
     {
-        bottle_forge_fail(out, BOTTLE_DECISION_INVALID, "url too long");
+        bottle_decision_fail(out, BOTTLE_DECISION_INVALID, "url too long");
         goto cleanup;
     }
 
@@ -550,7 +528,7 @@ bottle_forge_connect_answer(bottle_decision_result_t *out, redisContext *c,
     if (bottle_forge_api_user(login, sizeof(login), f, err, sizeof(err))
         != 0)
     {
-        bottle_forge_fail(out, BOTTLE_DECISION_FORGE, "cannot connect forge "
+        bottle_decision_fail(out, BOTTLE_DECISION_FORGE, "cannot connect forge "
                           "%s (proposal \"%s\" still pending): %s", name,
                           req->proposal, err);
         goto cleanup;
@@ -560,7 +538,7 @@ bottle_forge_connect_answer(bottle_decision_result_t *out, redisContext *c,
              req->account ? req->account : login);
 
     if (bottle_forge_save(c, name, f, &lost, err, sizeof(err)) != 0) {
-        bottle_forge_fail(out, lost ? BOTTLE_DECISION_UNREACHABLE
+        bottle_decision_fail(out, lost ? BOTTLE_DECISION_UNREACHABLE
                                     : BOTTLE_DECISION_INVALID,
                           "cannot connect forge %s: %s", name, err);
         goto cleanup;
@@ -568,7 +546,7 @@ bottle_forge_connect_answer(bottle_decision_result_t *out, redisContext *c,
 
     grant = json_pack("{s:s, s:s}", "forge", name, "account", f->account);
     if (grant == NULL) {
-        bottle_forge_fail(out, BOTTLE_DECISION_INVALID, "account: not "
+        bottle_decision_fail(out, BOTTLE_DECISION_INVALID, "account: not "
                           "UTF-8");
         goto cleanup;
     }
@@ -632,7 +610,7 @@ bottle_forge_create_answer(bottle_decision_result_t *out, redisContext *c,
 
     f = calloc(1, sizeof(*f));
     if (f == NULL) {
-        return bottle_forge_fail(out, BOTTLE_DECISION_INVALID,
+        return bottle_decision_fail(out, BOTTLE_DECISION_INVALID,
                                  "out of memory");
     }
 
@@ -655,13 +633,13 @@ bottle_forge_create_answer(bottle_decision_result_t *out, redisContext *c,
     if (s == NULL || bottle_repo_parse(&repo, s, strlen(s), 0, err,
                                        sizeof(err)) != 0)
     {
-        bottle_forge_fail(out, BOTTLE_DECISION_INVALID, "proposal \"%s\": "
+        bottle_decision_fail(out, BOTTLE_DECISION_INVALID, "proposal \"%s\": "
                           "repo: %s", proposal, s ? err : "none");
         goto cleanup;
     }
 
     if (bottle_forge_load(f, c, repo.forge, &lost, err, sizeof(err)) != 0) {
-        bottle_forge_fail(out, lost ? BOTTLE_DECISION_UNREACHABLE
+        bottle_decision_fail(out, lost ? BOTTLE_DECISION_UNREACHABLE
                                     : BOTTLE_DECISION_FORGE,
                           "cannot create %s: %s", s, err);
         goto cleanup;
@@ -675,7 +653,7 @@ bottle_forge_create_answer(bottle_decision_result_t *out, redisContext *c,
                                    err, sizeof(err))
            != 0)
     {
-        bottle_forge_fail(out, BOTTLE_DECISION_FORGE, "cannot create %s "
+        bottle_decision_fail(out, BOTTLE_DECISION_FORGE, "cannot create %s "
                           "(proposal \"%s\" still pending): %s", s, proposal,
                           err);
         goto cleanup;
@@ -691,7 +669,7 @@ bottle_forge_create_answer(bottle_decision_result_t *out, redisContext *c,
 
     grant = json_pack("{s:s}", "repo", grant_repo);
     if (grant == NULL) {
-        bottle_forge_fail(out, BOTTLE_DECISION_INVALID, "out of memory");
+        bottle_decision_fail(out, BOTTLE_DECISION_INVALID, "out of memory");
         goto cleanup;
     }
 

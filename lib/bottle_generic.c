@@ -118,8 +118,9 @@ bottle_generic_create(bottle_generic_t **out, char *err, size_t errlen)
 
 
     g->re = pcre2_compile((PCRE2_SPTR) bottle_generic_pattern,
-                          PCRE2_ZERO_TERMINATED, PCRE2_ANCHORED | PCRE2_MULTILINE,
-                          &errcode, &erroff, NULL);
+                          PCRE2_ZERO_TERMINATED,
+                          PCRE2_ANCHORED | PCRE2_MULTILINE, &errcode,
+                          &erroff, NULL);
     if (g->re == NULL) {
         pcre2_get_error_message(errcode, msg, sizeof(msg));
         bottle_generic_free(g);

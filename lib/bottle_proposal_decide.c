@@ -35,12 +35,6 @@ typedef struct {
 } bottle_answer_t;
 
 
-static int bottle_decision_fail(bottle_decision_result_t *out,
-    bottle_decision_status_e status, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
 static int bottle_decision_command(redisContext *c, redisReply **out,
     int argc, const char **argv, bottle_decision_status_e *status,
     char *err, size_t errlen);
@@ -131,7 +125,7 @@ bottle_decision_result_free(bottle_decision_result_t *r)
 }
 
 
-static int
+int
 bottle_decision_fail(bottle_decision_result_t *out,
     bottle_decision_status_e status, const char *fmt, ...)
 {

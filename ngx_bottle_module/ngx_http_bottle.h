@@ -138,6 +138,9 @@ ngx_int_t ngx_http_bottle_errors_init_module(ngx_cycle_t *cycle);
 ngx_int_t ngx_http_bottle_errors_location(ngx_conf_t *cf,
     ngx_http_bottle_main_conf_t *bmcf);
 void ngx_http_bottle_init_connection(ngx_connection_t *c);
+ngx_int_t ngx_http_bottle_bind(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx, const u_char *token, ssize_t n,
+    const char *malformed);
 ngx_int_t ngx_http_bottle_identify(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 ngx_int_t ngx_http_bottle_host_check(ngx_http_request_t *r,
@@ -158,6 +161,8 @@ ngx_http_bottle_ctx_t *ngx_http_bottle_create_ctx(ngx_http_request_t *r);
 char *ngx_http_bottle_attribute(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_int_t ngx_http_bottle_attribute_handler(ngx_http_request_t *r);
+ngx_int_t ngx_http_bottle_refuse(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx, const char *scheme, ngx_uint_t quiet);
 ngx_int_t ngx_http_bottle_send(ngx_http_request_t *r, ngx_uint_t status,
     ngx_str_t *type, ngx_str_t *body);
 ngx_int_t ngx_http_bottle_deny(ngx_http_bottle_ctx_t *ctx, ngx_pool_t *pool,

@@ -167,11 +167,9 @@ ngx_http_bottle_attribute_token(ngx_http_request_t *r,
 {
     ssize_t              n;
     ngx_str_t            v;
+    ngx_int_t            rc;
     ngx_uint_t           count;
-    bottle_ip_t          ip;
-    const char          *reason;
     ngx_table_elt_t     *h;
-    ngx_bottle_entry_t  *e;
     u_char               token[NGX_HTTP_BOTTLE_TOKEN_MAX];
 
     h = ngx_http_bottle_find_header(r, "authorization",
@@ -217,32 +215,11 @@ ngx_http_bottle_attribute_token(ngx_http_request_t *r,
         n = bottle_head_basic_password(token, sizeof(token), v.data, v.len);
     }
 
-    reason = "malformed credentials";
-    e = (n > 0) ? ngx_bottle_find_token(token, (size_t) n, &reason) : NULL;
+    rc = ngx_http_bottle_bind(r, ctx, token, n, "malformed credentials");
 
     ngx_explicit_memzero(token, sizeof(token));
 
-    if (e == NULL) {
-        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_IDENTITY,
-                                    "%s", reason);
-    }
-
-    if (ngx_bottle_entry_hold(e, r->pool) != NGX_OK) {
-        return NGX_ERROR;
-    }
-
-    ctx->entry = e;
-    ctx->verdict.bottle = e->bottle;
-
-    if (ngx_bottle_client_ip(r->connection, &ip) != NGX_OK
-        || !bottle_source_allowed(e->bottle, &ip))
-    {
-        return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_IDENTITY,
-                                    "the token is not valid from this "
-                                    "address");
-    }
-
-    return NGX_OK;
+    return rc;
 }
 
 
@@ -316,65 +293,11 @@ static ngx_int_t
 ngx_http_bottle_attribute_refuse(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx, ngx_uint_t mode, ngx_uint_t challenge)
 {
-    ngx_str_t                    body, type;
-    ngx_uint_t                   status;
-    ngx_table_elt_t             *h;
-    const ngx_bottle_rule_t     *rule;
-    ngx_http_bottle_loc_conf_t  *blcf;
-
-    ctx->state = NGX_HTTP_BOTTLE_REFUSED;
-    rule = ngx_bottle_rule(ctx->verdict.rule);
-
-    status = rule->status;
-
     if (ctx->verdict.rule == NGX_BOTTLE_RULE_IDENTITY) {
-        status = NGX_HTTP_UNAUTHORIZED;
-        ctx->verdict.status = status;
+        ctx->verdict.status = NGX_HTTP_UNAUTHORIZED;
     }
 
-    if (!challenge) {
-        ngx_bottle_log_verdict(r->connection, &ctx->verdict);
-    }
-
-    if (ngx_bottle_refusal_body(r->pool, &ctx->verdict, &body) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    h = ngx_list_push(&r->headers_out.headers);
-    if (h == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    h->hash = 1;
-    ngx_str_set(&h->key, "X-Bottle-Rule");
-    h->value = rule->name;
-
-    if (status == NGX_HTTP_UNAUTHORIZED) {
-        blcf = ngx_http_get_module_loc_conf(r, ngx_http_bottle_module);
-
-        h = ngx_list_push(&r->headers_out.headers);
-        if (h == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        h->hash = 1;
-        ngx_str_set(&h->key, "WWW-Authenticate");
-        h->value.len = sizeof("Bearer realm=\"\"") - 1 + blcf->realm.len;
-        h->value.data = ngx_pnalloc(r->pool, h->value.len);
-        if (h->value.data == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        ngx_sprintf(h->value.data, "%s realm=\"%V\"",
-                    mode == NGX_HTTP_BOTTLE_ATTRIBUTE_MCP ? "Bearer" : "Basic",
-                    &blcf->realm);
-
-        if (mode == NGX_HTTP_BOTTLE_ATTRIBUTE_GIT) {
-            h->value.len--;
-        }
-    }
-
-    ngx_str_set(&type, "text/plain; charset=utf-8");
-
-    return ngx_http_bottle_send(r, status, &type, &body);
+    return ngx_http_bottle_refuse(r, ctx,
+                                  mode == NGX_HTTP_BOTTLE_ATTRIBUTE_MCP
+                                  ? "Bearer" : "Basic", challenge);
 }

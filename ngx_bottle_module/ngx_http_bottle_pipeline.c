@@ -44,8 +44,6 @@ static ngx_int_t ngx_http_bottle_resolve_upstream(ngx_http_request_t *r,
 static void ngx_http_bottle_resolved(void *data, ngx_int_t rc);
 static ngx_int_t ngx_http_bottle_tunnel_peer(ngx_http_bottle_ctx_t *ctx);
 static void ngx_http_bottle_tunnel_keep(ngx_http_bottle_ctx_t *ctx);
-static ngx_int_t ngx_http_bottle_refuse(ngx_http_request_t *r,
-    ngx_http_bottle_ctx_t *ctx);
 static ngx_int_t ngx_http_bottle_failed_handler(ngx_http_request_t *r);
 
 
@@ -91,7 +89,8 @@ ngx_http_bottle_handler(ngx_http_request_t *r)
     rc = ngx_http_bottle_run(r, ctx);
 
     if (rc == NGX_DECLINED) {
-        ngx_http_finalize_request(r, ngx_http_bottle_refuse(r, ctx));
+        ngx_http_finalize_request(r,
+                                  ngx_http_bottle_refuse(r, ctx, "Basic", 0));
         return NGX_DONE;
     }
 
@@ -205,7 +204,8 @@ ngx_http_bottle_checked(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
         return;
 
     case NGX_DECLINED:
-        ngx_http_finalize_request(r, ngx_http_bottle_refuse(r, ctx));
+        ngx_http_finalize_request(r,
+                                  ngx_http_bottle_refuse(r, ctx, "Basic", 0));
         return;
 
     case NGX_AGAIN:
@@ -618,7 +618,8 @@ ngx_http_bottle_resolved(void *data, ngx_int_t rc)
         ngx_http_core_run_phases(r);
 
     } else {
-        ngx_http_finalize_request(r, ngx_http_bottle_refuse(r, ctx));
+        ngx_http_finalize_request(r,
+                                  ngx_http_bottle_refuse(r, ctx, "Basic", 0));
     }
 
     ngx_http_run_posted_requests(c);
@@ -679,59 +680,6 @@ ngx_http_bottle_tunnel_keep(ngx_http_bottle_ctx_t *ctx)
 }
 
 
-/* log once, answer with the rule's status and a reason the agent can read */
-
-static ngx_int_t
-ngx_http_bottle_refuse(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
-{
-    ngx_str_t                    body, type;
-    ngx_table_elt_t             *h;
-    const ngx_bottle_rule_t     *rule;
-    ngx_http_bottle_loc_conf_t  *blcf;
-
-    ctx->state = NGX_HTTP_BOTTLE_REFUSED;
-    rule = ngx_bottle_rule(ctx->verdict.rule);
-
-    ngx_bottle_log_verdict(r->connection, &ctx->verdict);
-
-    if (ngx_bottle_refusal_body(r->pool, &ctx->verdict, &body) != NGX_OK) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    h = ngx_list_push(&r->headers_out.headers);
-    if (h == NULL) {
-        return NGX_HTTP_INTERNAL_SERVER_ERROR;
-    }
-
-    h->hash = 1;
-    ngx_str_set(&h->key, "X-Bottle-Rule");
-    h->value = rule->name;
-
-    if (rule->status == 407) {
-        blcf = ngx_http_get_module_loc_conf(r, ngx_http_bottle_module);
-
-        h = ngx_list_push(&r->headers_out.headers);
-        if (h == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        h->hash = 1;
-        ngx_str_set(&h->key, "Proxy-Authenticate");
-        h->value.len = sizeof("Basic realm=\"\"") - 1 + blcf->realm.len;
-        h->value.data = ngx_pnalloc(r->pool, h->value.len);
-        if (h->value.data == NULL) {
-            return NGX_HTTP_INTERNAL_SERVER_ERROR;
-        }
-
-        ngx_sprintf(h->value.data, "Basic realm=\"%V\"", &blcf->realm);
-    }
-
-    ngx_str_set(&type, "text/plain; charset=utf-8");
-
-    return ngx_http_bottle_send(r, rule->status, &type, &body);
-}
-
-
 /*
  * bottle_upstream_failed: the content of the error_page location for 502
  * and 504 from the proxy, so that an unreachable upstream is a refusal like
@@ -773,5 +721,5 @@ ngx_http_bottle_failed_handler(ngx_http_request_t *r)
                                 r->err_status ? r->err_status
                                               : (ngx_uint_t) 502);
 
-    return ngx_http_bottle_refuse(r, ctx);
+    return ngx_http_bottle_refuse(r, ctx, "Basic", 0);
 }

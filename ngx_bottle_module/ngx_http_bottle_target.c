@@ -368,11 +368,9 @@ ngx_int_t
 ngx_http_bottle_identify(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 {
     ssize_t              n;
+    ngx_int_t            rc;
     ngx_uint_t           count;
-    const char          *reason;
-    bottle_ip_t          ip;
     ngx_table_elt_t     *h;
-    ngx_bottle_entry_t  *e;
     u_char               password[NGX_HTTP_BOTTLE_PASSWORD_MAX];
 
     if (ctx->tunnel) {
@@ -397,10 +395,31 @@ ngx_http_bottle_identify(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
     n = bottle_head_basic_password(password, sizeof(password),
                                    h->value.data, h->value.len);
 
-    reason = "malformed proxy credentials";
-    e = (n > 0) ? ngx_bottle_find_token(password, (size_t) n, &reason) : NULL;
+    rc = ngx_http_bottle_bind(r, ctx, password, n,
+                              "malformed proxy credentials");
 
     ngx_explicit_memzero(password, sizeof(password));
+
+    return rc;
+}
+
+
+/*
+ * The bottle of an identity token (n bytes; n <= 0: malformed, refused
+ * with that reason), held for the request and bound to its source
+ * addresses: the pipeline's identity and bottle_attribute's.
+ */
+
+ngx_int_t
+ngx_http_bottle_bind(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
+    const u_char *token, ssize_t n, const char *malformed)
+{
+    const char          *reason;
+    bottle_ip_t          ip;
+    ngx_bottle_entry_t  *e;
+
+    reason = malformed;
+    e = (n > 0) ? ngx_bottle_find_token(token, (size_t) n, &reason) : NULL;
 
     if (e == NULL) {
         return ngx_http_bottle_deny(ctx, r->pool, NGX_BOTTLE_RULE_IDENTITY,

@@ -174,3 +174,76 @@ ngx_http_bottle_send(ngx_http_request_t *r, ngx_uint_t status,
 
     return ngx_http_output_filter(r, &out);
 }
+
+
+/*
+ * A refusal's answer: logged once (not when quiet: a bare challenge), the
+ * status (the verdict's if set, else the rule's) with a reason the agent
+ * can read, X-Bottle-Rule, and for 407 and 401 the challenge its client
+ * answers (Proxy-Authenticate: Basic; WWW-Authenticate: scheme), with the
+ * location's bottle_realm.
+ */
+
+ngx_int_t
+ngx_http_bottle_refuse(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
+    const char *scheme, ngx_uint_t quiet)
+{
+    ngx_str_t                    body, type;
+    ngx_uint_t                   status;
+    ngx_table_elt_t             *h;
+    const ngx_bottle_rule_t     *rule;
+    ngx_http_bottle_loc_conf_t  *blcf;
+
+    ctx->state = NGX_HTTP_BOTTLE_REFUSED;
+    rule = ngx_bottle_rule(ctx->verdict.rule);
+    status = ctx->verdict.status ? ctx->verdict.status : rule->status;
+
+    if (!quiet) {
+        ngx_bottle_log_verdict(r->connection, &ctx->verdict);
+    }
+
+    if (ngx_bottle_refusal_body(r->pool, &ctx->verdict, &body) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    h = ngx_list_push(&r->headers_out.headers);
+    if (h == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    h->hash = 1;
+    ngx_str_set(&h->key, "X-Bottle-Rule");
+    h->value = rule->name;
+
+    if (status == 407 || status == NGX_HTTP_UNAUTHORIZED) {
+        blcf = ngx_http_get_module_loc_conf(r, ngx_http_bottle_module);
+
+        h = ngx_list_push(&r->headers_out.headers);
+        if (h == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        h->hash = 1;
+
+        if (status == 407) {
+            ngx_str_set(&h->key, "Proxy-Authenticate");
+            scheme = "Basic";
+
+        } else {
+            ngx_str_set(&h->key, "WWW-Authenticate");
+        }
+
+        h->value.len = ngx_strlen(scheme) + sizeof(" realm=\"\"") - 1
+                       + blcf->realm.len;
+        h->value.data = ngx_pnalloc(r->pool, h->value.len);
+        if (h->value.data == NULL) {
+            return NGX_HTTP_INTERNAL_SERVER_ERROR;
+        }
+
+        ngx_sprintf(h->value.data, "%s realm=\"%V\"", scheme, &blcf->realm);
+    }
+
+    ngx_str_set(&type, "text/plain; charset=utf-8");
+
+    return ngx_http_bottle_send(r, status, &type, &body);
+}
