@@ -289,17 +289,21 @@ demo-stop:
 # after the stream module, the config pieces in /etc/nginx/bottle/ (an
 # operator's edited file is kept, the new one written as FILE.dist),
 # HELPER_BINS in $(PREFIX)/bin, HELPER_LIBEXEC (git-gate's gitgate-cgi,
-# which fcgiwrap runs) in $(PREFIX)/lib/ngx-bottle.  `make uninstall`
-# removes what it wrote.
+# which fcgiwrap runs) in $(PREFIX)/lib/ngx-bottle, the helpers' systemd
+# units in $(UNITDIR) and their users in $(SYSUSERSDIR) (neither enabled
+# nor created: docs/install.md).  `make uninstall` removes what it wrote.
 PREFIX     ?= /usr/local
 DESTDIR    ?=
+UNITDIR    ?= /lib/systemd/system
+SYSUSERSDIR ?= /usr/lib/sysusers.d
 HELPER_BINS = bottlectl gitgate-scan supervise-helper
 HELPER_LIBEXEC = gitgate-cgi
 
 install: module ctl gitgate supervise
 	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" BUILD="$(BUILD)" \
 	    BINS="$(HELPER_BINS)" LIBEXEC="$(HELPER_LIBEXEC)" \
-	    RESOLVER="$(RESOLVER)" scripts/bottle-install install
+	    RESOLVER="$(RESOLVER)" UNITDIR="$(UNITDIR)" \
+	    SYSUSERSDIR="$(SYSUSERSDIR)" scripts/bottle-install install
 
 uninstall:
 	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" \
