@@ -527,7 +527,7 @@ sub state_of {
 
 sub wait_state {
 	my ($id, $want) = @_;
-	my $deadline = time() + 5;
+	my $deadline = time() + 15;
 	my $s;
 	while (time() < $deadline) {
 		$s = state_of($id);
@@ -570,7 +570,7 @@ sub wait_event {
 
 sub wait_log {
 	my ($re) = @_;
-	my $deadline = time() + 5;
+	my $deadline = time() + 15;
 	my $log;
 	while (time() < $deadline) {
 		$log = $t->read_file('error.log');
