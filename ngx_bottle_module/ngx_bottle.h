@@ -326,12 +326,28 @@ enum {
     NGX_BOTTLE_METRIC_FIREHOSE_PUBLISHED,
     NGX_BOTTLE_METRIC_FIREHOSE_DROPPED,
     NGX_BOTTLE_METRIC_AUDIT_DROPPED,
+    NGX_BOTTLE_METRIC_HELD,                  /* a gauge: +1, -1 */
+    NGX_BOTTLE_METRIC_HELD_TOTAL,
+    NGX_BOTTLE_METRIC_HELD_APPROVED,         /* released, by outcome */
+    NGX_BOTTLE_METRIC_HELD_DENIED,
+    NGX_BOTTLE_METRIC_HELD_TIMEOUT,
+    NGX_BOTTLE_METRIC_HELD_CLIENT_GONE,
+    NGX_BOTTLE_METRIC_HELD_EXPIRED,
+    NGX_BOTTLE_METRIC_HELD_FAILED,
+    NGX_BOTTLE_METRIC_UPSTREAM_KEPT,
+    NGX_BOTTLE_METRIC_UPSTREAM_REUSED,
+    NGX_BOTTLE_METRIC_UPSTREAM_HANDSHAKES,
+    NGX_BOTTLE_METRIC_UPSTREAM_RESUMED,
+    NGX_BOTTLE_METRIC_LEAF_HITS,
+    NGX_BOTTLE_METRIC_LEAF_MINTS,
+    NGX_BOTTLE_METRIC_LEAF_CACHED,           /* a gauge, all workers */
     NGX_BOTTLE_METRIC_N
 };
 
 ngx_int_t ngx_bottle_metrics_zone_add(ngx_conf_t *cf);
 void ngx_bottle_metrics_init_process(ngx_cycle_t *cycle);
 void ngx_bottle_metrics_count(ngx_uint_t metric);
+void ngx_bottle_metrics_add(ngx_uint_t metric, ngx_atomic_int_t delta);
 ngx_atomic_uint_t ngx_bottle_metrics_value(ngx_uint_t metric);
 void ngx_bottle_metrics_request(const bottle_t *b, ngx_bottle_rule_e rule);
 void ngx_bottle_metrics_finding(const char *detector);

@@ -38,6 +38,7 @@ static void ngx_bottle_hold_done(ngx_event_t *ev);
 static void ngx_cdecl ngx_bottle_hold_finish(ngx_bottle_hold_t *h,
     ngx_int_t rc, const char *why, const char *fmt, ...);
 static void ngx_bottle_hold_stop(ngx_bottle_hold_t *h, const char *why);
+static ngx_uint_t ngx_bottle_hold_outcome(const char *why);
 static void ngx_bottle_hold_free(ngx_bottle_hold_t *h);
 
 
@@ -120,6 +121,9 @@ ngx_bottle_hold_start(ngx_bottle_hold_t *h)
     }
 
     h->counted = 1;
+
+    ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_HELD_TOTAL);
+    ngx_bottle_metrics_add(NGX_BOTTLE_METRIC_HELD, 1);
 
     if (ngx_bottle_hold_propose(h) != NGX_OK) {
         /* h->reason is set */
@@ -636,6 +640,35 @@ ngx_bottle_hold_finish(ngx_bottle_hold_t *h, ngx_int_t rc, const char *why,
 }
 
 
+/* the metric of a release, by the why its log line gives */
+
+static ngx_uint_t
+ngx_bottle_hold_outcome(const char *why)
+{
+    static const struct {
+        const char  *why;
+        ngx_uint_t   metric;
+    } outcomes[] = {
+        { "approved", NGX_BOTTLE_METRIC_HELD_APPROVED },
+        { "denied", NGX_BOTTLE_METRIC_HELD_DENIED },
+        { "modified", NGX_BOTTLE_METRIC_HELD_DENIED },  /* not as asked */
+        { "timeout", NGX_BOTTLE_METRIC_HELD_TIMEOUT },
+        { "the client went away", NGX_BOTTLE_METRIC_HELD_CLIENT_GONE },
+        { "gone", NGX_BOTTLE_METRIC_HELD_EXPIRED },   /* from the store */
+    };
+
+    ngx_uint_t  i;
+
+    for (i = 0; why && i < sizeof(outcomes) / sizeof(outcomes[0]); i++) {
+        if (ngx_strcmp(why, outcomes[i].why) == 0) {
+            return outcomes[i].metric;
+        }
+    }
+
+    return NGX_BOTTLE_METRIC_HELD_FAILED;
+}
+
+
 static void
 ngx_bottle_hold_stop(ngx_bottle_hold_t *h, const char *why)
 {
@@ -654,6 +687,9 @@ ngx_bottle_hold_stop(ngx_bottle_hold_t *h, const char *why)
     if (h->counted) {
         (void) ngx_bottle_zone_held(&h->bottle, -1, h->body, 0, 0);
         h->counted = 0;
+
+        ngx_bottle_metrics_add(NGX_BOTTLE_METRIC_HELD, -1);
+        ngx_bottle_metrics_count(ngx_bottle_hold_outcome(why));
     }
 
     if (why && h->state != NGX_BOTTLE_HOLD_NEW) {

@@ -22,6 +22,7 @@
 #define NGX_BOTTLE_METRICS_ID_MAX     128
 #define NGX_BOTTLE_METRICS_DETECTORS  8
 #define NGX_BOTTLE_METRICS_ZONE       (1024 * 1024)
+#define NGX_BOTTLE_METRICS_ZONES      8     /* the render's room; it cuts */
 
 
 typedef struct {
@@ -61,25 +62,57 @@ static ngx_bottle_metrics_sh_t  *ngx_bottle_metrics_sh;
 static ngx_slab_pool_t          *ngx_bottle_metrics_shpool;
 
 
+/*
+ * Entries of one metric with a label follow each other: its HELP and TYPE
+ * go out once, before the first.
+ */
+
 static const struct {
     const char  *name;
+    const char  *labels;
     const char  *type;
     const char  *help;
 } ngx_bottle_metrics_info[NGX_BOTTLE_METRIC_N] = {
-    { "bottle_full_log_records_total", "counter",
+    { "bottle_full_log_records_total", NULL, "counter",
       "Lines written to the full log." },
-    { "bottle_full_log_dropped_total", "counter",
+    { "bottle_full_log_dropped_total", NULL, "counter",
       "Full log lines dropped: the file could not be written." },
-    { "bottle_full_log_rotations_total", "counter",
+    { "bottle_full_log_rotations_total", NULL, "counter",
       "Rotations of full.jsonl." },
-    { "bottle_firehose_snapshots_total", "counter",
+    { "bottle_firehose_snapshots_total", NULL, "counter",
       "Requests snapshotted for the firehose (only with a consumer)." },
-    { "bottle_firehose_published_total", "counter",
+    { "bottle_firehose_published_total", NULL, "counter",
       "Firehose records Redis accepted." },
-    { "bottle_firehose_dropped_total", "counter",
+    { "bottle_firehose_dropped_total", NULL, "counter",
       "Firehose records dropped: queue full or Redis not ready." },
-    { "bottle_audit_dropped_total", "counter",
+    { "bottle_audit_dropped_total", NULL, "counter",
       "Audit events dropped from a full per-worker queue." },
+    { "bottle_held", NULL, "gauge",
+      "Requests held for the operator now, in all workers." },
+    { "bottle_held_total", NULL, "counter",
+      "Requests held for the operator." },
+    { "bottle_held_released_total", "outcome=\"approved\"", "counter",
+      "Held requests released, by outcome." },
+    { "bottle_held_released_total", "outcome=\"denied\"", NULL, NULL },
+    { "bottle_held_released_total", "outcome=\"timeout\"", NULL, NULL },
+    { "bottle_held_released_total", "outcome=\"client_gone\"", NULL,
+      NULL },
+    { "bottle_held_released_total", "outcome=\"expired\"", NULL, NULL },
+    { "bottle_held_released_total", "outcome=\"failed\"", NULL, NULL },
+    { "bottle_upstream_kept_total", NULL, "counter",
+      "Upstream connections put in the bottle_upstream keepalive pool." },
+    { "bottle_upstream_reused_total", NULL, "counter",
+      "Requests sent on a connection from the keepalive pool." },
+    { "bottle_upstream_tls_handshakes_total", NULL, "counter",
+      "TLS handshakes with upstreams, on new connections." },
+    { "bottle_upstream_tls_resumed_total", NULL, "counter",
+      "Upstream TLS handshakes that resumed a kept session." },
+    { "bottle_leaf_cache_hits_total", NULL, "counter",
+      "Intercepted handshakes served a leaf from the minted-leaf cache." },
+    { "bottle_leaf_mints_total", NULL, "counter",
+      "Leaves minted (cache misses and renewals)." },
+    { "bottle_leaf_cache_entries", NULL, "gauge",
+      "Leaves in the minted-leaf caches, all workers." },
 };
 
 
@@ -170,6 +203,18 @@ ngx_bottle_metrics_count(ngx_uint_t metric)
     if (ngx_bottle_metrics_sh && metric < NGX_BOTTLE_METRIC_N) {
         (void) ngx_atomic_fetch_add(&ngx_bottle_metrics_sh->counters[metric],
                                     1);
+    }
+}
+
+
+/* a gauge moves both ways: a negative delta wraps, as it should */
+
+void
+ngx_bottle_metrics_add(ngx_uint_t metric, ngx_atomic_int_t delta)
+{
+    if (ngx_bottle_metrics_sh && metric < NGX_BOTTLE_METRIC_N && delta) {
+        (void) ngx_atomic_fetch_add(&ngx_bottle_metrics_sh->counters[metric],
+                                    (ngx_atomic_uint_t) delta);
     }
 }
 
@@ -364,6 +409,81 @@ ngx_bottle_metrics_bottle_lines(u_char *p, u_char *end, u_char *id,
 }
 
 
+/*
+ * The module's zones (bottle: tunnels, held counts, safelist; bottle_jar;
+ * bottle_metrics), read at scrape time from their slab pools without the
+ * lock: a gauge may be a page off, never a torn pointer.  Used is in
+ * whole pages, what the allocator can no longer give a large record.
+ */
+
+static u_char *
+ngx_bottle_metrics_zones(u_char *p, u_char *end)
+{
+    ngx_uint_t        i, k, pass, npages, nslots;
+    ngx_list_part_t  *part;
+    ngx_shm_zone_t   *zone;
+    ngx_slab_pool_t  *pool;
+    ngx_atomic_int_t  v;
+
+    static const char  *names[] = {
+        "bottle_zone_size_bytes", "bottle_zone_used_bytes",
+        "bottle_zone_alloc_failures_total"
+    };
+    static const char  *types[] = { "gauge", "gauge", "counter" };
+    static const char  *helps[] = {
+        "Capacity of the module's shared zones, in their slab pages.",
+        "Bytes of the module's shared zones in pages taken.",
+        "Allocations the module's shared zones could not satisfy."
+    };
+
+    for (pass = 0; pass < 3; pass++) {
+        p = ngx_slprintf(p, end, "# HELP %s %s\n# TYPE %s %s\n",
+                         names[pass], helps[pass], names[pass], types[pass]);
+
+        for (part = &((ngx_cycle_t *) ngx_cycle)->shared_memory.part;
+             part;
+             part = part->next)
+        {
+            zone = part->elts;
+
+            for (i = 0; i < part->nelts; i++) {
+                if (zone[i].tag != &ngx_bottle_module
+                    || zone[i].shm.addr == NULL
+                    || zone[i].shm.name.len > 64)
+                {
+                    continue;
+                }
+
+                pool = (ngx_slab_pool_t *) zone[i].shm.addr;
+                npages = pool->last - pool->pages;
+
+                if (pass == 0) {
+                    v = (ngx_atomic_int_t) (npages << ngx_pagesize_shift);
+
+                } else if (pass == 1) {
+                    v = (ngx_atomic_int_t)
+                        ((npages - ngx_min(pool->pfree, npages))
+                         << ngx_pagesize_shift);
+
+                } else {
+                    nslots = ngx_pagesize_shift - pool->min_shift;
+                    v = 0;
+
+                    for (k = 0; k < nslots; k++) {
+                        v += pool->stats[k].fails;
+                    }
+                }
+
+                p = ngx_slprintf(p, end, "%s{zone=\"%V\"} %A\n",
+                                 names[pass], &zone[i].shm.name, v);
+            }
+        }
+    }
+
+    return p;
+}
+
+
 /* the Prometheus text format, version 0.0.4 */
 
 ngx_int_t
@@ -385,7 +505,7 @@ ngx_bottle_metrics_render(ngx_pool_t *pool, ngx_str_t *extra,
     size = (NGX_BOTTLE_METRICS_BOTTLES + 2) * BOTTLE_RULE_COUNT
            * (NGX_BOTTLE_METRICS_ID_MAX + 128)
            + NGX_BOTTLE_METRICS_DETECTORS * 128 + NGX_BOTTLE_METRIC_N * 256
-           + 4096 + extra->len;
+           + NGX_BOTTLE_METRICS_ZONES * 3 * 160 + 4096 + extra->len;
 
     p = ngx_pnalloc(pool, size);
     if (p == NULL) {
@@ -434,13 +554,28 @@ ngx_bottle_metrics_render(ngx_pool_t *pool, ngx_str_t *extra,
     }
 
     for (i = 0; i < NGX_BOTTLE_METRIC_N; i++) {
-        p = ngx_slprintf(p, end, "# HELP %s %s\n# TYPE %s %s\n%s %uA\n",
-                         ngx_bottle_metrics_info[i].name,
-                         ngx_bottle_metrics_info[i].help,
-                         ngx_bottle_metrics_info[i].name,
-                         ngx_bottle_metrics_info[i].type,
-                         ngx_bottle_metrics_info[i].name, sh->counters[i]);
+        if (ngx_bottle_metrics_info[i].type) {
+            p = ngx_slprintf(p, end, "# HELP %s %s\n# TYPE %s %s\n",
+                             ngx_bottle_metrics_info[i].name,
+                             ngx_bottle_metrics_info[i].help,
+                             ngx_bottle_metrics_info[i].name,
+                             ngx_bottle_metrics_info[i].type);
+        }
+
+        if (ngx_bottle_metrics_info[i].labels) {
+            p = ngx_slprintf(p, end, "%s{%s} %A\n",
+                             ngx_bottle_metrics_info[i].name,
+                             ngx_bottle_metrics_info[i].labels,
+                             (ngx_atomic_int_t) sh->counters[i]);
+
+        } else {
+            p = ngx_slprintf(p, end, "%s %A\n",
+                             ngx_bottle_metrics_info[i].name,
+                             (ngx_atomic_int_t) sh->counters[i]);
+        }
     }
+
+    p = ngx_bottle_metrics_zones(p, end);
 
     p = ngx_slprintf(p, end,
                      "# HELP bottle_tunnels Open CONNECT tunnels of "

@@ -412,6 +412,8 @@ ngx_http_bottle_peer_get(ngx_peer_connection_t *pc, void *data)
         pc->connection = c;
         pc->cached = 1;
 
+        ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_UPSTREAM_REUSED);
+
         ngx_log_debug1(NGX_LOG_DEBUG_HTTP, pc->log, 0,
                        "bottle upstream: reuse connection %p", c);
 
@@ -470,6 +472,16 @@ ngx_http_bottle_peer_free(ngx_peer_connection_t *pc, void *data,
         }
     }
 
+    /* a new connection's handshake, counted once, when its first use ends */
+
+    if (c != NULL && c->ssl != NULL && c->ssl->handshaked && !pc->cached) {
+        ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_UPSTREAM_HANDSHAKES);
+
+        if (SSL_session_reused(c->ssl->connection)) {
+            ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_UPSTREAM_RESUMED);
+        }
+    }
+
 #endif
 
     if (state & NGX_PEER_FAILED
@@ -495,6 +507,8 @@ ngx_http_bottle_peer_free(ngx_peer_connection_t *pc, void *data,
     ngx_http_bottle_peer_set_key(&item->key, bp, pc);
 
     ngx_queue_insert_head(&bp->conf->cache, &item->queue);
+
+    ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_UPSTREAM_KEPT);
 
     pc->connection = NULL;
 

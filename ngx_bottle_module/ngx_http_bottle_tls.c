@@ -157,7 +157,9 @@ ngx_http_bottle_cert(ngx_ssl_conn_t *ssl_conn, void *arg)
     EVP_PKEY          *key;
     ngx_str_t          name;
     bottle_ip_t        ip;
+    size_t             cached;
     bottle_mint_t     *m;
+    unsigned long      minted;
     ngx_connection_t  *c;
     STACK_OF(X509)    *chain;
 
@@ -176,6 +178,9 @@ ngx_http_bottle_cert(ngx_ssl_conn_t *ssl_conn, void *arg)
         return 0;
     }
 
+    minted = bottle_mint_count(m);
+    cached = bottle_mint_cached(m);
+
     if (bottle_mint_get(&leaf, &key, &chain, m, (const char *) name.data,
                         name.len,
                         bottle_ip_parse(&ip, (const char *) name.data,
@@ -187,6 +192,21 @@ ngx_http_bottle_cert(ngx_ssl_conn_t *ssl_conn, void *arg)
                       "bottle: cannot mint a certificate: %s", err);
         return 0;
     }
+
+    /* the minter is this worker's: the deltas are this call's */
+
+    if (bottle_mint_count(m) == minted) {
+        ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_LEAF_HITS);
+
+    } else {
+        ngx_bottle_metrics_add(NGX_BOTTLE_METRIC_LEAF_MINTS,
+                               (ngx_atomic_int_t) (bottle_mint_count(m)
+                                                   - minted));
+    }
+
+    ngx_bottle_metrics_add(NGX_BOTTLE_METRIC_LEAF_CACHED,
+                           (ngx_atomic_int_t) bottle_mint_cached(m)
+                           - (ngx_atomic_int_t) cached);
 
     if (SSL_use_certificate(ssl_conn, leaf) != 1
         || SSL_use_PrivateKey(ssl_conn, key) != 1
@@ -294,6 +314,10 @@ ngx_http_bottle_ca_cleanup(void *data)
 static void
 ngx_http_bottle_mint_cleanup(void *data)
 {
+    /* the worker's leaves leave the gauge with it */
+    ngx_bottle_metrics_add(NGX_BOTTLE_METRIC_LEAF_CACHED,
+                           - (ngx_atomic_int_t) bottle_mint_cached(data));
+
     bottle_mint_free(data);
 }
 

@@ -4,7 +4,10 @@
 # format 0.0.4 on an operator's listener; the counters move as requests are
 # allowed and refused, on either side (the front's CONNECT refusals too),
 # DLP findings by detector, across workers; the bottles tracked are
-# bounded, the rest counted as bottle="_other".
+# bounded, the rest counted as bottle="_other".  Held requests (now, total,
+# released by outcome), the bottle_upstream pool (kept, reused, TLS
+# handshakes, resumed), the minted-leaf cache (hits, mints, entries) and the
+# module's zones (size, used) move as a user's traffic makes them.
 
 ###############################################################################
 
@@ -20,13 +23,17 @@ use Test::Nginx;
 use Test::Bottle;
 
 use JSON::PP;
+use POSIX qw//;
+use Time::HiRes qw/ sleep time /;
 
 ###############################################################################
 
 select STDERR; $| = 1;
 select STDOUT; $| = 1;
 
-my $t = Test::Nginx->new()->has(qw/stream http proxy bottle/);
+my $t = Test::Nginx->new()->has(qw/stream http proxy http_ssl bottle/)
+	->has(qw/dnsmasq openssl/)->has_daemon('curl')
+	->has_daemon('redis-server')->has_daemon('redis-cli');
 
 $t->write_file_expand('nginx.conf', <<'EOF');
 
@@ -36,6 +43,8 @@ daemon off;
 worker_processes 2;
 
 bottle_policy %%TESTDIR%%/policy.json;
+bottle_supervise redis://127.0.0.1:%%PORT_8092%%/2;
+bottle_supervise_timeout 2s;
 
 events {
 }
@@ -47,6 +56,7 @@ stream {
         listen 127.0.0.1:%%PORT_8080%%;
         bottle_front on;
         bottle_plain_pass unix:%%TESTDIR%%/plain.sock;
+        bottle_tls_pass unix:%%TESTDIR%%/tls.sock;
         proxy_pass $bottle_upstream;
     }
 }
@@ -54,13 +64,53 @@ stream {
 http {
     %%TEST_GLOBALS_HTTP%%
 
+    resolver 127.0.0.1:%%PORT_8053_UDP%%;
+    resolver_timeout 3s;
+
+    upstream bottle_plain {
+        bottle_upstream;
+    }
+
+    upstream bottle_tls {
+        bottle_upstream;
+    }
+
     server {
         listen unix:%%TESTDIR%%/plain.sock proxy_protocol;
         bottle on;
 
         location / {
-            proxy_pass http://$bottle_upstream$bottle_uri;
+            proxy_pass http://bottle_plain$bottle_uri;
             proxy_set_header Host $bottle_host_header;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            error_page 502 504 = @failed;
+        }
+
+        location @failed {
+            bottle_upstream_failed;
+        }
+    }
+
+    server {
+        listen unix:%%TESTDIR%%/tls.sock ssl proxy_protocol;
+        bottle on;
+        bottle_ca %%TESTDIR%%/gwca.crt %%TESTDIR%%/gwca.key;
+
+        location / {
+            proxy_pass https://bottle_tls$bottle_uri;
+            proxy_set_header Host $bottle_host_header;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_ssl_server_name on;
+            proxy_ssl_name $bottle_host;
+            proxy_ssl_verify on;
+            proxy_ssl_trusted_certificate %%TESTDIR%%/upca.crt;
+            error_page 502 504 = @failed;
+        }
+
+        location @failed {
+            bottle_upstream_failed;
         }
     }
 
@@ -78,6 +128,8 @@ EOF
 my $P = port(8081);
 my $ALICE = 'alice-token-0123456789';
 my $BOB = 'bob-token-9876543210xyz';
+my $CAROL = 'carol-token-0123456789ab';
+my $UP = port(8443);
 my $GHP = 'ghp_' . join('', map { ('A' .. 'Z', 'a' .. 'z', 0 .. 9)[($_ * 7) % 62] }
 	1 .. 36);
 
@@ -90,13 +142,73 @@ write_policy($t, 'policy.json', { bottles => [
 		{ host => '127.0.0.1', port => $P,
 			dlp => { on_match => 'block' } } ] },
 	{ id => 'bob', token => $BOB, routes => [] },
+	{ id => 'carol', token => $CAROL, routes => [
+		{ host => '127.0.0.1', port => $P, methods => [ 'GET', 'POST' ],
+			dlp => { on_match => 'supervise' } },
+		{ host => 'a.test', port => $UP, internal => JSON::PP::true } ] },
 	map { { id => $_, token => "token-of-$_-0123456789", routes => [] } }
 		@many,
 ] });
 
 fake_upstream($t, port => $P, name => 'one');
 
-$t->run()->plan(25);
+# the TLS upstream: another nginx, no module, TLS 1.2 with a session cache,
+# closing every connection after its answer: each request dials anew, and
+# resumes the session its worker saved for a.test
+
+my $gwca = gen_ca($t, 'gwca');
+my $upca = gen_ca($t, 'upca');
+my $up = gen_cert($t, $upca, 'up', 'a.test');
+my $d = $t->testdir();
+mkdir "$d/up";
+mkdir "$d/up/logs";
+
+$t->write_file_expand('up/nginx.conf', <<"EOF");
+
+daemon off;
+pid $d/up/nginx.pid;
+error_log $d/up/error.log info;
+
+events {
+}
+
+http {
+    access_log off;
+    client_body_temp_path $d/up;
+    proxy_temp_path $d/up;
+    fastcgi_temp_path $d/up;
+    uwsgi_temp_path $d/up;
+    scgi_temp_path $d/up;
+
+    keepalive_timeout 0;
+
+    ssl_certificate $up->{cert};
+    ssl_certificate_key $up->{key};
+    ssl_session_cache shared:up:1m;
+
+    server {
+        listen 127.0.0.1:%%PORT_8443%% ssl;
+        ssl_protocols TLSv1.2;
+        ssl_session_tickets off;
+        return 200 "up ok\\n";
+    }
+}
+
+EOF
+
+dns_start($t, port => port(8053), hosts => { 'a.test' => '127.0.0.1' });
+my $redis = redis_start($t, port => port(8092), db => 2);
+$ENV{BOTTLE_OPERATOR} = 'op-metrics';
+
+# the proposal script finds its bottle in the store
+store_put($t, { id => 'carol', token => $CAROL, routes => [] });
+
+$t->run_daemon($Test::Nginx::NGINX, '-p', "$d/up/", '-c', "$d/up/nginx.conf",
+	'-e', "$d/up/error.log");
+$t->waitforsocket('127.0.0.1:' . $UP)
+	or die "no upstream nginx on $UP\n";
+
+$t->run()->plan(57);
 
 ###############################################################################
 
@@ -257,6 +369,184 @@ is(requests($m, '_other', 'refused', 'no_route'), 6,
 my $sum = 0;
 $sum += $m->{$_} for grep { /rule=no_route,verdict=refused/ } keys %$m;
 is($sum, 2 + scalar @many, 'no refusal lost to the budget');
+
+# the upstream pool: alice's six allowed requests went to the fake
+# upstream, which keeps HTTP/1.1 connections alive: every one was kept,
+# and all but each worker's first went on a kept one
+
+sub val {
+	my ($m, $key) = @_;
+	return $m->{$key} // 0;
+}
+
+$m = metrics();
+is(val($m, 'bottle_upstream_kept_total{}'), 6, 'pool: six connections kept');
+cmp_ok(val($m, 'bottle_upstream_reused_total{}'), '>=', 4,
+	'pool: kept connections reused');
+is(val($m, 'bottle_upstream_reused_total{}') + upstream_connects($t, 'one'),
+	6, 'pool: a request not on a reused connection dialled the upstream');
+is(val($m, 'bottle_upstream_tls_handshakes_total{}'), 0,
+	'pool: no TLS handshake yet');
+
+# TLS: four requests in tunnels to a.test, each a new tunnel (a leaf the
+# worker minted or had cached) and a new upstream connection (the upstream
+# closes them), resumed when the worker saved a session for a.test; with
+# two workers at least one worker served two
+
+sub curl {
+	my (@args) = @_;
+	open my $fh, '-|', 'curl', '-s', '-S', '-i', '--max-time', '10',
+		'--proxy', "http://agent:$CAROL\@127.0.0.1:" . port(8080),
+		'--cacert', $gwca->{cert}, @args
+		or die "curl: $!";
+	local $/;
+	my $out = <$fh>;
+	close $fh;
+	return $out // '';
+}
+
+$ok = 0;
+for (1 .. 4) {
+	$ok++ if curl("https://a.test:$UP/t$_") =~ /^HTTP\/1\.1 200 .*up ok/s;
+}
+is($ok, 4, 'TLS: four requests through tunnels answered');
+
+$m = metrics_when(sub {
+	val($_[0], 'bottle_upstream_tls_handshakes_total{}') >= 4 });
+is(val($m, 'bottle_upstream_tls_handshakes_total{}'), 4,
+	'TLS: four upstream handshakes');
+cmp_ok(val($m, 'bottle_upstream_tls_resumed_total{}'), '>=', 2,
+	'TLS: the second on a worker resumed');
+cmp_ok(val($m, 'bottle_upstream_tls_resumed_total{}'), '<', 4,
+	'TLS: the first on a worker did not');
+
+is(val($m, 'bottle_leaf_cache_hits_total{}')
+	+ val($m, 'bottle_leaf_mints_total{}'), 4,
+	'leaves: every handshake a hit or a mint');
+ok(val($m, 'bottle_leaf_mints_total{}') >= 1
+	&& val($m, 'bottle_leaf_mints_total{}') <= 2,
+	'leaves: a.test minted once per worker at most');
+cmp_ok(val($m, 'bottle_leaf_cache_hits_total{}'), '>=', 2,
+	'leaves: then served from the cache');
+is(val($m, 'bottle_leaf_cache_entries{}'), val($m, 'bottle_leaf_mints_total{}'),
+	'leaves: one cached per worker that minted');
+
+# zones: the jar zone grows with cookies; every zone's used within its size
+
+my $jar = 'bottle_zone_used_bytes{zone=bottle_jar}';
+my $used = val($m, $jar);
+cmp_ok(val($m, 'bottle_zone_size_bytes{zone=bottle_jar}'), '>=', 7 << 20,
+	'zones: the jar zone\'s capacity');
+cmp_ok(val($m, 'bottle_zone_size_bytes{zone=bottle}'), '>', 0,
+	'zones: the bottle zone\'s capacity');
+
+my $V = 'v' x 1000;
+$ok = 0;
+$ok += status(req($CAROL, "http://127.0.0.1:$P/set-cookie?c$_=$V")) == 200
+	for 1 .. 8;
+is($ok, 8, 'zones: eight cookies set');
+
+$m = metrics();
+cmp_ok(val($m, $jar), '>=', $used + 3 * 4096,
+	'zones: the jar zone\'s usage grew with its cookies');
+ok(!grep({ /^bottle_zone_used_bytes\{zone=(.*)\}$/
+	&& $m->{$_} > $m->{"bottle_zone_size_bytes{zone=$1}"} } keys %$m),
+	'zones: used within the size');
+
+# tunnels: the bottle zone's records while tunnels are open, each with a
+# request inside that the upstream answers late
+
+my @open;
+for (1 .. 3) {
+	my $s = proxy_session(port(8080), timeout => 5) or last;
+	$s->send("CONNECT 127.0.0.1:$P HTTP/1.1\r\nHost: 127.0.0.1:$P\r\n"
+		. 'Proxy-Authorization: ' . basic('agent', $CAROL) . "\r\n\r\n");
+	$s->read_response(timeout => 5);
+	$s->send("GET /delay?ms=5000 HTTP/1.1\r\nHost: 127.0.0.1:$P\r\n\r\n");
+	push @open, $s;
+}
+$m = metrics_when(sub { val($_[0], 'bottle_tunnels{}') >= 3 });
+is(val($m, 'bottle_tunnels{}'), 3, 'zones: three open tunnels');
+$_->close() for @open;
+$m = metrics_when(sub { val($_[0], 'bottle_tunnels{}') == 0 });
+is(val($m, 'bottle_tunnels{}'), 0, 'zones: closed, none');
+
+# held requests: a token in carol's body is held for the operator
+
+my $BODY = "{\"note\": \"deploy with $GHP please\"}";
+
+sub post {
+	my $s = proxy_session(port(8080), timeout => 10) or die "no session\n";
+	$s->send("POST http://127.0.0.1:$P/held HTTP/1.1\r\n"
+		. "Host: 127.0.0.1:$P\r\n"
+		. 'Proxy-Authorization: ' . basic('agent', $CAROL) . "\r\n"
+		. "Content-Type: application/json\r\n"
+		. 'Content-Length: ' . length($BODY) . "\r\n"
+		. "Connection: close\r\n\r\n" . $BODY);
+	return $s;
+}
+
+sub ctl {
+	return Test::Bottle::bottlectl($t, $redis, @_);
+}
+
+sub pending {
+	my $deadline = time() + 10;
+	while (time() < $deadline) {
+		my ($id) = ctl('proposals', '--bottle', 'carol')
+			=~ /^(\d+-[0-9a-f]{8}) /m;
+		return $id if $id;
+		sleep 0.1;
+	}
+	return undef;
+}
+
+sub released {
+	my ($m, $outcome) = @_;
+	return val($m, "bottle_held_released_total{outcome=$outcome}");
+}
+
+# the operator channel is up once a first hold reaches it
+
+my $s = post();
+$m = metrics_when(sub { val($_[0], 'bottle_held{}') == 1 });
+is(val($m, 'bottle_held{}'), 1, 'held: one held now');
+is(val($m, 'bottle_held_total{}'), 1, 'held: one held in all');
+
+$s->close();
+$m = metrics_when(sub { released($_[0], 'client_gone') == 1 });
+is(released($m, 'client_gone'), 1, 'held: released, the client gone');
+is(val($m, 'bottle_held{}'), 0, 'held: none held now');
+
+# timeout (bottle_supervise_timeout 2s)
+
+$s = post();
+like($s->read_response(timeout => 8) // '', qr/^HTTP\/1\.1 403 /,
+	'held: timed out, refused');
+$m = metrics_when(sub { released($_[0], 'timeout') == 1 });
+is(released($m, 'timeout'), 1, 'held: released, timeout');
+
+# denied, then approved (the value is safelisted after: approved last)
+
+$s = post();
+my $id = pending();
+ctl('deny', $id) if $id;
+like($s->read_response(timeout => 5) // '', qr/^HTTP\/1\.1 403 /,
+	'held: denied, refused');
+
+$s = post();
+$id = pending();
+ctl('approve', $id) if $id;
+like($s->read_response(timeout => 5) // '', qr/^HTTP\/1\.1 200 /,
+	'held: approved, served');
+
+$m = metrics_when(sub { released($_[0], 'approved') == 1 });
+is(released($m, 'denied'), 1, 'held: released, denied');
+is(released($m, 'approved'), 1, 'held: released, approved');
+is(val($m, 'bottle_held_total{}'), 4, 'held: four held in all');
+is(val($m, 'bottle_held{}'), 0, 'held: none held now, after all');
+is(released($m, 'expired') + released($m, 'failed'), 0,
+	'held: none expired or failed');
 
 # a reload keeps the counters, and the new workers count into them
 
