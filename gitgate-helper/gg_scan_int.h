@@ -8,14 +8,12 @@
 
 #include <git2.h>
 
+#include "gg_blob.h"
 #include "gg_scan.h"
 #include "bottle_generic.h"
 
 
 #define GG_SHORT            12      /* hex digits of a sha in a "where" */
-/* libgit2's object cache for blobs: any blob up to 64 MB, 256 MB in all */
-#define GG_BLOB_CACHE_OBJECT  (64 * 1024 * 1024)
-#define GG_BLOB_CACHE         (256 * 1024 * 1024)
 #define GG_ALLOW_MARKER     "gitleaks:allow"
 
 /* what a field is, for its "where" */
@@ -67,6 +65,9 @@ typedef struct {
     int                 field;      /* id of the next field */
     char                obj[GG_OID_HEXSZ + 1];  /* short sha or tag name */
     const char         *obj_kind;   /* "commit", "tag" */
+    gg_blob_reader_t   *br;         /* blob contents (git cat-file) */
+    gg_blob_t           old;        /* the current file's, before */
+    gg_blob_t           new;        /* and after */
     gg_buf_t            add;        /* the current file's added lines */
     gg_line_t          *lines;
     size_t              nlines;
