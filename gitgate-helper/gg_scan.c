@@ -127,12 +127,54 @@ gg_is_blob(uint32_t mode)
 }
 
 
+static gg_blob_t *
+gg_cached(gg_ctx_t *c, const git_oid *id)
+{
+    size_t  i;
+
+    for (i = 0; i < GG_CACHE; i++) {
+        if (c->cache[i].b.data != NULL && git_oid_equal(&c->cache[i].id, id)) {
+            return &c->cache[i].b;
+        }
+    }
+    return NULL;
+}
+
+
+/* c->new into the cache, by swapping buffers: no copy */
+static void
+gg_cache_keep(gg_ctx_t *c, const git_oid *id)
+{
+    gg_blob_t     t;
+    gg_cached_t  *e;
+
+    if (c->new.len > GG_CACHE_BLOB) {
+        return;
+    }
+
+    e = &c->cache[c->next];
+    c->next = (c->next + 1) % GG_CACHE;
+
+    t = e->b;
+    e->b = c->new;
+    e->id = *id;
+    c->new = t;
+
+    /* an evicted buffer too big to keep is not kept as a spare either */
+    if (c->new.cap > GG_CACHE_BLOB + 1) {
+        free(c->new.data);
+        memset(&c->new, 0, sizeof(c->new));
+    }
+}
+
+
 /* one added or modified entry: its path, then its added lines */
 static int
 gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index)
 {
-    int          n, old;
+    int          n, rc;
     char         hex[GIT_OID_HEXSZ + 1];
+    gg_blob_t   *oldb, *newb;
     gg_field_t   fd;
 
     if (d->status == GIT_DELTA_DELETED || d->new_file.path == NULL) {
@@ -155,23 +197,35 @@ gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index)
         return 0;
     }
 
-    git_oid_tostr(hex, sizeof(hex), &d->new_file.id);
-    if (gg_blob_read(&c->new, c->br, hex, c->err, c->errlen) != 0) {
-        return -1;
-    }
-
-    old = 0;
-    if (d->status == GIT_DELTA_MODIFIED && gg_is_blob(d->old_file.mode)) {
-        git_oid_tostr(hex, sizeof(hex), &d->old_file.id);
-        if (gg_blob_read(&c->old, c->br, hex, c->err, c->errlen) != 0) {
+    newb = gg_cached(c, &d->new_file.id);
+    if (newb == NULL) {
+        git_oid_tostr(hex, sizeof(hex), &d->new_file.id);
+        if (gg_blob_read(&c->new, c->br, hex, c->err, c->errlen) != 0) {
             return -1;
         }
-        old = 1;
+        newb = &c->new;
     }
 
-    return gg_file(c, n ? NULL : d->new_file.path, index,
-                   old ? c->old.data : NULL, c->old.len, c->new.data,
-                   c->new.len);
+    oldb = NULL;
+    if (d->status == GIT_DELTA_MODIFIED && gg_is_blob(d->old_file.mode)) {
+        oldb = gg_cached(c, &d->old_file.id);
+        if (oldb == NULL) {
+            git_oid_tostr(hex, sizeof(hex), &d->old_file.id);
+            if (gg_blob_read(&c->old, c->br, hex, c->err, c->errlen) != 0) {
+                return -1;
+            }
+            oldb = &c->old;
+        }
+    }
+
+    rc = gg_file(c, n ? NULL : d->new_file.path, index,
+                 oldb ? oldb->data : NULL, oldb ? oldb->len : 0, newb->data,
+                 newb->len);
+
+    if (rc == 0 && newb == &c->new) {
+        gg_cache_keep(c, &d->new_file.id);
+    }
+    return rc;
 }
 
 
@@ -538,6 +592,12 @@ gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
     }
     gg_blob_reader_init(c.br, repo, quarantine);
 
+    c.cache = calloc(GG_CACHE, sizeof(gg_cached_t));
+    if (c.cache == NULL) {
+        snprintf(err, errlen, "out of memory");
+        goto cleanup;
+    }
+
     if (gg_open(&c.repo, repo, quarantine, err, errlen) != 0) {
         goto cleanup;
     }
@@ -618,6 +678,12 @@ cleanup:
     if (c.br != NULL) {
         gg_blob_reader_close(c.br);
         free(c.br);
+    }
+    if (c.cache != NULL) {
+        for (i = 0; i < GG_CACHE; i++) {
+            free(c.cache[i].b.data);
+        }
+        free(c.cache);
     }
     free(c.old.data);
     free(c.new.data);
