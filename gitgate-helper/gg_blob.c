@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gg_blob.h"
@@ -253,23 +254,35 @@ gg_blob_start(gg_blob_reader_t *br, char *err, size_t errlen)
 }
 
 
-/* waits for the child to be readable or writable, GG_BLOB_TIMEOUT_MS */
+static int64_t
+gg_blob_now(void)
+{
+    struct timespec  ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+
+/* waits for the child to be readable or writable, until the deadline */
 static int
 gg_blob_wait(gg_blob_reader_t *br, short ev, char *err, size_t errlen)
 {
     int            n;
+    int64_t        left;
     struct pollfd  p;
 
     p.fd = br->fd;
     p.events = ev;
 
     do {
-        n = poll(&p, 1, GG_BLOB_TIMEOUT_MS);
+        left = br->deadline - gg_blob_now();
+        n = left > 0 ? poll(&p, 1, (int) left) : 0;
     } while (n < 0 && errno == EINTR);
 
     if (n == 0) {
-        snprintf(err, errlen, "failure 'git cat-file': no answer in %d s",
-                 GG_BLOB_TIMEOUT_MS / 1000);
+        snprintf(err, errlen, "failure 'git cat-file': a file not read "
+                 "in %d s", GG_BLOB_TIMEOUT_MS / 1000);
         return -1;
     }
     if (n < 0) {
@@ -391,6 +404,7 @@ gg_blob_read(gg_blob_t *out, gg_blob_reader_t *br, const char *hex,
 
     memcpy(req, hex, GG_BLOB_HEXSZ);
     req[GG_BLOB_HEXSZ] = '\n';
+    br->deadline = gg_blob_now() + GG_BLOB_TIMEOUT_MS;
 
     if (gg_blob_send(br, req, sizeof(req), err, errlen) != 0
         || gg_blob_line(br, line, sizeof(line), &len, err, errlen) != 0)

@@ -17,7 +17,8 @@
 
 /* the largest blob scanned; a bigger one refuses the push (internal) */
 #define GG_BLOB_MAX         (512ULL * 1024 * 1024)
-/* a child that says nothing this long has stalled: the scan fails */
+/* a blob not read whole this long after its request (a child silent or
+ * trickling) has stalled: the scan fails */
 #define GG_BLOB_TIMEOUT_MS  60000
 #define GG_BLOB_RBUF        65536
 #define GG_BLOB_HEXSZ       40
@@ -28,6 +29,7 @@ typedef struct {
     const char         *quarantine; /* or NULL */
     pid_t               pid;        /* 0: not started */
     int                 fd;         /* socket: its stdin and stdout */
+    int64_t             deadline;   /* ms, CLOCK_MONOTONIC: this blob's */
     char                rbuf[GG_BLOB_RBUF];
     size_t              rpos;
     size_t              rlen;
