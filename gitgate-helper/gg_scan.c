@@ -59,12 +59,10 @@ gg_count_lines(const char *p, size_t len)
  * added lines of a line diff (libgit2's xdiff, no context).
  */
 static int
-gg_file(gg_ctx_t *c, const char *path, size_t index, const git_blob *old,
-    const git_blob *new)
+gg_file(gg_ctx_t *c, const char *path, size_t index, const char *o,
+    size_t olen, const char *d, size_t nlen)
 {
     int               rc;
-    const char       *o, *d;
-    git_off_t         olen, nlen;
     gg_field_t        fd;
     git_diff_options  opts;
 
@@ -74,27 +72,22 @@ gg_file(gg_ctx_t *c, const char *path, size_t index, const git_blob *old,
     fd.index = index;
     fd.first_line = 1;
 
-    d = git_blob_rawcontent(new);
-    nlen = git_blob_rawsize(new);
     c->r->files++;
 
-    if (old != NULL) {
-        o = git_blob_rawcontent(old);
-        olen = git_blob_rawsize(old);
-
+    if (o != NULL) {
         if (olen <= nlen && (olen == 0 || o[olen - 1] == '\n')
-            && memcmp(o, d, (size_t) olen) == 0)
+            && memcmp(o, d, olen) == 0)
         {
-            fd.first_line = 1 + gg_count_lines(o, (size_t) olen);
+            fd.first_line = 1 + gg_count_lines(o, olen);
             d += olen;
             nlen -= olen;
-            old = NULL;
+            o = NULL;
         }
     }
 
-    if (old == NULL) {
+    if (o == NULL) {
         fd.data = d;
-        fd.len = (size_t) nlen;
+        fd.len = nlen;
         c->r->added += fd.len;
         return gg_field(c, &fd) < 0 ? -1 : 0;
     }
@@ -109,8 +102,8 @@ gg_file(gg_ctx_t *c, const char *path, size_t index, const git_blob *old,
     c->nlines = 0;
     c->oom = 0;
 
-    rc = git_diff_blobs(old, NULL, new, NULL, &opts, NULL, NULL, NULL,
-                        gg_on_line, c);
+    rc = git_diff_buffers(o, olen, NULL, d, nlen, NULL, &opts, NULL, NULL,
+                          NULL, gg_on_line, c);
     if (rc != 0) {
         snprintf(c->err, c->errlen, "cannot diff a file of %s %s%s",
                  c->obj_kind, c->obj, c->oom ? ": out of memory" : "");
@@ -134,12 +127,54 @@ gg_is_blob(uint32_t mode)
 }
 
 
+static gg_blob_t *
+gg_cached(gg_ctx_t *c, const git_oid *id)
+{
+    size_t  i;
+
+    for (i = 0; i < GG_CACHE; i++) {
+        if (c->cache[i].b.data != NULL && git_oid_equal(&c->cache[i].id, id)) {
+            return &c->cache[i].b;
+        }
+    }
+    return NULL;
+}
+
+
+/* c->new into the cache, by swapping buffers: no copy */
+static void
+gg_cache_keep(gg_ctx_t *c, const git_oid *id)
+{
+    gg_blob_t     t;
+    gg_cached_t  *e;
+
+    if (c->new.len > GG_CACHE_BLOB) {
+        return;
+    }
+
+    e = &c->cache[c->next];
+    c->next = (c->next + 1) % GG_CACHE;
+
+    t = e->b;
+    e->b = c->new;
+    e->id = *id;
+    c->new = t;
+
+    /* an evicted buffer too big to keep is not kept as a spare either */
+    if (c->new.cap > GG_CACHE_BLOB + 1) {
+        free(c->new.data);
+        memset(&c->new, 0, sizeof(c->new));
+    }
+}
+
+
 /* one added or modified entry: its path, then its added lines */
 static int
 gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index)
 {
-    int          rc, n;
-    git_blob    *old, *new;
+    int          n, rc;
+    char         hex[GIT_OID_HEXSZ + 1];
+    gg_blob_t   *oldb, *newb;
     gg_field_t   fd;
 
     if (d->status == GIT_DELTA_DELETED || d->new_file.path == NULL) {
@@ -162,25 +197,34 @@ gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index)
         return 0;
     }
 
-    old = NULL;
-    new = NULL;
-    rc = -1;
-
-    if (git_blob_lookup(&new, c->repo, &d->new_file.id) != 0
-        || (d->status == GIT_DELTA_MODIFIED && gg_is_blob(d->old_file.mode)
-            && git_blob_lookup(&old, c->repo, &d->old_file.id) != 0))
-    {
-        snprintf(c->err, c->errlen, "cannot read a file of %s %s",
-                 c->obj_kind, c->obj);
-        goto cleanup;
+    newb = gg_cached(c, &d->new_file.id);
+    if (newb == NULL) {
+        git_oid_tostr(hex, sizeof(hex), &d->new_file.id);
+        if (gg_blob_read(&c->new, c->br, hex, c->err, c->errlen) != 0) {
+            return -1;
+        }
+        newb = &c->new;
     }
 
-    rc = gg_file(c, n ? NULL : d->new_file.path, index, old, new);
+    oldb = NULL;
+    if (d->status == GIT_DELTA_MODIFIED && gg_is_blob(d->old_file.mode)) {
+        oldb = gg_cached(c, &d->old_file.id);
+        if (oldb == NULL) {
+            git_oid_tostr(hex, sizeof(hex), &d->old_file.id);
+            if (gg_blob_read(&c->old, c->br, hex, c->err, c->errlen) != 0) {
+                return -1;
+            }
+            oldb = &c->old;
+        }
+    }
 
-cleanup:
+    rc = gg_file(c, n ? NULL : d->new_file.path, index,
+                 oldb ? oldb->data : NULL, oldb ? oldb->len : 0, newb->data,
+                 newb->len);
 
-    git_blob_free(old);
-    git_blob_free(new);
+    if (rc == 0 && newb == &c->new) {
+        gg_cache_keep(c, &d->new_file.id);
+    }
     return rc;
 }
 
@@ -398,6 +442,7 @@ gg_target(gg_ctx_t *c, git_revwalk *walk, const git_oid *oid, size_t index,
     int withheld)
 {
     int          rc, depth;
+    char         hex[GIT_OID_HEXSZ + 1];
     git_oid      id;
     git_object  *obj;
 
@@ -443,7 +488,12 @@ gg_target(gg_ctx_t *c, git_revwalk *walk, const git_oid *oid, size_t index,
 
         case GIT_OBJECT_BLOB:
             c->obj_kind = "blob";
-            rc = gg_file(c, "(the blob itself)", 1, NULL, (git_blob *) obj);
+            git_oid_tostr(hex, sizeof(hex), &id);
+            rc = gg_blob_read(&c->new, c->br, hex, c->err, c->errlen);
+            if (rc == 0) {
+                rc = gg_file(c, "(the blob itself)", 1, NULL, 0,
+                             c->new.data, c->new.len);
+            }
             break;
 
         default:
@@ -531,16 +581,22 @@ gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
     git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 0);
 
     /*
-     * A modified file's old blob is often the new blob of the commit
-     * scanned just before (the walk goes oldest first): keep recent blobs
-     * in libgit2's object cache (blobs are not cached by default) rather
-     * than inflate them again.  Also what resolves a delta against a base
-     * read just before: libgit2's own delta base cache keeps no object
-     * over 1 MB (bench/README.md, "git-gate push scan").
+     * Blob contents come from git cat-file (gg_blob.h), whose delta base
+     * cache keeps the bases libgit2 1.5 would resolve again for every blob
+     * over 1 MB; libgit2 walks the commits and trees.
      */
-    git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_BLOB,
-                     (size_t) GG_BLOB_CACHE_OBJECT);
-    git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, (ssize_t) GG_BLOB_CACHE);
+    c.br = malloc(sizeof(*c.br));
+    if (c.br == NULL) {
+        snprintf(err, errlen, "out of memory");
+        goto cleanup;
+    }
+    gg_blob_reader_init(c.br, repo, quarantine);
+
+    c.cache = calloc(GG_CACHE, sizeof(gg_cached_t));
+    if (c.cache == NULL) {
+        snprintf(err, errlen, "out of memory");
+        goto cleanup;
+    }
 
     if (gg_open(&c.repo, repo, quarantine, err, errlen) != 0) {
         goto cleanup;
@@ -619,6 +675,18 @@ cleanup:
     git_revwalk_free(walk);
     git_repository_free(c.repo);
     git_libgit2_shutdown();
+    if (c.br != NULL) {
+        gg_blob_reader_close(c.br);
+        free(c.br);
+    }
+    if (c.cache != NULL) {
+        for (i = 0; i < GG_CACHE; i++) {
+            free(c.cache[i].b.data);
+        }
+        free(c.cache);
+    }
+    free(c.old.data);
+    free(c.new.data);
     free(c.add.data);
     free(c.lines);
     free(withheld);

@@ -8,14 +8,19 @@
 
 #include <git2.h>
 
+#include "gg_blob.h"
 #include "gg_scan.h"
 #include "bottle_generic.h"
 
 
 #define GG_SHORT            12      /* hex digits of a sha in a "where" */
-/* libgit2's object cache for blobs: any blob up to 64 MB, 256 MB in all */
-#define GG_BLOB_CACHE_OBJECT  (64 * 1024 * 1024)
-#define GG_BLOB_CACHE         (256 * 1024 * 1024)
+/*
+ * The last new blobs read, kept for the next commit's diff (the walk goes
+ * oldest first: a modified file's old blob is often one just read):
+ * GG_CACHE of them, each up to GG_CACHE_BLOB, so 256 MB at most.
+ */
+#define GG_CACHE            32
+#define GG_CACHE_BLOB       (8 * 1024 * 1024)
 #define GG_ALLOW_MARKER     "gitleaks:allow"
 
 /* what a field is, for its "where" */
@@ -60,6 +65,12 @@ typedef struct {
 
 
 typedef struct {
+    git_oid             id;
+    gg_blob_t           b;          /* b.data NULL: empty slot */
+} gg_cached_t;
+
+
+typedef struct {
     git_repository     *repo;
     bottle_scan_t      *s;
     bottle_generic_t   *gen;        /* generic assignments, in files */
@@ -67,6 +78,11 @@ typedef struct {
     int                 field;      /* id of the next field */
     char                obj[GG_OID_HEXSZ + 1];  /* short sha or tag name */
     const char         *obj_kind;   /* "commit", "tag" */
+    gg_blob_reader_t   *br;         /* blob contents (git cat-file) */
+    gg_blob_t           old;        /* the current file's, before */
+    gg_blob_t           new;        /* and after */
+    gg_cached_t        *cache;      /* GG_CACHE of them */
+    size_t              next;       /* the slot to fill next */
     gg_buf_t            add;        /* the current file's added lines */
     gg_line_t          *lines;
     size_t              nlines;
