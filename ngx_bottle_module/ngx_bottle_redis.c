@@ -577,3 +577,38 @@ ngx_bottle_redis_cleanup(void *privdata)
     c->fd = (ngx_socket_t) -1;
     ngx_free_connection(c);
 }
+
+
+ngx_int_t
+ngx_bottle_redis_pubsub(void *r, ngx_str_t *payload)
+{
+    redisReply  *reply = r, *kind, *p;
+
+    if (reply == NULL || reply->type != REDIS_REPLY_ARRAY
+        || reply->elements != 3)
+    {
+        return NGX_DECLINED;
+    }
+
+    kind = reply->element[0];
+    p = reply->element[2];
+
+    if (kind->type != REDIS_REPLY_STRING) {
+        return NGX_DECLINED;
+    }
+
+    if (kind->len == 9 && ngx_strncmp(kind->str, "subscribe", 9) == 0) {
+        return NGX_AGAIN;
+    }
+
+    if (kind->len != 7 || ngx_strncmp(kind->str, "message", 7) != 0
+        || p->type != REDIS_REPLY_STRING)
+    {
+        return NGX_DECLINED;
+    }
+
+    payload->data = (u_char *) p->str;
+    payload->len = p->len;
+
+    return NGX_OK;
+}

@@ -74,5 +74,12 @@ ngx_int_t ngx_bottle_redis_command(ngx_bottle_redis_t *rd,
     redisCallbackFn *fn, void *privdata, int argc, const char **argv,
     const size_t *argvlen);
 
+/*
+ * A reply on a SUBSCRIBEd connection: NGX_OK, a message, its payload in
+ * *payload; NGX_AGAIN, the subscription confirmed; NGX_DECLINED, anything
+ * else (ignored).
+ */
+ngx_int_t ngx_bottle_redis_pubsub(void *reply, ngx_str_t *payload);
+
 
 #endif /* _NGX_BOTTLE_REDIS_H_INCLUDED_ */

@@ -321,25 +321,15 @@ static void
 ngx_bottle_store_redis_message(redisAsyncContext *ac, void *r, void *privdata)
 {
     size_t                     id_len;
-    redisReply                *reply = r, *kind, *payload;
+    ngx_int_t                  rc;
+    ngx_str_t                  msg;
     const char                *id;
     unsigned long long         version;
     ngx_bottle_store_redis_t  *sr = privdata;
 
-    if (reply == NULL || reply->type != REDIS_REPLY_ARRAY
-        || reply->elements != 3)
-    {
-        return;
-    }
+    rc = ngx_bottle_redis_pubsub(r, &msg);
 
-    kind = reply->element[0];
-    payload = reply->element[2];
-
-    if (kind->type != REDIS_REPLY_STRING) {
-        return;
-    }
-
-    if (kind->len == 9 && ngx_strncmp(kind->str, "subscribe", 9) == 0) {
+    if (rc == NGX_AGAIN) {
         sr->subscribed = 1;
 
         if (ngx_bottle_redis_ready(&sr->cmd)) {
@@ -349,14 +339,12 @@ ngx_bottle_store_redis_message(redisAsyncContext *ac, void *r, void *privdata)
         return;
     }
 
-    if (kind->len != 7 || ngx_strncmp(kind->str, "message", 7) != 0
-        || payload->type != REDIS_REPLY_STRING)
-    {
+    if (rc != NGX_OK) {
         return;
     }
 
-    if (bottle_store_change_parse(payload->str, payload->len, &id, &id_len,
-                                  &version)
+    if (bottle_store_change_parse((const char *) msg.data, msg.len, &id,
+                                  &id_len, &version)
         != 0)
     {
         ngx_log_error(NGX_LOG_WARN, sr->log, 0,

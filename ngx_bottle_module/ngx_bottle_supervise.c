@@ -321,26 +321,15 @@ ngx_bottle_supervise_message(redisAsyncContext *ac, void *r, void *privdata)
 {
     u_char                  *sp;
     uint32_t                 hash;
-    ngx_str_t                id;
-    redisReply              *reply = r, *kind, *payload;
+    ngx_int_t                rc;
+    ngx_str_t                id, msg;
     ngx_rbtree_node_t       *node;
     ngx_bottle_hold_t       *h;
     ngx_bottle_supervise_t  *s = privdata;
 
-    if (reply == NULL || reply->type != REDIS_REPLY_ARRAY
-        || reply->elements != 3)
-    {
-        return;
-    }
+    rc = ngx_bottle_redis_pubsub(r, &msg);
 
-    kind = reply->element[0];
-    payload = reply->element[2];
-
-    if (kind->type != REDIS_REPLY_STRING) {
-        return;
-    }
-
-    if (kind->len == 9 && ngx_strncmp(kind->str, "subscribe", 9) == 0) {
+    if (rc == NGX_AGAIN) {
         s->subscribed = 1;
 
         if (ngx_bottle_redis_ready(&s->cmd)) {
@@ -350,19 +339,16 @@ ngx_bottle_supervise_message(redisAsyncContext *ac, void *r, void *privdata)
         return;
     }
 
-    if (kind->len != 7 || ngx_strncmp(kind->str, "message", 7) != 0
-        || payload->type != REDIS_REPLY_STRING)
-    {
+    if (rc != NGX_OK) {
         return;
     }
 
-    id.data = (u_char *) payload->str;
-    sp = ngx_strlchr(id.data, id.data + payload->len, ' ');
-    id.len = sp ? (size_t) (sp - id.data) : payload->len;
+    id.data = msg.data;
+    sp = ngx_strlchr(msg.data, msg.data + msg.len, ' ');
+    id.len = sp ? (size_t) (sp - msg.data) : msg.len;
 
-    ngx_log_debug2(NGX_LOG_DEBUG_CORE, s->log, 0,
-                   "bottle supervise: decision \"%*s\"", payload->len,
-                   payload->str);
+    ngx_log_debug1(NGX_LOG_DEBUG_CORE, s->log, 0,
+                   "bottle supervise: decision \"%V\"", &msg);
 
     hash = ngx_crc32_short(id.data, id.len);
     node = (ngx_rbtree_node_t *) ngx_str_rbtree_lookup(&s->holds, &id, hash);

@@ -33,8 +33,7 @@ use Time::HiRes qw/ sleep /;
 select STDERR; $| = 1;
 select STDOUT; $| = 1;
 
-my $CGI = $ENV{GITGATE_CGI} // 'build/gitgate-cgi';
-$CGI = "$Test::Nginx::REPO/$CGI" if $CGI !~ m{^/};
+my $CGI = gitgate_cgi();
 plan(skip_all => "$CGI not built (make gitgate)") unless -x $CGI;
 
 my $t = Test::Nginx->new()->has(qw/http fastcgi bottle/)->has_daemon('git')
@@ -59,6 +58,10 @@ my $forge = forge_start($t, port => 8092, token => $FORGE_TOKEN);
 my $GP = port(8093);
 my $sock = "$d/gate-fcgi.sock";
 
+my $GATE = gitgate_fastcgi($sock, GITGATE_DIR => "$d/gate",
+	GITGATE_STORE => $redis->{url},
+	GITGATE_REFRESH => 0);
+
 $t->write_file_expand('nginx.conf', <<"EOF");
 
 %%TEST_GLOBALS%%
@@ -81,43 +84,14 @@ http {
             bottle_attribute git;
             bottle_realm git-gate;
 
-            fastcgi_pass unix:$sock;
-            fastcgi_buffering off;
-            fastcgi_request_buffering off;
-            fastcgi_read_timeout 600s;
-            fastcgi_pass_request_headers off;
-
-            fastcgi_param SCRIPT_FILENAME $CGI;
-            fastcgi_param GATEWAY_INTERFACE CGI/1.1;
-            fastcgi_param SERVER_PROTOCOL \$server_protocol;
-            fastcgi_param REQUEST_METHOD \$request_method;
-            fastcgi_param PATH_INFO \$uri;
-            fastcgi_param QUERY_STRING \$query_string;
-            fastcgi_param CONTENT_TYPE \$content_type;
-            fastcgi_param CONTENT_LENGTH \$content_length;
-            fastcgi_param HTTP_CONTENT_ENCODING \$http_content_encoding;
-            fastcgi_param HTTP_GIT_PROTOCOL \$http_git_protocol;
-            fastcgi_param REMOTE_ADDR \$remote_addr;
-            fastcgi_param BOTTLE_ID \$bottle_id;
-            fastcgi_param PATH /usr/bin:/bin;
-            fastcgi_param GITGATE_DIR $d/gate;
-            fastcgi_param GITGATE_STORE $redis->{url};
-            fastcgi_param GITGATE_REFRESH 0;
+$GATE
         }
     }
 }
 
 EOF
 
-$t->run_daemon(sub {
-	open STDIN, '<', '/dev/null';
-	open STDOUT, '>>', "$d/gate-fcgi.log";
-	open STDERR, '>&', \*STDOUT;
-	exec($Test::Bottle::Forge::FCGIWRAP, '-c', 2, '-s', "unix:$sock")
-		or die "exec fcgiwrap: $!\n";
-});
-for (1 .. 200) { last if -S $sock; sleep 0.05; }
-chmod 0777, $sock;
+gitgate_fcgiwrap($t, $sock, children => 2);
 
 mkdir "$d/gate";
 

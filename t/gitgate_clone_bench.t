@@ -30,8 +30,7 @@ select STDOUT; $| = 1;
 plan(skip_all => 'BENCH_GITGATE_CLONE=1 to run (make bench-gitgate-clone)')
 	unless $ENV{BENCH_GITGATE_CLONE};
 
-my $CGI = $ENV{GITGATE_CGI} // 'build/gitgate-cgi';
-$CGI = "$Test::Nginx::REPO/$CGI" if $CGI !~ m{^/};
+my $CGI = gitgate_cgi();
 plan(skip_all => "$CGI not built (make gitgate)") unless -x $CGI;
 
 my $MB = $ENV{BENCH_GITGATE_CLONE_MB} // 100;
@@ -55,6 +54,11 @@ write_policy($t, 'forges.json', { forges => { 'github.com' => {
 	token_file => "$d/forge-token" } } });
 mkdir "$d/gate";
 
+my $GATE = gitgate_fastcgi($sock, GITGATE_DIR => "$d/gate",
+	GITGATE_POLICY => "$d/policy.json",
+	GITGATE_FORGES => "$d/forges.json",
+	GITGATE_REFRESH => 0);
+
 $t->write_file_expand('nginx.conf', <<"EOF");
 
 %%TEST_GLOBALS%%
@@ -76,39 +80,14 @@ http {
         location / {
             bottle_attribute git;
 
-            fastcgi_pass unix:$sock;
-            fastcgi_buffering off;
-            fastcgi_read_timeout 600s;
-            fastcgi_pass_request_headers off;
-            fastcgi_param SCRIPT_FILENAME $CGI;
-            fastcgi_param REQUEST_METHOD \$request_method;
-            fastcgi_param PATH_INFO \$uri;
-            fastcgi_param QUERY_STRING \$query_string;
-            fastcgi_param CONTENT_TYPE \$content_type;
-            fastcgi_param CONTENT_LENGTH \$content_length;
-            fastcgi_param HTTP_CONTENT_ENCODING \$http_content_encoding;
-            fastcgi_param HTTP_GIT_PROTOCOL \$http_git_protocol;
-            fastcgi_param BOTTLE_ID \$bottle_id;
-            fastcgi_param PATH /usr/bin:/bin;
-            fastcgi_param GITGATE_DIR $d/gate;
-            fastcgi_param GITGATE_POLICY $d/policy.json;
-            fastcgi_param GITGATE_FORGES $d/forges.json;
-            fastcgi_param GITGATE_REFRESH 0;
+$GATE
         }
     }
 }
 
 EOF
 
-$t->run_daemon(sub {
-	open STDIN, '<', '/dev/null';
-	open STDOUT, '>>', "$d/gate-fcgi.log";
-	open STDERR, '>&', \*STDOUT;
-	exec($Test::Bottle::Forge::FCGIWRAP, '-c', 4, '-s', "unix:$sock")
-		or die "exec fcgiwrap: $!\n";
-});
-for (1 .. 200) { last if -S $sock; sleep 0.05; }
-chmod 0777, $sock;
+gitgate_fcgiwrap($t, $sock, children => 4);
 
 my $r = forge_repo($t, 'data/big', size => "${MB}M", file_size => '1M',
 	commits => 2);

@@ -19,6 +19,7 @@ our @EXPORT = qw/
 	store_put store_rm store_raw
 	forge_start forge_repo forge_refs forge_log forge_connections
 	forge_status forge_config run_git
+	gitgate_cgi gitgate_fastcgi gitgate_fcgiwrap
 /;
 our @EXPORT_OK = @EXPORT;
 
@@ -753,5 +754,73 @@ sub forge_config { return Test::Bottle::Forge::configure(@_); }
 # isolated from the machine's config; ($status, $output).
 
 sub run_git { return Test::Bottle::Forge::git(@_); }
+
+###############################################################################
+
+# git-gate in a test's own nginx, as nginx-conf/bottle-gitgate.conf runs
+# it: nginx -> fcgiwrap (a daemon of the test's) -> gitgate-cgi.
+#
+# gitgate_cgi(): the gitgate-cgi the tests run ($GITGATE_CGI, relative to
+# the repository, or build/gitgate-cgi).
+
+sub gitgate_cgi {
+	my $cgi = $ENV{GITGATE_CGI} // 'build/gitgate-cgi';
+	return $cgi =~ m{^/} ? $cgi : "$Test::Nginx::REPO/$cgi";
+}
+
+# gitgate_fastcgi($sock, PARAM => value, ...): the FastCGI directives of a
+# `bottle_attribute git` location, for a nginx.conf heredoc: the request
+# streamed both ways, the params gitgate-cgi reads (BOTTLE_ID from
+# $bottle_id, never a header), then the GITGATE_* ones given, in order.
+
+sub gitgate_fastcgi {
+	my ($sock, @params) = @_;
+	my $cgi = gitgate_cgi();
+	my $i = ' ' x 12;
+	my @lines = (
+		"fastcgi_pass unix:$sock;",
+		'fastcgi_buffering off;',
+		'fastcgi_request_buffering off;',
+		'fastcgi_read_timeout 600s;',
+		'fastcgi_pass_request_headers off;',
+		'',
+		"fastcgi_param SCRIPT_FILENAME $cgi;",
+		'fastcgi_param GATEWAY_INTERFACE CGI/1.1;',
+		'fastcgi_param SERVER_PROTOCOL $server_protocol;',
+		'fastcgi_param REQUEST_METHOD $request_method;',
+		'fastcgi_param PATH_INFO $uri;',
+		'fastcgi_param QUERY_STRING $query_string;',
+		'fastcgi_param CONTENT_TYPE $content_type;',
+		'fastcgi_param CONTENT_LENGTH $content_length;',
+		'fastcgi_param HTTP_CONTENT_ENCODING $http_content_encoding;',
+		'fastcgi_param HTTP_GIT_PROTOCOL $http_git_protocol;',
+		'fastcgi_param REMOTE_ADDR $remote_addr;',
+		'fastcgi_param BOTTLE_ID $bottle_id;',
+		'fastcgi_param PATH /usr/bin:/bin;',
+	);
+	while (my ($k, $v) = splice(@params, 0, 2)) {
+		push @lines, "fastcgi_param $k $v;";
+	}
+	return join '', map { $_ eq '' ? "\n" : "$i$_\n" } @lines;
+}
+
+# gitgate_fcgiwrap($t, $sock, children => 2): fcgiwrap on the socket, a
+# daemon of the test's (its output in <testdir>/gate-fcgi.log); returns
+# once the socket is there, open to nginx's workers.
+
+sub gitgate_fcgiwrap {
+	my ($t, $sock, %o) = @_;
+	my $d = $t->testdir();
+	$t->run_daemon(sub {
+		open STDIN, '<', '/dev/null';
+		open STDOUT, '>>', "$d/gate-fcgi.log";
+		open STDERR, '>&', \*STDOUT;
+		exec($Test::Bottle::Forge::FCGIWRAP, '-c', $o{children} // 2,
+			'-s', "unix:$sock")
+			or die "exec fcgiwrap: $!\n";
+	});
+	for (1 .. 200) { last if -S $sock; select(undef, undef, undef, 0.05); }
+	chmod 0777, $sock;
+}
 
 1;
