@@ -125,9 +125,10 @@ int bottle_forge_connect_answer(bottle_decision_result_t *out,
 /*
  * Answers a create-repo: the repo made on its (connected) forge with the
  * forge's token, private unless the proposal says public
- * (bottle_forge_create_repo()), then the proposal modified with {"repo": "<forge>/<owner>/<repo>:write"} (added
- * to the bottle's repos as an add-repo's grant) and "created": the
- * repo's URL.  A forge error leaves the proposal pending: -1 with
+ * (bottle_forge_create_repo()), then the proposal modified with
+ * {"repo": "<forge>/<owner>/<repo>:write"} (added to the bottle's repos
+ * as an add-repo's grant) and "created": the repo's URL
+ * (bottle_forge_create_grant()).  A forge error leaves the proposal pending: -1 with
  * BOTTLE_DECISION_FORGE and the forge's message.
  */
 int bottle_forge_create_answer(bottle_decision_result_t *out,
