@@ -604,7 +604,8 @@ sv_launch_bottle(sv_tool_t *t)
 /*
  * Queues the proposal (args: a new reference, stolen) after the bounds:
  * SV_PENDING_MAX pending proposals per bottle, and kind_max of this kind
- * pending or approved when kind_max >= 0.  The waiter is listed before the
+ * pending or approved when kind_max >= 0, counted by the script that
+ * queues it (so racing calls cannot overshoot them).  The waiter is listed before the
  * script runs; NULL then means "wait" (call->proposal is set).
  */
 
@@ -615,7 +616,6 @@ sv_queue(sv_tool_t *t, bottle_proposal_kind_e kind, json_t *args,
     int                        rc;
     char                       summary[256];
     json_t                    *p;
-    long long                  pending, of_kind;
     redisContext              *c;
     bottle_proposal_origin_t   o;
     bottle_proposal_queued_t   q;
@@ -630,23 +630,7 @@ sv_queue(sv_tool_t *t, bottle_proposal_kind_e kind, json_t *args,
         return sv_refuse(t, "%s", t->err);
     }
 
-    if (bottle_proposal_count(&pending, &of_kind, c, t->call->bottle, kind,
-                              t->err, sizeof(t->err)) != 0)
-    {
-        sv_store_lost();
-        json_decref(args);
-        return sv_refuse(t, "cannot count this bottle's proposals: %s",
-                         t->err);
-    }
-
-    if (pending >= SV_PENDING_MAX) {
-        json_decref(args);
-        return sv_refuse(t, "this bottle has %lld proposals waiting for the "
-                         "operator (at most %d): wait for answers "
-                         "(check-proposal)", pending, SV_PENDING_MAX);
-    }
-
-    if (kind_max >= 0 && of_kind >= kind_max) {
+    if (kind_max == 0) {
         json_decref(args);
         return sv_refuse(t, "%s", kind_why);
     }
@@ -656,6 +640,8 @@ sv_queue(sv_tool_t *t, bottle_proposal_kind_e kind, json_t *args,
     o.gateway = sv_conf.gateway;
     o.seq = sv_seq();
     o.stream_max = sv_conf.stream_max;
+    o.pending_max = SV_PENDING_MAX;
+    o.kind_max = kind_max > 0 ? kind_max : 0;
 
     q.id[0] = '\0';
     q.created_ms = sv_now();
@@ -677,6 +663,16 @@ sv_queue(sv_tool_t *t, bottle_proposal_kind_e kind, json_t *args,
 
         if (rc == BOTTLE_PROPOSAL_ELOST) {
             sv_store_lost();
+        }
+
+        if (rc == BOTTLE_PROPOSAL_EPENDING) {
+            return sv_refuse(t, "this bottle has %lld proposals waiting for "
+                             "the operator (at most %d): wait for answers "
+                             "(check-proposal)", q.count, SV_PENDING_MAX);
+        }
+
+        if (rc == BOTTLE_PROPOSAL_EKIND) {
+            return sv_refuse(t, "%s", kind_why);
         }
 
         return sv_refuse(t, "%s%s", rc == BOTTLE_PROPOSAL_EJOURNAL
