@@ -57,8 +57,6 @@ static json_t *sv_refuse(sv_tool_t *t, const char *fmt, ...)
     ;
 static json_t *sv_queue(sv_tool_t *t, bottle_proposal_kind_e kind,
     json_t *args, long long kind_max, const char *kind_why);
-static json_t *sv_queue_bounds(redisContext **out, sv_tool_t *t,
-    bottle_proposal_kind_e kind, long long kind_max, const char *kind_why);
 static json_t *sv_create_allowed(sv_tool_t *t, const bottle_repo_t *repo,
     const bottle_repo_pattern_t *by, json_t *args);
 static json_t *sv_repo_check(sv_tool_t *t, bottle_repo_t *repo,
@@ -581,10 +579,10 @@ sv_create_allowed(sv_tool_t *t, const bottle_repo_t *repo,
 
     name = json_string_value(json_object_get(args, "repo"));
 
-    refused = sv_queue_bounds(&c, t, BOTTLE_PROPOSAL_CREATE_REPO, -1, NULL);
-    if (refused) {
+    c = sv_store(t->err, sizeof(t->err));
+    if (c == NULL) {
         json_decref(args);
-        return refused;
+        return sv_refuse(t, "%s", t->err);
     }
 
     if (bottle_forge_create_repo(made, sizeof(made), c, repo,
@@ -602,6 +600,12 @@ sv_create_allowed(sv_tool_t *t, const bottle_repo_t *repo,
 
         return refused;
     }
+
+    /*
+     * No pending_max: the proposal is answered at once and waits for no
+     * operator, and a bound counted now, with the repo made, could only
+     * leave it made and not granted.
+     */
 
     memset(&o, 0, sizeof(o));
     o.producer = "supervise";
@@ -761,7 +765,8 @@ sv_launch_bottle(sv_tool_t *t)
 /*
  * Queues the proposal (args: a new reference, stolen) after the bounds:
  * SV_PENDING_MAX pending proposals per bottle, and kind_max of this kind
- * pending or approved when kind_max >= 0.  The waiter is listed before the
+ * pending or approved when kind_max >= 0, counted by the script that
+ * queues it (so racing calls cannot overshoot them).  The waiter is listed before the
  * script runs; NULL then means "wait" (call->proposal is set).
  */
 
@@ -771,7 +776,7 @@ sv_queue(sv_tool_t *t, bottle_proposal_kind_e kind, json_t *args,
 {
     int                        rc;
     char                       summary[256];
-    json_t                    *p, *refused;
+    json_t                    *p;
     redisContext              *c;
     bottle_proposal_origin_t   o;
     bottle_proposal_queued_t   q;
@@ -780,10 +785,15 @@ sv_queue(sv_tool_t *t, bottle_proposal_kind_e kind, json_t *args,
         return sv_refuse(t, "invalid arguments (not UTF-8?)");
     }
 
-    refused = sv_queue_bounds(&c, t, kind, kind_max, kind_why);
-    if (refused) {
+    c = sv_store(t->err, sizeof(t->err));
+    if (c == NULL) {
         json_decref(args);
-        return refused;
+        return sv_refuse(t, "%s", t->err);
+    }
+
+    if (kind_max == 0) {
+        json_decref(args);
+        return sv_refuse(t, "%s", kind_why);
     }
 
     memset(&o, 0, sizeof(o));
@@ -791,6 +801,8 @@ sv_queue(sv_tool_t *t, bottle_proposal_kind_e kind, json_t *args,
     o.gateway = sv_conf.gateway;
     o.seq = sv_seq();
     o.stream_max = sv_conf.stream_max;
+    o.pending_max = SV_PENDING_MAX;
+    o.kind_max = kind_max > 0 ? kind_max : 0;
 
     q.id[0] = '\0';
     q.created_ms = sv_now();
@@ -814,6 +826,16 @@ sv_queue(sv_tool_t *t, bottle_proposal_kind_e kind, json_t *args,
             sv_store_lost();
         }
 
+        if (rc == BOTTLE_PROPOSAL_EPENDING) {
+            return sv_refuse(t, "this bottle has %lld proposals waiting for "
+                             "the operator (at most %d): wait for answers "
+                             "(check-proposal)", q.count, SV_PENDING_MAX);
+        }
+
+        if (rc == BOTTLE_PROPOSAL_EKIND) {
+            return sv_refuse(t, "%s", kind_why);
+        }
+
         return sv_refuse(t, "%s%s", rc == BOTTLE_PROPOSAL_EJOURNAL
                          ? "the audit journal cannot record it, and this "
                            "bottle requires it: " : "", t->err);
@@ -834,51 +856,6 @@ sv_queue(sv_tool_t *t, bottle_proposal_kind_e kind, json_t *args,
 
     snprintf(t->call->proposal, sizeof(t->call->proposal), "%s", q.id);
     json_decref(args);
-
-    return NULL;
-}
-
-
-/*
- * The bounds before anything is queued: SV_PENDING_MAX pending proposals
- * per bottle, and kind_max of this kind pending or approved when
- * kind_max >= 0.  NULL with this thread's store connection in *out, or
- * the refusal.
- */
-
-static json_t *
-sv_queue_bounds(redisContext **out, sv_tool_t *t,
-    bottle_proposal_kind_e kind, long long kind_max, const char *kind_why)
-{
-    long long      pending, of_kind;
-    redisContext  *c;
-
-    *out = NULL;
-
-    c = sv_store(t->err, sizeof(t->err));
-    if (c == NULL) {
-        return sv_refuse(t, "%s", t->err);
-    }
-
-    if (bottle_proposal_count(&pending, &of_kind, c, t->call->bottle, kind,
-                              t->err, sizeof(t->err)) != 0)
-    {
-        sv_store_lost();
-        return sv_refuse(t, "cannot count this bottle's proposals: %s",
-                         t->err);
-    }
-
-    if (pending >= SV_PENDING_MAX) {
-        return sv_refuse(t, "this bottle has %lld proposals waiting for the "
-                         "operator (at most %d): wait for answers "
-                         "(check-proposal)", pending, SV_PENDING_MAX);
-    }
-
-    if (kind_max >= 0 && of_kind >= kind_max) {
-        return sv_refuse(t, "%s", kind_why);
-    }
-
-    *out = c;
 
     return NULL;
 }
