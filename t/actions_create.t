@@ -11,8 +11,9 @@
 # public without ":public") is a proposal as before; a repo the forge
 # refuses (it exists) is the forge's message and nothing granted, also
 # for calls racing to create the same repo; a policy change reaches the
-# running helper; bad git_gate fields are refused by bottlectl policy
-# put with the parser's message.
+# running helper; a bottle at its 32 pending proposals still gets the
+# repos its policy allows; bad git_gate fields are refused by bottlectl
+# policy put with the parser's message.
 #
 # SUPERVISE_HELPER, BOTTLECTL and GITGATE_CGI run other builds
 # (build-asan/); the helper's and bottlectl's stderr are read for
@@ -156,7 +157,7 @@ $t->run_daemon(sub {
 		or die "exec: $!\n";
 });
 
-$t->run()->plan(67);
+$t->run()->plan(70);
 
 for (1 .. 100) {
 	last if -S "$d/sv.sock";
@@ -464,6 +465,26 @@ is($c->{answer}{status}, 'modified', 'a pattern added: made at once')
 store_put($t, { id => 'dev', token => $DEV, routes => [] });
 $c = create(repo => "$FORGE/forge-user/later-two");
 is($c->{answer}{status}, 'pending', 'no git_gate: a card');
+
+###############################################################################
+# at the bound of 32 pending proposals: a card is refused, the policy's
+# repos are not (they wait for no operator)
+
+store_put($t, dev(@PATTERNS));
+
+for my $i (pending() + 1 .. 32) {
+	$res = ctl('propose', 'dev', 'egress-block',
+		$json->encode({ host => "h$i.example" }));
+	die "propose: $res->{err}" if $res->{rc} != 0;
+}
+
+$c = create(repo => "$FORGE/forge-user/not-a-pattern");
+like($c->{text}, qr/^refused, nothing was queued: this bottle has 32 proposals waiting/,
+	'at the bound: a card refused');
+$c = create(repo => "$FORGE/forge-user/agent-at-bound");
+is($c->{answer}{status}, 'modified', 'at the bound: the policy\'s repo made')
+	or diag($c->{text});
+is(pending(), 32, 'at the bound: no card added');
 
 ###############################################################################
 # bad git_gate fields: refused by bottlectl policy put, with the message
