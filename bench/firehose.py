@@ -90,14 +90,23 @@ def run(R, d, target, policy, body):
     with open(fpolicy, "w") as f:
         json.dump(doc, f)
 
-    with open(conf) as f:
-        s = f.read()
-    s, n = re.subn(r"^bottle_policy\s+\S+", f"bottle_audit {url};\n"
-                   f"bottle_policy     {fpolicy}", s, count=1, flags=re.M)
-    if n != 1:
-        raise RuntimeError("firehose: no bottle_policy line in " + conf)
-    with open(conf, "w") as f:
-        f.write(s)
+    # bottle_policy is in one of the configuration's pieces (bottle-main.conf)
+    confdir = os.path.dirname(conf)
+    for name in sorted(os.listdir(confdir)):
+        piece = os.path.join(confdir, name)
+        if not name.endswith(".conf"):
+            continue
+        with open(piece) as f:
+            s = f.read()
+        s, n = re.subn(r"^bottle_policy\s+\S+", f"bottle_audit {url};\n"
+                       f"bottle_policy     {fpolicy}", s, count=1,
+                       flags=re.M)
+        if n == 1:
+            with open(piece, "w") as f:
+                f.write(s)
+            break
+    else:
+        raise RuntimeError("firehose: no bottle_policy line in " + confdir)
     r = R.run([launcher, "reload", "--dir", gw], timeout=30)
     if r.returncode:
         raise RuntimeError("firehose: reload failed: " + r.stderr[-300:])

@@ -4,17 +4,25 @@
  * forms built from one bottle_record_t, the full log's lines and the
  * firehose's OCSF HTTP Activity record (docs/full-log.md,
  * docs/firehose.md).
+ *
+ * The JSON is written straight into one growing buffer, every write
+ * checked against its room: a record is built once per request while a
+ * consumer is attached, and a JSON library's tree of small values cost
+ * more than the rest of the record (issue 17).  Member order and escapes
+ * are those the records had when jansson built them (JSON_COMPACT,
+ * JSON_PRESERVE_ORDER): strings as jansson escapes them, a body as
+ * record_escape() does, last in its object.
  */
 
 #define _POSIX_C_SOURCE  200809L
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 
-#include <jansson.h>
 #include <openssl/evp.h>
 
 #include "bottle_decide.h"
@@ -51,7 +59,11 @@ record_mask_one(unsigned char *buf, size_t len, const char *s, size_t slen,
             break;
         }
 
-        if (memcmp(p, s, slen) != 0) {
+        /* the second byte before a call: most first bytes are no more */
+
+        if ((slen > 1 && p[1] != (unsigned char) s[1])
+            || memcmp(p, s, slen) != 0)
+        {
             p++;
             continue;
         }
@@ -137,6 +149,10 @@ bottle_record_credential(const bottle_route_t *route, const char *name,
      * upstream but are no less credentials for a record.
      */
 
+    if (route && !route->preserve_auth) {
+        return bottle_decide_strips(route, name, len);
+    }
+
     if (route) {
         r = *route;
     } else {
@@ -147,6 +163,38 @@ bottle_record_credential(const bottle_route_t *route, const char *name,
 
     return bottle_decide_strips(&r, name, len);
 }
+
+
+/*
+ * Eight bytes at a time: a word with no byte that the caller looks for is
+ * passed over whole.  Each test says only whether some byte of the word
+ * matches; the bytes are then looked at one by one.
+ */
+
+#define RECORD_ONES   0x0101010101010101ULL
+#define RECORD_HIGHS  0x8080808080808080ULL
+
+#define record_has_zero(x)  (((x) - RECORD_ONES) & ~(x) & RECORD_HIGHS)
+#define record_has_byte(x, c)  record_has_zero((x) ^ (RECORD_ONES * (c)))
+#define record_has_less(x, n)  (((x) - RECORD_ONES * (n)) & ~(x)          \
+                                & RECORD_HIGHS)
+
+
+static inline uint64_t
+record_word(const unsigned char *p)
+{
+    uint64_t  w;
+
+    memcpy(&w, p, 8);
+    return w;
+}
+
+
+/* a body's bytes that record_escape() writes as more than themselves */
+
+#define record_word_escapes(w)                                                \
+    (record_has_less(w, 0x20) | record_has_byte(w, '"')                       \
+     | record_has_byte(w, '\\') | record_has_byte(w, 0x7f))
 
 
 /*
@@ -164,6 +212,17 @@ record_utf8(const unsigned char *buf, size_t len, int cut, int *whole)
     *whole = 1;
 
     for (i = 0; i < len; i += need) {
+
+        /* ASCII runs, the most of most bodies, a word at a time */
+
+        while (i + 8 <= len && (record_word(buf + i) & RECORD_HIGHS) == 0) {
+            i += 8;
+        }
+
+        if (i >= len) {
+            break;
+        }
+
         c = buf[i];
 
         if (c < 0x80) {
@@ -228,21 +287,245 @@ record_utf8_fix(unsigned char *buf, size_t len)
 }
 
 
-/* a copy of s, every byte of invalid UTF-8 as '?', scrubbed */
+/*
+ * The JSON being written: one malloc()ed buffer, head bytes left free
+ * before the record (a transport's framing) and room kept for tail bytes
+ * after it; every write is checked, and the first that finds no memory
+ * fails the record.  scratch holds the copy of a value being scrubbed.
+ */
 
-static json_t *
-record_text(const bottle_t *b, const char *s, size_t len)
+typedef struct {
+    char            *buf;
+    size_t           len;
+    size_t           cap;
+    size_t           tail;
+    unsigned char   *scratch;
+    size_t           scratch_cap;
+    int              failed;
+} record_out_t;
+
+
+static int
+record_out_init(record_out_t *o, size_t size, size_t head, size_t tail)
 {
-    json_t         *j;
-    unsigned char  *copy;
+    memset(o, 0, sizeof(record_out_t));
 
-    copy = malloc(len ? len : 1);
-    if (copy == NULL) {
+    o->cap = head + size + tail + 1;
+    o->buf = malloc(o->cap);
+    if (o->buf == NULL) {
+        return -1;
+    }
+
+    o->len = head;
+    o->tail = tail;
+
+    return 0;
+}
+
+
+/* room for n more bytes (and the tail, and a NUL) */
+
+static int
+record_room(record_out_t *o, size_t n)
+{
+    char    *p;
+    size_t   want, cap;
+
+    if (o->failed) {
+        return -1;
+    }
+
+    if (n > SIZE_MAX / 2 - o->len - o->tail - 1) {
+        o->failed = 1;
+        return -1;
+    }
+
+    want = o->len + n + o->tail + 1;
+
+    if (want <= o->cap) {
+        return 0;
+    }
+
+    cap = o->cap * 2;
+    if (cap < want) {
+        cap = want;
+    }
+
+    p = realloc(o->buf, cap);
+    if (p == NULL) {
+        o->failed = 1;
+        return -1;
+    }
+
+    o->buf = p;
+    o->cap = cap;
+
+    return 0;
+}
+
+
+static void
+record_put(record_out_t *o, const char *s, size_t n)
+{
+    if (record_room(o, n) == 0) {
+        memcpy(o->buf + o->len, s, n);
+        o->len += n;
+    }
+}
+
+
+#define record_lit(o, s)  record_put(o, s, sizeof(s) - 1)
+
+
+static unsigned char *
+record_scratch(record_out_t *o, size_t n)
+{
+    unsigned char  *p;
+
+    if (o->failed) {
         return NULL;
     }
 
-    if (len) {
-        memcpy(copy, s, len);
+    if (n > o->scratch_cap) {
+        p = realloc(o->scratch, n);
+        if (p == NULL) {
+            o->failed = 1;
+            return NULL;
+        }
+
+        o->scratch = p;
+        o->scratch_cap = n;
+    }
+
+    return o->scratch;
+}
+
+
+/* "key": after a comma unless it is the first member of its object */
+
+static void
+record_key(record_out_t *o, const char *key)
+{
+    size_t  n = strlen(key);
+
+    if (record_room(o, n + 4) != 0) {
+        return;
+    }
+
+    if (o->buf[o->len - 1] != '{' && o->buf[o->len - 1] != '[') {
+        o->buf[o->len++] = ',';
+    }
+
+    o->buf[o->len++] = '"';
+    memcpy(o->buf + o->len, key, n);
+    o->len += n;
+    o->buf[o->len++] = '"';
+    o->buf[o->len++] = ':';
+}
+
+
+static void
+record_int(record_out_t *o, const char *key, int64_t v)
+{
+    char      tmp[24];
+    size_t    n;
+    uint64_t  u;
+
+    record_key(o, key);
+
+    u = (v < 0) ? (uint64_t) 0 - (uint64_t) v : (uint64_t) v;
+    n = sizeof(tmp);
+
+    do {
+        tmp[--n] = (char) ('0' + u % 10);
+        u /= 10;
+    } while (u);
+
+    if (v < 0) {
+        tmp[--n] = '-';
+    }
+
+    record_put(o, tmp + n, sizeof(tmp) - n);
+}
+
+
+/* a JSON string of valid UTF-8, escaped as jansson escapes it */
+
+static void
+record_string(record_out_t *o, const unsigned char *s, size_t len)
+{
+    char      *p;
+    size_t     i;
+    unsigned   c;
+
+    static const char  hex[] = "0123456789ABCDEF";
+
+    if (len > SIZE_MAX / 8 || record_room(o, 6 * len + 2) != 0) {
+        o->failed = 1;
+        return;
+    }
+
+    p = o->buf + o->len;
+    *p++ = '"';
+
+    for (i = 0; i < len; i++) {
+        c = s[i];
+
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            *p++ = (char) c;
+            continue;
+        }
+
+        *p++ = '\\';
+
+        switch (c) {
+        case '"':  *p++ = '"';  break;
+        case '\\': *p++ = '\\'; break;
+        case '\b': *p++ = 'b';  break;
+        case '\f': *p++ = 'f';  break;
+        case '\n': *p++ = 'n';  break;
+        case '\r': *p++ = 'r';  break;
+        case '\t': *p++ = 't';  break;
+        default:
+            *p++ = 'u';
+            *p++ = '0';
+            *p++ = '0';
+            *p++ = hex[c >> 4];
+            *p++ = hex[c & 0xf];
+        }
+    }
+
+    *p++ = '"';
+    o->len = p - o->buf;
+}
+
+
+#define record_lit_str(o, key, s)                                             \
+    record_key(o, key); record_lit(o, "\"" s "\"")
+
+
+/*
+ * "key": a copy of s, every byte of invalid UTF-8 as '?', scrubbed; none
+ * when s is NULL
+ */
+
+static void
+record_text(record_out_t *o, const char *key, const bottle_t *b,
+    const bottle_str_t *s)
+{
+    unsigned char  *copy;
+
+    if (s->data == NULL) {
+        return;
+    }
+
+    copy = record_scratch(o, s->len ? s->len : 1);
+    if (copy == NULL) {
+        return;
+    }
+
+    if (s->len) {
+        memcpy(copy, s->data, s->len);
     }
 
     /*
@@ -252,58 +535,44 @@ record_text(const bottle_t *b, const char *s, size_t len)
      * character.
      */
 
-    record_utf8_fix(copy, len);
-    bottle_record_scrub(b, copy, len, 0);
-    record_utf8_fix(copy, len);
+    record_utf8_fix(copy, s->len);
+    bottle_record_scrub(b, copy, s->len, 0);
+    record_utf8_fix(copy, s->len);
 
-    j = json_stringn((const char *) copy, len);
-    free(copy);
-
-    return j;
-}
-
-
-static int
-record_set(json_t *o, const char *key, json_t *v)
-{
-    if (v == NULL) {
-        return -1;
+    if (key) {
+        record_key(o, key);
     }
 
-    return json_object_set_new(o, key, v);
+    record_string(o, copy, s->len);
 }
 
 
-static int
-record_set_str(json_t *o, const char *key, const bottle_t *b,
-    bottle_str_t *s)
-{
-    if (s->data == NULL) {
-        return 0;
-    }
-
-    return record_set(o, key, record_text(b, s->data, s->len));
-}
-
-
-static json_t *
-record_time(int64_t ms)
+static void
+record_time(record_out_t *o, const char *key, int64_t ms)
 {
     char       buf[80];
+    int        n;
     time_t     sec;
     struct tm  tm;
 
     sec = (time_t) (ms / 1000);
 
     if (gmtime_r(&sec, &tm) == NULL) {
-        return NULL;
+        o->failed = 1;
+        return;
     }
 
-    snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-             tm.tm_min, tm.tm_sec, (int) (ms % 1000));
+    n = snprintf(buf, sizeof(buf), "\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\"",
+                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                 tm.tm_min, tm.tm_sec, (int) (ms % 1000));
 
-    return json_string(buf);
+    if (n < 0 || (size_t) n >= sizeof(buf)) {
+        o->failed = 1;
+        return;
+    }
+
+    record_key(o, key);
+    record_put(o, buf, n);
 }
 
 
@@ -312,144 +581,212 @@ record_time(int64_t ms)
  * out (drop 1), the rest scrubbed.
  */
 
-static json_t *
-record_headers(const bottle_record_t *rec, const bottle_record_header_t *h,
-    size_t n, int drop)
+static void
+record_headers(record_out_t *o, const char *key, const bottle_record_t *rec,
+    const bottle_record_header_t *h, size_t n, int drop)
 {
-    size_t   i;
-    json_t  *a, *o;
+    int           cred;
+    size_t        i;
+    bottle_str_t  s;
 
-    a = json_array();
-    if (a == NULL) {
-        return NULL;
-    }
+    record_key(o, key);
+    record_lit(o, "[");
 
     for (i = 0; i < n; i++) {
-        int  cred = bottle_record_credential(rec->route, h[i].name,
-                                             h[i].name_len);
+        cred = bottle_record_credential(rec->route, h[i].name,
+                                        h[i].name_len);
 
         if (cred && drop) {
             continue;
         }
 
-        o = json_object();
-        if (o == NULL || json_array_append_new(a, o) != 0
-            || record_set(o, "name", record_text(rec->bottle, h[i].name,
-                                                 h[i].name_len)) != 0
-            || record_set(o, "value",
-                          cred ? json_string(BOTTLE_RECORD_SCRUBBED)
-                               : record_text(rec->bottle, h[i].value,
-                                             h[i].value_len)) != 0)
-        {
-            json_decref(a);
-            return NULL;
+        if (o->failed) {
+            return;
         }
+
+        /* a comma before every element but the first */
+
+        if (o->buf[o->len - 1] == '[') {
+            record_lit(o, "{");
+        } else {
+            record_lit(o, ",{");
+        }
+
+        s.data = h[i].name;
+        s.len = h[i].name_len;
+        record_text(o, "name", rec->bottle, &s);
+
+        if (cred) {
+            record_lit_str(o, "value", BOTTLE_RECORD_SCRUBBED);
+
+        } else {
+            s.data = h[i].value;
+            s.len = h[i].value_len;
+            record_text(o, "value", rec->bottle, &s);
+        }
+
+        record_lit(o, "}");
     }
 
-    return a;
+    record_lit(o, "]");
+}
+
+
+/* the body's fields but its text: body_size, body_truncated, body_sha256 */
+
+static void
+record_body_fields(record_out_t *o, const bottle_record_body_t *body)
+{
+    size_t  i;
+    char    hex[67];
+
+    static const char  digits[] = "0123456789abcdef";
+
+    if (!body->seen) {
+        return;
+    }
+
+    record_int(o, "body_size", (int64_t) body->size);
+    record_key(o, "body_truncated");
+
+    if (body->size > body->len) {
+        record_lit(o, "true");
+    } else {
+        record_lit(o, "false");
+    }
+
+    record_key(o, "body_sha256");
+
+    if (!body->has_sha256) {
+        record_lit(o, "null");
+        return;
+    }
+
+    hex[0] = '"';
+
+    for (i = 0; i < 32; i++) {
+        hex[1 + 2 * i] = digits[body->sha256[i] >> 4];
+        hex[2 + 2 * i] = digits[body->sha256[i] & 0xf];
+    }
+
+    hex[65] = '"';
+    record_put(o, hex, 66);
 }
 
 
 /*
- * A body is the one large value of a record: jansson, which would build it
- * and escape it byte by byte, never sees it.  Its fields go into the
- * object, its text is escaped here into a splice, and record_dump() puts
- * it in the dumped text, last in its object.
+ * A body's text as a JSON string: '"', '\' and controls (and DEL) escaped
+ * as \u00xx but for the first two, the rest as it is; words with nothing
+ * to escape are copied whole, the others byte by byte.
  */
 
-typedef struct {
-    const char     *key;        /* "body", "body_base64"; NULL: none */
-    char           *val;        /* a JSON string, quotes included */
-    size_t          len;
-} record_splice_t;
-
-
-/* a JSON string of UTF-8 text: '"', '\' and controls escaped */
-
-static char *
-record_escape(const unsigned char *in, size_t len, size_t *out_len)
+static void
+record_escape(record_out_t *o, const unsigned char *in, size_t len)
 {
-    char        *out, *p;
-    size_t       i, n;
-    unsigned     c;
+    char           *p;
+    size_t          i, k, n, end;
+    uint64_t        w;
+    unsigned        c;
+    const char     *start;
 
     static const char  hex[] = "0123456789abcdef";
+
+    /* how many bytes more than itself each byte is written as */
+    static unsigned char  more[256];
+    static int            more_set;
+
+    if (!more_set) {
+        for (c = 0; c < 0x20; c++) {
+            more[c] = 5;
+        }
+
+        more[0x7f] = 5;
+        more['"'] = 1;
+        more['\\'] = 1;
+        more_set = 1;
+    }
 
     /* the exact size first: a body's text is mostly left as it is */
 
     n = len + 2;
 
-    for (i = 0; i < len; i++) {
-        c = in[i];
+    for (i = 0; i < len; i = end) {
+        end = (i + 8 <= len) ? i + 8 : len;
 
-        if (c == '"' || c == '\\') {
-            n++;
+        if (end - i == 8 && (w = record_word(in + i), !record_word_escapes(w))) {
+            continue;
+        }
 
-        } else if (c < 0x20 || c == 0x7f) {
-            n += 5;
+        for (k = i; k < end; k++) {
+            n += more[in[k]];
         }
     }
 
-    out = malloc(n);
-    if (out == NULL) {
-        return NULL;
+    if (record_room(o, n) != 0) {
+        return;
     }
 
-    p = out;
+    start = o->buf + o->len;
+    p = o->buf + o->len;
     *p++ = '"';
 
-    for (i = 0; i < len; i++) {
-        c = in[i];
+    for (i = 0; i < len; i = end) {
+        end = (i + 8 <= len) ? i + 8 : len;
 
-        if (c == '"' || c == '\\') {
-            *p++ = '\\';
-            *p++ = (char) c;
+        if (end - i == 8 && (w = record_word(in + i), !record_word_escapes(w))) {
+            memcpy(p, in + i, 8);
+            p += 8;
+            continue;
+        }
 
-        } else if (c < 0x20 || c == 0x7f) {
-            *p++ = '\\';
-            *p++ = 'u';
-            *p++ = '0';
-            *p++ = '0';
-            *p++ = hex[c >> 4];
-            *p++ = hex[c & 0xf];
+        for (k = i; k < end; k++) {
+            c = in[k];
 
-        } else {
-            *p++ = (char) c;
+            if (more[c] == 0) {
+                *p++ = (char) c;
+
+            } else if (more[c] == 1) {
+                *p++ = '\\';
+                *p++ = (char) c;
+
+            } else {
+                *p++ = '\\';
+                *p++ = 'u';
+                *p++ = '0';
+                *p++ = '0';
+                *p++ = hex[c >> 4];
+                *p++ = hex[c & 0xf];
+            }
         }
     }
 
     *p++ = '"';
-    *out_len = p - out;
-
-    return out;
+    o->len += p - start;
 }
 
 
 /*
- * The body's fields into o: body_size, body_truncated, body_sha256; its
- * first bytes, scrubbed, into sp as body (text) or body_base64.
+ * The body's first bytes, scrubbed, as "body" (UTF-8 text) or
+ * "body_base64": the last member of its object.
  */
 
-static int
-record_body(json_t *o, const bottle_t *b, const bottle_record_body_t *body,
-    record_splice_t *sp)
+static void
+record_body_text(record_out_t *o, const bottle_t *b,
+    const bottle_record_body_t *body)
 {
-    int             whole, rc;
-    char            hex[65];
-    size_t          i, ok, cut, n;
-    unsigned char  *copy, *enc;
+    int             whole;
+    size_t          ok, cut, n;
+    unsigned char  *copy;
 
     if (!body->seen) {
-        return 0;
+        return;
     }
 
     cut = body->size > body->len;
-    rc = -1;
-    enc = NULL;
 
-    copy = malloc(body->len ? body->len : 1);
+    copy = record_scratch(o, body->len ? body->len : 1);
     if (copy == NULL) {
-        return -1;
+        return;
     }
 
     if (body->len) {
@@ -461,115 +798,50 @@ record_body(json_t *o, const bottle_t *b, const bottle_record_body_t *body,
     ok = record_utf8(copy, body->len, (int) cut, &whole);
 
     if (whole) {
-        sp->key = "body";
-        sp->val = record_escape(copy, ok, &sp->len);
-        if (sp->val == NULL) {
-            goto cleanup;
-        }
-
-    } else {
-        n = 4 * ((body->len + 2) / 3);
-
-        enc = malloc(n + 3);
-        if (enc == NULL) {
-            goto cleanup;
-        }
-
-        enc[0] = '"';
-        EVP_EncodeBlock(enc + 1, copy, (int) body->len);
-        enc[n + 1] = '"';
-
-        sp->key = "body_base64";
-        sp->val = (char *) enc;
-        sp->len = n + 2;
-        enc = NULL;
+        record_key(o, "body");
+        record_escape(o, copy, ok);
+        return;
     }
 
-    if (record_set(o, "body_size", json_integer((json_int_t) body->size))
-        || record_set(o, "body_truncated", json_boolean(cut)))
-    {
-        goto cleanup;
+    if (body->len > INT32_MAX / 2) {
+        o->failed = 1;
+        return;
     }
 
-    if (body->has_sha256) {
-        for (i = 0; i < 32; i++) {
-            snprintf(hex + 2 * i, 3, "%02x", body->sha256[i]);
-        }
+    n = 4 * ((body->len + 2) / 3);
 
-        if (record_set(o, "body_sha256", json_string(hex)) != 0) {
-            goto cleanup;
-        }
+    record_key(o, "body_base64");
 
-    } else if (record_set(o, "body_sha256", json_null()) != 0) {
-        goto cleanup;
+    /* EVP_EncodeBlock() ends with a NUL: the closing quote's place */
+
+    if (record_room(o, n + 2) != 0) {
+        return;
     }
 
-    rc = 0;
-
-cleanup:
-
-    free(enc);
-    free(copy);
-    return rc;
+    o->buf[o->len] = '"';
+    EVP_EncodeBlock((unsigned char *) o->buf + o->len + 1, copy,
+                    (int) body->len);
+    o->buf[o->len + n + 1] = '"';
+    o->len += n + 2;
 }
 
 
-/*
- * o as one line, the body spliced in as the last member of the object
- * whose closing brace is the depth-th from the end (1: o itself, 2: o's
- * last member, unmapped); o is released, and the splice.
- */
+/* the record's text, NUL-terminated; or -1, and nothing is kept */
 
 static int
-record_dump(char **out, size_t *out_len, json_t *o, record_splice_t *sp,
-    size_t depth)
+record_done(record_out_t *o, char **out, size_t *out_len, size_t head)
 {
-    char    *s, *r;
-    size_t   len, klen, at;
+    free(o->scratch);
 
-    s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(o);
-
-    if (s == NULL) {
-        free(sp->val);
+    if (o->failed) {
+        free(o->buf);
         return -1;
     }
 
-    len = strlen(s);
+    o->buf[o->len] = '\0';
 
-    if (sp->val == NULL) {
-        *out = s;
-        *out_len = len;
-        return 0;
-    }
-
-    klen = strlen(sp->key);
-
-    r = (len >= depth) ? malloc(len + klen + sp->len + 5) : NULL;
-    if (r == NULL) {
-        free(s);
-        free(sp->val);
-        return -1;
-    }
-
-    /* every object here has a member already: a comma before ours */
-
-    at = len - depth;
-    memcpy(r, s, at);
-    r[at] = ',';
-    r[at + 1] = '"';
-    memcpy(r + at + 2, sp->key, klen);
-    r[at + 2 + klen] = '"';
-    r[at + 3 + klen] = ':';
-    memcpy(r + at + 4 + klen, sp->val, sp->len);
-    memcpy(r + at + 4 + klen + sp->len, s + at, depth);
-    r[len + klen + sp->len + 4] = '\0';
-
-    *out = r;
-    *out_len = len + klen + sp->len + 4;
-
-    free(s);
-    free(sp->val);
+    *out = o->buf;
+    *out_len = o->len - head;
 
     return 0;
 }
@@ -579,72 +851,71 @@ int
 bottle_record_full(char **out, size_t *out_len, const bottle_record_t *rec,
     int response)
 {
-    json_t           *o;
-    bottle_str_t      id;
-    record_splice_t   sp;
+    size_t                       size;
+    bottle_str_t                 id;
+    record_out_t                 o;
+    const bottle_record_body_t  *body;
     const bottle_t  *b = rec->bottle;
 
-    memset(&sp, 0, sizeof(sp));
+    size = 2048;
+    body = response ? &rec->resp_body : &rec->body;
 
-    o = json_object();
-    if (o == NULL) {
+    if (body->seen && body->len < SIZE_MAX / 2) {
+        size += body->len + body->len / 8;
+    }
+
+    if (record_out_init(&o, size, 0, 0) != 0) {
         return -1;
     }
 
     id.data = b ? b->id.data : NULL;
     id.len = b ? b->id.len : 0;
 
-    if (record_set(o, "type", json_string(response ? "response" : "request"))
-        || record_set(o, "time", record_time(response ? rec->end_ms
-                                                       : rec->start_ms))
-        || record_set_str(o, "request_id", NULL,
-                          (bottle_str_t *) &rec->request_id)
-        || record_set_str(o, "bottle", NULL, &id)
-        || record_set_str(o, "host", NULL, (bottle_str_t *) &rec->host)
-        || record_set(o, "port", json_integer(rec->port)))
-    {
-        goto failed;
-    }
+    record_lit(&o, "{");
 
     if (response) {
-        if (record_set(o, "status", json_integer(rec->status))
-            || record_set(o, "duration_ms",
-                          json_integer(rec->end_ms - rec->start_ms))
-            || record_set(o, "headers",
-                          record_headers(rec, rec->resp_headers,
-                                         rec->nresp_headers, 0))
-            || record_body(o, b, &rec->resp_body, &sp)
-            || record_set(o, "length",
-                          json_integer((json_int_t) rec->response_length)))
-        {
-            goto failed;
+        record_lit_str(&o, "type", "response");
+    } else {
+        record_lit_str(&o, "type", "request");
+    }
+
+    record_time(&o, "time", response ? rec->end_ms : rec->start_ms);
+    record_text(&o, "request_id", NULL, &rec->request_id);
+    record_text(&o, "bottle", NULL, &id);
+    record_text(&o, "host", NULL, &rec->host);
+    record_int(&o, "port", rec->port);
+
+    if (response) {
+        record_int(&o, "status", rec->status);
+        record_int(&o, "duration_ms", rec->end_ms - rec->start_ms);
+        record_headers(&o, "headers", rec, rec->resp_headers,
+                       rec->nresp_headers, 0);
+        record_body_fields(&o, &rec->resp_body);
+        record_int(&o, "length", (int64_t) rec->response_length);
+        record_body_text(&o, b, &rec->resp_body);
+
+    } else {
+        record_text(&o, "method", NULL, &rec->method);
+        record_text(&o, "scheme", NULL, &rec->scheme);
+        record_text(&o, "path", b, &rec->path);
+        record_text(&o, "query", b, &rec->query);
+        record_headers(&o, "headers", rec, rec->headers, rec->nheaders, 0);
+        record_body_fields(&o, &rec->body);
+
+        if (rec->allowed) {
+            record_lit_str(&o, "verdict", "allowed");
+        } else {
+            record_lit_str(&o, "verdict", "refused");
         }
 
-        return record_dump(out, out_len, o, &sp, 1);
+        record_text(&o, "rule", NULL, &rec->rule);
+        record_text(&o, "reason", NULL, &rec->reason);
+        record_body_text(&o, b, &rec->body);
     }
 
-    if (record_set_str(o, "method", NULL, (bottle_str_t *) &rec->method)
-        || record_set_str(o, "scheme", NULL, (bottle_str_t *) &rec->scheme)
-        || record_set_str(o, "path", b, (bottle_str_t *) &rec->path)
-        || record_set_str(o, "query", b, (bottle_str_t *) &rec->query)
-        || record_set(o, "headers",
-                      record_headers(rec, rec->headers, rec->nheaders, 0))
-        || record_body(o, b, &rec->body, &sp)
-        || record_set(o, "verdict", json_string(rec->allowed ? "allowed"
-                                                              : "refused"))
-        || record_set_str(o, "rule", NULL, (bottle_str_t *) &rec->rule)
-        || record_set_str(o, "reason", NULL, (bottle_str_t *) &rec->reason))
-    {
-        goto failed;
-    }
+    record_lit(&o, "}");
 
-    return record_dump(out, out_len, o, &sp, 1);
-
-failed:
-
-    json_decref(o);
-    free(sp.val);
-    return -1;
+    return record_done(&o, out, out_len, 0);
 }
 
 
@@ -665,67 +936,16 @@ bottle_record_ocsf_activity(const char *method, size_t len)
 }
 
 
-static json_t *
-record_ocsf_request(const bottle_record_t *rec, int metadata)
-{
-    json_t          *req, *url;
-    const bottle_t  *b = rec->bottle;
-
-    req = json_object();
-    url = json_object();
-
-    if (req == NULL || url == NULL) {
-        json_decref(req);
-        json_decref(url);
-        return NULL;
-    }
-
-    if (record_set(req, "url", url)
-        || record_set_str(url, "hostname", NULL, (bottle_str_t *) &rec->host)
-        || record_set(url, "port", json_integer(rec->port))
-        || record_set_str(url, "scheme", NULL, (bottle_str_t *) &rec->scheme)
-        || record_set(req, "length",
-                      json_integer((json_int_t) rec->request_length)))
-    {
-        goto failed;
-    }
-
-    if (metadata) {
-        return req;
-    }
-
-    if (record_set_str(req, "http_method", NULL,
-                       (bottle_str_t *) &rec->method)
-        || record_set_str(url, "path", b, (bottle_str_t *) &rec->path)
-        || record_set_str(url, "query_string", b,
-                          (bottle_str_t *) &rec->query)
-        || record_set_str(req, "user_agent", b,
-                          (bottle_str_t *) &rec->user_agent)
-        || record_set(req, "http_headers",
-                      record_headers(rec, rec->headers, rec->nheaders, 1)))
-    {
-        goto failed;
-    }
-
-    return req;
-
-failed:
-
-    json_decref(req);
-    return NULL;
-}
-
-
 /* "1.2.3.4:443", "[::1]:80": dst_endpoint.ip, if dialled */
 
-static int
-record_ocsf_dst_ip(json_t *dst, const bottle_str_t *addr)
+static void
+record_ocsf_dst_ip(record_out_t *o, const bottle_str_t *addr)
 {
-    size_t       len;
-    const char  *p;
+    size_t        len;
+    bottle_str_t  ip;
 
     if (addr->data == NULL || addr->len == 0) {
-        return 0;
+        return;
     }
 
     for (len = addr->len; len > 0 && addr->data[len - 1] != ':'; len--) {
@@ -733,123 +953,116 @@ record_ocsf_dst_ip(json_t *dst, const bottle_str_t *addr)
     }
 
     if (len < 2) {
-        return 0;
+        return;
     }
 
     len--;
-    p = addr->data;
+    ip.data = addr->data;
 
-    if (p[0] == '[' && p[len - 1] == ']') {
-        p++;
+    if (ip.data[0] == '[' && ip.data[len - 1] == ']') {
+        ip.data++;
         len -= 2;
     }
 
-    return record_set(dst, "ip", json_stringn(p, len));
+    ip.len = len;
+
+    record_text(o, "ip", NULL, &ip);
 }
 
 
-/* the OCSF record's fields; its shape is docs/firehose.md's */
+/* the OCSF record; its shape is docs/firehose.md's */
 
-static int
-record_ocsf_fill(json_t *o, const bottle_record_t *rec, int metadata,
-    record_splice_t *sp)
+static void
+record_ocsf_write(record_out_t *o, const bottle_record_t *rec, int metadata)
 {
-    int              activity;
-    json_t          *meta, *product, *resp, *dst, *src, *unm;
+    int              activity, success;
     bottle_str_t     id;
     const bottle_t  *b = rec->bottle;
 
     activity = bottle_record_ocsf_activity(rec->method.data, rec->method.len);
+    success = rec->allowed && rec->status < 400;
 
-    meta = json_object();
-    product = json_object();
-    resp = json_object();
-    dst = json_object();
-    src = json_object();
-    unm = json_object();
+    record_lit(o, "{\"metadata\":{\"product\":{\"name\":\"ngx_bottle\","
+               "\"vendor_name\":\"bot-bottle\"},\"version\":\""
+               BOTTLE_OCSF_VERSION "\"},\"http_response\":{");
+    record_int(o, "code", rec->status);
+    record_int(o, "length", (int64_t) rec->response_length);
 
-    if (meta == NULL || product == NULL || resp == NULL || dst == NULL
-        || src == NULL || unm == NULL)
-    {
-        json_decref(meta);
-        json_decref(product);
-        json_decref(resp);
-        json_decref(dst);
-        json_decref(src);
-        json_decref(unm);
-        return -1;
+    record_lit(o, "},\"dst_endpoint\":{");
+    record_text(o, "hostname", NULL, &rec->host);
+    record_int(o, "port", rec->port);
+    record_ocsf_dst_ip(o, &rec->dst_addr);
+
+    record_lit(o, "},\"src_endpoint\":{");
+    record_text(o, "ip", NULL, &rec->src_ip);
+    record_int(o, "port", rec->src_port);
+    record_lit(o, "}");
+
+    record_int(o, "class_uid", BOTTLE_OCSF_CLASS);
+    record_int(o, "category_uid", BOTTLE_OCSF_CATEGORY);
+    record_int(o, "activity_id", activity);
+    record_int(o, "type_uid", BOTTLE_OCSF_CLASS * 100 + activity);
+    record_int(o, "time", rec->start_ms);
+    record_int(o, "start_time", rec->start_ms);
+    record_int(o, "end_time", rec->end_ms);
+    record_int(o, "duration", rec->end_ms - rec->start_ms);
+    record_int(o, "severity_id", rec->allowed ? 1 : 3);
+    record_int(o, "action_id", rec->allowed ? 1 : 2);
+
+    if (rec->allowed) {
+        record_lit(o, ",\"action\":\"Allowed\",\"disposition_id\":1,"
+                   "\"disposition\":\"Allowed\"");
+    } else {
+        record_lit(o, ",\"action\":\"Denied\",\"disposition_id\":2,"
+                   "\"disposition\":\"Blocked\"");
     }
 
-    json_object_set_new(o, "metadata", meta);
-    json_object_set_new(meta, "product", product);
-    json_object_set_new(o, "http_response", resp);
-    json_object_set_new(o, "dst_endpoint", dst);
-    json_object_set_new(o, "src_endpoint", src);
-
-    if (record_set(o, "class_uid", json_integer(BOTTLE_OCSF_CLASS))
-        || record_set(o, "category_uid", json_integer(BOTTLE_OCSF_CATEGORY))
-        || record_set(o, "activity_id", json_integer(activity))
-        || record_set(o, "type_uid",
-                      json_integer(BOTTLE_OCSF_CLASS * 100 + activity))
-        || record_set(o, "time", json_integer(rec->start_ms))
-        || record_set(o, "start_time", json_integer(rec->start_ms))
-        || record_set(o, "end_time", json_integer(rec->end_ms))
-        || record_set(o, "duration",
-                      json_integer(rec->end_ms - rec->start_ms))
-        || record_set(o, "severity_id", json_integer(rec->allowed ? 1 : 3))
-        || record_set(o, "action_id", json_integer(rec->allowed ? 1 : 2))
-        || record_set(o, "action", json_string(rec->allowed ? "Allowed"
-                                                             : "Denied"))
-        || record_set(o, "disposition_id", json_integer(rec->allowed ? 1 : 2))
-        || record_set(o, "disposition",
-                      json_string(rec->allowed ? "Allowed" : "Blocked"))
-        || record_set(o, "status_id",
-                      json_integer(rec->allowed && rec->status < 400 ? 1 : 2))
-        || record_set(o, "status",
-                      json_string(rec->allowed && rec->status < 400
-                                  ? "Success" : "Failure"))
-        || record_set(meta, "version", json_string(BOTTLE_OCSF_VERSION))
-        || record_set(product, "name", json_string("ngx_bottle"))
-        || record_set(product, "vendor_name", json_string("bot-bottle"))
-        || record_set(resp, "code", json_integer(rec->status))
-        || record_set(resp, "length",
-                      json_integer((json_int_t) rec->response_length))
-        || record_set_str(dst, "hostname", NULL, (bottle_str_t *) &rec->host)
-        || record_set(dst, "port", json_integer(rec->port))
-        || record_set_str(src, "ip", NULL, (bottle_str_t *) &rec->src_ip)
-        || record_set(src, "port", json_integer(rec->src_port))
-        || record_set(o, "http_request", record_ocsf_request(rec, metadata)))
-    {
-        json_decref(unm);
-        return -1;
+    if (success) {
+        record_lit(o, ",\"status_id\":1,\"status\":\"Success\"");
+    } else {
+        record_lit(o, ",\"status_id\":2,\"status\":\"Failure\"");
     }
 
-    json_object_set_new(o, "unmapped", unm);
+    record_lit(o, ",\"http_request\":{\"url\":{");
+    record_text(o, "hostname", NULL, &rec->host);
+    record_int(o, "port", rec->port);
+    record_text(o, "scheme", NULL, &rec->scheme);
+
+    if (!metadata) {
+        record_text(o, "path", b, &rec->path);
+        record_text(o, "query_string", b, &rec->query);
+    }
+
+    record_lit(o, "}");
+    record_int(o, "length", (int64_t) rec->request_length);
+
+    if (!metadata) {
+        record_text(o, "http_method", NULL, &rec->method);
+        record_text(o, "user_agent", b, &rec->user_agent);
+        record_headers(o, "http_headers", rec, rec->headers, rec->nheaders,
+                       1);
+    }
+
+    record_lit(o, "},\"unmapped\":{");
 
     id.data = b ? b->id.data : NULL;
     id.len = b ? b->id.len : 0;
 
-    if (record_set_str(unm, "bottle", NULL, &id)
-        || record_set_str(unm, "rule", NULL, (bottle_str_t *) &rec->rule)
-        || record_set_str(unm, "request_id", NULL,
-                          (bottle_str_t *) &rec->request_id)
-        || record_ocsf_dst_ip(dst, &rec->dst_addr))
-    {
-        return -1;
-    }
+    record_text(o, "bottle", NULL, &id);
+    record_text(o, "rule", NULL, &rec->rule);
+    record_text(o, "request_id", NULL, &rec->request_id);
 
     if (metadata) {
-        return record_set(unm, "firehose", json_string("metadata"));
+        record_lit_str(o, "firehose", "metadata");
+
+    } else {
+        record_text(o, "reason", NULL, &rec->reason);
+        record_lit_str(o, "firehose", "full");
+        record_body_fields(o, &rec->body);
+        record_body_text(o, b, &rec->body);
     }
 
-    if (record_set_str(unm, "reason", NULL, (bottle_str_t *) &rec->reason)
-        || record_set(unm, "firehose", json_string("full"))
-        || record_body(unm, b, &rec->body, sp))
-    {
-        return -1;
-    }
-
-    return 0;
+    record_lit(o, "}}");
 }
 
 
@@ -857,23 +1070,32 @@ int
 bottle_record_ocsf(char **out, size_t *out_len, const bottle_record_t *rec,
     int metadata)
 {
-    json_t           *o;
-    record_splice_t   sp;
+    return bottle_record_ocsf_framed(out, out_len, rec, metadata, 0, 0);
+}
 
-    memset(&sp, 0, sizeof(sp));
 
-    o = json_object();
-    if (o == NULL) {
+int
+bottle_record_ocsf_framed(char **out, size_t *out_len,
+    const bottle_record_t *rec, int metadata, size_t head, size_t tail)
+{
+    size_t        size;
+    record_out_t  o;
+
+    /* a text body is about its own size: most records need no realloc() */
+
+    size = 2048;
+
+    if (!metadata && rec->body.seen && rec->body.len < SIZE_MAX / 2) {
+        size += rec->body.len + rec->body.len / 8;
+    }
+
+    if (head > 4096 || tail > 4096
+        || record_out_init(&o, size, head, tail) != 0)
+    {
         return -1;
     }
 
-    if (record_ocsf_fill(o, rec, metadata, &sp) != 0) {
-        json_decref(o);
-        free(sp.val);
-        return -1;
-    }
+    record_ocsf_write(&o, rec, metadata);
 
-    /* the body goes last in unmapped, the record's last member */
-
-    return record_dump(out, out_len, o, &sp, 2);
+    return record_done(&o, out, out_len, head);
 }

@@ -126,6 +126,16 @@ int bottle_record_full(char **out, size_t *out_len,
 int bottle_record_ocsf(char **out, size_t *out_len,
     const bottle_record_t *rec, int metadata);
 
+/*
+ * As bottle_record_ocsf, with room around the record for a transport's
+ * framing (the firehose's PUBLISH command): *out is malloc()ed with head
+ * bytes (at most 4096) before the record, the record at *out + head is
+ * *out_len bytes long, and tail bytes (at most 4096) after it are the
+ * caller's to write.  Nothing is written in head or tail.
+ */
+int bottle_record_ocsf_framed(char **out, size_t *out_len,
+    const bottle_record_t *rec, int metadata, size_t head, size_t tail);
+
 /* OCSF's activity_id of a method: 1-8, 99 other */
 int bottle_record_ocsf_activity(const char *method, size_t len);
 

@@ -730,8 +730,8 @@ ngx_http_bottle_record_body(ngx_http_bottle_capture_t *cap, size_t cut,
 static ngx_int_t
 ngx_http_bottle_record_log(ngx_http_request_t *r)
 {
-    char                          *req, *resp, *json;
-    size_t                         req_len, resp_len, len;
+    char                          *req, *resp;
+    size_t                         req_len, resp_len;
     ngx_uint_t                     full, firehose;
     bottle_record_t                rec;
     ngx_http_bottle_ctx_t         *ctx;
@@ -794,17 +794,10 @@ ngx_http_bottle_record_log(ngx_http_request_t *r)
                                     : BOTTLE_RECORD_BODY_MAX,
                                     &rec.body);
 
-        if (bottle_record_ocsf(&json, &len, &rec,
-                               ctx->verdict.bottle == NULL
-                               || ctx->verdict.bottle->firehose
-                                  == BOTTLE_FIREHOSE_METADATA)
-            == 0)
-        {
-            ngx_http_bottle_firehose_push(json, len);
-
-        } else {
-            ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_FIREHOSE_DROPPED);
-        }
+        ngx_http_bottle_firehose_publish(&rec,
+                                         ctx->verdict.bottle == NULL
+                                         || ctx->verdict.bottle->firehose
+                                            == BOTTLE_FIREHOSE_METADATA);
     }
 
     return NGX_DECLINED;
