@@ -25,6 +25,10 @@
 
 #include <openssl/evp.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "bottle_decide.h"
 #include "bottle_record.h"
 
@@ -39,12 +43,37 @@ static const struct {
 };
 
 
+/*
+ * The next occurrence of s (slen >= 2) in [p, end): Horspool's search,
+ * which on text skips about slen bytes a step, where a search for the
+ * first byte would stop at every common letter.
+ */
+
+static unsigned char *
+record_find(unsigned char *p, unsigned char *end, const unsigned char *s,
+    size_t slen, const unsigned char *shift)
+{
+    unsigned char  last = s[slen - 1];
+
+    while ((size_t) (end - p) >= slen) {
+        if (p[slen - 1] == last && memcmp(p, s, slen - 1) == 0) {
+            return p;
+        }
+
+        p += shift[p[slen - 1]];
+    }
+
+    return NULL;
+}
+
+
 static void
 record_mask_one(unsigned char *buf, size_t len, const char *s, size_t slen,
     int cut, size_t *n)
 {
-    size_t          k, tail;
+    size_t          i, k, tail;
     unsigned char  *p, *end;
+    unsigned char   shift[256];
 
     if (slen == 0 || len == 0) {
         return;
@@ -53,24 +82,41 @@ record_mask_one(unsigned char *buf, size_t len, const char *s, size_t slen,
     p = buf;
     end = buf + len;
 
-    while ((size_t) (end - p) >= slen) {
-        p = memchr(p, (unsigned char) s[0], end - p - slen + 1);
-        if (p == NULL) {
-            break;
+    if (len >= 256 && slen >= 2 && slen <= 255) {
+
+        /* a body: the shift table pays for itself */
+
+        memset(shift, (int) slen, sizeof(shift));
+
+        for (i = 0; i < slen - 1; i++) {
+            shift[(unsigned char) s[i]] = (unsigned char) (slen - 1 - i);
         }
 
-        /* the second byte before a call: most first bytes are no more */
-
-        if ((slen > 1 && p[1] != (unsigned char) s[1])
-            || memcmp(p, s, slen) != 0)
+        while ((p = record_find(p, end, (const unsigned char *) s, slen,
+                                shift))
+               != NULL)
         {
-            p++;
-            continue;
+            memset(p, '*', slen);
+            p += slen;
+            (*n)++;
         }
 
-        memset(p, '*', slen);
-        p += slen;
-        (*n)++;
+    } else {
+        while ((size_t) (end - p) >= slen) {
+            p = memchr(p, (unsigned char) s[0], end - p - slen + 1);
+            if (p == NULL) {
+                break;
+            }
+
+            if (memcmp(p, s, slen) != 0) {
+                p++;
+                continue;
+            }
+
+            memset(p, '*', slen);
+            p += slen;
+            (*n)++;
+        }
     }
 
     if (!cut) {
@@ -213,7 +259,16 @@ record_utf8(const unsigned char *buf, size_t len, int cut, int *whole)
 
     for (i = 0; i < len; i += need) {
 
-        /* ASCII runs, the most of most bodies, a word at a time */
+        /* ASCII runs, the most of most bodies, a block at a time */
+
+#if defined(__SSE2__)
+        while (i + 16 <= len
+               && _mm_movemask_epi8(_mm_loadu_si128((const __m128i *)
+                                                    (buf + i))) == 0)
+        {
+            i += 16;
+        }
+#endif
 
         while (i + 8 <= len && (record_word(buf + i) & RECORD_HIGHS) == 0) {
             i += 8;
@@ -675,77 +730,93 @@ record_body_fields(record_out_t *o, const bottle_record_body_t *body)
 
 
 /*
+ * 1 if one of the RECORD_BLOCK bytes at p is one record_escape() writes as
+ * more than itself: SSE2 where the compiler has it (x86-64 always), else
+ * a word at a time.
+ */
+
+#if defined(__SSE2__)
+
+#define RECORD_BLOCK  16
+
+static inline int
+record_block_escapes(const unsigned char *p)
+{
+    __m128i  v, e;
+
+    v = _mm_loadu_si128((const __m128i *) p);
+
+    /* max(v, 0x1f) == 0x1f: v <= 0x1f, unsigned */
+    e = _mm_cmpeq_epi8(_mm_max_epu8(v, _mm_set1_epi8(0x1f)),
+                       _mm_set1_epi8(0x1f));
+    e = _mm_or_si128(e, _mm_cmpeq_epi8(v, _mm_set1_epi8('"')));
+    e = _mm_or_si128(e, _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
+    e = _mm_or_si128(e, _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7f)));
+
+    return _mm_movemask_epi8(e) != 0;
+}
+
+#else
+
+#define RECORD_BLOCK  8
+
+static inline int
+record_block_escapes(const unsigned char *p)
+{
+    uint64_t  w = record_word(p);
+
+    return record_word_escapes(w) != 0;
+}
+
+#endif
+
+
+/*
  * A body's text as a JSON string: '"', '\' and controls (and DEL) escaped
- * as \u00xx but for the first two, the rest as it is; words with nothing
- * to escape are copied whole, the others byte by byte.
+ * as \u00xx but for the first two, the rest as it is.  One pass: blocks
+ * with nothing to escape are copied whole, the others byte by byte, the
+ * room checked before each block for its worst case.
  */
 
 static void
 record_escape(record_out_t *o, const unsigned char *in, size_t len)
 {
-    char           *p;
-    size_t          i, k, n, end;
-    uint64_t        w;
-    unsigned        c;
-    const char     *start;
+    char      *p;
+    size_t     i, k, end;
+    unsigned   c;
 
     static const char  hex[] = "0123456789abcdef";
 
-    /* how many bytes more than itself each byte is written as */
-    static unsigned char  more[256];
-    static int            more_set;
-
-    if (!more_set) {
-        for (c = 0; c < 0x20; c++) {
-            more[c] = 5;
-        }
-
-        more[0x7f] = 5;
-        more['"'] = 1;
-        more['\\'] = 1;
-        more_set = 1;
-    }
-
-    /* the exact size first: a body's text is mostly left as it is */
-
-    n = len + 2;
-
-    for (i = 0; i < len; i = end) {
-        end = (i + 8 <= len) ? i + 8 : len;
-
-        if (end - i == 8 && (w = record_word(in + i), !record_word_escapes(w))) {
-            continue;
-        }
-
-        for (k = i; k < end; k++) {
-            n += more[in[k]];
-        }
-    }
-
-    if (record_room(o, n) != 0) {
+    if (record_room(o, 1) != 0) {
         return;
     }
 
-    start = o->buf + o->len;
-    p = o->buf + o->len;
-    *p++ = '"';
+    o->buf[o->len++] = '"';
 
     for (i = 0; i < len; i = end) {
-        end = (i + 8 <= len) ? i + 8 : len;
+        end = (len - i >= RECORD_BLOCK) ? i + RECORD_BLOCK : len;
 
-        if (end - i == 8 && (w = record_word(in + i), !record_word_escapes(w))) {
-            memcpy(p, in + i, 8);
-            p += 8;
+        /* the block's worst case, and the closing quote */
+
+        if (record_room(o, 6 * RECORD_BLOCK + 1) != 0) {
+            return;
+        }
+
+        p = o->buf + o->len;
+
+        if (end - i == RECORD_BLOCK && !record_block_escapes(in + i)) {
+            memcpy(p, in + i, RECORD_BLOCK);
+            o->len += RECORD_BLOCK;
             continue;
         }
 
         for (k = i; k < end; k++) {
             c = in[k];
 
-            if (more[c] == 0) {
+            if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f) {
                 *p++ = (char) c;
 
-            } else if (more[c] == 1) {
+            } else if (c == '"' || c == '\\') {
                 *p++ = '\\';
                 *p++ = (char) c;
 
@@ -758,10 +829,15 @@ record_escape(record_out_t *o, const unsigned char *in, size_t len)
                 *p++ = hex[c & 0xf];
             }
         }
+
+        o->len = p - o->buf;
     }
 
-    *p++ = '"';
-    o->len += p - start;
+    if (record_room(o, 1) != 0) {
+        return;
+    }
+
+    o->buf[o->len++] = '"';
 }
 
 
