@@ -796,9 +796,12 @@ record_escape(record_out_t *o, const unsigned char *in, size_t len)
     for (i = 0; i < len; i = end) {
         end = (len - i >= RECORD_BLOCK) ? i + RECORD_BLOCK : len;
 
-        /* the block's worst case, and the closing quote */
+        /* the block's worst case, and the closing quote: inline, as the
+           buffer was sized for the text, then by record_room() */
 
-        if (record_room(o, 6 * RECORD_BLOCK + 1) != 0) {
+        if (o->cap - o->len < 6 * RECORD_BLOCK + 1 + o->tail + 1
+            && record_room(o, 6 * RECORD_BLOCK + 1) != 0)
+        {
             return;
         }
 
