@@ -286,7 +286,9 @@ ngx_http_bottle_firehose_post(void)
 {
     ngx_http_bottle_firehose_t  *fh = &ngx_http_bottle_firehose;
 
-    if (fh->on && fh->n && !fh->flush.posted && !ngx_exiting) {
+    /* also while exiting: the last requests' records go out too */
+
+    if (fh->on && fh->n && !fh->flush.posted) {
         ngx_post_event(&fh->flush, &ngx_posted_events);
     }
 }

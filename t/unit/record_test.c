@@ -241,11 +241,107 @@ test_records(void)
 }
 
 
+/*
+ * What the writer escapes, and where: quotes, backslashes and controls in
+ * a header and in a body come back as they were; a long text body (the
+ * word-at-a-time path) with a secret and escapes spread through it; the
+ * framed record is the same bytes with room around them.
+ */
+
+static void
+test_writer(void)
+{
+    int                      same;
+    char                    *out, *framed, *big, *want;
+    size_t                   len, flen, i, n;
+    json_t                  *j, *u;
+    bottle_t                 b;
+    bottle_route_t           route;
+    bottle_record_t          rec;
+    bottle_record_header_t   h[1];
+
+    static const char  body[] = "a\"b\\c\n\x01\x7f\td\xc3\xa9";
+
+    make_bottle(&b, &route);
+    memset(&rec, 0, sizeof(rec));
+
+    h[0] = (bottle_record_header_t) { "X-Q", 3, "say \"hi\"\\\r\x02", 11 };
+
+    rec.bottle = &b;
+    rec.route = &route;
+    rec.method = (bottle_str_t) S("POST");
+    rec.host = (bottle_str_t) S("h.test");
+    rec.headers = h;
+    rec.nheaders = 1;
+    rec.body.data = (const unsigned char *) body;
+    rec.body.len = sizeof(body) - 1;
+    rec.body.size = sizeof(body) - 1;
+    rec.body.seen = 1;
+    rec.allowed = 1;
+    rec.status = 200;
+
+    ok(bottle_record_ocsf(&out, &len, &rec, 0) == 0, "writer: a record");
+    ok(strlen(out) == len, "writer: NUL-terminated, its length");
+    j = parse(out);
+    ok(j != NULL, "writer: JSON");
+    is_str(header_of(json_object_get(json_object_get(j, "http_request"),
+                                     "http_headers"), "X-Q"),
+           "say \"hi\"\\\r\x02", "writer: a header's escapes");
+    u = json_object_get(j, "unmapped");
+    is_str(json_string_value(json_object_get(u, "body")), body,
+           "writer: a body's escapes");
+    json_decref(j);
+
+    /* 100 KB of text, a secret and escapes here and there, cut at 64 KiB */
+
+    n = 100000;
+    big = malloc(n + 1);
+    want = malloc(n + 1);
+    for (i = 0; i < n; i++) {
+        big[i] = "the quick brown fox "[i % 20];
+    }
+    for (i = 1000; i + 40 < n; i += 7919) {
+        memcpy(big + i, "\"q\"\\\tsecret-api-value-1", 23);
+    }
+    big[n] = '\0';
+    memcpy(want, big, n + 1);
+    bottle_record_scrub(&b, (unsigned char *) want, 65536, 1);
+    want[65536] = '\0';
+
+    rec.body.data = (const unsigned char *) big;
+    rec.body.len = 65536;
+    rec.body.size = n;
+
+    ok(bottle_record_full(&out, &len, &rec, 0) == 0, "writer: a long body");
+    j = parse(out);
+    is_str(json_string_value(json_object_get(j, "body")), want,
+           "writer: a long body's text, escaped and masked");
+    ok(strstr(want, "secret-api") == NULL && strstr(want, "*****") != NULL,
+       "writer: the secret masked in it");
+    json_decref(j);
+
+    ok(bottle_record_ocsf(&out, &len, &rec, 0) == 0
+       && bottle_record_ocsf_framed(&framed, &flen, &rec, 0, 60, 2) == 0,
+       "framed: built");
+    same = (flen == len && memcmp(framed + 60, out, len) == 0);
+    ok(same, "framed: the record's bytes after the head");
+    free(out);
+    free(framed);
+
+    ok(bottle_record_ocsf_framed(&framed, &flen, &rec, 0, 5000, 0) == -1,
+       "framed: a head over 4096 refused");
+
+    free(big);
+    free(want);
+}
+
+
 int
 main(void)
 {
     test_scrub();
     test_records();
+    test_writer();
 
     return done_testing();
 }
