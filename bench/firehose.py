@@ -178,6 +178,16 @@ def report_lines(res):
         w(f"| {sc['label']} | {ma:.3f} ms | {mb:.3f} ms | {ratio:.2f}× | "
           f"≤ {TARGET_RATIO:.2f}× | {met} |")
     w("")
+    # each round's two phases ran back to back: their ratio is less moved
+    # by the machine's load drifting over the run than the medians' ratio
+    for key, sc in res["scenarios"].items():
+        pairs = [b["cpu_ms"] / a["cpu_ms"]
+                 for a, b in zip(sc["none"], sc["consumer"])
+                 if a["cpu_ms"] and b["cpu_ms"]]
+        if pairs:
+            w(f"- {sc['label']}: each round's ratio "
+              f"{', '.join(f'{x:.2f}' for x in pairs)} (median "
+              f"{statistics.median(pairs):.2f})")
     for name in ("none", "consumer"):
         c = res["counters"].get(name, {})
         w(f"- {name}: snapshots {c.get(COUNTERS[0], 0)}, published "
