@@ -31,6 +31,7 @@
 
 #include "bottle_decide.h"
 #include "bottle_record.h"
+#include "bottle_scan_int.h"
 
 
 static const struct {
@@ -67,9 +68,15 @@ record_find(unsigned char *p, unsigned char *end, const unsigned char *s,
 }
 
 
+/*
+ * Every occurrence of s in buf masked; with cut (buf is the first part of
+ * something longer), also the longest tail of buf, of cut bytes or more,
+ * that begins s.
+ */
+
 static void
 record_mask_one(unsigned char *buf, size_t len, const char *s, size_t slen,
-    int cut, size_t *n)
+    size_t cut, size_t *n)
 {
     size_t          i, k, tail;
     unsigned char  *p, *end;
@@ -127,7 +134,7 @@ record_mask_one(unsigned char *buf, size_t len, const char *s, size_t slen,
 
     tail = (len < slen) ? len : slen - 1;
 
-    for (k = tail; k > 0; k--) {
+    for (k = tail; k > 0 && k >= cut; k--) {
         if (memcmp(buf + len - k, s, k) == 0) {
             memset(buf + len - k, '*', k);
             (*n)++;
@@ -137,29 +144,496 @@ record_mask_one(unsigned char *buf, size_t len, const char *s, size_t slen,
 }
 
 
-size_t
-bottle_record_scrub(const bottle_t *b, unsigned char *buf, size_t len,
+/*
+ * A bottle's secrets as the records mask them: each value as it is and,
+ * as the DLP looks for them (bottle_scan_secrets.c), its base64 (standard
+ * and URL alphabets, at the three alignments, the characters the value
+ * alone fixes: bottle_scan_b64_aligned()) when it is long enough, and its
+ * percent-encodings (every byte as %XX, or only those outside the
+ * unreserved characters, hex upper or lower case).  Built once per record.
+ */
+
+#define RECORD_FORM_LITERAL  0
+#define RECORD_FORM_B64      1
+#define RECORD_FORM_PCT      2
+
+/* a value's: itself, six base64, four percent */
+#define RECORD_FORMS_EACH    11
+
+/*
+ * The shortest tail a cut leaves of an encoded form that is masked: one
+ * or two characters begin some base64 form more often than not.
+ */
+#define RECORD_FORM_TAIL     4
+
+
+typedef struct {
+    const char      *data;
+    size_t           len;
+    unsigned         kind;
+} record_form_t;
+
+
+typedef struct {
+    record_form_t   *forms;
+    size_t           n;
+    char            *mem;
+    size_t           b64_min;    /* the shortest base64 form; 0: none */
+    unsigned         pct:1;      /* a percent form */
+    unsigned         built:1;
+} record_scrub_t;
+
+
+static int
+record_unreserved(unsigned c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
+           || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'
+           || c == '~';
+}
+
+
+static void
+record_form_add(record_scrub_t *sc, size_t first, const char *data,
+    size_t len, unsigned kind)
+{
+    size_t  i;
+
+    /* the same bytes as one of this value's forms: once is enough */
+
+    for (i = first; i < sc->n; i++) {
+        if (sc->forms[i].len == len
+            && memcmp(sc->forms[i].data, data, len) == 0)
+        {
+            return;
+        }
+    }
+
+    sc->forms[sc->n].data = data;
+    sc->forms[sc->n].len = len;
+    sc->forms[sc->n].kind = kind;
+    sc->n++;
+
+    if (kind == RECORD_FORM_B64 && (sc->b64_min == 0 || len < sc->b64_min)) {
+        sc->b64_min = len;
+    }
+
+    if (kind == RECORD_FORM_PCT) {
+        sc->pct = 1;
+    }
+}
+
+
+static char *
+record_form_pct(record_scrub_t *sc, size_t first, char *p,
+    const unsigned char *v, size_t n, int all, int lower)
+{
+    char        *start = p;
+    size_t       i;
+    const char  *hex;
+
+    hex = lower ? "0123456789abcdef" : "0123456789ABCDEF";
+
+    for (i = 0; i < n; i++) {
+        if (!all && record_unreserved(v[i])) {
+            *p++ = (char) v[i];
+            continue;
+        }
+
+        *p++ = '%';
+        *p++ = hex[v[i] >> 4];
+        *p++ = hex[v[i] & 0xf];
+    }
+
+    /* the unreserved-only form of a value with nothing to encode is it */
+
+    if ((size_t) (p - start) == n) {
+        return start;
+    }
+
+    record_form_add(sc, first, start, p - start, RECORD_FORM_PCT);
+
+    return p;
+}
+
+
+static void
+record_forms_one(record_scrub_t *sc, char **mem, const char *v, size_t n)
+{
+    int           url;
+    char         *p;
+    size_t        first, m;
+    unsigned      k;
+
+    if (n == 0) {
+        return;
+    }
+
+    first = sc->n;
+    p = *mem;
+
+    record_form_add(sc, first, v, n, RECORD_FORM_LITERAL);
+
+    /* base64: too short a form would mask what merely looks like it */
+
+    for (url = 0; n >= BOTTLE_SCAN_SECRET_MIN && url < 2; url++) {
+        for (k = 0; k < 3; k++) {
+            m = bottle_scan_b64_aligned(p, (const unsigned char *) v, n, k,
+                                        url);
+            if (m >= BOTTLE_SCAN_SECRET_MIN) {
+                record_form_add(sc, first, p, m, RECORD_FORM_B64);
+                p += m;
+            }
+        }
+    }
+
+    p = record_form_pct(sc, first, p, (const unsigned char *) v, n, 1, 0);
+    p = record_form_pct(sc, first, p, (const unsigned char *) v, n, 1, 1);
+    p = record_form_pct(sc, first, p, (const unsigned char *) v, n, 0, 0);
+    p = record_form_pct(sc, first, p, (const unsigned char *) v, n, 0, 1);
+
+    *mem = p;
+}
+
+
+static int
+record_scrub_build(record_scrub_t *sc, const bottle_t *b)
+{
+    char    *p;
+    size_t   i, nv, size, n;
+
+    memset(sc, 0, sizeof(record_scrub_t));
+    sc->built = 1;
+
+    if (b == NULL) {
+        return 0;
+    }
+
+    nv = 1 + b->negress_tokens + b->nheld_secrets;
+    size = 0;
+
+    for (i = 0; i < nv; i++) {
+        n = (i == 0) ? b->canary.len
+            : (i <= b->negress_tokens) ? b->egress_tokens[i - 1].value.len
+            : b->held_secrets[i - 1 - b->negress_tokens].value.len;
+
+        if (n > 65536) {
+            return -1;
+        }
+
+        /* six base64 forms of n * 4 / 3 + 4, four of 3 n at most */
+        size += 6 * (n * 4 / 3 + 4) + 4 * 3 * n;
+    }
+
+    sc->forms = malloc(nv * RECORD_FORMS_EACH * sizeof(record_form_t));
+    sc->mem = malloc(size ? size : 1);
+
+    if (sc->forms == NULL || sc->mem == NULL) {
+        free(sc->forms);
+        free(sc->mem);
+        memset(sc, 0, sizeof(record_scrub_t));
+        return -1;
+    }
+
+    p = sc->mem;
+
+    record_forms_one(sc, &p, b->canary.data, b->canary.len);
+
+    for (i = 0; i < b->negress_tokens; i++) {
+        record_forms_one(sc, &p, b->egress_tokens[i].value.data,
+                         b->egress_tokens[i].value.len);
+    }
+
+    for (i = 0; i < b->nheld_secrets; i++) {
+        record_forms_one(sc, &p, b->held_secrets[i].value.data,
+                         b->held_secrets[i].value.len);
+    }
+
+    return 0;
+}
+
+
+static void
+record_scrub_free(record_scrub_t *sc)
+{
+    free(sc->forms);
+    free(sc->mem);
+    memset(sc, 0, sizeof(record_scrub_t));
+}
+
+
+/* a character of a base64 run, either alphabet (and a few more: a bound) */
+
+static int
+record_b64_char(unsigned c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
+           || (c >= '+' && c <= '9') || c == '_';
+}
+
+
+#if defined(__SSE2__)
+
+/* the 16 bytes at p, one bit each: a base64 run's character or not */
+
+static inline unsigned
+record_b64_block(const unsigned char *p)
+{
+    __m128i  v, m;
+
+    v = _mm_loadu_si128((const __m128i *) p);
+
+    m = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('A' - 1)),
+                      _mm_cmplt_epi8(v, _mm_set1_epi8('Z' + 1)));
+    m = _mm_or_si128(m, _mm_and_si128(
+                         _mm_cmpgt_epi8(v, _mm_set1_epi8('a' - 1)),
+                         _mm_cmplt_epi8(v, _mm_set1_epi8('z' + 1))));
+    m = _mm_or_si128(m, _mm_and_si128(
+                         _mm_cmpgt_epi8(v, _mm_set1_epi8('+' - 1)),
+                         _mm_cmplt_epi8(v, _mm_set1_epi8('9' + 1))));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(v, _mm_set1_epi8('_')));
+
+    return (unsigned) _mm_movemask_epi8(m);
+}
+
+#endif
+
+
+/* the base64 forms in one run of base64 characters, [s, e) of buf */
+
+static void
+record_scrub_run(const record_scrub_t *sc, unsigned char *buf, size_t len,
+    size_t s, size_t e, int cut, size_t *n)
+{
+    size_t  i;
+
+    for (i = 0; i < sc->n; i++) {
+        if (sc->forms[i].kind == RECORD_FORM_B64) {
+            record_mask_one(buf + s, e - s, sc->forms[i].data,
+                            sc->forms[i].len,
+                            (cut && e == len) ? RECORD_FORM_TAIL : 0, n);
+        }
+    }
+}
+
+
+/*
+ * The base64 forms, searched only in runs of base64 characters as long as
+ * the shortest form (or cut short by the end): text, whose runs are
+ * words, costs one pass of classification, 16 bytes a step with SSE2.
+ */
+
+static void
+record_scrub_b64(const record_scrub_t *sc, unsigned char *buf, size_t len,
+    int cut, size_t *n)
+{
+    size_t    i, s, min;
+#if defined(__SSE2__)
+    size_t    at, e, done;
+    unsigned  m;
+#endif
+
+    min = sc->b64_min;
+    i = 0;
+
+#if defined(__SSE2__)
+    /*
+     * A run of min >= 31 characters holds a whole aligned 16-byte block,
+     * one of min >= 15 a whole aligned 8-byte half: only such blocks are
+     * looked at more closely.
+     */
+
+    if (min >= 15) {
+        done = 0;
+
+        while (i + 16 <= len) {
+            m = record_b64_block(buf + i);
+
+            if (m == 0xffff) {
+                at = i;
+
+            } else if (min < 31 && (m & 0xff) == 0xff) {
+                at = i;
+
+            } else if (min < 31 && (m >> 8) == 0xff) {
+                at = i + 8;
+
+            } else {
+                i += 16;
+                continue;
+            }
+
+            for (s = at; s > 0 && record_b64_char(buf[s - 1]); s--) {
+                /* void */
+            }
+
+            for (e = at; e < len && record_b64_char(buf[e]); e++) {
+                /* void */
+            }
+
+            if (e - s >= min || (cut && e == len)) {
+                record_scrub_run(sc, buf, len, s, e, cut, n);
+            }
+
+            /* on after the run, at least a step */
+            i = (e > i) ? e : i + 16;
+            done = i;
+        }
+
+        /*
+         * The last bytes, short of a block, byte by byte below, from the
+         * start of the run they may be the end of (if it was not done).
+         */
+
+        while (i > done && record_b64_char(buf[i - 1])) {
+            i--;
+        }
+    }
+#endif
+
+    while (i < len) {
+        if (!record_b64_char(buf[i])) {
+            i++;
+            continue;
+        }
+
+        for (s = i; i < len && record_b64_char(buf[i]); i++) {
+            /* void */
+        }
+
+        if (i - s >= min || (cut && i == len)) {
+            record_scrub_run(sc, buf, len, s, i, cut, n);
+        }
+    }
+}
+
+
+static size_t
+record_scrub_with(const record_scrub_t *sc, unsigned char *buf, size_t len,
     int cut)
 {
     size_t  i, n;
 
     n = 0;
 
-    if (b == NULL) {
-        return 0;
+    for (i = 0; i < sc->n; i++) {
+        if (sc->forms[i].kind == RECORD_FORM_LITERAL) {
+            record_mask_one(buf, len, sc->forms[i].data, sc->forms[i].len,
+                            cut ? 1 : 0, &n);
+        }
     }
 
-    record_mask_one(buf, len, b->canary.data, b->canary.len, cut, &n);
+    /* every percent form has a '%', or the tail the cut leaves may be one */
+
+    if (sc->pct && len
+        && (memchr(buf, '%', len) != NULL || (cut && buf[len - 1] == '%')))
+    {
+        for (i = 0; i < sc->n; i++) {
+            if (sc->forms[i].kind == RECORD_FORM_PCT) {
+                record_mask_one(buf, len, sc->forms[i].data,
+                                sc->forms[i].len, cut ? RECORD_FORM_TAIL : 0,
+                                &n);
+            }
+        }
+    }
+
+    if (sc->b64_min) {
+        record_scrub_b64(sc, buf, len, cut, &n);
+    }
+
+    return n;
+}
+
+
+/* the values as they are only: when their forms found no memory */
+
+static size_t
+record_scrub_literal(const bottle_t *b, unsigned char *buf, size_t len,
+    int cut)
+{
+    size_t  i, n;
+
+    n = 0;
+
+    record_mask_one(buf, len, b->canary.data, b->canary.len, cut ? 1 : 0,
+                    &n);
 
     for (i = 0; i < b->negress_tokens; i++) {
         record_mask_one(buf, len, b->egress_tokens[i].value.data,
-                        b->egress_tokens[i].value.len, cut, &n);
+                        b->egress_tokens[i].value.len, cut ? 1 : 0, &n);
     }
 
     for (i = 0; i < b->nheld_secrets; i++) {
         record_mask_one(buf, len, b->held_secrets[i].value.data,
-                        b->held_secrets[i].value.len, cut, &n);
+                        b->held_secrets[i].value.len, cut ? 1 : 0, &n);
     }
+
+    return n;
+}
+
+
+/*
+ * 0 if no encoded form can be in a short buf (no '%', no run of base64
+ * characters as long as the shortest base64 form can be, none a cut
+ * leaves at its end): then the values as they are do, and the forms need
+ * not be made.  A long buf (a body) is searched for them all.
+ */
+
+static int
+record_scrub_needed(const bottle_t *b, const unsigned char *buf, size_t len,
+    int cut)
+{
+    size_t  i, n, lb, run, longest;
+
+    if (len >= 256 || memchr(buf, '%', len) != NULL) {
+        return 1;
+    }
+
+    /* a base64 form of n bytes has n * 4 / 3 - 2 characters at least */
+
+    lb = 0;
+
+    for (i = 0; i < 1 + b->negress_tokens + b->nheld_secrets; i++) {
+        n = (i == 0) ? b->canary.len
+            : (i <= b->negress_tokens) ? b->egress_tokens[i - 1].value.len
+            : b->held_secrets[i - 1 - b->negress_tokens].value.len;
+
+        if (n >= BOTTLE_SCAN_SECRET_MIN && (lb == 0 || n * 4 / 3 - 2 < lb)) {
+            lb = n * 4 / 3 - 2;
+        }
+    }
+
+    if (lb == 0) {
+        return 0;
+    }
+
+    for (i = 0, run = 0, longest = 0; i < len; i++) {
+        run = record_b64_char(buf[i]) ? run + 1 : 0;
+        longest = (run > longest) ? run : longest;
+    }
+
+    return longest >= lb || (cut && run >= RECORD_FORM_TAIL);
+}
+
+
+size_t
+bottle_record_scrub(const bottle_t *b, unsigned char *buf, size_t len,
+    int cut)
+{
+    size_t          n;
+    record_scrub_t  sc;
+
+    if (b != NULL && !record_scrub_needed(b, buf, len, cut)) {
+        return record_scrub_literal(b, buf, len, cut);
+    }
+
+    if (b == NULL || record_scrub_build(&sc, b) != 0) {
+        /* out of memory: the values as they are, at least */
+        return (b == NULL) ? 0 : record_scrub_literal(b, buf, len, cut);
+    }
+
+    n = record_scrub_with(&sc, buf, len, cut);
+    record_scrub_free(&sc);
 
     return n;
 }
@@ -356,6 +830,7 @@ typedef struct {
     size_t           tail;
     unsigned char   *scratch;
     size_t           scratch_cap;
+    record_scrub_t   scrub;      /* the record's bottle's, when first used */
     int              failed;
 } record_out_t;
 
@@ -453,6 +928,29 @@ record_scratch(record_out_t *o, size_t n)
     }
 
     return o->scratch;
+}
+
+
+/* the bottle's secrets and their forms masked in buf */
+
+static void
+record_out_scrub(record_out_t *o, const bottle_t *b, unsigned char *buf,
+    size_t len, int cut)
+{
+    if (b == NULL) {
+        return;
+    }
+
+    if (!o->scrub.built
+        && (!record_scrub_needed(b, buf, len, cut)
+            || record_scrub_build(&o->scrub, b) != 0))
+    {
+        /* no encoded form can be there (or no memory for them) */
+        (void) record_scrub_literal(b, buf, len, cut);
+        return;
+    }
+
+    (void) record_scrub_with(&o->scrub, buf, len, cut);
 }
 
 
@@ -591,7 +1089,7 @@ record_text(record_out_t *o, const char *key, const bottle_t *b,
      */
 
     record_utf8_fix(copy, s->len);
-    bottle_record_scrub(b, copy, s->len, 0);
+    record_out_scrub(o, b, copy, s->len, 0);
     record_utf8_fix(copy, s->len);
 
     if (key) {
@@ -872,7 +1370,7 @@ record_body_text(record_out_t *o, const bottle_t *b,
         memcpy(copy, body->data, body->len);
     }
 
-    bottle_record_scrub(b, copy, body->len, (int) cut);
+    record_out_scrub(o, b, copy, body->len, (int) cut);
 
     ok = record_utf8(copy, body->len, (int) cut, &whole);
 
@@ -911,6 +1409,7 @@ static int
 record_done(record_out_t *o, char **out, size_t *out_len, size_t head)
 {
     free(o->scratch);
+    record_scrub_free(&o->scrub);
 
     if (o->failed) {
         free(o->buf);

@@ -99,9 +99,12 @@ typedef struct {
 
 /*
  * Masks every occurrence of the bottle's canary, egress token values and
- * held secret values in buf with '*', byte for byte; with cut set (buf is
- * the first part of something longer) a tail that begins one of them is
- * masked too.  Returns how many were masked.
+ * held secret values in buf with '*', byte for byte: as they are, in
+ * base64 (both alphabets, three alignments; values of 8 bytes or more)
+ * and percent-encoded (every byte, or the reserved ones; upper or lower
+ * case hex); with cut set (buf is the first part of something longer) a
+ * tail that begins one of them is masked too (4 characters at least of an
+ * encoded form).  Returns how many were masked.
  */
 size_t bottle_record_scrub(const bottle_t *b, unsigned char *buf, size_t len,
     int cut);

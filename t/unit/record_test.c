@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <jansson.h>
+#include <openssl/evp.h>
 
 #include "tap.h"
 #include "bottle_record.h"
@@ -336,12 +337,160 @@ test_writer(void)
 }
 
 
+/* the longest run of '*' in s */
+
+static size_t
+stars(const char *s)
+{
+    size_t  run, best;
+
+    for (run = 0, best = 0; *s; s++) {
+        run = (*s == '*') ? run + 1 : 0;
+        best = (run > best) ? run : best;
+    }
+
+    return best;
+}
+
+
+/*
+ * Encoded forms: a secret's base64 (both alphabets, the three alignments)
+ * and percent-encodings are masked too, in a header and in a long body;
+ * base64 that is not of a secret, and a value too short for base64 forms,
+ * are left.
+ */
+
+static void
+test_encoded(void)
+{
+    int             k, url, all_ok;
+    char           *s, buf[256], enc[128];
+    size_t          i, n, fixed;
+    bottle_t        b;
+    bottle_route_t  route;
+    unsigned char   raw[64];
+
+    static bottle_secret_t  tok[] = { { S("T"), S("tok/en+value=123") } };
+
+    make_bottle(&b, &route);
+    b.egress_tokens = tok;
+
+    /* base64 of (k filler bytes, the secret, a tail), std and url */
+
+    all_ok = 1;
+
+    for (url = 0; url < 2; url++) {
+        for (k = 0; k < 3; k++) {
+            n = 0;
+            memcpy(raw, "\x01\x02", (size_t) k);
+            n += k;
+            memcpy(raw + n, "tok/en+value=123", 16);
+            n += 16;
+            memcpy(raw + n, "!!", 2);
+            n += 2;
+
+            EVP_EncodeBlock((unsigned char *) enc, raw, (int) n);
+
+            if (url) {
+                for (i = 0; enc[i]; i++) {
+                    enc[i] = (enc[i] == '+') ? '-'
+                             : (enc[i] == '/') ? '_' : enc[i];
+                }
+            }
+
+            snprintf(buf, sizeof(buf), "x=%s y", enc);
+            s = scrub(&b, buf, 0);
+
+            /* the characters the secret alone fixes: 16 * 8 / 6 - 2 */
+            fixed = stars(s);
+            if (fixed < 16 * 8 / 6 - 2) {
+                fprintf(stderr, "# base64 url %d alignment %d: %s\n", url, k,
+                        s);
+                all_ok = 0;
+            }
+
+            free(s);
+        }
+    }
+
+    ok(all_ok, "base64 of a secret masked: both alphabets, three alignments");
+
+    s = scrub(&b, "a=%74%6F%6B%2F%65%6E%2B%76%61%6C%75%65%3D%31%32%33&b", 0);
+    is_str(s, "a=************************************************&b",
+           "percent-encoded, every byte, upper case");
+    free(s);
+
+    s = scrub(&b, "%74%6f%6b%2f%65%6e%2b%76%61%6c%75%65%3d%31%32%33", 0);
+    is_int(stars(s), 48, "percent-encoded, lower case");
+    free(s);
+
+    s = scrub(&b, "q=tok%2Fen%2Bvalue%3D123&r=1", 0);
+    is_str(s, "q=**********************&r=1",
+           "percent-encoded as a URL component");
+    free(s);
+
+    s = scrub(&b, "q=tok%2fen%2bvalue%3d123", 0);
+    is_int(stars(s), 22, "as a URL component, lower case");
+    free(s);
+
+    s = scrub(&b, "aGVsbG8gd29ybGQgaGVsbG8gd29ybGQ= dG9rL2Vu", 0);
+    is_str(s, "aGVsbG8gd29ybGQgaGVsbG8gd29ybGQ= dG9rL2Vu",
+           "base64 of something else, or too little of a secret: left");
+    free(s);
+
+    /* held-value-22: 13 bytes, base64 forms; CANARY-123456 too */
+
+    EVP_EncodeBlock((unsigned char *) enc, (const unsigned char *)
+                    "held-value-22", 13);
+    snprintf(buf, sizeof(buf), "{\"k\":\"%s\"}", enc);
+    s = scrub(&b, buf, 0);
+    ok(stars(s) >= 13 * 8 / 6 - 1, "a held secret's base64 masked");
+    free(s);
+
+    /* a long body: the run search (blocks), a form at the cut */
+
+    {
+        char    *body, *tail;
+        size_t   len = 70000;
+
+        body = malloc(len + 1);
+        for (i = 0; i < len; i++) {
+            body[i] = "lorem ipsum dolor "[i % 18];
+        }
+        body[len] = '\0';
+
+        EVP_EncodeBlock((unsigned char *) enc,
+                        (const unsigned char *) "tok/en+value=123", 16);
+        memcpy(body + 30000, enc, strlen(enc));
+        memcpy(body + 50001, "tok%2Fen%2Bvalue%3D123", 22);
+
+        bottle_record_scrub(&b, (unsigned char *) body, len, 0);
+        ok(strstr(body, "dG9rL2Vu") == NULL
+           && strstr(body, "tok%2F") == NULL, "a long body: both masked");
+
+        /* the cut leaves the first 10 characters of the base64 */
+        memcpy(body + len - 10, enc, 10);
+        bottle_record_scrub(&b, (unsigned char *) body, len, 1);
+        tail = body + len - 10;
+        is_str(tail, "**********", "a long body: a form the cut splits");
+
+        /* fewer than four: a word that merely begins one is left */
+        memcpy(body + len - 3, " dG", 3);
+        bottle_record_scrub(&b, (unsigned char *) body, len, 1);
+        is_str(body + len - 3, " dG", "a long body: three characters left");
+
+        free(body);
+    }
+}
+
+
 int
 main(void)
 {
     test_scrub();
     test_records();
     test_writer();
+    test_encoded();
 
     return done_testing();
 }
