@@ -5,7 +5,8 @@
  * no sanitizer report" it checks: scrubbing keeps the length and leaves no
  * whole secret behind, the full log's line and the OCSF record are one
  * line of valid JSON each, and a printable secret of 8 bytes or more is
- * in neither (but in a base64 body, which may spell anything).  A
+ * in neither (but in a base64 body, which may spell anything), and the
+ * OCSF record framed for its PUBLISH is the same bytes.  A
  * secret with a '*', the mask, is not tried: masks may spell it.
  *
  * Input: a first byte n (the secret's length, 1 to 32), n bytes of secret,
@@ -67,8 +68,8 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     int                      printable;
-    char                    *out, *secret;
-    size_t                   n, i, len, part[3], off[3];
+    char                    *out, *secret, *framed;
+    size_t                   n, i, len, flen, part[3], off[3];
     uint8_t                 *copy;
     const uint8_t           *p, *nul;
     bottle_t                 b;
@@ -165,6 +166,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(bottle_record_full(&out, &len, &rec, 0) == 0);
     check_json(out, len, secret, printable ? n : 0);
     CHECK(bottle_record_ocsf(&out, &len, &rec, 0) == 0);
+
+    /* framed: the same bytes, with room around them */
+    CHECK(bottle_record_ocsf_framed(&framed, &flen, &rec, 0, 64, 2) == 0);
+    CHECK(flen == len && memcmp(framed + 64, out, len) == 0);
+    free(framed);
+
     check_json(out, len, secret, printable ? n : 0);
     CHECK(bottle_record_ocsf(&out, &len, &rec, 1) == 0);
     check_json(out, len, secret, printable ? n : 0);

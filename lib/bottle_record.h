@@ -99,9 +99,12 @@ typedef struct {
 
 /*
  * Masks every occurrence of the bottle's canary, egress token values and
- * held secret values in buf with '*', byte for byte; with cut set (buf is
- * the first part of something longer) a tail that begins one of them is
- * masked too.  Returns how many were masked.
+ * held secret values in buf with '*', byte for byte: as they are, in
+ * base64 (both alphabets, three alignments; values of 8 bytes or more)
+ * and percent-encoded (every byte, or the reserved ones; upper or lower
+ * case hex); with cut set (buf is the first part of something longer) a
+ * tail that begins one of them is masked too (4 characters at least of an
+ * encoded form).  Returns how many were masked.
  */
 size_t bottle_record_scrub(const bottle_t *b, unsigned char *buf, size_t len,
     int cut);
@@ -125,6 +128,16 @@ int bottle_record_full(char **out, size_t *out_len,
  */
 int bottle_record_ocsf(char **out, size_t *out_len,
     const bottle_record_t *rec, int metadata);
+
+/*
+ * As bottle_record_ocsf, with room around the record for a transport's
+ * framing (the firehose's PUBLISH command): *out is malloc()ed with head
+ * bytes (at most 4096) before the record, the record at *out + head is
+ * *out_len bytes long, and tail bytes (at most 4096) after it are the
+ * caller's to write.  Nothing is written in head or tail.
+ */
+int bottle_record_ocsf_framed(char **out, size_t *out_len,
+    const bottle_record_t *rec, int metadata, size_t head, size_t tail);
 
 /* OCSF's activity_id of a method: 1-8, 99 other */
 int bottle_record_ocsf_activity(const char *method, size_t len);

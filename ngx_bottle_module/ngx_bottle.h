@@ -353,6 +353,8 @@ ngx_atomic_uint_t ngx_bottle_metrics_value(ngx_uint_t metric);
 void ngx_bottle_metrics_request(const bottle_t *b, ngx_bottle_rule_e rule);
 void ngx_bottle_metrics_finding(const char *detector);
 ngx_atomic_t *ngx_bottle_metrics_fulllog_gen(void);
+/* 1 while the full log cannot be written: said once per gateway */
+ngx_atomic_t *ngx_bottle_metrics_fulllog_failing(void);
 void ngx_bottle_metrics_lock(void);
 void ngx_bottle_metrics_unlock(void);
 ngx_int_t ngx_bottle_metrics_render(ngx_pool_t *pool, ngx_str_t *extra,

@@ -49,6 +49,7 @@ typedef struct {
     ngx_bottle_metrics_detector_t  detectors[NGX_BOTTLE_METRICS_DETECTORS];
     ngx_atomic_t                   counters[NGX_BOTTLE_METRIC_N];
     ngx_atomic_t                   fulllog_gen;
+    ngx_atomic_t                   fulllog_failing;  /* said, by a worker */
 } ngx_bottle_metrics_sh_t;
 
 
@@ -364,6 +365,14 @@ ngx_atomic_t *
 ngx_bottle_metrics_fulllog_gen(void)
 {
     return ngx_bottle_metrics_sh ? &ngx_bottle_metrics_sh->fulllog_gen
+                                 : NULL;
+}
+
+
+ngx_atomic_t *
+ngx_bottle_metrics_fulllog_failing(void)
+{
+    return ngx_bottle_metrics_sh ? &ngx_bottle_metrics_sh->fulllog_failing
                                  : NULL;
 }
 

@@ -157,6 +157,36 @@ ngx_bottle_redis_command(ngx_bottle_redis_t *rd, redisCallbackFn *fn,
 }
 
 
+ngx_int_t
+ngx_bottle_redis_append(ngx_bottle_redis_t *rd, redisCallbackFn *fn,
+    void *privdata, const char *cmd, size_t len)
+{
+    int  rc;
+
+    if (rd->state != NGX_BOTTLE_REDIS_READY || rd->ac == NULL) {
+        return NGX_ERROR;
+    }
+
+    /* hiredis asks for a write event per command: _send() writes instead */
+
+    rd->appending = 1;
+    rc = redisAsyncFormattedCommand(rd->ac, fn, privdata, cmd, len);
+    rd->appending = 0;
+
+    return (rc == REDIS_OK) ? NGX_OK : NGX_ERROR;
+}
+
+
+void
+ngx_bottle_redis_send(ngx_bottle_redis_t *rd)
+{
+    if (rd->state == NGX_BOTTLE_REDIS_READY && rd->ac) {
+        /* one write(); asks for a write event if the socket took less */
+        redisAsyncHandleWrite(rd->ac);
+    }
+}
+
+
 void
 ngx_bottle_redis_reset(ngx_bottle_redis_t *rd, const char *why)
 {
@@ -528,6 +558,10 @@ static void
 ngx_bottle_redis_add_write(void *privdata)
 {
     ngx_bottle_redis_t  *rd = privdata;
+
+    if (rd->appending) {
+        return;
+    }
 
     if (rd->conn && !rd->conn->write->active) {
         (void) ngx_add_event(rd->conn->write, NGX_WRITE_EVENT,

@@ -47,6 +47,7 @@ struct ngx_bottle_redis_s {
     char                       errbuf[128];
     unsigned                   was_up:1;
     unsigned                   stopped:1;
+    unsigned                   appending:1; /* no write event: _send() */
 };
 
 
@@ -73,6 +74,18 @@ void ngx_bottle_redis_reset(ngx_bottle_redis_t *rd, const char *why);
 ngx_int_t ngx_bottle_redis_command(ngx_bottle_redis_t *rd,
     redisCallbackFn *fn, void *privdata, int argc, const char **argv,
     const size_t *argvlen);
+
+/*
+ * A batch: ngx_bottle_redis_append() queues a command already in the
+ * protocol's form (hiredis copies it) without asking for a write event,
+ * and ngx_bottle_redis_send() writes every command queued so far at once,
+ * now; what the socket does not take goes out on write events.  Neither
+ * may be called from inside a reply callback (a posted event may).
+ * _append() is NGX_ERROR if the connection is not ready.
+ */
+ngx_int_t ngx_bottle_redis_append(ngx_bottle_redis_t *rd, redisCallbackFn *fn,
+    void *privdata, const char *cmd, size_t len);
+void ngx_bottle_redis_send(ngx_bottle_redis_t *rd);
 
 /*
  * A reply on a SUBSCRIBEd connection: NGX_OK, a message, its payload in

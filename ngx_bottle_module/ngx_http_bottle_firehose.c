@@ -12,6 +12,12 @@
  * (bottle_firehose_dropped_total), never waited for.  A slow consumer is
  * Redis's to cut off (client-output-buffer-limit pubsub); the gateway
  * never waits for one.
+ *
+ * In batches: a record is built with room for its PUBLISH command's
+ * framing around it, so it is queued as the command itself; the queue is
+ * flushed once per turn of the event loop (a posted event), every queued
+ * command appended and then written with one write(), and the replies
+ * read as they come, many a read.
  */
 
 #include <ngx_config.h>
@@ -24,8 +30,15 @@
 #include "ngx_bottle_redis.h"
 
 
+/* "*3\r\n$7\r\nPUBLISH\r\n$15\r\nbottle:firehose\r\n$<len>\r\n", at most */
+#define NGX_HTTP_BOTTLE_FIREHOSE_HEAD                                         \
+    (sizeof("*3\r\n$7\r\nPUBLISH\r\n$\r\n"                                  \
+            NGX_HTTP_BOTTLE_FIREHOSE_CHANNEL "\r\n$\r\n") + 3 + NGX_SIZE_T_LEN)
+
+
 typedef struct {
-    char                *json;
+    char                *buf;        /* malloc()ed */
+    char                *cmd;        /* the PUBLISH command, in buf */
     size_t               len;
 } ngx_http_bottle_firehose_entry_t;
 
@@ -33,6 +46,7 @@ typedef struct {
 typedef struct {
     ngx_bottle_redis_t                 rd;
     ngx_event_t                        poll;
+    ngx_event_t                        flush;     /* posted */
     ngx_http_bottle_firehose_entry_t  *ring;
     ngx_uint_t                         cap;
     ngx_uint_t                         head;
@@ -49,7 +63,8 @@ static void ngx_http_bottle_firehose_state(ngx_bottle_redis_t *rd,
 static void ngx_http_bottle_firehose_poll(ngx_event_t *ev);
 static void ngx_http_bottle_firehose_numsub(redisAsyncContext *ac, void *r,
     void *privdata);
-static void ngx_http_bottle_firehose_flush(void);
+static void ngx_http_bottle_firehose_post(void);
+static void ngx_http_bottle_firehose_flush(ngx_event_t *ev);
 static void ngx_http_bottle_firehose_reply(redisAsyncContext *ac, void *r,
     void *privdata);
 
@@ -97,6 +112,10 @@ ngx_http_bottle_firehose_init_process(ngx_cycle_t *cycle, ngx_uint_t queue)
     fh->poll.log = cycle->log;
     fh->poll.cancelable = 1;
 
+    fh->flush.handler = ngx_http_bottle_firehose_flush;
+    fh->flush.data = fh;
+    fh->flush.log = cycle->log;
+
     fh->on = 1;
 
     return ngx_bottle_redis_start(&fh->rd);
@@ -116,10 +135,14 @@ ngx_http_bottle_firehose_exit_process(void)
         ngx_del_timer(&fh->poll);
     }
 
+    if (fh->flush.posted) {
+        ngx_delete_posted_event(&fh->flush);
+    }
+
     ngx_bottle_redis_stop(&fh->rd);
 
     while (fh->n) {
-        free(fh->ring[fh->head].json);
+        free(fh->ring[fh->head].buf);
         fh->head = (fh->head + 1) % fh->cap;
         fh->n--;
     }
@@ -148,7 +171,8 @@ ngx_http_bottle_firehose_state(ngx_bottle_redis_t *rd, ngx_uint_t up)
         return;
     }
 
-    ngx_http_bottle_firehose_flush();
+    /* inside a reply callback: the queue goes out at the loop's turn */
+    ngx_http_bottle_firehose_post();
     ngx_http_bottle_firehose_poll(&fh->poll);
 }
 
@@ -207,63 +231,107 @@ ngx_http_bottle_firehose_numsub(redisAsyncContext *ac, void *r,
 }
 
 
-/* takes json (malloc()ed): queued, or dropped and freed */
+/*
+ * The record's OCSF JSON, built with room for its PUBLISH command around
+ * it, queued; or dropped and counted (queue full, out of memory).
+ */
 
 void
-ngx_http_bottle_firehose_push(char *json, size_t len)
+ngx_http_bottle_firehose_publish(const bottle_record_t *rec,
+    ngx_uint_t metadata)
 {
-    ngx_http_bottle_firehose_t  *fh = &ngx_http_bottle_firehose;
+    char                              *buf;
+    u_char                             prefix[NGX_HTTP_BOTTLE_FIREHOSE_HEAD];
+    size_t                             len, n;
+    ngx_http_bottle_firehose_t        *fh = &ngx_http_bottle_firehose;
+    ngx_http_bottle_firehose_entry_t  *e;
 
     if (!fh->on || fh->n == fh->cap) {
         ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_FIREHOSE_DROPPED);
-        free(json);
         return;
     }
 
-    fh->ring[(fh->head + fh->n) % fh->cap].json = json;
-    fh->ring[(fh->head + fh->n) % fh->cap].len = len;
+    if (bottle_record_ocsf_framed(&buf, &len, rec, metadata,
+                                  NGX_HTTP_BOTTLE_FIREHOSE_HEAD, 2)
+        != 0)
+    {
+        ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_FIREHOSE_DROPPED);
+        return;
+    }
+
+    /* the command's head, right before the record, and its tail */
+
+    n = ngx_sprintf(prefix, "*3\r\n$7\r\nPUBLISH\r\n$%uz\r\n"
+                    NGX_HTTP_BOTTLE_FIREHOSE_CHANNEL "\r\n$%uz\r\n",
+                    sizeof(NGX_HTTP_BOTTLE_FIREHOSE_CHANNEL) - 1, len)
+        - prefix;
+
+    e = &fh->ring[(fh->head + fh->n) % fh->cap];
+    e->buf = buf;
+    e->cmd = buf + NGX_HTTP_BOTTLE_FIREHOSE_HEAD - n;
+    e->len = n + len + 2;
+
+    ngx_memcpy(e->cmd, prefix, n);
+    buf[NGX_HTTP_BOTTLE_FIREHOSE_HEAD + len] = '\r';
+    buf[NGX_HTTP_BOTTLE_FIREHOSE_HEAD + len + 1] = '\n';
+
     fh->n++;
 
-    ngx_http_bottle_firehose_flush();
+    ngx_http_bottle_firehose_post();
 }
 
 
 static void
-ngx_http_bottle_firehose_flush(void)
+ngx_http_bottle_firehose_post(void)
 {
-    const char                        *argv[3];
-    size_t                             argvlen[3];
-    ngx_http_bottle_firehose_t        *fh = &ngx_http_bottle_firehose;
+    ngx_http_bottle_firehose_t  *fh = &ngx_http_bottle_firehose;
+
+    /* also while exiting: the last requests' records go out too */
+
+    if (fh->on && fh->n && !fh->flush.posted) {
+        ngx_post_event(&fh->flush, &ngx_posted_events);
+    }
+}
+
+
+/* the queue's commands appended, then written at once */
+
+static void
+ngx_http_bottle_firehose_flush(ngx_event_t *ev)
+{
+    ngx_uint_t                         appended;
+    ngx_http_bottle_firehose_t        *fh = ev->data;
     ngx_http_bottle_firehose_entry_t  *e;
 
     if (!ngx_bottle_redis_ready(&fh->rd)) {
+        /* kept (the queue is bounded) until the connection is up */
         return;
     }
+
+    appended = 0;
 
     while (fh->n && fh->inflight < NGX_HTTP_BOTTLE_FIREHOSE_INFLIGHT) {
         e = &fh->ring[fh->head];
 
-        argv[0] = "PUBLISH";
-        argvlen[0] = 7;
-        argv[1] = NGX_HTTP_BOTTLE_FIREHOSE_CHANNEL;
-        argvlen[1] = sizeof(NGX_HTTP_BOTTLE_FIREHOSE_CHANNEL) - 1;
-        argv[2] = e->json;
-        argvlen[2] = e->len;
-
         /* hiredis copies the command: the record is done with */
 
-        if (ngx_bottle_redis_command(&fh->rd, ngx_http_bottle_firehose_reply,
-                                     fh, 3, argv, argvlen)
+        if (ngx_bottle_redis_append(&fh->rd, ngx_http_bottle_firehose_reply,
+                                    fh, e->cmd, e->len)
             != NGX_OK)
         {
-            return;
+            break;
         }
 
-        free(e->json);
-        e->json = NULL;
+        free(e->buf);
+        e->buf = NULL;
         fh->head = (fh->head + 1) % fh->cap;
         fh->n--;
         fh->inflight++;
+        appended++;
+    }
+
+    if (appended) {
+        ngx_bottle_redis_send(&fh->rd);
     }
 }
 
@@ -283,7 +351,6 @@ ngx_http_bottle_firehose_reply(redisAsyncContext *ac, void *r, void *privdata)
 
     ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_FIREHOSE_PUBLISHED);
 
-    if (!ngx_exiting) {
-        ngx_http_bottle_firehose_flush();
-    }
+    /* room in flight again: what waited goes at the loop's turn */
+    ngx_http_bottle_firehose_post();
 }

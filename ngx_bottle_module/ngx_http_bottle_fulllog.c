@@ -10,7 +10,9 @@
  * and rotates only if no other worker did since it opened its file (the
  * zone's generation); every worker compares the generation before each
  * write and reopens when it moved.  A write that fails (a full disk) drops
- * the record, says so once, and says so again when writing works again.
+ * the record, says so once for the whole gateway (a flag in the zone, the
+ * first worker to set it says it), and says so again when writing works
+ * again.
  */
 
 #include <ngx_config.h>
@@ -29,12 +31,13 @@ typedef struct {
     size_t               path_len;
     ngx_log_t           *log;
     unsigned             on:1;
-    unsigned             failing:1;  /* a write failed, said once */
+    unsigned             failing:1;  /* without the zone: this worker's */
 } ngx_http_bottle_fulllog_t;
 
 
 static ngx_int_t ngx_http_bottle_fulllog_open(void);
 static void ngx_http_bottle_fulllog_rotate(void);
+static ngx_uint_t ngx_http_bottle_fulllog_failing(ngx_uint_t failing);
 
 
 static ngx_http_bottle_fulllog_t  ngx_http_bottle_fulllog;
@@ -115,8 +118,7 @@ ngx_http_bottle_fulllog_open(void)
                            NGX_FILE_CREATE_OR_OPEN, 0600);
 
     if (fl->fd == NGX_INVALID_FILE) {
-        if (!fl->failing) {
-            fl->failing = 1;
+        if (ngx_http_bottle_fulllog_failing(1)) {
             ngx_log_error(NGX_LOG_ERR, fl->log, ngx_errno,
                           "bottle: full log: cannot open \"%s\", records "
                           "are dropped until it can", fl->path);
@@ -170,8 +172,7 @@ ngx_http_bottle_fulllog_write(ngx_log_t *log, char *req, size_t req_len,
         ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_FULL_LOG_DROPPED);
         ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_FULL_LOG_DROPPED);
 
-        if (!fl->failing) {
-            fl->failing = 1;
+        if (ngx_http_bottle_fulllog_failing(1)) {
             ngx_log_error(NGX_LOG_ERR, log, n < 0 ? err : 0,
                           "bottle: full log: cannot write \"%s\" (%z of "
                           "%uz bytes), records are dropped until it can",
@@ -184,8 +185,7 @@ ngx_http_bottle_fulllog_write(ngx_log_t *log, char *req, size_t req_len,
     ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_FULL_LOG_RECORDS);
     ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_FULL_LOG_RECORDS);
 
-    if (fl->failing) {
-        fl->failing = 0;
+    if (ngx_http_bottle_fulllog_failing(0)) {
         ngx_log_error(NGX_LOG_WARN, log, 0,
                       "bottle: full log: \"%s\" written again", fl->path);
     }
@@ -250,4 +250,36 @@ ngx_http_bottle_fulllog_rotate(void)
     ngx_free(from);
 
     (void) ngx_http_bottle_fulllog_open();
+}
+
+
+/*
+ * The gateway's "cannot write" state set (failing 1) or cleared (0): 1 if
+ * this call changed it, and the caller says so.  In the zone, so that of
+ * two workers failing at once one says it; a plain load when nothing
+ * changes.
+ */
+
+static ngx_uint_t
+ngx_http_bottle_fulllog_failing(ngx_uint_t failing)
+{
+    ngx_atomic_t               *sh;
+    ngx_http_bottle_fulllog_t  *fl = &ngx_http_bottle_fulllog;
+
+    sh = ngx_bottle_metrics_fulllog_failing();
+
+    if (sh == NULL) {
+        if (fl->failing == failing) {
+            return 0;
+        }
+
+        fl->failing = failing;
+        return 1;
+    }
+
+    if (*sh == failing) {
+        return 0;
+    }
+
+    return ngx_atomic_cmp_set(sh, !failing, failing);
 }

@@ -22,7 +22,12 @@
 #include "ngx_http_bottle_record.h"
 
 
-/* one body as it passes: the first bytes kept, all of it hashed */
+/*
+ * One body as it passes: the first bytes kept, all of it hashed once, for
+ * the full log and the firehose both.  Armed when the request is to be
+ * recorded; its buffer and hash are made when its first bytes come, so a
+ * body-less request costs neither.
+ */
 typedef struct {
     u_char                  *data;
     size_t                   len;
@@ -30,9 +35,11 @@ typedef struct {
     uint64_t                 size;
     EVP_MD_CTX              *sha;
     u_char                   sha256[32];
+    unsigned                 armed:1;    /* to be captured */
     unsigned                 done:1;     /* sha256 is final */
     unsigned                 seen:1;
     unsigned                 no_sha:1;   /* a part was in a file */
+    unsigned                 failed:1;   /* out of memory: not captured */
 } ngx_http_bottle_capture_t;
 
 
@@ -63,8 +70,8 @@ static ngx_int_t ngx_http_bottle_record_preaccess(ngx_http_request_t *r);
 static ngx_http_bottle_record_ctx_t *ngx_http_bottle_record_ctx(
     ngx_http_request_t *r);
 static void ngx_http_bottle_record_cleanup(void *data);
-static void ngx_http_bottle_capture(ngx_http_bottle_capture_t *cap,
-    ngx_chain_t *in);
+static void ngx_http_bottle_capture(ngx_pool_t *pool,
+    ngx_http_bottle_capture_t *cap, ngx_chain_t *in);
 static ngx_int_t ngx_http_bottle_record_request_body_filter(
     ngx_http_request_t *r, ngx_chain_t *in);
 static ngx_int_t ngx_http_bottle_record_body_filter(ngx_http_request_t *r,
@@ -151,6 +158,17 @@ ngx_module_t  ngx_http_bottle_record_module = {
 
 /* the conf of this cycle's http block, for the workers; NULL: none */
 static ngx_http_bottle_record_main_conf_t  *ngx_http_bottle_record_conf;
+
+/* SHA-256, looked up once per worker rather than at each body's start */
+static EVP_MD  *ngx_http_bottle_record_sha256;
+
+/* the SHA-256 of no bytes: a body-less request's */
+static const u_char  ngx_http_bottle_record_sha256_empty[32] = {
+    0xe3, 0xb0, 0xc4, 0x42, 0x98, 0xfc, 0x1c, 0x14,
+    0x9a, 0xfb, 0xf4, 0xc8, 0x99, 0x6f, 0xb9, 0x24,
+    0x27, 0xae, 0x41, 0xe4, 0x64, 0x9b, 0x93, 0x4c,
+    0xa4, 0x95, 0x99, 0x1b, 0x78, 0x52, 0xb8, 0x55
+};
 
 
 static void *
@@ -438,6 +456,9 @@ ngx_http_bottle_record_init_process(ngx_cycle_t *cycle)
 
     ngx_bottle_metrics_init_process(cycle);
 
+    /* NULL: EVP_sha256() at each body, as before */
+    ngx_http_bottle_record_sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+
     rmcf = ngx_http_cycle_get_module_main_conf(cycle,
                                                ngx_http_bottle_record_module);
 
@@ -470,6 +491,9 @@ ngx_http_bottle_record_exit_process(ngx_cycle_t *cycle)
 {
     ngx_http_bottle_fulllog_exit_process();
     ngx_http_bottle_firehose_exit_process();
+
+    EVP_MD_free(ngx_http_bottle_record_sha256);
+    ngx_http_bottle_record_sha256 = NULL;
 }
 
 
@@ -586,28 +610,8 @@ ngx_http_bottle_record_ctx(ngx_http_request_t *r)
         rc->req.cap = ngx_http_bottle_record_conf->firehose_body;
     }
 
-    if (rc->full || rc->firehose) {
-        rc->req.data = ngx_pnalloc(r->pool, rc->req.cap + 1);
-        rc->req.sha = EVP_MD_CTX_new();
-
-        if (rc->req.data == NULL || rc->req.sha == NULL
-            || EVP_DigestInit_ex(rc->req.sha, EVP_sha256(), NULL) != 1)
-        {
-            rc->full = 0;
-            rc->firehose = 0;
-        }
-    }
-
-    if (rc->full) {
-        rc->resp.data = ngx_pnalloc(r->pool, rc->resp.cap + 1);
-        rc->resp.sha = EVP_MD_CTX_new();
-
-        if (rc->resp.data == NULL || rc->resp.sha == NULL
-            || EVP_DigestInit_ex(rc->resp.sha, EVP_sha256(), NULL) != 1)
-        {
-            rc->full = 0;
-        }
-    }
+    rc->req.armed = rc->full || rc->firehose;
+    rc->resp.armed = rc->full;
 
     return rc;
 }
@@ -624,7 +628,8 @@ ngx_http_bottle_record_cleanup(void *data)
 
 
 static void
-ngx_http_bottle_capture(ngx_http_bottle_capture_t *cap, ngx_chain_t *in)
+ngx_http_bottle_capture(ngx_pool_t *pool, ngx_http_bottle_capture_t *cap,
+    ngx_chain_t *in)
 {
     size_t      n;
     ngx_buf_t  *b;
@@ -644,6 +649,23 @@ ngx_http_bottle_capture(ngx_http_bottle_capture_t *cap, ngx_chain_t *in)
             continue;
         }
 
+        if (cap->data == NULL) {
+            cap->data = ngx_pnalloc(pool, cap->cap + 1);
+            cap->sha = EVP_MD_CTX_new();
+
+            if (cap->data == NULL || cap->sha == NULL
+                || EVP_DigestInit_ex(cap->sha,
+                                     ngx_http_bottle_record_sha256
+                                     ? ngx_http_bottle_record_sha256
+                                     : EVP_sha256(), NULL)
+                   != 1)
+            {
+                cap->failed = 1;
+                cap->armed = 0;
+                return;
+            }
+        }
+
         n = b->last - b->pos;
         cap->size += n;
 
@@ -653,7 +675,9 @@ ngx_http_bottle_capture(ngx_http_bottle_capture_t *cap, ngx_chain_t *in)
             cap->len += ngx_min(n, cap->cap - cap->len);
         }
 
-        if (cap->sha && EVP_DigestUpdate(cap->sha, b->pos, n) != 1) {
+        /* the hash over the buffers where they are: no copy */
+
+        if (EVP_DigestUpdate(cap->sha, b->pos, n) != 1) {
             cap->no_sha = 1;
         }
     }
@@ -668,8 +692,8 @@ ngx_http_bottle_record_request_body_filter(ngx_http_request_t *r,
 
     rc = ngx_http_bottle_record_ctx(r);
 
-    if (rc && (rc->full || rc->firehose)) {
-        ngx_http_bottle_capture(&rc->req, in);
+    if (rc && rc->req.armed) {
+        ngx_http_bottle_capture(r->pool, &rc->req, in);
     }
 
     return ngx_http_next_request_body_filter(r, in);
@@ -684,8 +708,8 @@ ngx_http_bottle_record_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
     if (r == r->main && in) {
         rc = ngx_http_bottle_record_ctx(r);
 
-        if (rc && rc->full) {
-            ngx_http_bottle_capture(&rc->resp, in);
+        if (rc && rc->resp.armed) {
+            ngx_http_bottle_capture(r->pool, &rc->resp, in);
         }
     }
 
@@ -701,16 +725,18 @@ ngx_http_bottle_record_body(ngx_http_bottle_capture_t *cap, size_t cut,
 {
     ngx_memzero(out, sizeof(bottle_record_body_t));
 
-    if (cap->data == NULL) {
+    if (!cap->armed) {
         return;
     }
 
     if (!cap->done) {
         cap->done = 1;
 
-        if (cap->sha == NULL
-            || EVP_DigestFinal_ex(cap->sha, cap->sha256, NULL) != 1)
-        {
+        if (cap->sha == NULL) {
+            /* no bytes came (or only from a file, no_sha) */
+            ngx_memcpy(cap->sha256, ngx_http_bottle_record_sha256_empty, 32);
+
+        } else if (EVP_DigestFinal_ex(cap->sha, cap->sha256, NULL) != 1) {
             cap->no_sha = 1;
         }
     }
@@ -730,8 +756,8 @@ ngx_http_bottle_record_body(ngx_http_bottle_capture_t *cap, size_t cut,
 static ngx_int_t
 ngx_http_bottle_record_log(ngx_http_request_t *r)
 {
-    char                          *req, *resp, *json;
-    size_t                         req_len, resp_len, len;
+    char                          *req, *resp;
+    size_t                         req_len, resp_len;
     ngx_uint_t                     full, firehose;
     bottle_record_t                rec;
     ngx_http_bottle_ctx_t         *ctx;
@@ -794,17 +820,10 @@ ngx_http_bottle_record_log(ngx_http_request_t *r)
                                     : BOTTLE_RECORD_BODY_MAX,
                                     &rec.body);
 
-        if (bottle_record_ocsf(&json, &len, &rec,
-                               ctx->verdict.bottle == NULL
-                               || ctx->verdict.bottle->firehose
-                                  == BOTTLE_FIREHOSE_METADATA)
-            == 0)
-        {
-            ngx_http_bottle_firehose_push(json, len);
-
-        } else {
-            ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_FIREHOSE_DROPPED);
-        }
+        ngx_http_bottle_firehose_publish(&rec,
+                                         ctx->verdict.bottle == NULL
+                                         || ctx->verdict.bottle->firehose
+                                            == BOTTLE_FIREHOSE_METADATA);
     }
 
     return NGX_DECLINED;

@@ -50,7 +50,8 @@ ngx_int_t ngx_http_bottle_firehose_init_process(ngx_cycle_t *cycle,
     ngx_uint_t queue);
 void ngx_http_bottle_firehose_exit_process(void);
 ngx_uint_t ngx_http_bottle_firehose_attached(void);
-void ngx_http_bottle_firehose_push(char *json, size_t len);
+void ngx_http_bottle_firehose_publish(const bottle_record_t *rec,
+    ngx_uint_t metadata);
 
 
 #endif /* _NGX_HTTP_BOTTLE_RECORD_H_INCLUDED_ */

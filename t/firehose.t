@@ -4,7 +4,8 @@
 # snapshotted; once bottlectl firehose subscribes, one OCSF HTTP Activity
 # record per request of a bottle with audit.firehose, valid against the
 # documented field table; Authorization, Proxy-Authorization and Cookie
-# dropped, registered secrets masked, the body cut at
+# dropped, registered secrets masked (and their base64 and percent
+# forms), the body cut at
 # bottle_firehose_max_body with the SHA-256 of the whole; "metadata" sends
 # only destination, decision, status, sizes and timing; "off" nothing;
 # --bottle filters; a consumer that never reads does not slow requests;
@@ -25,6 +26,7 @@ use Test::Bottle;
 use Test::Bottle qw//;
 
 use Digest::SHA qw/ sha256_hex /;
+use MIME::Base64 qw/ encode_base64 /;
 use IO::Socket::INET;
 use JSON::PP;
 use POSIX qw//;
@@ -112,7 +114,7 @@ store_put($t,
 
 fake_upstream($t, port => $P, name => 'one');
 
-$t->run()->plan(42);
+$t->run()->plan(43);
 
 ###############################################################################
 
@@ -271,9 +273,12 @@ ok(wait_for(sub { metric('bottle_firehose_attached') }),
 	'the worker sees the consumers');
 
 my $body = "hello $API " . ('y' x 2000);
+my $B64 = encode_base64($API, '');
+my $PCT = join '', map { sprintf '%%%02X', ord } split //, $API;
 my $r = req($ALICE, 'POST', "http://127.0.0.1:$P/p?access_token=agent&keep=1",
 	headers => [ 'Authorization: Bearer agent-own', 'Cookie: s=agent',
-		"X-Note: carries $API inside", 'User-Agent: agent/1.0' ],
+		"X-Note: carries $API inside", 'User-Agent: agent/1.0',
+		"X-B64: {\"k\":\"$B64\"}", "X-Pct: q=$PCT&r=1" ],
 	body => $body);
 is(status($r), 200, 'alice: allowed');
 is(status(req($ALICE, 'GET', "http://127.0.0.1:$P/x?c=$CANARY")), 403,
@@ -318,6 +323,10 @@ ok(!exists $h{authorization} && !exists $h{'proxy-authorization'}
 	&& !exists $h{cookie}, 'Authorization, Proxy-Authorization, Cookie dropped');
 is($h{'x-note'}, 'carries ' . ('*' x length $API) . ' inside',
 	'a secret in a header masked');
+is_deeply([ $h{'x-b64'}, $h{'x-pct'} ],
+	[ '{"k":"' . ('*' x length $B64) . '"}',
+		'q=' . ('*' x length $PCT) . '&r=1' ],
+	'its base64 and percent-encoded forms masked');
 
 my $masked = $body =~ s/\Q$API\E/'*' x length $API/ger;
 is($a1 && $a1->{unmapped}{body}, substr($masked, 0, 1024),
@@ -333,7 +342,7 @@ is_deeply($a2 && [ $a2->{disposition}, $a2->{action_id},
 	'a refusal: blocked, the rule, the canary masked');
 
 my $raw = $t->read_file('all.jsonl');
-unlike($raw, qr/\Q$API\E|\Q$CANARY\E|\Q$ALICE\E|agent-own|s=agent/,
+unlike($raw, qr/\Q$API\E|\Q$CANARY\E|\Q$ALICE\E|agent-own|s=agent|\Q$B64\E/,
 	'no secret or credential in any record');
 
 # metadata: destination, decision, status, size, timing

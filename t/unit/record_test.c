@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <jansson.h>
+#include <openssl/evp.h>
 
 #include "tap.h"
 #include "bottle_record.h"
@@ -241,11 +242,255 @@ test_records(void)
 }
 
 
+/*
+ * What the writer escapes, and where: quotes, backslashes and controls in
+ * a header and in a body come back as they were; a long text body (the
+ * word-at-a-time path) with a secret and escapes spread through it; the
+ * framed record is the same bytes with room around them.
+ */
+
+static void
+test_writer(void)
+{
+    int                      same;
+    char                    *out, *framed, *big, *want;
+    size_t                   len, flen, i, n;
+    json_t                  *j, *u;
+    bottle_t                 b;
+    bottle_route_t           route;
+    bottle_record_t          rec;
+    bottle_record_header_t   h[1];
+
+    static const char  body[] = "a\"b\\c\n\x01\x7f\td\xc3\xa9";
+
+    make_bottle(&b, &route);
+    memset(&rec, 0, sizeof(rec));
+
+    h[0] = (bottle_record_header_t) { "X-Q", 3, "say \"hi\"\\\r\x02", 11 };
+
+    rec.bottle = &b;
+    rec.route = &route;
+    rec.method = (bottle_str_t) S("POST");
+    rec.host = (bottle_str_t) S("h.test");
+    rec.headers = h;
+    rec.nheaders = 1;
+    rec.body.data = (const unsigned char *) body;
+    rec.body.len = sizeof(body) - 1;
+    rec.body.size = sizeof(body) - 1;
+    rec.body.seen = 1;
+    rec.allowed = 1;
+    rec.status = 200;
+
+    ok(bottle_record_ocsf(&out, &len, &rec, 0) == 0, "writer: a record");
+    ok(strlen(out) == len, "writer: NUL-terminated, its length");
+    j = parse(out);
+    ok(j != NULL, "writer: JSON");
+    is_str(header_of(json_object_get(json_object_get(j, "http_request"),
+                                     "http_headers"), "X-Q"),
+           "say \"hi\"\\\r\x02", "writer: a header's escapes");
+    u = json_object_get(j, "unmapped");
+    is_str(json_string_value(json_object_get(u, "body")), body,
+           "writer: a body's escapes");
+    json_decref(j);
+
+    /* 100 KB of text, a secret and escapes here and there, cut at 64 KiB */
+
+    n = 100000;
+    big = malloc(n + 1);
+    want = malloc(n + 1);
+    for (i = 0; i < n; i++) {
+        big[i] = "the quick brown fox "[i % 20];
+    }
+    for (i = 1000; i + 40 < n; i += 7919) {
+        memcpy(big + i, "\"q\"\\\tsecret-api-value-1", 23);
+    }
+    big[n] = '\0';
+    memcpy(want, big, n + 1);
+    bottle_record_scrub(&b, (unsigned char *) want, 65536, 1);
+    want[65536] = '\0';
+
+    rec.body.data = (const unsigned char *) big;
+    rec.body.len = 65536;
+    rec.body.size = n;
+
+    ok(bottle_record_full(&out, &len, &rec, 0) == 0, "writer: a long body");
+    j = parse(out);
+    is_str(json_string_value(json_object_get(j, "body")), want,
+           "writer: a long body's text, escaped and masked");
+    ok(strstr(want, "secret-api") == NULL && strstr(want, "*****") != NULL,
+       "writer: the secret masked in it");
+    json_decref(j);
+
+    ok(bottle_record_ocsf(&out, &len, &rec, 0) == 0
+       && bottle_record_ocsf_framed(&framed, &flen, &rec, 0, 60, 2) == 0,
+       "framed: built");
+    same = (flen == len && memcmp(framed + 60, out, len) == 0);
+    ok(same, "framed: the record's bytes after the head");
+    free(out);
+    free(framed);
+
+    ok(bottle_record_ocsf_framed(&framed, &flen, &rec, 0, 5000, 0) == -1,
+       "framed: a head over 4096 refused");
+
+    free(big);
+    free(want);
+}
+
+
+/* the longest run of '*' in s */
+
+static size_t
+stars(const char *s)
+{
+    size_t  run, best;
+
+    for (run = 0, best = 0; *s; s++) {
+        run = (*s == '*') ? run + 1 : 0;
+        best = (run > best) ? run : best;
+    }
+
+    return best;
+}
+
+
+/*
+ * Encoded forms: a secret's base64 (both alphabets, the three alignments)
+ * and percent-encodings are masked too, in a header and in a long body;
+ * base64 that is not of a secret, and a value too short for base64 forms,
+ * are left.
+ */
+
+static void
+test_encoded(void)
+{
+    int             k, url, all_ok;
+    char           *s, buf[256], enc[128];
+    size_t          i, n, fixed;
+    bottle_t        b;
+    bottle_route_t  route;
+    unsigned char   raw[64];
+
+    static bottle_secret_t  tok[] = { { S("T"), S("tok/en+value=123") } };
+
+    make_bottle(&b, &route);
+    b.egress_tokens = tok;
+
+    /* base64 of (k filler bytes, the secret, a tail), std and url */
+
+    all_ok = 1;
+
+    for (url = 0; url < 2; url++) {
+        for (k = 0; k < 3; k++) {
+            n = 0;
+            memcpy(raw, "\x01\x02", (size_t) k);
+            n += k;
+            memcpy(raw + n, "tok/en+value=123", 16);
+            n += 16;
+            memcpy(raw + n, "!!", 2);
+            n += 2;
+
+            EVP_EncodeBlock((unsigned char *) enc, raw, (int) n);
+
+            if (url) {
+                for (i = 0; enc[i]; i++) {
+                    enc[i] = (enc[i] == '+') ? '-'
+                             : (enc[i] == '/') ? '_' : enc[i];
+                }
+            }
+
+            snprintf(buf, sizeof(buf), "x=%s y", enc);
+            s = scrub(&b, buf, 0);
+
+            /* the characters the secret alone fixes: 16 * 8 / 6 - 2 */
+            fixed = stars(s);
+            if (fixed < 16 * 8 / 6 - 2) {
+                fprintf(stderr, "# base64 url %d alignment %d: %s\n", url, k,
+                        s);
+                all_ok = 0;
+            }
+
+            free(s);
+        }
+    }
+
+    ok(all_ok, "base64 of a secret masked: both alphabets, three alignments");
+
+    s = scrub(&b, "a=%74%6F%6B%2F%65%6E%2B%76%61%6C%75%65%3D%31%32%33&b", 0);
+    is_str(s, "a=************************************************&b",
+           "percent-encoded, every byte, upper case");
+    free(s);
+
+    s = scrub(&b, "%74%6f%6b%2f%65%6e%2b%76%61%6c%75%65%3d%31%32%33", 0);
+    is_int(stars(s), 48, "percent-encoded, lower case");
+    free(s);
+
+    s = scrub(&b, "q=tok%2Fen%2Bvalue%3D123&r=1", 0);
+    is_str(s, "q=**********************&r=1",
+           "percent-encoded as a URL component");
+    free(s);
+
+    s = scrub(&b, "q=tok%2fen%2bvalue%3d123", 0);
+    is_int(stars(s), 22, "as a URL component, lower case");
+    free(s);
+
+    s = scrub(&b, "aGVsbG8gd29ybGQgaGVsbG8gd29ybGQ= dG9rL2Vu", 0);
+    is_str(s, "aGVsbG8gd29ybGQgaGVsbG8gd29ybGQ= dG9rL2Vu",
+           "base64 of something else, or too little of a secret: left");
+    free(s);
+
+    /* held-value-22: 13 bytes, base64 forms; CANARY-123456 too */
+
+    EVP_EncodeBlock((unsigned char *) enc, (const unsigned char *)
+                    "held-value-22", 13);
+    snprintf(buf, sizeof(buf), "{\"k\":\"%s\"}", enc);
+    s = scrub(&b, buf, 0);
+    ok(stars(s) >= 13 * 8 / 6 - 1, "a held secret's base64 masked");
+    free(s);
+
+    /* a long body: the run search (blocks), a form at the cut */
+
+    {
+        char    *body, *tail;
+        size_t   len = 70000;
+
+        body = malloc(len + 1);
+        for (i = 0; i < len; i++) {
+            body[i] = "lorem ipsum dolor "[i % 18];
+        }
+        body[len] = '\0';
+
+        EVP_EncodeBlock((unsigned char *) enc,
+                        (const unsigned char *) "tok/en+value=123", 16);
+        memcpy(body + 30000, enc, strlen(enc));
+        memcpy(body + 50001, "tok%2Fen%2Bvalue%3D123", 22);
+
+        bottle_record_scrub(&b, (unsigned char *) body, len, 0);
+        ok(strstr(body, "dG9rL2Vu") == NULL
+           && strstr(body, "tok%2F") == NULL, "a long body: both masked");
+
+        /* the cut leaves the first 10 characters of the base64 */
+        memcpy(body + len - 10, enc, 10);
+        bottle_record_scrub(&b, (unsigned char *) body, len, 1);
+        tail = body + len - 10;
+        is_str(tail, "**********", "a long body: a form the cut splits");
+
+        /* fewer than four: a word that merely begins one is left */
+        memcpy(body + len - 3, " dG", 3);
+        bottle_record_scrub(&b, (unsigned char *) body, len, 1);
+        is_str(body + len - 3, " dG", "a long body: three characters left");
+
+        free(body);
+    }
+}
+
+
 int
 main(void)
 {
     test_scrub();
     test_records();
+    test_writer();
+    test_encoded();
 
     return done_testing();
 }
