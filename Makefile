@@ -115,7 +115,7 @@ GG_SRCS     = $(filter-out $(GG_MAINS), $(wildcard gitgate-helper/*.c))
 GG_HDRS     = $(wildcard gitgate-helper/*.h)
 GG_CFLAGS   = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib \
               -Igitgate-helper $(shell pkg-config --cflags libgit2)
-GG_LIBS     = $(shell pkg-config --libs libgit2) -lhiredis $(LIB_LIBS)
+GG_LIBS     = $(shell pkg-config --libs libgit2) -ldeflate -lhiredis $(LIB_LIBS)
 
 gitgate: $(BUILD)/gitgate-scan $(BUILD)/gitgate-cgi
 
@@ -201,6 +201,15 @@ supervise-asan:
 	    LD_OPT="-fsanitize=address,undefined" supervise
 
 unit: $(UNIT_BINS)
+
+# git-gate's pack reader: its own source, libdeflate, zlib (the test
+# builds packs); CC_OPT too, so `make BUILD=build-asan CC_OPT=... unit`
+# gives build-asan/unit/gg_pack_test (t/unit/gg_pack.t)
+$(BUILD)/unit/gg_pack_test: t/unit/gg_pack_test.c gitgate-helper/gg_pack.c \
+                            gitgate-helper/gg_pack.h t/unit/tap.h
+	@mkdir -p $(dir $@)
+	$(CC) $(UNIT_CFLAGS) $(CC_OPT) $(LD_OPT) -Igitgate-helper -o $@ $< \
+	    gitgate-helper/gg_pack.c -ldeflate -lz
 
 $(BUILD)/unit/%_test: t/unit/%_test.c $(LIBBOTTLE) $(LIB_HDRS) t/unit/tap.h
 	@mkdir -p $(dir $@)
