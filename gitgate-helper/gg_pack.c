@@ -1012,10 +1012,9 @@ too_big_base:
 
 too_big:
 
-    snprintf(err, errlen, "a file (in a pack) is over %llu MB, the most "
-             "git-gate scans",
+    snprintf(err, errlen, "an object in a pack is over %llu MB",
              (unsigned long long) (GG_BLOB_MAX >> 20));
-    return -1;
+    return -2;
 
 oom_base:
 

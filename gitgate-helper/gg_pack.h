@@ -99,9 +99,9 @@ size_t gg_pack_count(const gg_pack_t *p);
 /*
  * The object oid (GG_PACK_OIDSZ raw bytes), resolved: 0 and *out held
  * (gg_pack_put() it; its data stays until then), 1 when no open pack has
- * it (or a delta's base is in none: read it another way), -1 when its
- * entry or chain is corrupt, too deep, over GG_BLOB_MAX, or memory ran
- * out (err says why).
+ * it (or a delta's base is in none: read it another way), -2 when it
+ * (or a base in its chain) is over GG_BLOB_MAX, -1 when its entry or
+ * chain is corrupt or too deep, or memory ran out (err says why).
  */
 int gg_pack_get(gg_pobj_t **out, gg_pack_t *p, const unsigned char *oid,
     char *err, size_t errlen);

@@ -168,14 +168,63 @@ gg_cache_keep(gg_ctx_t *c, const git_oid *id)
 }
 
 
+/*
+ * One blob's contents: from the packs (gg_pack.h; *po held, put it back),
+ * else from git cat-file into buf (*po NULL).  The refusal texts are
+ * git cat-file's either way.
+ */
+static int
+gg_read(const char **data, size_t *len, gg_pobj_t **po, gg_blob_t *buf,
+    gg_ctx_t *c, const git_oid *id)
+{
+    int    rc;
+    char   hex[GIT_OID_HEXSZ + 1];
+
+    git_oid_tostr(hex, sizeof(hex), id);
+    *po = NULL;
+
+    rc = gg_pack_get(po, c->pack, id->id, c->err, c->errlen);
+    if (rc == 0) {
+        if ((*po)->type != GG_OBJ_BLOB) {
+            gg_pack_put(c->pack, *po);
+            *po = NULL;
+            snprintf(c->err, c->errlen, "object %.12s is not a file", hex);
+            return -1;
+        }
+        *data = (const char *) (*po)->data;
+        *len = (*po)->len;
+        return 0;
+    }
+    if (rc == -2) {
+        snprintf(c->err, c->errlen, "a file (object %.12s) is over %llu MB, "
+                 "the most git-gate scans", hex,
+                 (unsigned long long) (GG_BLOB_MAX >> 20));
+        return -1;
+    }
+    if (rc < 0) {
+        return -1;
+    }
+
+    /* loose objects (a small push), alternates, packs not ours */
+    if (gg_blob_read(buf, c->br, hex, c->err, c->errlen) != 0) {
+        return -1;
+    }
+    *data = buf->data;
+    *len = buf->len;
+    return 0;
+}
+
+
 /* one added or modified entry: its path, then its added lines */
 static int
 gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index)
 {
-    int          n, rc;
-    char         hex[GIT_OID_HEXSZ + 1];
+    int          n, rc, fresh;
+    size_t       nlen, olen;
     gg_blob_t   *oldb, *newb;
+    gg_pobj_t   *npo, *opo;
     gg_field_t   fd;
+    const char  *nd, *od;
 
     if (d->status == GIT_DELTA_DELETED || d->new_file.path == NULL) {
         return 0;
@@ -197,32 +246,44 @@ gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index)
         return 0;
     }
 
+    /* a blob git cat-file read before; else the packs, else git
+     * cat-file (the pack reader keeps what it resolved itself) */
+    npo = NULL;
+    opo = NULL;
+    oldb = NULL;
+    fresh = 0;
     newb = gg_cached(c, &d->new_file.id);
-    if (newb == NULL) {
-        git_oid_tostr(hex, sizeof(hex), &d->new_file.id);
-        if (gg_blob_read(&c->new, c->br, hex, c->err, c->errlen) != 0) {
+    if (newb != NULL) {
+        nd = newb->data;
+        nlen = newb->len;
+    } else {
+        if (gg_read(&nd, &nlen, &npo, &c->new, c, &d->new_file.id) != 0) {
             return -1;
         }
-        newb = &c->new;
+        fresh = npo == NULL;
     }
 
-    oldb = NULL;
+    od = NULL;
+    olen = 0;
     if (d->status == GIT_DELTA_MODIFIED && gg_is_blob(d->old_file.mode)) {
         oldb = gg_cached(c, &d->old_file.id);
-        if (oldb == NULL) {
-            git_oid_tostr(hex, sizeof(hex), &d->old_file.id);
-            if (gg_blob_read(&c->old, c->br, hex, c->err, c->errlen) != 0) {
-                return -1;
-            }
-            oldb = &c->old;
+        if (oldb != NULL) {
+            od = oldb->data;
+            olen = oldb->len;
+        } else if (gg_read(&od, &olen, &opo, &c->old, c, &d->old_file.id)
+                   != 0)
+        {
+            gg_pack_put(c->pack, npo);
+            return -1;
         }
     }
 
-    rc = gg_file(c, n ? NULL : d->new_file.path, index,
-                 oldb ? oldb->data : NULL, oldb ? oldb->len : 0, newb->data,
-                 newb->len);
+    rc = gg_file(c, n ? NULL : d->new_file.path, index, od, olen, nd, nlen);
 
-    if (rc == 0 && newb == &c->new) {
+    gg_pack_put(c->pack, npo);
+    gg_pack_put(c->pack, opo);
+
+    if (rc == 0 && fresh) {
         gg_cache_keep(c, &d->new_file.id);
     }
     return rc;
@@ -442,9 +503,11 @@ gg_target(gg_ctx_t *c, git_revwalk *walk, const git_oid *oid, size_t index,
     int withheld)
 {
     int          rc, depth;
-    char         hex[GIT_OID_HEXSZ + 1];
+    size_t       blen;
     git_oid      id;
+    gg_pobj_t   *po;
     git_object  *obj;
+    const char  *bd;
 
     id = *oid;
 
@@ -488,11 +551,10 @@ gg_target(gg_ctx_t *c, git_revwalk *walk, const git_oid *oid, size_t index,
 
         case GIT_OBJECT_BLOB:
             c->obj_kind = "blob";
-            git_oid_tostr(hex, sizeof(hex), &id);
-            rc = gg_blob_read(&c->new, c->br, hex, c->err, c->errlen);
+            rc = gg_read(&bd, &blen, &po, &c->new, c, &id);
             if (rc == 0) {
-                rc = gg_file(c, "(the blob itself)", 1, NULL, 0,
-                             c->new.data, c->new.len);
+                rc = gg_file(c, "(the blob itself)", 1, NULL, 0, bd, blen);
+                gg_pack_put(c->pack, po);
             }
             break;
 
@@ -548,7 +610,10 @@ gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
     size_t errlen)
 {
     int                 rc, n;
-    char               *withheld;
+    char               *withheld, *end;
+    uint64_t            cache;
+    const char         *env;
+    unsigned long long  mb;
     size_t              i;
     git_oid             oid;
     gg_ctx_t            c;
@@ -599,6 +664,19 @@ gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
     }
 
     if (gg_open(&c.repo, repo, quarantine, err, errlen) != 0) {
+        goto cleanup;
+    }
+
+    /* the resolved objects' budget: GITGATE_PACK_CACHE_MB, else 256 MB */
+    cache = 0;
+    env = getenv("GITGATE_PACK_CACHE_MB");
+    if (env != NULL && *env >= '1' && *env <= '9') {
+        mb = strtoull(env, &end, 10);
+        if (*end == '\0' && mb <= (1ULL << 20)) {
+            cache = mb << 20;
+        }
+    }
+    if (gg_pack_open(&c.pack, repo, quarantine, cache, err, errlen) != 0) {
         goto cleanup;
     }
 
@@ -675,6 +753,7 @@ cleanup:
     git_revwalk_free(walk);
     git_repository_free(c.repo);
     git_libgit2_shutdown();
+    gg_pack_close(c.pack);
     if (c.br != NULL) {
         gg_blob_reader_close(c.br);
         free(c.br);

@@ -9,6 +9,7 @@
 #include <git2.h>
 
 #include "gg_blob.h"
+#include "gg_pack.h"
 #include "gg_scan.h"
 #include "bottle_generic.h"
 
@@ -78,7 +79,8 @@ typedef struct {
     int                 field;      /* id of the next field */
     char                obj[GG_OID_HEXSZ + 1];  /* short sha or tag name */
     const char         *obj_kind;   /* "commit", "tag" */
-    gg_blob_reader_t   *br;         /* blob contents (git cat-file) */
+    gg_pack_t          *pack;       /* blob contents: the packs first */
+    gg_blob_reader_t   *br;         /* then git cat-file */
     gg_blob_t           old;        /* the current file's, before */
     gg_blob_t           new;        /* and after */
     gg_cached_t        *cache;      /* GG_CACHE of them */
