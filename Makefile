@@ -211,6 +211,13 @@ $(BUILD)/unit/gg_pack_test: t/unit/gg_pack_test.c gitgate-helper/gg_pack.c \
 	$(CC) $(UNIT_CFLAGS) $(CC_OPT) $(LD_OPT) -Igitgate-helper -o $@ $< \
 	    gitgate-helper/gg_pack.c -ldeflate -lz
 
+# git-gate's added lines from a pack's delta: the whole scan (libgit2,
+# libbottle), over packs git writes (t/unit/gg_delta.t)
+$(BUILD)/unit/gg_delta_test: t/unit/gg_delta_test.c $(GG_SRCS) $(GG_HDRS) \
+                             $(LIBBOTTLE) t/unit/tap.h
+	@mkdir -p $(dir $@)
+	$(CC) $(GG_CFLAGS) $(LD_OPT) -o $@ $< $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
+
 $(BUILD)/unit/%_test: t/unit/%_test.c $(LIBBOTTLE) $(LIB_HDRS) t/unit/tap.h
 	@mkdir -p $(dir $@)
 	$(CC) $(UNIT_CFLAGS) -o $@ $< $(LIBBOTTLE) $(LIB_LIBS)

@@ -39,9 +39,16 @@ enum {
 };
 
 
+/*
+ * added lines: a run of consecutive lines of the new file from off on; or
+ * (ctx) one unchanged line next to added ones, scanned with them so that
+ * a secret spanning lines (a PEM key's header and its first line) is
+ * seen whole, a match wholly inside it not reported
+ */
 typedef struct {
     uint64_t            off;        /* in the field */
-    size_t              lineno;     /* in the new file */
+    size_t              lineno;     /* in the new file, of the run's first */
+    int                 ctx;
 } gg_line_t;
 
 
@@ -71,6 +78,14 @@ typedef struct {
 } gg_cached_t;
 
 
+/* a copy a pack's delta makes: old[o, o + len) is new[n, n + len) */
+typedef struct {
+    uint64_t            o;
+    uint64_t            n;
+    uint64_t            len;
+} gg_match_t;
+
+
 typedef struct {
     git_repository     *repo;
     bottle_scan_t      *s;
@@ -89,6 +104,12 @@ typedef struct {
     gg_line_t          *lines;
     size_t              nlines;
     size_t              lcap;
+    size_t              lbase;      /* lines before a diffed middle */
+    size_t              ctxlen;     /* bytes of context lines in add */
+    int                 opened;     /* the last added line: gg_opener() */
+    gg_match_t         *m;          /* a delta's copies */
+    size_t              nm;
+    size_t              mcap;
     int                 oom;
     char               *err;
     size_t              errlen;
@@ -103,6 +124,7 @@ int gg_identity(gg_ctx_t *c, int kind, const git_signature *sig);
 
 int gg_buf_add(gg_buf_t *b, const void *data, size_t len);
 int gg_line_add(gg_ctx_t *c, size_t lineno);
+int gg_line_add_ctx(gg_ctx_t *c, size_t lineno, int ctx);
 
 
 #endif /* GG_SCAN_INT_H */
