@@ -232,15 +232,22 @@ main(void)
         base_lines[i] = strdup(buf);
     }
     snprintf(buf, sizeof(buf), "old_token = \"%s\"\n", tok2);
+    free(base_lines[499]);
     base_lines[499] = strdup(buf);
     /* for the glued line: two pieces on lines 100 and 200 */
+    free(base_lines[99]);
     base_lines[99] = strdup("    key = \"ghp_\n");
+    free(base_lines[199]);
     base_lines[199] = strdup("Zq8rT4mW9xK2pL7vN3bH6cJ1dF5gY0sA1eU2\"; /* tail "
                              "*/\n");
     /* a PEM key's lines, shuffled: header last */
+    free(base_lines[1000]);
     base_lines[1000] = strdup("MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0\n");
+    free(base_lines[1001]);
     base_lines[1001] = strdup("tCOmZ3kFWTzJFCb0Z7JbPQkx5Xf2YpN8rQwLs4DkLmVw\n");
+    free(base_lines[1002]);
     base_lines[1002] = strdup("-----BEGIN RSA PRIVATE KEY-----\n");
+    free(base_lines[1003]);
     base_lines[1003] = strdup("}\n");
 
     sh("git init -q %s/w", dir);
@@ -372,7 +379,15 @@ main(void)
     gg_report_free(&r);
     free(t1);
     free(t);
+    for (i = 0; i < 40; i++) {
+        free(l[1000 + i]);
+    }
     free(l);
+    for (i = 0; i < nbase; i++) {
+        free(base_lines[i]);
+    }
+    free(base_lines);
+    free(b);
 
     sh("rm -rf %s", dir);
     bottle_scan_secrets_free(sec);
