@@ -1067,6 +1067,16 @@ gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
     }
     gg_blob_reader_init(c.br, repo, quarantine);
 
+    /* GITGATE_BLOB_TIMEOUT: seconds git cat-file may take over one file
+     * (1 to 3600; else the default, 60) */
+    env = getenv("GITGATE_BLOB_TIMEOUT");
+    if (env != NULL && *env >= '1' && *env <= '9') {
+        mb = strtoull(env, &end, 10);
+        if (*end == '\0' && mb <= 3600) {
+            c.br->timeout_ms = (int) mb * 1000;
+        }
+    }
+
     c.cache = calloc(GG_CACHE, sizeof(gg_cached_t));
     if (c.cache == NULL) {
         snprintf(err, errlen, "out of memory");

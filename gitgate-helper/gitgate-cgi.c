@@ -544,14 +544,14 @@ gg_backend(gg_ctx_t *ctx, const gg_request_t *req, const char *hooks,
 {
     size_t        n, i;
     char          path_info[GG_PATH_LEN], *rel, var[13][GG_PATH_LEN + 64];
-    const char   *env[40], *v, *argv[3];
+    const char   *env[48], *v, *argv[3];
 
     static const char  *pass[] = {
         "PATH", "REQUEST_METHOD", "QUERY_STRING", "CONTENT_TYPE",
         "CONTENT_LENGTH", "HTTP_CONTENT_ENCODING", "HTTP_GIT_PROTOCOL",
         "REMOTE_ADDR", "SERVER_PROTOCOL", "GITGATE_STORE", "GITGATE_POLICY",
         "GITGATE_FORGES", "GITGATE_GIT", "GITGATE_REFRESH",
-        "GITGATE_PACK_CACHE_MB", NULL
+        "GITGATE_PACK_CACHE_MB", "GITGATE_BLOB_TIMEOUT", NULL
     };
 
     rel = ctx->repo_dir + strlen(ctx->conf.dir);

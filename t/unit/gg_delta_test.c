@@ -9,6 +9,7 @@
  * in order in the new one: found, on the right line; a token on an
  * unchanged line: not reported.  The new version stored on the old one
  * (a thin pack's delta) and the old on the new (two commits in one push).
+ * And a file whose object is missing: the scan fails, saying so.
  */
 
 #define _GNU_SOURCE
@@ -383,6 +384,33 @@ main(void)
         free(l[1000 + i]);
     }
     free(l);
+
+    /* a file's object missing (loose, so git cat-file's to read): the
+     * scan cannot run, and says which */
+    sh("cd %s/w && git checkout -q %s", dir, b);
+    l = copy_base(0);
+    l[10] = "int gone;\n";
+    write_file("a.txt", l, nbase);
+    free(l);
+    t = commit("missing");
+    {
+        char  *blob, line[256], repo[512];
+        gg_updates_t  u;
+
+        blob = out("git -C %s/w rev-parse %s:a.txt", dir, t);
+        sh("rm -f %s/w/.git/objects/%.2s/%s", dir, blob, blob + 2);
+        snprintf(repo, sizeof(repo), "%s/w/.git", dir);
+        snprintf(line, sizeof(line), "%s %s refs/heads/main\n", b, t);
+        rc = gg_updates_parse(&u, line, strlen(line), err, sizeof(err)) == 0
+             ? gg_scan_push(&r, repo, NULL, &u, sec, err, sizeof(err)) : -2;
+        snprintf(buf, sizeof(buf), "object %.12s is missing", blob);
+        ok(rc == -1 && strstr(err, buf) != NULL,
+           "a missing object: the scan fails (%s)", err);
+        gg_report_free(&r);
+        gg_updates_free(&u);
+        free(blob);
+    }
+    free(t);
     for (i = 0; i < nbase; i++) {
         free(base_lines[i]);
     }
