@@ -16,8 +16,9 @@ thin pack `git pack-objects --revs --thin` sends, fixed by `git
 index-pack --fix-thin --stdin` as receive-pack does (deltas by path and
 size, an older version often stored on a newer one).
 
-    gitgate_bench.py --push SRC DST    the same conversion of a repository
-                                       this script wrote (SRC kept)
+    gitgate_bench.py --push SRC DST OLD NEW
+        the same conversion of a repository this script wrote (SRC kept;
+        OLD NEW: what it printed)
 """
 
 import os
@@ -49,11 +50,7 @@ def as_pushed(src, dst, old, new):
 
 
 if sys.argv[1] == "--push":
-    src, dst = sys.argv[2], sys.argv[3]
-    old = subprocess.check_output(["git", "-C", src, "rev-parse",
-                                   "main"]).decode().split()[0]
-    new = subprocess.check_output(["git", "-C", src, "rev-parse",
-                                   "pushed"]).decode().split()[0]
+    src, dst, old, new = sys.argv[2:6]
     as_pushed(src, dst, old, new)
     print(old, new)
     sys.exit(0)

@@ -478,7 +478,7 @@ gg_diff_lines(gg_ctx_t *c, const char *o, size_t olen, const char *d,
 static int
 gg_file(gg_ctx_t *c, const char *path, size_t index, const char *o,
     size_t olen, const char *d, size_t nlen, const git_oid *oid,
-    const git_oid *nid)
+    const git_oid *nid, int packed)
 {
     int          rc;
     gg_field_t   fd;
@@ -493,7 +493,9 @@ gg_file(gg_ctx_t *c, const char *path, size_t index, const char *o,
 
     rc = 0;
     if (o != NULL) {
-        rc = gg_delta_lines(c, o, olen, d, nlen, oid, nid);
+        /* both read from the packs: one was made from the other with the
+         * very delta whose copies say what is unchanged */
+        rc = packed ? gg_delta_lines(c, o, olen, d, nlen, oid, nid) : 0;
         if (rc < 0) {
             return -1;
         }
@@ -687,7 +689,8 @@ gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index)
     }
 
     rc = gg_file(c, n ? NULL : d->new_file.path, index, od, olen, nd, nlen,
-                 &d->old_file.id, &d->new_file.id);
+                 &d->old_file.id, &d->new_file.id,
+                 npo != NULL && opo != NULL);
 
     gg_pack_put(c->pack, npo);
     gg_pack_put(c->pack, opo);
@@ -963,7 +966,7 @@ gg_target(gg_ctx_t *c, git_revwalk *walk, const git_oid *oid, size_t index,
             rc = gg_read(&bd, &blen, &po, &c->new, c, &id);
             if (rc == 0) {
                 rc = gg_file(c, "(the blob itself)", 1, NULL, 0, bd, blen,
-                             NULL, NULL);
+                             NULL, NULL, 0);
                 gg_pack_put(c->pack, po);
             }
             break;

@@ -198,8 +198,10 @@ main(void)
     bottle_str_t   canary;
 
     /* the values, built so that no token sits whole in this file */
-    snprintf(tok, sizeof(tok), "ghp_%s", "Zq8rT4mW9xK2pL7vN3bH6cJ1dF5gY0sA1eU2");
-    snprintf(tok2, sizeof(tok2), "ghp_%s", "Ab3Cd4Ef5Gh6Ij7Kl8Mn9Op0Qr1St2Uv3Wx4");
+    snprintf(tok, sizeof(tok), "ghp_%s",
+             "Zq8rT4mW9xK2pL7vN3bH6cJ1dF5gY0sA1eU2");
+    snprintf(tok2, sizeof(tok2), "ghp_%s",
+             "Ab3Cd4Ef5Gh6Ij7Kl8Mn9Op0Qr1St2Uv3Wx4");
 
     snprintf(dir, sizeof(dir), "/tmp/gg_delta_test.XXXXXX");
     if (mkdtemp(dir) == NULL) {
@@ -243,7 +245,8 @@ main(void)
                              "*/\n");
     /* a PEM key's lines, shuffled: header last */
     free(base_lines[1000]);
-    base_lines[1000] = strdup("MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0\n");
+    base_lines[1000] = strdup("MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePz"
+                              "Nm0\n");
     free(base_lines[1001]);
     base_lines[1001] = strdup("tCOmZ3kFWTzJFCb0Z7JbPQkx5Xf2YpN8rQwLs4DkLmVw\n");
     free(base_lines[1002]);
