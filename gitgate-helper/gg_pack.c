@@ -41,6 +41,9 @@
 #define GG_IDX_HDR      (8 + 256 * 4)
 #define GG_PACK_HDR     12
 #define GG_PACK_TRAILER GG_PACK_OIDSZ
+/* bytes past the end of every buffer the reader allocates: an insert
+ * (at most 127 bytes) or a short copy is moved as one block of this */
+#define GG_SLACK        128
 /* zlib's deflate never does better than about 1032:1 */
 #define GG_ZLIB_RATIO   1040
 
@@ -313,6 +316,89 @@ gg_delta_apply(unsigned char *dst, size_t dst_len, const unsigned char *base,
                op.copy ? base + op.off : op.data, op.len);
     }
     return rc;
+}
+
+
+/*
+ * gg_delta_apply() for the reader's own buffers, which all have
+ * GG_SLACK bytes past their end (the object's, the base's, the inflated
+ * delta's): an op of up to GG_SLACK bytes is copied as a fixed-size block
+ * (a few vector moves, where most ops of a delta are short), its excess
+ * overwritten by the next op or landing in the slack.  The same checks as
+ * gg_delta_next(), op by op.
+ */
+static int
+gg_delta_apply_slack(unsigned char *dst, size_t dst_len,
+    const unsigned char *base, size_t base_len,
+    const unsigned char *delta, size_t delta_len)
+{
+    int                   b;
+    size_t                done;
+    unsigned              c;
+    uint64_t              off, size;
+    gg_delta_iter_t       it;
+    const unsigned char  *p, *end;
+
+    if (gg_delta_init(&it, delta, delta_len) != 0
+        || it.src_size != base_len || it.dst_size != dst_len)
+    {
+        return -1;
+    }
+    p = it.p;
+    end = it.end;
+    done = 0;
+
+    while (p < end) {
+        c = *p++;
+
+        if (c & 0x80) {
+            off = 0;
+            size = 0;
+            for (b = 0; b < 4; b++) {
+                if (c & (1u << b)) {
+                    if (p == end) {
+                        return -1;
+                    }
+                    off |= (uint64_t) *p++ << (8 * b);
+                }
+            }
+            for (b = 0; b < 3; b++) {
+                if (c & (0x10u << b)) {
+                    if (p == end) {
+                        return -1;
+                    }
+                    size |= (uint64_t) *p++ << (8 * b);
+                }
+            }
+            if (size == 0) {
+                size = 0x10000;
+            }
+            if (off > base_len || size > base_len - off
+                || size > dst_len - done)
+            {
+                return -1;
+            }
+            if (size <= GG_SLACK) {
+                memcpy(dst + done, base + off, GG_SLACK);
+            } else {
+                memcpy(dst + done, base + off, (size_t) size);
+            }
+            done += (size_t) size;
+
+        } else if (c != 0) {
+            if ((size_t) (end - p) < c || c > dst_len - done) {
+                return -1;
+            }
+            memcpy(dst + done, p, GG_SLACK);
+            p += c;
+            done += c;
+
+        } else {
+            return -1;
+        }
+    }
+
+    return done == dst_len ? 0 : -1;
 }
 
 
@@ -847,13 +933,13 @@ gg_scratch(gg_pack_t *p, size_t size)
 {
     unsigned char  *d;
 
-    if (p->scap < size + 1) {
-        d = realloc(p->scratch, size + 1);
+    if (p->scap < size + GG_SLACK) {
+        d = realloc(p->scratch, size + GG_SLACK);
         if (d == NULL) {
             return -1;
         }
         p->scratch = d;
-        p->scap = size + 1;
+        p->scap = size + GG_SLACK;
     }
     return 0;
 }
@@ -907,7 +993,7 @@ gg_resolve(gg_pobj_t **out, gg_pack_t *p, uint32_t pack, uint64_t off,
                 snprintf(err, errlen, "a pack entry is corrupt");
                 return -1;
             }
-            d = malloc((size_t) size + 1);
+            d = malloc((size_t) size + GG_SLACK);
             if (d == NULL) {
                 goto oom;
             }
@@ -973,19 +1059,20 @@ gg_resolve(gg_pobj_t **out, gg_pack_t *p, uint32_t pack, uint64_t off,
         if (size > GG_BLOB_MAX) {
             goto too_big_base;
         }
-        d = malloc((size_t) size + 1);
+        d = malloc((size_t) size + GG_SLACK);
         if (d == NULL) {
             goto oom_base;
         }
-        d[size] = '\0';
-        if (gg_delta_apply(d, (size_t) size, base->data, base->len,
-                           p->scratch, (size_t) dsize)
+        if (gg_delta_apply_slack(d, (size_t) size, base->data, base->len,
+                                 p->scratch, (size_t) dsize)
             != 0)
         {
             free(d);
             snprintf(err, errlen, "a delta in a pack is corrupt");
             goto fail;
         }
+
+        d[size] = '\0';
 
         o = gg_cache_find(p, cp, co);
         if (o != NULL) {
