@@ -732,6 +732,9 @@ gg_pack_count(const gg_pack_t *p)
 
 /* the cache */
 
+static void gg_lru_unlink(gg_pack_t *p, gg_pobj_t *o);
+static void gg_lru_front(gg_pack_t *p, gg_pobj_t *o);
+
 static size_t
 gg_hash(const gg_pack_t *p, uint32_t pack, uint64_t off)
 {
@@ -749,6 +752,12 @@ gg_cache_find(gg_pack_t *p, uint32_t pack, uint64_t off)
 
     for (o = p->hash[gg_hash(p, pack, off)]; o != NULL; o = o->hnext) {
         if (o->pack == pack && o->off == off) {
+            /* used again: the most recent (a base many deltas share,
+             * the newest version of a file in a push, stays) */
+            if (p->head != o) {
+                gg_lru_unlink(p, o);
+                gg_lru_front(p, o);
+            }
             return o;
         }
     }
