@@ -77,8 +77,10 @@ struct gg_pack_s {
 
     unsigned char      *scratch;    /* a delta, inflated, while applied */
     size_t              scap;
-    unsigned char      *dbuf;       /* gg_pack_delta_of()'s */
+    unsigned char      *dbuf;       /* gg_pack_delta_base()'s, two slots */
     size_t              dcap;
+    unsigned char      *dbuf2;
+    size_t              dcap2;
 
     /* a chain being resolved: its deltas, nearest to the object first */
     uint32_t           *cpack;
@@ -904,6 +906,7 @@ gg_pack_close(gg_pack_t *p)
     free(p->hash);
     free(p->scratch);
     free(p->dbuf);
+    free(p->dbuf2);
     free(p->cpack);
     free(p->coff);
     free(p);
@@ -1143,13 +1146,15 @@ gg_pack_get(gg_pobj_t **out, gg_pack_t *p, const unsigned char *oid,
 
 
 int
-gg_pack_delta_of(const unsigned char **delta, size_t *len, gg_pack_t *p,
-    const unsigned char *a, const unsigned char *b, char *err, size_t errlen)
+gg_pack_delta_base(const unsigned char **delta, size_t *len, uint32_t *bpack,
+    uint64_t *boff, gg_pack_t *p, const unsigned char *a, int slot,
+    char *err, size_t errlen)
 {
     int                   type;
-    uint32_t              pack, bpack;
-    uint64_t              off, boff, size, data_off, base_off;
-    unsigned char        *d;
+    size_t               *cap;
+    uint32_t              pack;
+    uint64_t              off, size, data_off, base_off;
+    unsigned char        *d, **buf;
     const gg_packfile_t  *f;
     const unsigned char  *base_oid;
 
@@ -1166,13 +1171,10 @@ gg_pack_delta_of(const unsigned char **delta, size_t *len, gg_pack_t *p,
     }
 
     if (type == GG_OBJ_OFS_DELTA) {
-        if (gg_pack_find(&bpack, &boff, p, b, pack) != 0 || bpack != pack
-            || boff != base_off)
-        {
-            return 0;
-        }
+        *bpack = pack;
+        *boff = base_off;
     } else if (type != GG_OBJ_REF_DELTA
-               || memcmp(base_oid, b, GG_PACK_OIDSZ) != 0)
+               || gg_pack_find(bpack, boff, p, base_oid, pack) != 0)
     {
         return 0;
     }
@@ -1183,21 +1185,46 @@ gg_pack_delta_of(const unsigned char **delta, size_t *len, gg_pack_t *p,
         snprintf(err, errlen, "a pack entry is corrupt");
         return -1;
     }
-    if (p->dcap < size + 1) {
-        d = realloc(p->dbuf, (size_t) size + 1);
+    buf = slot ? &p->dbuf2 : &p->dbuf;
+    cap = slot ? &p->dcap2 : &p->dcap;
+    if (*cap < size + 1) {
+        d = realloc(*buf, (size_t) size + 1);
         if (d == NULL) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        p->dbuf = d;
-        p->dcap = (size_t) size + 1;
+        *buf = d;
+        *cap = (size_t) size + 1;
     }
-    if (gg_inflate(p, f, data_off, p->dbuf, (size_t) size) != 0) {
+    if (gg_inflate(p, f, data_off, *buf, (size_t) size) != 0) {
         snprintf(err, errlen, "a delta in a pack is corrupt");
         return -1;
     }
 
-    *delta = p->dbuf;
+    *delta = *buf;
     *len = (size_t) size;
+    return 1;
+}
+
+
+int
+gg_pack_delta_of(const unsigned char **delta, size_t *len, gg_pack_t *p,
+    const unsigned char *a, const unsigned char *b, char *err, size_t errlen)
+{
+    int       rc;
+    uint32_t  bpack, pack;
+    uint64_t  boff, off;
+
+    rc = gg_pack_delta_base(delta, len, &bpack, &boff, p, a, 0, err,
+                            errlen);
+    if (rc != 1) {
+        return rc;
+    }
+    /* b where the delta's base is: the same entry */
+    if (gg_pack_find(&pack, &off, p, b, bpack) != 0 || pack != bpack
+        || off != boff)
+    {
+        return 0;
+    }
     return 1;
 }

@@ -111,13 +111,24 @@ void gg_pack_put(gg_pack_t *p, gg_pobj_t *o);
 /*
  * Whether a's entry is stored as a delta whose base is b (same pack by
  * offset, or by oid): 1 and the delta's bytes in *delta, *len (the
- * reader's, valid until the next call), 0 when not (or a or b in no
+ * reader's, slot 0 of gg_pack_delta_base()), 0 when not (or a or b in no
  * pack), -1 when a's entry is corrupt.
  */
 int gg_pack_delta_of(const unsigned char **delta, size_t *len,
     gg_pack_t *p, const unsigned char *a, const unsigned char *b, char *err,
     size_t errlen);
 
+
+/*
+ * Whether a's entry is stored as a delta: 1, its bytes in *delta, *len
+ * (the reader's, slot 0 or 1, valid until the next call with that slot)
+ * and where its base's entry is (*bpack, *boff: two deltas with the same
+ * are on the same base); 0 when not (or a is in no pack, or a
+ * REF_DELTA's base is in none), -1 when a's entry is corrupt.
+ */
+int gg_pack_delta_base(const unsigned char **delta, size_t *len,
+    uint32_t *bpack, uint64_t *boff, gg_pack_t *p, const unsigned char *a,
+    int slot, char *err, size_t errlen);
 
 /*
  * The delta format, for the pack reader and the scan: the two sizes,

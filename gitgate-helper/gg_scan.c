@@ -239,10 +239,132 @@ gg_match_cmp(const void *a, const void *b)
 
 
 /*
+ * A delta's copies into *arr as (o: the base's offset, n: the result's,
+ * len), or with swap (o, n) the other way; src and dst, when not 0, the
+ * sizes it must declare.  1, 0 when it does not fit (c->oom on no
+ * memory).
+ */
+static int
+gg_copies(gg_ctx_t *c, gg_match_t **arr, size_t *n, size_t *cap,
+    const unsigned char *delta, size_t len, size_t src, size_t dst,
+    int swap)
+{
+    int              rc;
+    size_t           k;
+    uint64_t         at;
+    gg_match_t      *m;
+    gg_delta_op_t    op;
+    gg_delta_iter_t  it;
+
+    c->oom = 0;
+    if (gg_delta_init(&it, delta, len) != 0 || (src && it.src_size != src)
+        || it.dst_size != dst)
+    {
+        return 0;
+    }
+    if (!src) {
+        c->sib_src = it.src_size;
+    }
+
+    while ((rc = gg_delta_next(&it, &op)) == 1) {
+        if (!op.copy) {
+            continue;
+        }
+        if (*n == *cap) {
+            k = *cap ? 2 * *cap : 1024;
+            m = realloc(*arr, k * sizeof(*m));
+            if (m == NULL) {
+                snprintf(c->err, c->errlen, "out of memory");
+                c->oom = 1;
+                return 0;
+            }
+            *arr = m;
+            *cap = k;
+        }
+        at = it.done - op.len;
+        m = &(*arr)[(*n)++];
+        m->o = swap ? at : op.off;
+        m->n = swap ? op.off : at;
+        m->len = op.len;
+    }
+    return rc == 0 ? 1 : 0;
+}
+
+
+static int
+gg_base_cmp(const void *a, const void *b)
+{
+    const gg_match_t  *x, *y;
+
+    x = a;
+    y = b;
+    if (x->o != y->o) {
+        return x->o < y->o ? -1 : 1;
+    }
+    return 0;
+}
+
+
+/*
+ * Two versions stored as deltas of one base: where both copy the same
+ * bytes of the base, those bytes are in both (c->s1: the old version's
+ * copies, c->s2: the new one's, o the base's offsets) into c->m.  A
+ * sweep along the base; copies of one version that overlap each other
+ * may miss a match, which only leaves more lines added.
+ */
+static int
+gg_siblings(gg_ctx_t *c)
+{
+    size_t       i, j, k;
+    uint64_t     lo, hi, ea, eb;
+    gg_match_t  *x, *y, *m;
+
+    qsort(c->s1, c->ns1, sizeof(*c->s1), gg_base_cmp);
+    qsort(c->s2, c->ns2, sizeof(*c->s2), gg_base_cmp);
+
+    i = 0;
+    j = 0;
+    while (i < c->ns1 && j < c->ns2) {
+        x = &c->s1[i];
+        y = &c->s2[j];
+        ea = x->o + x->len;
+        eb = y->o + y->len;
+        lo = x->o > y->o ? x->o : y->o;
+        hi = ea < eb ? ea : eb;
+        if (lo < hi) {
+            if (c->nm == c->mcap) {
+                k = c->mcap ? 2 * c->mcap : 1024;
+                m = realloc(c->m, k * sizeof(*m));
+                if (m == NULL) {
+                    snprintf(c->err, c->errlen, "out of memory");
+                    c->oom = 1;
+                    return -1;
+                }
+                c->m = m;
+                c->mcap = k;
+            }
+            m = &c->m[c->nm++];
+            m->o = x->n + (lo - x->o);
+            m->n = y->n + (lo - y->o);
+            m->len = hi - lo;
+        }
+        if (ea <= eb) {
+            i++;
+        } else {
+            j++;
+        }
+    }
+    return 0;
+}
+
+
+/*
  * The added lines of a modified file from the pack's delta between its
  * two versions, when one is stored as a delta whose base is the other
- * (fast-import stores the new one on the old; git pack-objects, which
- * makes a push, often the old one on the new): no diff, and neither
+ * (a thin pack's new version on the old one the forge has; git
+ * pack-objects, which makes a push, often stores the old one on the new),
+ * or both as deltas of one base (pack-objects stores the versions of a
+ * file a push carries as deltas of the newest): no diff, and neither
  * version compared whole.  1 when done (c->add, c->lines), 0 when there is
  * no such delta (or it does not describe these two versions), -1 on error.
  *
@@ -263,74 +385,92 @@ static int
 gg_delta_lines(gg_ctx_t *c, const char *o, size_t olen, const char *d,
     size_t nlen, const git_oid *oid, const git_oid *nid)
 {
-    int                   rc, on_old;
-    size_t                i, len, pos, opos, cpos, cline, u, e, ns, ne, k,
-                          shown, a, b;
-    uint64_t              at, mo, mn, last_o, last_n;
+    int                   rc, kind;
+    size_t                i, len, len2, pos, opos, cpos, cline, u, e, ns,
+                          ne, k, shown, a, b;
+    uint32_t              bp1, bp2;
+    uint64_t              bo1, bo2, bsize, last_o, last_n;
     gg_match_t           *m;
-    gg_delta_op_t         op;
-    gg_delta_iter_t       it;
     const char           *q;
-    const unsigned char  *delta;
+    const unsigned char  *delta, *delta2;
 
-    on_old = 1;
+    /* new on old, old on new, or both on one base */
+    kind = 1;
     rc = gg_pack_delta_of(&delta, &len, c->pack, nid->id, oid->id, c->err,
                           c->errlen);
     if (rc == 0) {
-        on_old = 0;
+        kind = 2;
         rc = gg_pack_delta_of(&delta, &len, c->pack, oid->id, nid->id,
                               c->err, c->errlen);
+    }
+    if (rc == 0) {
+        kind = 3;
+        rc = gg_pack_delta_base(&delta2, &len2, &bp1, &bo1, c->pack, oid->id,
+                                1, c->err, c->errlen);
+        if (rc == 1) {
+            rc = gg_pack_delta_base(&delta, &len, &bp2, &bo2, c->pack,
+                                    nid->id, 0, c->err, c->errlen);
+        }
+        if (rc == 1 && (bp1 != bp2 || bo1 != bo2)) {
+            rc = 0;
+        }
     }
     if (rc <= 0) {
         return rc;
     }
 
-    if (gg_delta_init(&it, delta, len) != 0
-        || it.src_size != (on_old ? olen : nlen)
-        || it.dst_size != (on_old ? nlen : olen))
-    {
-        return 0;
-    }
-
     /* the copies: old[o, o + len) is new[n, n + len) */
     c->nm = 0;
-    while ((rc = gg_delta_next(&it, &op)) == 1) {
-        if (!op.copy) {
-            continue;
+    switch (kind) {
+
+    case 1:
+        if (gg_copies(c, &c->m, &c->nm, &c->mcap, delta, len, olen, nlen, 0)
+            != 1)
+        {
+            return c->oom ? -1 : 0;
         }
-        at = it.done - op.len;
-        mo = on_old ? op.off : at;
-        mn = on_old ? at : op.off;
-        /* git writes a long match as copies of 64 KB: one copy again */
-        if (c->nm > 0) {
-            m = &c->m[c->nm - 1];
-            if (m->o + m->len == mo && m->n + m->len == mn) {
-                m->len += op.len;
-                continue;
-            }
+        break;
+
+    case 2:
+        if (gg_copies(c, &c->m, &c->nm, &c->mcap, delta, len, nlen, olen, 1)
+            != 1)
+        {
+            return c->oom ? -1 : 0;
         }
-        if (c->nm == c->mcap) {
-            k = c->mcap ? 2 * c->mcap : 1024;
-            m = realloc(c->m, k * sizeof(*m));
-            if (m == NULL) {
-                snprintf(c->err, c->errlen, "out of memory");
-                return -1;
-            }
-            c->m = m;
-            c->mcap = k;
+        break;
+
+    default:
+        /* each version's copies from the base, the base's offsets in o */
+        c->ns1 = 0;
+        c->ns2 = 0;
+        if (gg_copies(c, &c->s1, &c->ns1, &c->s1cap, delta2, len2, 0, olen,
+                      0)
+            != 1)
+        {
+            return c->oom ? -1 : 0;
         }
-        m = &c->m[c->nm++];
-        m->o = mo;
-        m->n = mn;
-        m->len = op.len;
+        bsize = c->sib_src;
+        if (gg_copies(c, &c->s2, &c->ns2, &c->s2cap, delta, len, 0, nlen, 0)
+            != 1
+            || c->sib_src != bsize || gg_siblings(c) != 0)
+        {
+            return c->oom ? -1 : 0;
+        }
     }
-    if (rc != 0) {
-        return 0;
+
+    /* in the new file's order; copies that continue each other, one
+     * (git writes a long match as copies of 64 KB) */
+    qsort(c->m, c->nm, sizeof(*c->m), gg_match_cmp);
+    for (i = 0, k = 0; i < c->nm; i++) {
+        if (k > 0 && c->m[k - 1].o + c->m[k - 1].len == c->m[i].o
+            && c->m[k - 1].n + c->m[k - 1].len == c->m[i].n)
+        {
+            c->m[k - 1].len += c->m[i].len;
+        } else {
+            c->m[k++] = c->m[i];
+        }
     }
-    /* a delta of the old version: its copies in the new one's order */
-    if (!on_old) {
-        qsort(c->m, c->nm, sizeof(*c->m), gg_match_cmp);
-    }
+    c->nm = k;
 
     c->add.len = 0;
     c->nlines = 0;
@@ -1192,6 +1332,8 @@ cleanup:
     free(c.add.data);
     free(c.lines);
     free(c.m);
+    free(c.s1);
+    free(c.s2);
     free(withheld);
     return rc;
 }

@@ -110,6 +110,13 @@ typedef struct {
     gg_match_t         *m;          /* a delta's copies */
     size_t              nm;
     size_t              mcap;
+    gg_match_t         *s1;         /* two deltas' copies from one base */
+    size_t              ns1;
+    size_t              s1cap;
+    gg_match_t         *s2;
+    size_t              ns2;
+    size_t              s2cap;
+    uint64_t            sib_src;
     int                 oom;
     char               *err;
     size_t              errlen;

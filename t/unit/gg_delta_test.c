@@ -191,9 +191,9 @@ int
 main(void)
 {
     int            rc;
-    char           err[512], where[64], tok[64], tok2[64], *b, *t, *t1;
-    char         **l, buf[128];
-    size_t         i, n;
+    char           err[512], where[64], tok[64], tok2[64], *b, *t, *t1, *t2;
+    char         **l, buf[128], *own[64];
+    size_t         i, n, nown = 0;
     gg_report_t    r;
     bottle_str_t   canary;
 
@@ -387,6 +387,63 @@ main(void)
         free(l[1000 + i]);
     }
     free(l);
+
+    /* three commits in one push: the first two versions stored as deltas
+     * of the third (pack-objects' star), neither on the other; a token
+     * inserted by the second */
+    sh("cd %s/w && git checkout -q %s", dir, b);
+    l = copy_base(100);
+    n = nbase;
+    for (i = 0; i < 30; i++) {
+        snprintf(buf, sizeof(buf), "int tail_a_%zu;\n", i);
+        l[n++] = own[nown++] = strdup(buf);
+    }
+    write_file("a.txt", l, n);
+    t1 = commit("one");
+    memmove(l + 2001, l + 2000, (n - 2000) * sizeof(char *));
+    snprintf(buf, sizeof(buf), "new_token = \"%s\";\n", tok);
+    l[2000] = own[nown++] = strdup(buf);
+    n++;
+    write_file("a.txt", l, n);
+    t2 = commit("two");
+    for (i = 0; i < 30; i++) {
+        snprintf(buf, sizeof(buf), "int tail_b_%zu;\n", i);
+        l[n++] = own[nown++] = strdup(buf);
+    }
+    write_file("a.txt", l, n);
+    t = commit("three");
+    rc = push_scan(&r, b, t, err, sizeof(err));
+    ok(rc == 0 && r.n == 1 && has(&r, "github_pat_classic",
+                                  "file a.txt line 2001"),
+       "three commits: the token found at line 2001");
+    show(&r);
+    ok(r.delta_files >= 2, "three commits: %llu file(s) by the pack's "
+       "deltas", (unsigned long long) r.delta_files);
+    ok(r.added < 4000, "three commits: only the added lines (%llu bytes)",
+       (unsigned long long) r.added);
+    {
+        char *b1 = out("git -C %s/r.git cat-file --batch-check="
+                       "'%%(deltabase)' <<EOF\n%s:a.txt\nEOF", dir, t1);
+        char *b2 = out("git -C %s/r.git cat-file --batch-check="
+                       "'%%(deltabase)' <<EOF\n%s:a.txt\nEOF", dir, t2);
+        char *v1 = out("git -C %s/r.git rev-parse %s:a.txt", dir, t1);
+
+        ok(b1 && b2 && v1 && strcmp(b1, b2) == 0 && strcmp(b2, v1) != 0
+           && strspn(b1, "0") != strlen(b1),
+           "three commits: the first two versions on one base (%s)",
+           b1 ? b1 : "");
+        free(b1);
+        free(b2);
+        free(v1);
+    }
+    gg_report_free(&r);
+    for (i = 0; i < nown; i++) {
+        free(own[i]);
+    }
+    free(l);
+    free(t1);
+    free(t2);
+    free(t);
 
     /* a file's object missing (loose, so git cat-file's to read): the
      * scan cannot run, and says which */
