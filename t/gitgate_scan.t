@@ -383,7 +383,8 @@ hook("$d/policy.json");
 # is refused after GITGATE_BLOB_TIMEOUT seconds, the reason shown.  A
 # small push is unpacked into loose objects, which only git cat-file reads.
 
-chomp(my $GIT = `command -v git`);
+chomp(my $GIT = `sh -c 'command -v git'`);
+die "no git on PATH\n" unless $GIT;
 mkdir("$d/slowgit") or die;
 $t->write_file('slowgit/git', "#!/bin/sh\n"
 	. "[ \"\$1\" = cat-file ] && exec sleep 60\nexec '$GIT' \"\$@\"\n");
