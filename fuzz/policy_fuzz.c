@@ -16,10 +16,12 @@
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    size_t            i, j;
-    char              err[1024];
-    const bottle_t   *b;
-    bottle_policy_t  *p;
+    size_t                        i, j;
+    char                          err[1024];
+    const bottle_t               *b;
+    bottle_policy_t              *p;
+    bottle_repo_t                 repo;
+    const bottle_repo_pattern_t  *c;
 
     if (bottle_policy_parse(&p, (const char *) data, size, "fuzz.json", err,
                             sizeof(err))
@@ -45,6 +47,27 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
 
             (void) bottle_route_port_ok(&b->routes[j], 443, 1);
+        }
+
+        /* every create pattern allows a private repo of its own shape */
+
+        for (j = 0; j < b->ncreate; j++) {
+            c = &b->create[j];
+            memset(&repo, 0, sizeof(repo));
+            memcpy(repo.forge, c->forge, sizeof(repo.forge));
+            memcpy(repo.owner, c->owner, sizeof(repo.owner));
+            memcpy(repo.repo, c->name, sizeof(repo.repo));
+
+            if (c->prefix && repo.repo[0] == '\0') {
+                repo.repo[0] = 'x';
+            }
+
+            if (bottle_create_allowed(b, &repo, 0) == NULL
+                || (bottle_create_allowed(b, &repo, 1) == NULL
+                    && c->public_ok))
+            {
+                __builtin_trap();
+            }
         }
     }
 

@@ -171,6 +171,144 @@ shape:
 
 
 int
+bottle_repo_pattern_parse(bottle_repo_pattern_t *out, const char *s,
+    size_t len, char *err, size_t errlen)
+{
+    size_t       n;
+    const char  *p, *end, *slash, *colon, *star;
+
+    memset(out, 0, sizeof(*out));
+
+    end = s + len;
+
+    if (memchr(s, '\0', len) != NULL) {
+        return bottle_errf(err, errlen, "a pattern holds a NUL byte");
+    }
+
+    /* the mode: ":public" after the last '/' (a forge's port is before) */
+
+    slash = NULL;
+    for (p = s; p < end; p++) {
+        if (*p == '/') {
+            slash = p;
+        }
+    }
+
+    colon = slash ? memchr(slash, ':', (size_t) (end - slash)) : NULL;
+
+    if (colon != NULL) {
+        n = (size_t) (end - colon - 1);
+        if (n != 6 || memcmp(colon + 1, "public", 6) != 0) {
+            return bottle_errf(err, errlen, "the only mode of a pattern is "
+                               "\":public\"");
+        }
+
+        out->public_ok = 1;
+        end = colon;
+    }
+
+    /* forge / owner / name: exactly three segments */
+
+    p = memchr(s, '/', (size_t) (end - s));
+    if (p == NULL) {
+        goto shape;
+    }
+
+    if (bottle_forge_name(out->forge, s, (size_t) (p - s)) != 0) {
+        return bottle_errf(err, errlen, "\"%.*s\" is not a forge's host name",
+                           (int) ((p - s) > 300 ? 300 : (p - s)), s);
+    }
+
+    s = p + 1;
+    p = memchr(s, '/', (size_t) (end - s));
+    if (p == NULL || memchr(p + 1, '/', (size_t) (end - p - 1)) != NULL) {
+        goto shape;
+    }
+
+    if (memchr(s, '*', (size_t) (p - s)) != NULL) {
+        return bottle_errf(err, errlen, "the owner of a pattern is literal: "
+                           "no '*' (one pattern per account or org)");
+    }
+
+    if (bottle_repo_segment(out->owner, s, (size_t) (p - s)) != 0) {
+        return bottle_errf(err, errlen, "the owner of a repo is 1 to %d of "
+                           "[A-Za-z0-9._-], not \".\" or \"..\" or starting "
+                           "with '.'", BOTTLE_REPO_SEGMENT_MAX);
+    }
+
+    s = p + 1;
+    n = (size_t) (end - s);
+    star = memchr(s, '*', n);
+
+    if (star != NULL && star != end - 1) {
+        return bottle_errf(err, errlen, "'*' only as a pattern's whole name "
+                           "or at its end (a prefix)");
+    }
+
+    if (star != NULL) {
+        out->prefix = 1;
+        n--;
+
+        if (n == 0) {
+            return 0;       /* "*": any name */
+        }
+
+        if (bottle_repo_segment(out->name, s, n) != 0) {
+            return bottle_errf(err, errlen, "the prefix of a name is 1 to "
+                               "%d of [A-Za-z0-9._-], not starting with '.'",
+                               BOTTLE_REPO_SEGMENT_MAX);
+        }
+
+        return 0;
+    }
+
+    if (n > 4 && memcmp(end - 4, ".git", 4) == 0) {
+        n -= 4;
+    }
+
+    if (bottle_repo_segment(out->name, s, n) != 0) {
+        return bottle_errf(err, errlen, "the name of a repo is 1 to %d of "
+                           "[A-Za-z0-9._-], not \".\" or \"..\" or starting "
+                           "with '.'", BOTTLE_REPO_SEGMENT_MAX);
+    }
+
+    return 0;
+
+shape:
+
+    return bottle_errf(err, errlen, "a pattern is \"<forge>/<owner>/"
+                       "<name>[:public]\", <name> a name, \"*\" or a prefix "
+                       "and '*'");
+}
+
+
+int
+bottle_repo_pattern_match(const bottle_repo_pattern_t *p,
+    const bottle_repo_t *repo, int public_repo)
+{
+    size_t  n;
+
+    if (public_repo && !p->public_ok) {
+        return 0;
+    }
+
+    if (strcmp(p->forge, repo->forge) != 0
+        || strcasecmp(p->owner, repo->owner) != 0)
+    {
+        return 0;
+    }
+
+    if (!p->prefix) {
+        return strcasecmp(p->name, repo->repo) == 0;
+    }
+
+    n = strlen(p->name);
+
+    return strlen(repo->repo) >= n && strncasecmp(p->name, repo->repo, n) == 0;
+}
+
+
+int
 bottle_repo_same(const bottle_repo_t *a, const bottle_repo_t *b)
 {
     return strcmp(a->forge, b->forge) == 0

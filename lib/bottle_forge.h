@@ -66,6 +66,35 @@ int bottle_forge_name_parse(char *out, const char *s, size_t len);
 int bottle_forge_url_name(char *out, const char *url, char *err,
     size_t errlen);
 
+/*
+ * A pattern of repos a bottle may create without asking
+ * (git_gate.actions.create, docs/policy.md): "<forge>/<owner>/<name>"
+ * with an optional ":public".  forge and owner are literal, as in a grant
+ * (an owner is never a wildcard: an agent must not create under any
+ * account or org); name is a repo's name, "*" (any), or a prefix and a
+ * final '*'.  Without ":public" only private repos match.
+ */
+typedef struct {
+    char    forge[BOTTLE_FORGE_NAME_MAX + 1];   /* lowercase */
+    char    owner[BOTTLE_REPO_SEGMENT_MAX + 1];
+    char    name[BOTTLE_REPO_SEGMENT_MAX + 1];  /* the prefix, if prefix;
+                                                   "" for "*" */
+    int     prefix;                             /* name ended in '*' */
+    int     public_ok;                          /* ":public" */
+} bottle_repo_pattern_t;
+
+/* len bytes, no NUL needed; 0, or -1 and one line in err */
+int bottle_repo_pattern_parse(bottle_repo_pattern_t *out, const char *s,
+    size_t len, char *err, size_t errlen);
+
+/*
+ * 1 if the pattern allows creating repo (public or not): forge equal,
+ * owner and name compared case-insensitively as bottle_repo_same() does,
+ * a prefix on the name's first bytes
+ */
+int bottle_repo_pattern_match(const bottle_repo_pattern_t *p,
+    const bottle_repo_t *repo, int public_repo);
+
 /* 1 if a and b name the same repo (forge and owner case-insensitively,
  * as the forges compare them; repo too) */
 int bottle_repo_same(const bottle_repo_t *a, const bottle_repo_t *b);

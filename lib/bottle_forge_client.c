@@ -19,13 +19,6 @@
 #include "bottle_util.h"
 
 
-/* a made repo's URL: the forge's URL, owner and repo */
-#define BOTTLE_FORGE_MADE_MAX                                                 \
-    (BOTTLE_FORGE_URL_MAX + 2 * BOTTLE_REPO_SEGMENT_MAX + 8)
-
-
-
-
 static int bottle_forge_command(redisContext *c, redisReply **out,
     int argc, const char **argv, int *lost, char *err, size_t errlen);
 static int bottle_forge_proposal(json_t **out, redisContext *c,
@@ -586,44 +579,128 @@ cleanup:
 
 
 int
+bottle_forge_create_repo(char *made, size_t size, redisContext *c,
+    const bottle_repo_t *repo, int public_repo, int *lost, char *err,
+    size_t errlen)
+{
+    int                   rc;
+    char                  login[BOTTLE_FORGE_ACCOUNT_MAX + 1];
+    bottle_forge_conf_t  *f;
+
+    made[0] = '\0';
+    *lost = 0;
+
+    f = calloc(1, sizeof(*f));
+    if (f == NULL) {
+        return bottle_errf(err, errlen, "out of memory");
+    }
+
+    rc = -1;
+
+    if (bottle_forge_load(f, c, repo->forge, lost, err, errlen) != 0) {
+        goto cleanup;
+    }
+
+    if (bottle_forge_api_user(login, sizeof(login), f, err, errlen) != 0
+        || bottle_forge_api_create(made, size, f, login, repo->owner,
+                                   repo->repo, !public_repo, err, errlen)
+           != 0)
+    {
+        made[0] = '\0';
+        goto cleanup;
+    }
+
+    if (made[0] == '\0') {
+        snprintf(made, size, "%s%s/%s", f->url, repo->owner, repo->repo);
+    }
+
+    rc = 0;
+
+cleanup:
+
+    bottle_forge_conf_clear(f);
+    free(f);
+
+    return rc;
+}
+
+
+int
+bottle_forge_create_grant(bottle_decision_result_t *out, redisContext *c,
+    const bottle_forge_create_req_t *req)
+{
+    int                    rc;
+    char                   note[BOTTLE_FORGE_MADE_MAX + 16],
+                           grant_repo[BOTTLE_FORGE_NAME_MAX
+                                      + 2 * BOTTLE_REPO_SEGMENT_MAX + 16];
+    json_t                *grant;
+    bottle_decision_req_t  dr;
+
+    memset(out, 0, sizeof(*out));
+
+    if (req->repo != NULL) {
+        snprintf(grant_repo, sizeof(grant_repo), "%s/%s/%s:write",
+                 req->repo->forge, req->repo->owner, req->repo->repo);
+        grant = json_pack("{s:s}", "repo", grant_repo);
+
+    } else {
+        /* answered already: any grant, the late answer says so */
+        grant = json_pack("{s:s}", "repo", "");
+    }
+
+    if (grant == NULL) {
+        return bottle_decision_fail(out, BOTTLE_DECISION_INVALID,
+                                    "out of memory");
+    }
+
+    snprintf(note, sizeof(note), "created %s", req->made ? req->made : "");
+
+    memset(&dr, 0, sizeof(dr));
+    dr.proposal = req->proposal;
+    dr.action = "modify";
+    dr.notes = req->notes ? req->notes : req->made ? note : NULL;
+    dr.grant = grant;
+    dr.operator_name = req->operator_name;
+    dr.producer = req->producer;
+    dr.created = req->made;
+
+    rc = bottle_decision_answer(out, c, &dr);
+
+    json_decref(grant);
+
+    return rc;
+}
+
+
+int
 bottle_forge_create_answer(bottle_decision_result_t *out, redisContext *c,
     const char *proposal, const char *notes, const char *operator_name,
     const char *producer)
 {
-    int                    rc, lost;
-    char                   login[BOTTLE_FORGE_ACCOUNT_MAX + 1], err[1024],
-                           made[BOTTLE_FORGE_MADE_MAX],
-                           note[BOTTLE_FORGE_MADE_MAX + 16],
-                           grant_repo[BOTTLE_FORGE_NAME_MAX
-                                      + 2 * BOTTLE_REPO_SEGMENT_MAX + 16];
-    json_t                *p, *grant;
-    const json_t          *args;
-    const char            *s;
-    bottle_repo_t          repo;
-    bottle_forge_conf_t   *f;
-    bottle_decision_req_t  dr;
+    int                        rc, lost;
+    char                       err[1024], made[BOTTLE_FORGE_MADE_MAX];
+    json_t                    *p;
+    const json_t              *args;
+    const char                *s;
+    bottle_repo_t              repo;
+    bottle_forge_create_req_t  cr;
 
     memset(out, 0, sizeof(*out));
-    p = NULL;
-    grant = NULL;
-    made[0] = '\0';
-
-    f = calloc(1, sizeof(*f));
-    if (f == NULL) {
-        return bottle_decision_fail(out, BOTTLE_DECISION_INVALID,
-                                 "out of memory");
-    }
+    memset(&cr, 0, sizeof(cr));
+    cr.proposal = proposal;
+    cr.notes = notes;
+    cr.operator_name = operator_name;
+    cr.producer = producer;
 
     rc = bottle_forge_proposal(&p, c, out, proposal,
                                BOTTLE_PROPOSAL_CREATE_REPO);
     if (rc < 0) {
-        goto cleanup;
+        return -1;
     }
 
     if (rc == 1) {
         /* answered already: the late answer, nothing made */
-        grant = json_pack("{s:s}", "repo", "");
-        goto answer;
+        return bottle_forge_create_grant(out, c, &cr);
     }
 
     rc = -1;
@@ -638,62 +715,33 @@ bottle_forge_create_answer(bottle_decision_result_t *out, redisContext *c,
         goto cleanup;
     }
 
-    if (bottle_forge_load(f, c, repo.forge, &lost, err, sizeof(err)) != 0) {
-        bottle_decision_fail(out, lost ? BOTTLE_DECISION_UNREACHABLE
-                                    : BOTTLE_DECISION_FORGE,
-                          "cannot create %s: %s", s, err);
-        goto cleanup;
-    }
-
-    if (bottle_forge_api_user(login, sizeof(login), f, err, sizeof(err)) != 0
-        || bottle_forge_api_create(made, sizeof(made), f, login, repo.owner,
-                                   repo.repo,
-                                   !json_is_true(json_object_get(args,
-                                                                 "public")),
-                                   err, sizeof(err))
-           != 0)
+    if (bottle_forge_create_repo(made, sizeof(made), c, &repo,
+                                 json_is_true(json_object_get(args,
+                                                              "public")),
+                                 &lost, err, sizeof(err))
+        != 0)
     {
-        bottle_decision_fail(out, BOTTLE_DECISION_FORGE, "cannot create %s "
-                          "(proposal \"%s\" still pending): %s", s, proposal,
-                          err);
+        if (lost) {
+            bottle_decision_fail(out, BOTTLE_DECISION_UNREACHABLE,
+                                 "cannot create %s: %s", s, err);
+
+        } else {
+            bottle_decision_fail(out, BOTTLE_DECISION_FORGE, "cannot create "
+                                 "%s (proposal \"%s\" still pending): %s", s,
+                                 proposal, err);
+        }
+
         goto cleanup;
     }
 
-    if (made[0] == '\0') {
-        snprintf(made, sizeof(made), "%s%s/%s", f->url, repo.owner,
-                 repo.repo);
-    }
+    cr.repo = &repo;
+    cr.made = made;
 
-    snprintf(grant_repo, sizeof(grant_repo), "%s/%s/%s:write", repo.forge,
-             repo.owner, repo.repo);
-
-    grant = json_pack("{s:s}", "repo", grant_repo);
-    if (grant == NULL) {
-        bottle_decision_fail(out, BOTTLE_DECISION_INVALID, "out of memory");
-        goto cleanup;
-    }
-
-answer:
-
-    snprintf(note, sizeof(note), "created %s", made);
-
-    memset(&dr, 0, sizeof(dr));
-    dr.proposal = proposal;
-    dr.action = "modify";
-    dr.notes = notes ? notes : made[0] ? note : NULL;
-    dr.grant = grant;
-    dr.operator_name = operator_name;
-    dr.producer = producer;
-    dr.created = made[0] ? made : NULL;
-
-    rc = bottle_decision_answer(out, c, &dr);
+    rc = bottle_forge_create_grant(out, c, &cr);
 
 cleanup:
 
-    json_decref(grant);
     json_decref(p);
-    bottle_forge_conf_clear(f);
-    free(f);
 
     return rc;
 }

@@ -30,6 +30,10 @@ struct redisContext;
 #define BOTTLE_FORGE_API_TIMEOUT   30       /* s, a whole API call */
 #define BOTTLE_FORGE_API_BODY_MAX  (1024 * 1024)   /* an answer, at most */
 
+/* a made repo's URL: the forge's URL, owner and repo */
+#define BOTTLE_FORGE_MADE_MAX                                                 \
+    (BOTTLE_FORGE_URL_MAX + 2 * BOTTLE_REPO_SEGMENT_MAX + 8)
+
 
 typedef struct {
     char    kind[8];                            /* "gitea", "github" */
@@ -120,15 +124,53 @@ int bottle_forge_connect_answer(bottle_decision_result_t *out,
 
 /*
  * Answers a create-repo: the repo made on its (connected) forge with the
- * forge's token, private unless the proposal says public, then the
- * proposal modified with {"repo": "<forge>/<owner>/<repo>:write"} (added
- * to the bottle's repos as an add-repo's grant) and "created": the
- * repo's URL.  A forge error leaves the proposal pending: -1 with
+ * forge's token, private unless the proposal says public
+ * (bottle_forge_create_repo()), then the proposal modified with
+ * {"repo": "<forge>/<owner>/<repo>:write"} (added to the bottle's repos
+ * as an add-repo's grant) and "created": the repo's URL
+ * (bottle_forge_create_grant()).  A forge error leaves the proposal pending: -1 with
  * BOTTLE_DECISION_FORGE and the forge's message.
  */
 int bottle_forge_create_answer(bottle_decision_result_t *out,
     struct redisContext *c, const char *proposal, const char *notes,
     const char *operator_name, const char *producer);
+
+
+/*
+ * The two halves of a create-repo's answer, shared by the operator's
+ * Create (bottle_forge_create_answer()) and supervise's create-repo when
+ * the bottle's git_gate.actions.create allows the repo (no card).
+ *
+ * bottle_forge_create_repo(): makes repo on its connected forge with the
+ * forge's token (bottle_forge_load(), bottle_forge_api_user(),
+ * bottle_forge_api_create()), private unless public_repo; the repo's URL
+ * in made (BOTTLE_FORGE_MADE_MAX bytes hold any).  0, or -1 and one line
+ * in err (the forge's status and message; *lost 1 if the store was
+ * lost).
+ */
+int bottle_forge_create_repo(char *made, size_t size,
+    struct redisContext *c, const bottle_repo_t *repo, int public_repo,
+    int *lost, char *err, size_t errlen);
+
+typedef struct {
+    const char              *proposal;      /* a create-repo's id */
+    const bottle_repo_t     *repo;          /* made; NULL: none (the
+                                               proposal was answered
+                                               already: the late answer) */
+    const char              *made;          /* its URL, or NULL */
+    const char              *notes;         /* NULL: "created <made>" */
+    const char              *operator_name;
+    const char              *producer;
+} bottle_forge_create_req_t;
+
+/*
+ * bottle_forge_create_grant(): the made repo granted: the proposal
+ * modified with {"repo": "<forge>/<owner>/<repo>:write"} (added to the
+ * bottle's repos, a new policy version) and "created", through
+ * bottle_decision_answer() (its out, its statuses).
+ */
+int bottle_forge_create_grant(bottle_decision_result_t *out,
+    struct redisContext *c, const bottle_forge_create_req_t *req);
 
 
 #endif /* BOTTLE_FORGE_CLIENT_H */

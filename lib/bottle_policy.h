@@ -167,6 +167,10 @@ typedef struct bottle_s {
     int                 firehose;       /* BOTTLE_FIREHOSE_* */
     bottle_repo_t      *repos;          /* repo grants, for git-gate */
     size_t              nrepos;
+    bottle_repo_pattern_t  *create;     /* git_gate.actions.create: repos
+                                           supervise's create-repo makes
+                                           without asking */
+    size_t              ncreate;
 
     bottle_route_t     *routes;
     size_t              nroutes;
@@ -248,6 +252,14 @@ const bottle_route_t *bottle_find_route(const bottle_t *b, const char *host,
  */
 const bottle_repo_t *bottle_find_repo(const bottle_t *b,
     const bottle_repo_t *want);
+
+/*
+ * The first of the bottle's git_gate.actions.create patterns that allows
+ * creating repo (public only with ":public"), or NULL: then an operator
+ * is asked.
+ */
+const bottle_repo_pattern_t *bottle_create_allowed(const bottle_t *b,
+    const bottle_repo_t *repo, int public_repo);
 
 /* 1 if the port is allowed: the listed ports, else 443 or 80 */
 int bottle_route_port_ok(const bottle_route_t *r, unsigned port,

@@ -13,7 +13,18 @@
 
 static const char *const  bottle_fields[] = {
     "id", "slug", "token", "token_sha256", "source_ips", "canary",
-    "egress_tokens", "held_secrets", "audit", "repos", "routes", NULL
+    "egress_tokens", "held_secrets", "audit", "repos", "git_gate", "routes",
+    NULL
+};
+
+/* what git-gate's actions do without asking: creating repos, nothing else
+ * yet (a key nothing acts on is refused, not ignored) */
+static const char *const  bottle_git_gate_fields[] = {
+    "actions", NULL
+};
+
+static const char *const  bottle_git_gate_actions_fields[] = {
+    "create", NULL
 };
 
 static const char *const  bottle_audit_fields[] = {
@@ -426,6 +437,113 @@ bottle_check_repos(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
 }
 
 
+/*
+ * git_gate: {"actions": {"create": ["<forge>/<owner>/<name>[:public]",
+ * ...]}}: the repos supervise's create-repo makes without a card
+ */
+
+static int
+bottle_parse_git_gate(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
+{
+    char     q[BOTTLE_QUOTE_LEN];
+    char     err[256];
+    size_t   i, j, n, saved, item_saved;
+    json_t  *gg, *actions, *create, *item;
+
+    if (bottle_get(&gg, ctx, obj, "git_gate", BOTTLE_J_OBJECT, 0) != 0) {
+        return -1;
+    }
+
+    if (gg == NULL) {
+        return 0;
+    }
+
+    saved = bottle_path_key(ctx, "git_gate");
+
+    if (bottle_check_fields(ctx, gg, bottle_git_gate_fields) != 0
+        || bottle_get(&actions, ctx, gg, "actions", BOTTLE_J_OBJECT, 0) != 0)
+    {
+        return -1;
+    }
+
+    if (actions == NULL) {
+        bottle_path_pop(ctx, saved);
+        return 0;
+    }
+
+    bottle_path_key(ctx, "actions");
+
+    if (bottle_check_fields(ctx, actions, bottle_git_gate_actions_fields) != 0
+        || bottle_get(&create, ctx, actions, "create", BOTTLE_J_ARRAY, 0)
+           != 0)
+    {
+        return -1;
+    }
+
+    n = create ? json_array_size(create) : 0;
+
+    if (n == 0) {
+        bottle_path_pop(ctx, saved);
+        return 0;
+    }
+
+    bottle_path_key(ctx, "create");
+
+    if (n > BOTTLE_CREATE_MAX) {
+        return bottle_fail(ctx, "at most %d patterns", BOTTLE_CREATE_MAX);
+    }
+
+    b->create = bottle_alloc_array(ctx->policy, n,
+                                   sizeof(bottle_repo_pattern_t));
+    if (b->create == NULL) {
+        return bottle_fail(ctx, "out of memory");
+    }
+
+    for (i = 0; i < n; i++) {
+        item = json_array_get(create, i);   /* borrowed */
+        item_saved = bottle_path_index(ctx, i);
+
+        if (!json_is_string(item)) {
+            return bottle_fail(ctx, "must be a string");
+        }
+
+        if (bottle_repo_pattern_parse(&b->create[i], json_string_value(item),
+                                      json_string_length(item), err,
+                                      sizeof(err))
+            != 0)
+        {
+            return bottle_fail(ctx, "%s: %s",
+                               bottle_quote(q, sizeof(q),
+                                            json_string_value(item),
+                                            json_string_length(item)),
+                               err);
+        }
+
+        /* the same pattern twice is a mistake (an edit meant elsewhere) */
+
+        for (j = 0; j < i; j++) {
+            if (memcmp(&b->create[j], &b->create[i],
+                       sizeof(bottle_repo_pattern_t)) == 0)
+            {
+                return bottle_fail(ctx, "%s is already "
+                                   "git_gate.actions.create[%zu]",
+                                   bottle_quote(q, sizeof(q),
+                                                json_string_value(item),
+                                                json_string_length(item)),
+                                   j);
+            }
+        }
+
+        bottle_path_pop(ctx, item_saved);
+    }
+
+    b->ncreate = n;
+    bottle_path_pop(ctx, saved);
+
+    return 0;
+}
+
+
 static int
 bottle_parse_routes(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
 {
@@ -531,6 +649,7 @@ bottle_parse_bottle(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
                                 obj, "held_secrets", 0) != 0
         || bottle_parse_audit(ctx, obj, b) != 0
         || bottle_check_repos(ctx, obj, b) != 0
+        || bottle_parse_git_gate(ctx, obj, b) != 0
         || bottle_parse_routes(ctx, obj, b) != 0
         || bottle_index_routes(ctx, b) != 0)
     {

@@ -24,6 +24,7 @@
 #define BOTTLE_FILE_MAX      (64 * 1024 * 1024)
 #define BOTTLE_QUOTE_LEN     80
 #define BOTTLE_RESERVED_HOST "_egress.local"
+#define BOTTLE_CREATE_MAX    64     /* git_gate.actions.create entries */
 
 
 typedef struct bottle_block_s  bottle_block_t;

@@ -262,3 +262,19 @@ bottle_find_repo(const bottle_t *b, const bottle_repo_t *want)
 
     return found;
 }
+
+
+const bottle_repo_pattern_t *
+bottle_create_allowed(const bottle_t *b, const bottle_repo_t *repo,
+    int public_repo)
+{
+    size_t  i;
+
+    for (i = 0; i < b->ncreate; i++) {
+        if (bottle_repo_pattern_match(&b->create[i], repo, public_repo)) {
+            return &b->create[i];
+        }
+    }
+
+    return NULL;
+}

@@ -172,8 +172,10 @@ char *bottle_proposal_pretty(const json_t *o);
  * nothing; else the XADD's error is returned and the script goes on.
  *
  * propose: ARGV = id, bottle, kind, created ms, proposal JSON, the
- *   stream's MAXLEN (about), decision.proposed JSON.  Error replies:
- *   "NOBOTTLE ...", "EXISTS ...", "JOURNAL ...".  Stores the hash (state
+ *   stream's MAXLEN (about), decision.proposed JSON, and optionally the
+ *   bottle's most pending proposals and most pending or approved ones of
+ *   this kind (absent or "": no bound).  Error replies: "NOBOTTLE ...",
+ *   "EXISTS ...", "LIMIT pending|kind <count>", "JOURNAL ...".  Stores the hash (state
  *   "pending"), adds the id to the pending, all and bottle's indexes
  *   (score: created), XADDs the event, publishes "<id> <bottle> <kind>"
  *   on bottle:proposals.  Returns [id, journal error or ""].
@@ -240,6 +242,10 @@ struct redisContext;
                                            timeout, NOAUTH */
 #define BOTTLE_PROPOSAL_ENONE      -6   /* check: no such proposal of that
                                            bottle */
+#define BOTTLE_PROPOSAL_EPENDING   -7   /* propose: origin->pending_max
+                                           reached (out->count) */
+#define BOTTLE_PROPOSAL_EKIND      -8   /* propose: origin->kind_max
+                                           reached (out->count) */
 
 /* who queues a proposal: the decision.proposed event's origin */
 typedef struct {
@@ -248,6 +254,12 @@ typedef struct {
     uint64_t                seq;        /* unique per (gateway, event) */
     unsigned long long      stream_max; /* the journal's MAXLEN (about);
                                            0: BOTTLE_PROPOSAL_STREAM_MAX */
+    long long               pending_max;/* > 0: refused (EPENDING) when the
+                                           bottle has this many pending */
+    long long               kind_max;   /* > 0: refused (EKIND) when it has
+                                           this many of the kind pending
+                                           or approved (launch-bottle's
+                                           children.max) */
 } bottle_proposal_origin_t;
 
 /* the gateways' default bottle_audit_stream_max */
@@ -260,6 +272,7 @@ typedef struct {
                                                    warning: the proposal
                                                    is queued) */
     int64_t                 created_ms;
+    long long               count;      /* EPENDING, EKIND: how many */
 } bottle_proposal_queued_t;
 
 /*
@@ -295,19 +308,6 @@ int bottle_proposal_find(char out[BOTTLE_PROPOSAL_ID_LEN],
     const char *bottle, bottle_proposal_kind_e kind, const char *states,
     const json_t *match, char *err, size_t errlen);
 
-/*
- * How many of a bottle's proposals are pending, and how many of one
- * kind are pending or approved (launch-bottle's children), in *pending
- * and *of_kind.  Walks the bottle's index (bottle:proposals:of:<id>) in
- * one script.  0, or a code and one line in err.
- */
-int bottle_proposal_count(long long *pending, long long *of_kind,
-    struct redisContext *c, const char *bottle, bottle_proposal_kind_e kind,
-    char *err, size_t errlen);
-
-/* count: ARGV = bottle, kind.  Returns [pending, pending or approved of
- * that kind] */
-extern const char  bottle_proposal_count_script[];
 
 
 #endif /* BOTTLE_PROPOSAL_H */

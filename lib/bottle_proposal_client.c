@@ -33,22 +33,6 @@ static int64_t bottle_proposal_now(void);
  * producers bound the pending ones), and the answered ones are kept, so
  * this is linear in its history.
  */
-const char  bottle_proposal_count_script[] =
-    "local ids = redis.call('ZRANGE', '" BOTTLE_PROPOSALS_OF "' .. ARGV[1],"
-    " 0, -1)\n"
-    "local pending, kind = 0, 0\n"
-    "for _, id in ipairs(ids) do\n"
-    "  local h = redis.call('HMGET', '" BOTTLE_PROPOSAL_PREFIX "' .. id, '"
-    BOTTLE_PROPOSAL_F_STATE "', '" BOTTLE_PROPOSAL_F_KIND "')\n"
-    "  if h[1] == 'pending' then pending = pending + 1 end\n"
-    "  if h[2] == ARGV[2] and (h[1] == 'pending' or h[1] == 'approved')"
-    " then\n"
-    "    kind = kind + 1\n"
-    "  end\n"
-    "end\n"
-    "return {pending, kind}\n";
-
-
 int
 bottle_proposal_propose(bottle_proposal_queued_t *out, redisContext *c,
     const char *bottle, bottle_proposal_kind_e kind, const json_t *args,
@@ -56,10 +40,12 @@ bottle_proposal_propose(bottle_proposal_queued_t *out, redisContext *c,
     char *err, size_t errlen)
 {
     int          rc;
-    char         created[32], maxlen[32], *text, *event;
+    int          ac;
+    char        *n;
+    char         created[32], maxlen[32], pmax[32], kmax[32], *text, *event;
     json_t      *p;
     redisReply  *r;
-    const char  *av[10], *name;
+    const char  *av[12], *name;
 
     text = NULL;
     event = NULL;
@@ -117,8 +103,23 @@ bottle_proposal_propose(bottle_proposal_queued_t *out, redisContext *c,
     av[7] = text;
     av[8] = maxlen;
     av[9] = event;
+    ac = 10;
 
-    r = redisCommandArgv(c, 10, av, NULL);
+    if (origin->pending_max > 0 || origin->kind_max > 0) {
+        pmax[0] = '\0';
+        kmax[0] = '\0';
+        if (origin->pending_max > 0) {
+            snprintf(pmax, sizeof(pmax), "%lld", origin->pending_max);
+        }
+        if (origin->kind_max > 0) {
+            snprintf(kmax, sizeof(kmax), "%lld", origin->kind_max);
+        }
+        av[10] = pmax;
+        av[11] = kmax;
+        ac = 12;
+    }
+
+    r = redisCommandArgv(c, ac, av, NULL);
 
     rc = bottle_proposal_reply_error(c, r, err, errlen);
     if (rc != 0) {
@@ -127,6 +128,15 @@ bottle_proposal_propose(bottle_proposal_queued_t *out, redisContext *c,
         {
             bottle_errf(err, errlen, "%s", r->str + 9);
             rc = BOTTLE_PROPOSAL_ENOBOTTLE;
+
+        } else if (rc == BOTTLE_PROPOSAL_ESTORE
+                   && strncmp(r->str, "LIMIT ", 6) == 0)
+        {
+            rc = strncmp(r->str + 6, "kind ", 5) == 0
+                 ? BOTTLE_PROPOSAL_EKIND : BOTTLE_PROPOSAL_EPENDING;
+            n = strrchr(r->str, ' ');
+            out->count = strtoll(n + 1, NULL, 10);
+            bottle_errf(err, errlen, "%s", r->str + 6);
 
         } else if (rc == BOTTLE_PROPOSAL_ESTORE
                    && strncmp(r->str, "JOURNAL ", 8) == 0)
@@ -317,55 +327,6 @@ bottle_proposal_find(char out[BOTTLE_PROPOSAL_ID_LEN],
 
     strcpy(out, bottle_proposal_str(r, 0));
     strcpy(state, bottle_proposal_str(r, 1));
-
-cleanup:
-
-    if (r) {
-        freeReplyObject(r);
-    }
-
-    return rc;
-}
-
-
-int
-bottle_proposal_count(long long *pending, long long *of_kind,
-    redisContext *c, const char *bottle, bottle_proposal_kind_e kind,
-    char *err, size_t errlen)
-{
-    int          rc;
-    redisReply  *r;
-    const char  *av[5];
-
-    av[0] = "EVAL";
-    av[1] = bottle_proposal_count_script;
-    av[2] = "0";
-    av[3] = bottle;
-    av[4] = bottle_proposal_kind_name(kind);
-
-    if (av[4] == NULL) {
-        return bottle_errf(err, errlen, "unknown kind");
-    }
-
-    r = redisCommandArgv(c, 5, av, NULL);
-
-    rc = bottle_proposal_reply_error(c, r, err, errlen);
-    if (rc != 0) {
-        goto cleanup;
-    }
-
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2
-        || r->element[0]->type != REDIS_REPLY_INTEGER
-        || r->element[1]->type != REDIS_REPLY_INTEGER)
-    {
-        bottle_errf(err, errlen, "unexpected reply from the store to the "
-                    "count script");
-        rc = BOTTLE_PROPOSAL_ESTORE;
-        goto cleanup;
-    }
-
-    *pending = r->element[0]->integer;
-    *of_kind = r->element[1]->integer;
 
 cleanup:
 

@@ -182,6 +182,7 @@ void ngx_bottle_zone_delete(ngx_str_t *key);
 ngx_uint_t ngx_bottle_zone_count(void);
 ngx_int_t ngx_bottle_zone_held(ngx_str_t *id, ngx_int_t n, off_t bytes,
     ngx_uint_t max, off_t max_bytes);
+void ngx_bottle_zone_held_reclaim(ngx_cycle_t *cycle);
 ngx_int_t ngx_bottle_zone_pair_key(ngx_pool_t *pool, ngx_str_t *id,
     ngx_str_t *host, const u_char *tail, size_t tail_len, ngx_str_t *out);
 ngx_int_t ngx_bottle_zone_safelist(ngx_slab_pool_t **shpool,

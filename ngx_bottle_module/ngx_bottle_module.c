@@ -153,6 +153,8 @@ ngx_bottle_init_process(ngx_cycle_t *cycle)
     bcf = (ngx_bottle_conf_t *) ngx_get_conf(cycle->conf_ctx,
                                              ngx_bottle_module);
 
+    ngx_bottle_zone_held_reclaim(cycle);
+
     if (bcf->store && bcf->store->redis
         && ngx_bottle_store_redis_init_process(cycle, bcf->store) != NGX_OK)
     {
@@ -170,6 +172,8 @@ ngx_bottle_exit_process(ngx_cycle_t *cycle)
 
     bcf = (ngx_bottle_conf_t *) ngx_get_conf(cycle->conf_ctx,
                                              ngx_bottle_module);
+
+    ngx_bottle_zone_held_reclaim(cycle);
 
     if (bcf->store && bcf->store->redis) {
         ngx_bottle_store_redis_exit_process(bcf->store);

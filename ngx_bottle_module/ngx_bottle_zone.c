@@ -39,12 +39,25 @@ typedef struct {
 } ngx_bottle_zone_sh_t;
 
 
+/* one worker's share of a bottle's held requests, so that what a worker
+ * that died held can be given back (ngx_bottle_zone_held_reclaim()) */
+typedef struct ngx_bottle_held_pid_s  ngx_bottle_held_pid_t;
+
+struct ngx_bottle_held_pid_s {
+    ngx_bottle_held_pid_t  *next;
+    ngx_pid_t               pid;
+    ngx_uint_t              n;
+    off_t                   bytes;
+};
+
+
 /* requests held for the operator, one bottle's, across the workers */
 typedef struct {
-    ngx_str_node_t       sn;             /* key: the bottle's id */
-    ngx_uint_t           n;
-    off_t                bytes;          /* their bodies */
-    u_char               data[1];
+    ngx_str_node_t          sn;          /* key: the bottle's id */
+    ngx_uint_t              n;
+    off_t                   bytes;       /* their bodies */
+    ngx_bottle_held_pid_t  *pids;        /* the shares, n of them at most */
+    u_char                  data[1];
 } ngx_bottle_held_t;
 
 
@@ -58,6 +71,10 @@ typedef struct {
 static ngx_int_t ngx_bottle_zone_init(ngx_shm_zone_t *shm_zone, void *data);
 static ngx_bottle_record_t *ngx_bottle_zone_lookup(ngx_bottle_zone_t *zone,
     ngx_str_t *key, uint32_t hash);
+static ngx_uint_t ngx_bottle_zone_held_dead(ngx_bottle_zone_t *zone,
+    ngx_bottle_held_t *h);
+static void ngx_bottle_zone_held_free(ngx_bottle_zone_t *zone,
+    ngx_bottle_held_t *h);
 
 
 ngx_int_t
@@ -412,17 +429,21 @@ ngx_bottle_zone_safelist_grow(size_t size)
  * A request of the bottle held for the operator (n 1, with its body's
  * bytes), or one released (n -1, the same bytes).  Holding one more is
  * NGX_BUSY past max requests, NGX_DECLINED past max_bytes: each bottle has
- * its own bound, so one cannot starve the others.
+ * its own bound, so one cannot starve the others.  The counts are kept
+ * per worker: at the bound, the shares of workers that died (a crash
+ * never releases what it held) are given back first.
  */
 
 ngx_int_t
 ngx_bottle_zone_held(ngx_str_t *id, ngx_int_t n, off_t bytes, ngx_uint_t max,
     off_t max_bytes)
 {
-    uint32_t            hash;
-    ngx_int_t           rc;
-    ngx_bottle_zone_t  *zone;
-    ngx_bottle_held_t  *h;
+    uint32_t                hash;
+    ngx_int_t               rc;
+    ngx_uint_t              gone;
+    ngx_bottle_zone_t      *zone;
+    ngx_bottle_held_t      *h;
+    ngx_bottle_held_pid_t  *p, **pp;
 
     zone = ngx_bottle_zone_get();
     if (zone == NULL) {
@@ -431,27 +452,18 @@ ngx_bottle_zone_held(ngx_str_t *id, ngx_int_t n, off_t bytes, ngx_uint_t max,
 
     hash = ngx_crc32_short(id->data, id->len);
     rc = NGX_OK;
+    gone = 0;
 
     ngx_shmtx_lock(&zone->shpool->mutex);
 
     h = (ngx_bottle_held_t *) ngx_str_rbtree_lookup(&zone->sh->held, id,
                                                     hash);
 
-    if (n < 0) {
-        if (h) {
-            h->n--;
-            h->bytes -= ngx_min(bytes, h->bytes);
-
-            if (h->n == 0) {
-                ngx_rbtree_delete(&zone->sh->held, &h->sn.node);
-                ngx_slab_free_locked(zone->shpool, h);
-            }
+    if (h == NULL) {
+        if (n < 0) {
+            goto done;
         }
 
-        goto done;
-    }
-
-    if (h == NULL) {
         h = ngx_slab_calloc_locked(zone->shpool,
                                    offsetof(ngx_bottle_held_t, data)
                                    + id->len);
@@ -468,6 +480,29 @@ ngx_bottle_zone_held(ngx_str_t *id, ngx_int_t n, off_t bytes, ngx_uint_t max,
         ngx_rbtree_insert(&zone->sh->held, &h->sn.node);
     }
 
+    for (pp = &h->pids; *pp; pp = &(*pp)->next) {
+        if ((*pp)->pid == ngx_pid) {
+            break;
+        }
+    }
+
+    p = *pp;
+
+    if (n < 0) {
+        if (p) {
+            p->n--;
+            p->bytes -= ngx_min(bytes, p->bytes);
+            h->n--;
+            h->bytes -= ngx_min(bytes, h->bytes);
+        }
+
+        goto free;
+    }
+
+    if (h->n >= max || h->bytes + bytes > max_bytes) {
+        gone = ngx_bottle_zone_held_dead(zone, h);
+    }
+
     if (h->n >= max) {
         rc = NGX_BUSY;
 
@@ -475,20 +510,140 @@ ngx_bottle_zone_held(ngx_str_t *id, ngx_int_t n, off_t bytes, ngx_uint_t max,
         rc = NGX_DECLINED;
 
     } else {
+        if (p == NULL) {
+            p = ngx_slab_calloc_locked(zone->shpool, sizeof(*p));
+            if (p == NULL) {
+                rc = NGX_ERROR;
+                goto free;
+            }
+
+            p->pid = ngx_pid;
+            p->next = h->pids;
+            h->pids = p;
+        }
+
+        p->n++;
+        p->bytes += bytes;
         h->n++;
         h->bytes += bytes;
     }
 
-    if (h->n == 0) {
-        ngx_rbtree_delete(&zone->sh->held, &h->sn.node);
-        ngx_slab_free_locked(zone->shpool, h);
-    }
+free:
+
+    ngx_bottle_zone_held_free(zone, h);
 
 done:
 
     ngx_shmtx_unlock(&zone->shpool->mutex);
 
+    if (gone) {
+        ngx_bottle_metrics_add(NGX_BOTTLE_METRIC_HELD, -(ngx_int_t) gone);
+    }
+
     return rc;
+}
+
+
+/*
+ * At a worker's start: gives back the held requests of every worker that
+ * died, as a crash leaves them (nginx has just reaped it, so kill() knows
+ * it is gone).
+ */
+
+void
+ngx_bottle_zone_held_reclaim(ngx_cycle_t *cycle)
+{
+    ngx_uint_t          gone;
+    ngx_rbtree_node_t  *node, *next, *sentinel;
+    ngx_bottle_zone_t  *zone;
+    ngx_bottle_held_t  *h;
+
+    zone = ngx_bottle_zone_get();
+    if (zone == NULL) {
+        return;
+    }
+
+    gone = 0;
+
+    ngx_shmtx_lock(&zone->shpool->mutex);
+
+    sentinel = zone->sh->held.sentinel;
+    node = zone->sh->held.root;
+
+    if (node != sentinel) {
+        for (node = ngx_rbtree_min(node, sentinel); node; node = next) {
+            next = ngx_rbtree_next(&zone->sh->held, node);
+
+            h = (ngx_bottle_held_t *) node;
+            gone += ngx_bottle_zone_held_dead(zone, h);
+            ngx_bottle_zone_held_free(zone, h);
+        }
+    }
+
+    ngx_shmtx_unlock(&zone->shpool->mutex);
+
+    if (gone) {
+        ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                      "bottle: %ui held request%s of a worker that died "
+                      "given back", gone, gone == 1 ? "" : "s");
+        ngx_bottle_metrics_add(NGX_BOTTLE_METRIC_HELD, -(ngx_int_t) gone);
+    }
+}
+
+
+/* the shares of workers that are gone, dropped; how many requests */
+
+static ngx_uint_t
+ngx_bottle_zone_held_dead(ngx_bottle_zone_t *zone, ngx_bottle_held_t *h)
+{
+    ngx_uint_t              gone;
+    ngx_bottle_held_pid_t  *p, **pp;
+
+    gone = 0;
+
+    for (pp = &h->pids; *pp; /* void */) {
+        p = *pp;
+
+        if (p->pid == ngx_pid || kill(p->pid, 0) == 0 || ngx_errno != ESRCH) {
+            pp = &p->next;
+            continue;
+        }
+
+        gone += p->n;
+        h->n -= ngx_min(p->n, h->n);
+        h->bytes -= ngx_min(p->bytes, h->bytes);
+
+        *pp = p->next;
+        ngx_slab_free_locked(zone->shpool, p);
+    }
+
+    return gone;
+}
+
+
+/* empty shares, and the bottle's node once it holds nothing */
+
+static void
+ngx_bottle_zone_held_free(ngx_bottle_zone_t *zone, ngx_bottle_held_t *h)
+{
+    ngx_bottle_held_pid_t  *p, **pp;
+
+    for (pp = &h->pids; *pp; /* void */) {
+        p = *pp;
+
+        if (p->n) {
+            pp = &p->next;
+            continue;
+        }
+
+        *pp = p->next;
+        ngx_slab_free_locked(zone->shpool, p);
+    }
+
+    if (h->n == 0 && h->pids == NULL) {
+        ngx_rbtree_delete(&zone->sh->held, &h->sn.node);
+        ngx_slab_free_locked(zone->shpool, h);
+    }
 }
 
 

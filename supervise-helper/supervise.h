@@ -41,6 +41,10 @@
 #define SV_STORE_COMMAND_S      5
 #define SV_THREADS              4       /* MHD's pool */
 
+/* who answers a create-repo the bottle's git_gate.actions.create allows
+ * (the decision's operator, decision.resolved's operator_name) */
+#define SV_POLICY_OPERATOR      "policy:git_gate.actions.create"
+
 /* JSON-RPC error codes */
 #define SV_RPC_PARSE_ERROR      -32700
 #define SV_RPC_INVALID_REQUEST  -32600

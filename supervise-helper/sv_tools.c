@@ -20,6 +20,7 @@
 #include <hiredis/hiredis.h>
 
 #include "bottle_forge.h"
+#include "bottle_forge_client.h"
 #include "bottle_introspect.h"
 #include "supervise.h"
 
@@ -56,6 +57,8 @@ static json_t *sv_refuse(sv_tool_t *t, const char *fmt, ...)
     ;
 static json_t *sv_queue(sv_tool_t *t, bottle_proposal_kind_e kind,
     json_t *args, long long kind_max, const char *kind_why);
+static json_t *sv_create_allowed(sv_tool_t *t, const bottle_repo_t *repo,
+    const bottle_repo_pattern_t *by, json_t *args);
 static json_t *sv_repo_check(sv_tool_t *t, bottle_repo_t *repo,
     int with_mode);
 static json_t *sv_tool_json(int is_error, json_t *o);
@@ -508,10 +511,12 @@ sv_add_repo(sv_tool_t *t)
 static json_t *
 sv_create_repo(sv_tool_t *t)
 {
-    char            name[BOTTLE_FORGE_NAME_MAX + 2 * BOTTLE_REPO_SEGMENT_MAX
-                         + 8];
-    json_t         *refused, *pub;
-    bottle_repo_t   repo;
+    int                           public_repo;
+    char                          name[BOTTLE_FORGE_NAME_MAX
+                                       + 2 * BOTTLE_REPO_SEGMENT_MAX + 8];
+    json_t                       *refused, *pub, *args;
+    bottle_repo_t                 repo;
+    const bottle_repo_pattern_t  *by;
 
     pub = json_object_get(t->in, "public");
     if (pub && !json_is_null(pub) && !json_is_boolean(pub)) {
@@ -523,13 +528,169 @@ sv_create_repo(sv_tool_t *t)
         return refused;
     }
 
+    public_repo = json_is_true(pub);
+
     snprintf(name, sizeof(name), "%s/%s/%s", repo.forge, repo.owner,
              repo.repo);
 
-    return sv_queue(t, BOTTLE_PROPOSAL_CREATE_REPO,
-                    json_pack("{s:s, s:b}", "repo", name, "public",
-                              json_is_true(pub)),
-                    -1, NULL);
+    args = json_pack("{s:s, s:b}", "repo", name, "public", public_repo);
+
+    /* the bottle's own policy may allow it without asking anyone */
+
+    by = bottle_create_allowed(t->b.bottle, &repo, public_repo);
+
+    if (by != NULL) {
+        return sv_create_allowed(t, &repo, by, args);
+    }
+
+    return sv_queue(t, BOTTLE_PROPOSAL_CREATE_REPO, args, -1, NULL);
+}
+
+
+/*
+ * A create-repo the bottle's git_gate.actions.create allows: no card.  The
+ * repo is made first, with the code the operator's Create runs
+ * (bottle_forge_create_repo()), so that a forge error (the repo exists:
+ * a second call racing the first one gets the forge's 409) queues and
+ * grants nothing.  Then the proposal is queued and answered at once as an
+ * approved create is (bottle_forge_create_grant()), the decision the
+ * policy's (SV_POLICY_OPERATOR): decision.proposed and decision.resolved
+ * in the journal, the :write grant in a new policy version, and the
+ * answer an approved create gives.  args: a new reference, stolen.
+ */
+
+static json_t *
+sv_create_allowed(sv_tool_t *t, const bottle_repo_t *repo,
+    const bottle_repo_pattern_t *by, json_t *args)
+{
+    int                        rc, lost, pending;
+    char                       made[BOTTLE_FORGE_MADE_MAX];
+    json_t                    *refused, *answer;
+    const char                *name;
+    redisContext              *c;
+    bottle_decision_result_t   res;
+    bottle_forge_create_req_t  cr;
+    bottle_proposal_origin_t   o;
+    bottle_proposal_queued_t   q;
+
+    if (args == NULL) {
+        return sv_refuse(t, "invalid arguments (not UTF-8?)");
+    }
+
+    name = json_string_value(json_object_get(args, "repo"));
+
+    c = sv_store(t->err, sizeof(t->err));
+    if (c == NULL) {
+        json_decref(args);
+        return sv_refuse(t, "%s", t->err);
+    }
+
+    if (bottle_forge_create_repo(made, sizeof(made), c, repo,
+                                 json_is_true(json_object_get(args,
+                                                              "public")),
+                                 &lost, t->err, sizeof(t->err))
+        != 0)
+    {
+        if (lost) {
+            sv_store_lost();
+        }
+
+        refused = sv_refuse(t, "cannot create %s: %s", name, t->err);
+        json_decref(args);
+
+        return refused;
+    }
+
+    /*
+     * No pending_max: the proposal is answered at once and waits for no
+     * operator, and a bound counted now, with the repo made, could only
+     * leave it made and not granted.
+     */
+
+    memset(&o, 0, sizeof(o));
+    o.producer = "supervise";
+    o.gateway = sv_conf.gateway;
+    o.seq = sv_seq();
+    o.stream_max = sv_conf.stream_max;
+
+    q.id[0] = '\0';
+    q.created_ms = sv_now();
+
+    rc = bottle_proposal_id(q.id, q.created_ms);
+
+    if (rc == 0) {
+        rc = bottle_proposal_propose(&q, c, t->call->bottle,
+                                     BOTTLE_PROPOSAL_CREATE_REPO, args,
+                                     t->why, &o, t->err, sizeof(t->err));
+    }
+
+    if (rc != 0) {
+        /* made, but with no record it is not granted: an operator can */
+
+        if (rc == BOTTLE_PROPOSAL_ELOST) {
+            sv_store_lost();
+        }
+
+        sv_log("failure 'create-repo' bottle=%s request=%s: made %s but "
+               "cannot record it, not granted: %s", t->call->bottle,
+               t->call->request_id[0] ? t->call->request_id : "-", made,
+               t->err);
+
+        answer = sv_tool_text(1, "created %s, but it cannot be recorded, "
+                              "so it is not granted: %s; ask for it with "
+                              "add-repo %s:write", made, t->err, name);
+        json_decref(args);
+
+        return answer;
+    }
+
+    memset(&cr, 0, sizeof(cr));
+    cr.proposal = q.id;
+    cr.repo = repo;
+    cr.made = made;
+    cr.operator_name = SV_POLICY_OPERATOR;
+    cr.producer = "supervise";
+
+    rc = bottle_forge_create_grant(&res, c, &cr);
+
+    /*
+     * Answered by someone else meanwhile (an operator who saw the card in
+     * that moment): that answer stands, and is the agent's.  Else the
+     * proposal is left pending for an operator, which the answer says.
+     */
+
+    if (rc != 0 && res.status == BOTTLE_DECISION_UNREACHABLE) {
+        sv_store_lost();
+    }
+
+    if (rc == 0) {
+        sv_log("proposal %s bottle=%s tool=create-repo request=%s: created "
+               "%s, granted %s:write by git_gate.actions.create "
+               "\"%s/%s/%s%s%s\"", q.id, t->call->bottle,
+               t->call->request_id[0] ? t->call->request_id : "-", made,
+               name, by->forge, by->owner, by->name, by->prefix ? "*" : "",
+               by->public_ok ? ":public" : "");
+
+    } else {
+        sv_log("failure 'create-repo' proposal %s bottle=%s request=%s: "
+               "created %s, not granted: %s", q.id,
+               t->call->bottle,
+               t->call->request_id[0] ? t->call->request_id : "-", made,
+               res.err);
+    }
+
+    bottle_decision_result_free(&res);
+    json_decref(args);
+
+    snprintf(t->call->proposal, sizeof(t->call->proposal), "%s", q.id);
+
+    answer = sv_tools_answer(t->call, &pending);
+
+    if (answer == NULL) {
+        t->call->proposal[0] = '\0';
+    }
+
+    return answer;
 }
 
 
@@ -604,7 +765,8 @@ sv_launch_bottle(sv_tool_t *t)
 /*
  * Queues the proposal (args: a new reference, stolen) after the bounds:
  * SV_PENDING_MAX pending proposals per bottle, and kind_max of this kind
- * pending or approved when kind_max >= 0.  The waiter is listed before the
+ * pending or approved when kind_max >= 0, counted by the script that
+ * queues it (so racing calls cannot overshoot them).  The waiter is listed before the
  * script runs; NULL then means "wait" (call->proposal is set).
  */
 
@@ -615,7 +777,6 @@ sv_queue(sv_tool_t *t, bottle_proposal_kind_e kind, json_t *args,
     int                        rc;
     char                       summary[256];
     json_t                    *p;
-    long long                  pending, of_kind;
     redisContext              *c;
     bottle_proposal_origin_t   o;
     bottle_proposal_queued_t   q;
@@ -630,23 +791,7 @@ sv_queue(sv_tool_t *t, bottle_proposal_kind_e kind, json_t *args,
         return sv_refuse(t, "%s", t->err);
     }
 
-    if (bottle_proposal_count(&pending, &of_kind, c, t->call->bottle, kind,
-                              t->err, sizeof(t->err)) != 0)
-    {
-        sv_store_lost();
-        json_decref(args);
-        return sv_refuse(t, "cannot count this bottle's proposals: %s",
-                         t->err);
-    }
-
-    if (pending >= SV_PENDING_MAX) {
-        json_decref(args);
-        return sv_refuse(t, "this bottle has %lld proposals waiting for the "
-                         "operator (at most %d): wait for answers "
-                         "(check-proposal)", pending, SV_PENDING_MAX);
-    }
-
-    if (kind_max >= 0 && of_kind >= kind_max) {
+    if (kind_max == 0) {
         json_decref(args);
         return sv_refuse(t, "%s", kind_why);
     }
@@ -656,6 +801,8 @@ sv_queue(sv_tool_t *t, bottle_proposal_kind_e kind, json_t *args,
     o.gateway = sv_conf.gateway;
     o.seq = sv_seq();
     o.stream_max = sv_conf.stream_max;
+    o.pending_max = SV_PENDING_MAX;
+    o.kind_max = kind_max > 0 ? kind_max : 0;
 
     q.id[0] = '\0';
     q.created_ms = sv_now();
@@ -677,6 +824,16 @@ sv_queue(sv_tool_t *t, bottle_proposal_kind_e kind, json_t *args,
 
         if (rc == BOTTLE_PROPOSAL_ELOST) {
             sv_store_lost();
+        }
+
+        if (rc == BOTTLE_PROPOSAL_EPENDING) {
+            return sv_refuse(t, "this bottle has %lld proposals waiting for "
+                             "the operator (at most %d): wait for answers "
+                             "(check-proposal)", q.count, SV_PENDING_MAX);
+        }
+
+        if (rc == BOTTLE_PROPOSAL_EKIND) {
+            return sv_refuse(t, "%s", kind_why);
         }
 
         return sv_refuse(t, "%s%s", rc == BOTTLE_PROPOSAL_EJOURNAL

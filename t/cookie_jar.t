@@ -22,6 +22,7 @@ BEGIN { use FindBin; chdir($FindBin::Bin); }
 use lib 'lib';
 use Test::Nginx;
 use Test::Bottle;
+use Test::Bottle::Gateway;
 
 ###############################################################################
 
@@ -37,97 +38,19 @@ my $t = Test::Nginx->new()->has(qw/stream http proxy http_ssl http_v2 bottle/)
 # bottle A's cookies below filled the one zone and B's tunnels failed
 # ("no memory in the bottle zone").
 
-$t->write_file_expand('nginx.conf', <<'EOF');
+$t->write_file_expand('nginx.conf', gateway_conf(
+	policy => ' zone=32k',
+	global => "bottle_jar_zone 64k;\nbottle_jar_bottle_max 16k;",
+	front => "bottle_head_buffer_size 16k;\nbottle_head_line_size 12k;",
+	http => 'large_client_header_buffers 4 16k;',
+	servers => <<'EOF'));
+server {
+    listen 127.0.0.1:8090;
 
-%%TEST_GLOBALS%%
-
-daemon off;
-
-bottle_policy %%TESTDIR%%/policy.json zone=32k;
-bottle_jar_zone 64k;
-bottle_jar_bottle_max 16k;
-
-events {
-}
-
-stream {
-    %%TEST_GLOBALS_STREAM%%
-
-    server {
-        listen 127.0.0.1:8080;
-        bottle_front on;
-        bottle_head_buffer_size 16k;
-        bottle_head_line_size 12k;
-        bottle_plain_pass unix:%%TESTDIR%%/plain.sock;
-        bottle_tls_pass unix:%%TESTDIR%%/tls.sock;
-        proxy_pass $bottle_upstream;
+    location = /approve {
+        bottle_safelist_approve;
     }
 }
-
-http {
-    %%TEST_GLOBALS_HTTP%%
-
-    resolver 127.0.0.1:%%PORT_8053_UDP%%;
-    resolver_timeout 3s;
-
-    large_client_header_buffers 4 16k;
-
-    upstream bottle_plain {
-        bottle_upstream;
-    }
-
-    upstream bottle_tls {
-        bottle_upstream;
-    }
-
-    server {
-        listen unix:%%TESTDIR%%/plain.sock proxy_protocol;
-        bottle on;
-
-        location / {
-            proxy_pass http://bottle_plain$bottle_uri;
-            proxy_set_header Host $bottle_host_header;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            error_page 502 504 = @failed;
-        }
-
-        location @failed {
-            bottle_upstream_failed;
-        }
-    }
-
-    server {
-        listen unix:%%TESTDIR%%/tls.sock ssl http2 proxy_protocol;
-        bottle on;
-        bottle_ca %%TESTDIR%%/gwca.crt %%TESTDIR%%/gwca.key;
-
-        location / {
-            proxy_pass https://bottle_tls$bottle_uri;
-            proxy_set_header Host $bottle_host_header;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_ssl_server_name on;
-            proxy_ssl_name $bottle_host;
-            proxy_ssl_verify on;
-            proxy_ssl_trusted_certificate %%TESTDIR%%/upca.crt;
-            error_page 502 504 = @failed;
-        }
-
-        location @failed {
-            bottle_upstream_failed;
-        }
-    }
-
-    server {
-        listen 127.0.0.1:8090;
-
-        location = /approve {
-            bottle_safelist_approve;
-        }
-    }
-}
-
 EOF
 
 my $gwca = gen_ca($t, 'gwca');

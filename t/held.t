@@ -175,7 +175,7 @@ $t->run();
 $t2->run();
 $t3->run();
 
-$t->plan(64);
+$t->plan(69);
 
 ###############################################################################
 
@@ -393,6 +393,40 @@ like($r, qr/^HTTP\/1\.1 403 .*held for the operator, who is not reachable for th
 	'supervise off: refused');
 cmp_ok(time() - $t0, '<', 1.5, 'supervise off: at once');
 
+# a worker that dies holding requests gives their places back: alice at
+# her bound, every worker killed, and the next request is held again
+
+%before = map { $_ => 1 } wait_pending('alice', 0);
+my @crash = map { post($FA, $ALICE, '127.0.0.2', $P2, "/crash$_") } 1 .. $HELD;
+my @cids = grep { !$before{$_} } wait_pending('alice', keys(%before) + $HELD);
+is(scalar @cids, $HELD, "crash: $HELD held");
+like(request($FA, $ALICE, '127.0.0.2', $P2, '/crash-over', 5),
+	qr/^HTTP\/1\.1 403 .*too many requests held for the operator/s,
+	'crash: at the bound');
+
+my $master = $t->read_file('nginx.pid') =~ /(\d+)/ ? $1 : die "no pid\n";
+my @workers = grep { $_ } split /\s+/, `pgrep -P $master`;
+kill 'KILL', @workers;
+$t->allow_alerts(qr/worker process \d+ exited on signal 9/);
+$_->read_raw(2) for @crash;
+for (1 .. 50) {
+	my %now = map { $_ => 1 } grep { $_ } split /\s+/, `pgrep -P $master`;
+	last if keys %now >= 2 && !grep { $now{$_} } @workers;
+	sleep 0.1;
+}
+wait_ready($FA);
+
+%before = map { $_ => 1 } wait_pending('alice', 0);
+my $sc = post($FA, $ALICE, '127.0.0.2', $P2, '/after-crash');
+my ($idc) = grep { !$before{$_} } wait_pending('alice', keys(%before) + 1);
+ok($idc, 'crash: the next request is held again');
+like($t->read_file('error.log'),
+	qr/bottle: $HELD held requests of a worker that died given back/,
+	'crash: the places given back, in the log');
+ctl('deny', $_) for grep { $_ } @cids, $idc;
+like($sc->read_response(timeout => 5) // '', qr/^HTTP\/1\.1 403 /,
+	'crash: the request held after it is answered');
+
 # a reload: the old worker keeps what it holds until it is answered
 
 %before = map { $_ => 1 } wait_pending('alice', 0);
@@ -432,8 +466,9 @@ $t3->stop();
 $t2->stop();
 $t->stop();
 
-unlike($t->read_file('error.log') . $t2->read_file('error.log'),
-	qr/\[alert\]|\[crit\]|\[emerg\]/, 'no alert in the error logs');
+unlike(join('', grep { !/worker process \d+ exited on signal 9/ }
+	split /^/, $t->read_file('error.log') . $t2->read_file('error.log')),
+	qr/\[alert\]|\[crit\]|\[emerg\]/, 'no other alert in the error logs');
 
 ###############################################################################
 

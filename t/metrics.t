@@ -21,6 +21,7 @@ BEGIN { use FindBin; chdir($FindBin::Bin); }
 use lib 'lib';
 use Test::Nginx;
 use Test::Bottle;
+use Test::Bottle::Gateway;
 
 use JSON::PP;
 use POSIX qw//;
@@ -35,94 +36,19 @@ my $t = Test::Nginx->new()->has(qw/stream http proxy http_ssl bottle/)
 	->has(qw/dnsmasq openssl/)->has_daemon('curl')
 	->has_daemon('redis-server')->has_daemon('redis-cli');
 
-$t->write_file_expand('nginx.conf', <<'EOF');
+$t->write_file_expand('nginx.conf', gateway_conf(
+	main => 'worker_processes 2;',
+	global => "bottle_supervise redis://127.0.0.1:%%PORT_8092%%/2;\n"
+		. 'bottle_supervise_timeout 2s;',
+	http2 => 0,
+	servers => <<'EOF'));
+server {
+    listen 127.0.0.1:%%PORT_8090%%;
 
-%%TEST_GLOBALS%%
-
-daemon off;
-worker_processes 2;
-
-bottle_policy %%TESTDIR%%/policy.json;
-bottle_supervise redis://127.0.0.1:%%PORT_8092%%/2;
-bottle_supervise_timeout 2s;
-
-events {
-}
-
-stream {
-    %%TEST_GLOBALS_STREAM%%
-
-    server {
-        listen 127.0.0.1:%%PORT_8080%%;
-        bottle_front on;
-        bottle_plain_pass unix:%%TESTDIR%%/plain.sock;
-        bottle_tls_pass unix:%%TESTDIR%%/tls.sock;
-        proxy_pass $bottle_upstream;
+    location = /metrics {
+        bottle_metrics;
     }
 }
-
-http {
-    %%TEST_GLOBALS_HTTP%%
-
-    resolver 127.0.0.1:%%PORT_8053_UDP%%;
-    resolver_timeout 3s;
-
-    upstream bottle_plain {
-        bottle_upstream;
-    }
-
-    upstream bottle_tls {
-        bottle_upstream;
-    }
-
-    server {
-        listen unix:%%TESTDIR%%/plain.sock proxy_protocol;
-        bottle on;
-
-        location / {
-            proxy_pass http://bottle_plain$bottle_uri;
-            proxy_set_header Host $bottle_host_header;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            error_page 502 504 = @failed;
-        }
-
-        location @failed {
-            bottle_upstream_failed;
-        }
-    }
-
-    server {
-        listen unix:%%TESTDIR%%/tls.sock ssl proxy_protocol;
-        bottle on;
-        bottle_ca %%TESTDIR%%/gwca.crt %%TESTDIR%%/gwca.key;
-
-        location / {
-            proxy_pass https://bottle_tls$bottle_uri;
-            proxy_set_header Host $bottle_host_header;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_ssl_server_name on;
-            proxy_ssl_name $bottle_host;
-            proxy_ssl_verify on;
-            proxy_ssl_trusted_certificate %%TESTDIR%%/upca.crt;
-            error_page 502 504 = @failed;
-        }
-
-        location @failed {
-            bottle_upstream_failed;
-        }
-    }
-
-    server {
-        listen 127.0.0.1:%%PORT_8090%%;
-
-        location = /metrics {
-            bottle_metrics;
-        }
-    }
-}
-
 EOF
 
 my $P = port(8081);

@@ -19,6 +19,7 @@ BEGIN { use FindBin; chdir($FindBin::Bin); }
 use lib 'lib';
 use Test::Nginx;
 use Test::Bottle;
+use Test::Bottle::Gateway;
 
 ###############################################################################
 
@@ -28,84 +29,7 @@ select STDOUT; $| = 1;
 my $t = Test::Nginx->new()->has(qw/stream http proxy http_ssl http_v2 bottle/)
 	->has(qw/dnsmasq openssl socket_ssl_sni/)->has_daemon('curl');
 
-$t->write_file_expand('nginx.conf', <<'EOF');
-
-%%TEST_GLOBALS%%
-
-daemon off;
-
-bottle_policy %%TESTDIR%%/policy.json;
-
-events {
-}
-
-stream {
-    %%TEST_GLOBALS_STREAM%%
-
-    server {
-        listen 127.0.0.1:8080;
-        bottle_front on;
-        bottle_plain_pass unix:%%TESTDIR%%/plain.sock;
-        bottle_tls_pass unix:%%TESTDIR%%/tls.sock;
-        proxy_pass $bottle_upstream;
-    }
-}
-
-http {
-    %%TEST_GLOBALS_HTTP%%
-
-    resolver 127.0.0.1:%%PORT_8053_UDP%%;
-    resolver_timeout 3s;
-
-    upstream bottle_plain {
-        bottle_upstream;
-    }
-
-    upstream bottle_tls {
-        bottle_upstream;
-    }
-
-    server {
-        listen unix:%%TESTDIR%%/plain.sock proxy_protocol;
-        bottle on;
-
-        location / {
-            proxy_pass http://bottle_plain$bottle_uri;
-            proxy_set_header Host $bottle_host_header;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            error_page 502 504 = @failed;
-        }
-
-        location @failed {
-            bottle_upstream_failed;
-        }
-    }
-
-    server {
-        listen unix:%%TESTDIR%%/tls.sock ssl http2 proxy_protocol;
-        bottle on;
-        bottle_ca %%TESTDIR%%/gwca.crt %%TESTDIR%%/gwca.key;
-
-        location / {
-            proxy_pass https://bottle_tls$bottle_uri;
-            proxy_set_header Host $bottle_host_header;
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_ssl_server_name on;
-            proxy_ssl_name $bottle_host;
-            proxy_ssl_verify on;
-            proxy_ssl_trusted_certificate %%TESTDIR%%/upca.crt;
-            error_page 502 504 = @failed;
-        }
-
-        location @failed {
-            bottle_upstream_failed;
-        }
-    }
-}
-
-EOF
+$t->write_file_expand('nginx.conf', gateway_conf());
 
 my $gwca = gen_ca($t, 'gwca');
 my $upca = gen_ca($t, 'upca');

@@ -29,6 +29,7 @@ BEGIN { use FindBin; chdir($FindBin::Bin); }
 use lib 'lib';
 use Test::Nginx;
 use Test::Bottle;
+use Test::Bottle::Gateway;
 
 use Digest::SHA qw/ sha256_hex /;
 use IO::Select;
@@ -61,45 +62,8 @@ my $RACES = 20;
 
 my $RP = port(8111);
 
-$t->write_file_expand('nginx.conf', <<"EOF");
-
-%%TEST_GLOBALS%%
-
-daemon off;
-worker_processes 1;
-
-bottle_policy redis://127.0.0.1:$RP;
-
-events {
-}
-
-stream {
-    %%TEST_GLOBALS_STREAM%%
-
-    server {
-        listen 127.0.0.1:8080;
-        bottle_front on;
-        bottle_plain_pass unix:%%TESTDIR%%/plain.sock;
-        bottle_tls_pass unix:%%TESTDIR%%/tls.sock;
-        proxy_pass \$bottle_upstream;
-    }
-}
-
-http {
-    %%TEST_GLOBALS_HTTP%%
-
-    server {
-        listen unix:%%TESTDIR%%/plain.sock proxy_protocol;
-        bottle on;
-
-        location / {
-            proxy_pass http://\$bottle_upstream\$bottle_uri;
-            proxy_set_header Host \$bottle_host_header;
-        }
-    }
-}
-
-EOF
+$t->write_file_expand('nginx.conf', gateway_plain_conf(
+	main => 'worker_processes 1;', policy => "redis://127.0.0.1:$RP"));
 
 my $P1 = port(8081);
 fake_upstream($t, port => $P1, name => 'one');

@@ -19,6 +19,7 @@ BEGIN { use FindBin; chdir($FindBin::Bin); }
 use lib 'lib';
 use Test::Nginx;
 use Test::Bottle;
+use Test::Bottle::Gateway;
 
 use Time::HiRes qw/ sleep time /;
 
@@ -34,47 +35,10 @@ my $BOB = 'bob-token-9876543210xyz';
 
 my $RP = port(8090);
 
-$t->write_file_expand('nginx.conf', <<"EOF");
-
-%%TEST_GLOBALS%%
-
-daemon off;
-worker_processes 2;
-
-bottle_policy redis://gateway:gw-secret\@127.0.0.1:$RP/3;
-bottle_store_stale_max 3s;
-bottle_store_scanners 1;
-
-events {
-}
-
-stream {
-    %%TEST_GLOBALS_STREAM%%
-
-    server {
-        listen 127.0.0.1:8080;
-        bottle_front on;
-        bottle_plain_pass unix:%%TESTDIR%%/plain.sock;
-        bottle_tls_pass unix:%%TESTDIR%%/tls.sock;
-        proxy_pass \$bottle_upstream;
-    }
-}
-
-http {
-    %%TEST_GLOBALS_HTTP%%
-
-    server {
-        listen unix:%%TESTDIR%%/plain.sock proxy_protocol;
-        bottle on;
-
-        location / {
-            proxy_pass http://\$bottle_upstream\$bottle_uri;
-            proxy_set_header Host \$bottle_host_header;
-        }
-    }
-}
-
-EOF
+$t->write_file_expand('nginx.conf', gateway_plain_conf(
+	main => 'worker_processes 2;',
+	policy => "redis://gateway:gw-secret\@127.0.0.1:$RP/3",
+	global => "bottle_store_stale_max 3s;\nbottle_store_scanners 1;"));
 
 my $P1 = port(8081);
 my $P2 = port(8082);

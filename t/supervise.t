@@ -44,7 +44,7 @@ if (!-x $HELPER) {
 }
 
 my $t = Test::Nginx->new()->has_daemon('redis-server')
-	->has_daemon('redis-cli')->has_daemon('curl')->plan(107);
+	->has_daemon('redis-cli')->has_daemon('curl')->plan(109);
 my $d = $t->testdir();
 my $json = JSON::PP->new->canonical;
 
@@ -461,6 +461,33 @@ $c = call('fast', 'dave', $D, 'egress-block', { host => 'h0.example',
 	justification => 'j' });
 like($c->{text}, qr/32 proposals waiting/, 'refused: 32 pending already');
 is(queued(), $q, 'pending bound: nothing queued');
+
+# the bound is counted by the script that queues: eight calls at once for
+# the one place a denial frees queue one proposal, never more
+
+my ($first) = split /\n/, redis_cli($t, 'ZRANGE', 'bottle:proposals:of:dave',
+	0, 0);
+system("$Test::Bottle::BOTTLECTL deny $first >/dev/null 2>&1");
+$q = queued();
+my @racers;
+for my $i (1 .. 8) {
+	my $pid = fork() // die;
+	if ($pid == 0) {
+		$n = 1000 * $i;
+		my $c = call('fast', 'dave', $D, 'egress-block',
+			{ host => "race$i.example", justification => 'j' });
+		$t->write_file("race$i", $c->{answer}{status}
+			// ($c->{text} =~ /32 proposals waiting/ ? 'bound' : $c->{text}));
+		POSIX::_exit(0);
+	}
+	push @racers, $pid;
+}
+waitpid($_, 0) for @racers;
+my %race;
+$race{$t->read_file("race$_")}++ for 1 .. 8;
+is_deeply(\%race, { pending => 1, bound => 7 },
+	'racing calls: one queued, seven refused at the bound');
+is(queued(), $q + 1, 'racing calls: one proposal queued');
 
 # waiting (slow: 4 s): pending after the wait; approved and denied during it
 

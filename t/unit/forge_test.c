@@ -1,6 +1,8 @@
 /*
  * Unit tests for repo grants and forges (lib/bottle_forge.c) and the
- * policy's `repos` (lib/bottle_policy_bottle.c, bottle_find_repo).
+ * policy's `repos` (lib/bottle_policy_bottle.c, bottle_find_repo); the
+ * patterns of git_gate.actions.create (bottle_repo_pattern_parse,
+ * bottle_create_allowed).
  */
 
 #include <string.h>
@@ -19,6 +21,47 @@ parse(bottle_repo_t *r, const char *s, int with_mode)
 }
 
 
+static int
+pattern(bottle_repo_pattern_t *pt, const char *s, char *err, size_t errlen)
+{
+    return bottle_repo_pattern_parse(pt, s, strlen(s), err, errlen);
+}
+
+
+/* 1 if the pattern allows creating repo s (public or not) */
+static int
+allows(const char *pat, const char *s, int public_repo)
+{
+    char                   err[256];
+    bottle_repo_t          r;
+    bottle_repo_pattern_t  pt;
+
+    if (pattern(&pt, pat, err, sizeof(err)) != 0 || parse(&r, s, 0) != 0) {
+        return -1;
+    }
+
+    return bottle_repo_pattern_match(&pt, &r, public_repo);
+}
+
+
+static bottle_policy_t *
+load_gg(const char *git_gate, char *err, size_t errlen)
+{
+    char              json[1024];
+    bottle_policy_t  *p;
+
+    snprintf(json, sizeof(json), "{\"bottles\": [{\"id\": \"a\", "
+             "\"token\": \"aaaaaaaaaaaaaaaa\", \"routes\": [], "
+             "\"git_gate\": %s}]}", git_gate);
+
+    if (bottle_policy_parse(&p, json, strlen(json), "t", err, errlen) != 0) {
+        return NULL;
+    }
+
+    return p;
+}
+
+
 static bottle_policy_t *
 load(const char *repos, char *err, size_t errlen)
 {
@@ -34,6 +77,119 @@ load(const char *repos, char *err, size_t errlen)
     }
 
     return p;
+}
+
+
+static void
+test_patterns(void)
+{
+    char                          err[512];
+    size_t                        i;
+    bottle_repo_t                 r;
+    bottle_policy_t              *p;
+    const bottle_t               *b;
+    bottle_repo_pattern_t         pt;
+    const bottle_repo_pattern_t  *by;
+
+    static const struct {
+        const char  *pattern;
+        const char  *why;
+    } bad[] = {
+        { "", "a pattern is" },
+        { "github.com/o", "a pattern is" },
+        { "github.com/o/r/x", "a pattern is" },
+        { "github.com/*/r", "owner of a pattern is literal" },
+        { "github.com/o*/r", "owner of a pattern is literal" },
+        { "github.com/o/a*b", "'*' only as" },
+        { "github.com/o/**", "'*' only as" },
+        { "github.com/o/*x", "'*' only as" },
+        { "github.com/o/r:write", "only mode of a pattern" },
+        { "github.com/o/r:", "only mode of a pattern" },
+        { "github.com/o/*:publicx", "only mode of a pattern" },
+        { "git hub.com/o/r", "not a forge's host name" },
+        { "*.github.com/o/r", "not a forge's host name" },
+        { "github.com/o/.x*", "prefix of a name" },
+        { "github.com/o/.git", "name of a repo" },
+        { "github.com/o/r r", "name of a repo" },
+        { NULL, NULL }
+    };
+
+    for (i = 0; bad[i].pattern; i++) {
+        err[0] = '\0';
+        ok(pattern(&pt, bad[i].pattern, err, sizeof(err)) == -1
+           && strstr(err, bad[i].why) != NULL,
+           "pattern \"%s\" refused: %s", bad[i].pattern, err);
+    }
+
+    ok(pattern(&pt, "GitHub.com:8443/Me/agent-*:public", err, sizeof(err))
+       == 0 && strcmp(pt.forge, "github.com:8443") == 0
+       && strcmp(pt.owner, "Me") == 0 && strcmp(pt.name, "agent-") == 0
+       && pt.prefix && pt.public_ok,
+       "a prefix pattern with a port and :public");
+    ok(pattern(&pt, "github.com/o/*", err, sizeof(err)) == 0
+       && pt.prefix && pt.name[0] == '\0' && !pt.public_ok, "any name");
+    ok(pattern(&pt, "github.com/o/r.git", err, sizeof(err)) == 0
+       && !pt.prefix && strcmp(pt.name, "r") == 0, "a literal, .git dropped");
+
+    ok(allows("github.com/o/agent-*", "github.com/o/agent-x", 0) == 1,
+       "a prefix matches");
+    ok(allows("github.com/o/agent-*", "github.com/O/Agent-X", 0) == 1,
+       "owner and name case-insensitively");
+    ok(allows("github.com/o/agent-*", "github.com/o/agent-", 0) == 1,
+       "the prefix alone matches");
+    ok(allows("github.com/o/agent-*", "github.com/o/agent", 0) == 0,
+       "a shorter name does not");
+    ok(allows("github.com/o/agent-*", "github.com/other/agent-x", 0) == 0,
+       "another owner does not");
+    ok(allows("github.com/o/agent-*", "gitea.test/o/agent-x", 0) == 0,
+       "another forge does not");
+    ok(allows("github.com/o/agent-*", "github.com/o/agent-x", 1) == 0,
+       "public without :public does not");
+    ok(allows("github.com/o/agent-*:public", "github.com/o/agent-x", 1) == 1
+       && allows("github.com/o/agent-*:public", "github.com/o/agent-x", 0)
+          == 1, ":public allows public and private");
+    ok(allows("github.com/o/r", "github.com/o/r", 0) == 1
+       && allows("github.com/o/r", "github.com/o/r2", 0) == 0
+       && allows("github.com/o/r", "github.com/o/R.git", 0) == 1,
+       "a literal name matches itself only");
+    ok(allows("github.com/o/*", "github.com/o/anything", 0) == 1, "'*'");
+
+    p = load_gg("{\"actions\": {\"create\": [\"github.com/o/a-*\", "
+                "\"github.com/team/*:public\"]}}", err, sizeof(err));
+    ok(p != NULL, "a policy with git_gate loads: %s", p ? "" : err);
+
+    if (p != NULL) {
+        b = bottle_policy_at(p, 0);
+        ok(b->ncreate == 2, "two patterns");
+        parse(&r, "github.com/team/x", 0);
+        by = bottle_create_allowed(b, &r, 1);
+        ok(by == &b->create[1], "the pattern that allows it");
+        parse(&r, "github.com/o/b-x", 0);
+        ok(bottle_create_allowed(b, &r, 0) == NULL, "none allows it");
+        bottle_policy_free(p);
+    }
+
+    p = load_gg("{}", err, sizeof(err));
+    ok(p != NULL && bottle_policy_at(p, 0)->ncreate == 0,
+       "an empty git_gate");
+    bottle_policy_free(p);
+    p = load_gg("{\"actions\": {\"create\": []}}", err, sizeof(err));
+    ok(p != NULL && bottle_policy_at(p, 0)->ncreate == 0,
+       "an empty create list");
+    bottle_policy_free(p);
+
+    p = load_gg("{\"actions\": {\"push\": true}}", err, sizeof(err));
+    ok(p == NULL && strstr(err, "bottle \"a\": git_gate.actions: unknown "
+                           "field \"push\"") != NULL,
+       "an unknown action refused: %s", err);
+    p = load_gg("{\"create\": []}", err, sizeof(err));
+    ok(p == NULL && strstr(err, "git_gate: unknown field \"create\"")
+                    != NULL, "create outside actions refused: %s", err);
+    p = load_gg("{\"actions\": {\"create\": [\"github.com/o/x\", "
+                "\"github.com/*/y\"]}}", err, sizeof(err));
+    ok(p == NULL && strstr(err, "git_gate.actions.create[1]: "
+                           "\"github.com/*/y\": the owner") != NULL,
+       "a bad pattern refused with its path: %s", err);
 }
 
 
@@ -123,6 +279,8 @@ main(void)
     ok(p == NULL && strstr(err, "repos[0]") != NULL
        && strstr(err, "<forge>/<owner>/<repo>[:write]") != NULL,
        "a bad grant is refused with its path: %s", err);
+
+    test_patterns();
 
     return done_testing();
 }

@@ -290,10 +290,11 @@ answer('422 Unprocessable Entity', { message => 'invalid repo name' }, $v)
 
 my $dir = "$ENV{FORGE_ROOT}/$owner";
 my $path = "$dir/$name.git";
-answer('409 Conflict', { message =>
-	'The repository with the same name already exists.' }, $v) if -e $path;
-
+# mkdir decides, atomically: of two creates racing, one gets 409
 mkdir $dir;
+answer('409 Conflict', { message =>
+	'The repository with the same name already exists.' }, $v)
+	unless mkdir $path;
 $ENV{GIT_CONFIG_NOSYSTEM} = 1;
 $ENV{GIT_CONFIG_GLOBAL} = '/dev/null';
 $ENV{HOME} = $ENV{FORGE_ROOT};
