@@ -115,7 +115,7 @@ GG_SRCS     = $(filter-out $(GG_MAINS), $(wildcard gitgate-helper/*.c))
 GG_HDRS     = $(wildcard gitgate-helper/*.h)
 GG_CFLAGS   = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib \
               -Igitgate-helper $(shell pkg-config --cflags libgit2)
-GG_LIBS     = $(shell pkg-config --libs libgit2) -lhiredis $(LIB_LIBS)
+GG_LIBS     = $(shell pkg-config --libs libgit2) -ldeflate -lhiredis $(LIB_LIBS)
 
 gitgate: $(BUILD)/gitgate-scan $(BUILD)/gitgate-cgi
 
@@ -134,8 +134,10 @@ $(BUILD)/gitgate-scan: gitgate-helper/gitgate-scan.c $(GG_SRCS) $(GG_HDRS) \
 	    gitgate-helper/gitgate-scan.c $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
 
 # scan MB/s of a generated push of BENCH_GITGATE_MB (150) MB of added
-# lines, per kind of change (bench/README.md)
+# lines, per kind of change, in fast-import's pack and as a real push's
+# thin pack leaves it (push-*; bench/README.md); BENCH_GITGATE_MODES picks
 BENCH_GITGATE_MB ?= 150
+BENCH_GITGATE_MODES ?= add append edit push-add push-append push-edit
 
 $(BUILD)/gitgate_scan_bench: bench/gitgate_scan_bench.c $(GG_SRCS) \
                              $(GG_HDRS) $(LIBBOTTLE)
@@ -144,7 +146,7 @@ $(BUILD)/gitgate_scan_bench: bench/gitgate_scan_bench.c $(GG_SRCS) \
 
 .PHONY: bench-gitgate
 bench-gitgate: $(BUILD)/gitgate_scan_bench
-	@for mode in add append edit; do \
+	@for mode in $(BENCH_GITGATE_MODES); do \
 	    dir=$$(mktemp -d /tmp/gitgate-bench.XXXXXX); \
 	    set -- $$(python3 bench/gitgate_bench.py $$dir/r.git $$mode \
 	              $(BENCH_GITGATE_MB)); \
@@ -202,6 +204,26 @@ supervise-asan:
 
 unit: $(UNIT_BINS)
 
+# git-gate's C unit tests (also built by `make asan`)
+.PHONY: unit-gitgate
+unit-gitgate: $(BUILD)/unit/gg_pack_test $(BUILD)/unit/gg_delta_test
+
+# git-gate's pack reader: its own source, libdeflate, zlib (the test
+# builds packs); CC_OPT too, so `make BUILD=build-asan CC_OPT=... unit`
+# gives build-asan/unit/gg_pack_test (t/unit/gg_pack.t)
+$(BUILD)/unit/gg_pack_test: t/unit/gg_pack_test.c gitgate-helper/gg_pack.c \
+                            gitgate-helper/gg_pack.h t/unit/tap.h
+	@mkdir -p $(dir $@)
+	$(CC) $(UNIT_CFLAGS) $(CC_OPT) $(LD_OPT) -Igitgate-helper -o $@ $< \
+	    gitgate-helper/gg_pack.c -ldeflate -lz
+
+# git-gate's added lines from a pack's delta: the whole scan (libgit2,
+# libbottle), over packs git writes (t/unit/gg_delta.t)
+$(BUILD)/unit/gg_delta_test: t/unit/gg_delta_test.c $(GG_SRCS) $(GG_HDRS) \
+                             $(LIBBOTTLE) t/unit/tap.h
+	@mkdir -p $(dir $@)
+	$(CC) $(GG_CFLAGS) $(LD_OPT) -o $@ $< $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
+
 $(BUILD)/unit/%_test: t/unit/%_test.c $(LIBBOTTLE) $(LIB_HDRS) t/unit/tap.h
 	@mkdir -p $(dir $@)
 	$(CC) $(UNIT_CFLAGS) -o $@ $< $(LIBBOTTLE) $(LIB_LIBS)
@@ -212,7 +234,8 @@ $(BUILD)/unit/%_test: t/unit/%_test.c $(LIBBOTTLE) $(LIB_HDRS) t/unit/tap.h
 asan:
 	$(MAKE) BUILD=build-asan \
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
-	    LD_OPT="-fsanitize=address,undefined" module ctl supervise gitgate
+	    LD_OPT="-fsanitize=address,undefined" module ctl supervise gitgate \
+	    unit-gitgate
 
 FUZZ_BINS   = $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/*_fuzz.c))
 
@@ -231,6 +254,14 @@ $(BUILD)/fuzz/gg_blob_fuzz: fuzz/gg_blob_fuzz.c fuzz/fuzz.h \
                             gitgate-helper/gg_blob.h
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< gitgate-helper/gg_blob.c
+
+# git-gate's pack reader: its own source and libdeflate
+$(BUILD)/fuzz/gg_pack_fuzz: fuzz/gg_pack_fuzz.c fuzz/fuzz.h \
+                            gitgate-helper/gg_pack.c \
+                            gitgate-helper/gg_pack.h gitgate-helper/gg_blob.h
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< gitgate-helper/gg_pack.c \
+	    -ldeflate
 
 # supervise-helper's JSON-RPC parser: its own source and jansson
 $(BUILD)/fuzz/supervise_rpc_fuzz: fuzz/supervise_rpc_fuzz.c fuzz/fuzz.h \
@@ -266,9 +297,10 @@ test-asan: asan
 	BOTTLECTL=build-asan/bottlectl \
 	TEST_NGINX_MODULE=build-asan/ngx_bottle_module.so \
 	GITGATE_CGI=build-asan/gitgate-cgi GITGATE_SCAN=build-asan/gitgate-scan \
+	GG_PACK_TEST=build-asan/unit/gg_pack_test GG_DELTA_TEST=build-asan/unit/gg_delta_test \
 	SUPERVISE_HELPER=build-asan/supervise-helper \
 	TEST_NGINX_PRELOAD="$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so)" \
-	    prove t/
+	    prove t/ t/unit/gg_pack.t t/unit/gg_delta.t
 
 run: module
 	scripts/bottle-gateway start --dir $(RUN_DIR) --policy $(POLICY) \

@@ -7,6 +7,18 @@ MODE: add (every commit adds new files), append (commits grow existing
 files at their end), edit (commits insert lines inside existing files:
 the line-diff path).  Leaves refs/heads/main at the base commit, the
 pushed commits unreferenced, and prints "OLD NEW" for the bench.
+
+The pushed objects are in fast-import's pack, which deltas each blob
+against the blob written before it.  push-add, push-append, push-edit
+store them as a real push leaves them instead: the repository holds the
+base commit as a fetch packs it, and the pushed commits arrive as the
+thin pack `git pack-objects --revs --thin` sends, fixed by `git
+index-pack --fix-thin --stdin` as receive-pack does (deltas by path and
+size, an older version often stored on a newer one).
+
+    gitgate_bench.py --push SRC DST OLD NEW
+        the same conversion of a repository this script wrote (SRC kept;
+        OLD NEW: what it printed)
 """
 
 import os
@@ -14,7 +26,40 @@ import random
 import subprocess
 import sys
 
+def as_pushed(src, dst, old, new):
+    """dst: the base commit fetched from src, then the pushed commits as a
+    thin pack piped into index-pack --fix-thin, as receive-pack stores a
+    push (refs/heads/main the base; the pushed commits unreferenced)"""
+    subprocess.run(["git", "init", "-q", "--bare", dst], check=True)
+    subprocess.run(["git", "-C", dst, "-c", "fetch.unpackLimit=1", "fetch",
+                    "-q", os.path.abspath(src),
+                    "%s:refs/heads/main" % old], check=True)
+    # a client's new commits are loose objects: no delta of fast-import's
+    # to reuse, pack-objects finds its own
+    pack = subprocess.Popen(["git", "-C", src, "pack-objects", "--revs",
+                             "--thin", "--no-reuse-delta", "--stdout", "-q"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    index = subprocess.Popen(["git", "-C", dst, "index-pack", "--fix-thin",
+                              "--stdin"], stdin=pack.stdout,
+                             stdout=subprocess.DEVNULL)
+    pack.stdout.close()
+    pack.stdin.write(("%s\n^%s\n" % (new, old)).encode())
+    pack.stdin.close()
+    if index.wait() != 0 or pack.wait() != 0:
+        sys.exit("gitgate_bench: the push's pack was not written")
+
+
+if sys.argv[1] == "--push":
+    src, dst, old, new = sys.argv[2:6]
+    as_pushed(src, dst, old, new)
+    print(old, new)
+    sys.exit(0)
+
 repo, mode, mb = sys.argv[1], sys.argv[2], int(sys.argv[3])
+push = mode.startswith("push-")
+if push:
+    mode = mode[len("push-"):]
+    final, repo = repo, repo + ".fi"
 rng = random.Random(7)
 WORDS = ("int char return static const void struct size_t if else for "
          "while buf len err data value config token name path line self "
@@ -106,10 +151,15 @@ while total < mb * 1_000_000:
 
 out.append(b"done\n")
 subprocess.run(["git", "init", "-q", "--bare", repo], check=True)
-subprocess.run(["git", "-C", repo, "fast-import", "--quiet", "--done"],
+subprocess.run(["git", "-C", repo, "-c", "fastimport.unpackLimit=0",
+                "fast-import", "--quiet", "--done"],
                input=b"".join(out), check=True)
 old = subprocess.check_output(["git", "-C", repo, "rev-parse", "main"]).split()[0]
 new = subprocess.check_output(["git", "-C", repo, "rev-parse", "pushed"]).split()[0]
-subprocess.run(["git", "-C", repo, "update-ref", "-d", "refs/heads/pushed"],
-               check=True)
+if push:
+    as_pushed(repo, final, old.decode(), new.decode())
+    subprocess.run(["rm", "-rf", repo], check=True)
+else:
+    subprocess.run(["git", "-C", repo, "update-ref", "-d",
+                    "refs/heads/pushed"], check=True)
 print(old.decode(), new.decode())

@@ -131,10 +131,12 @@ main(int argc, char **argv)
         kid = clock_children() - k0;
         cpu += kid;
 
-        printf("run %d: %llu commits, %llu files, %.1f MB of added lines "
+        printf("run %d: %llu commits, %llu files (%llu by a pack's delta), "
+               "%.1f MB of added lines "
                "(%.1f MB scanned), %.3f s wall, %.3f s cpu (git cat-file "
                "%.3f s): %.0f MB/s of added lines; findings %zu\n", i + 1,
                (unsigned long long) r.commits, (unsigned long long) r.files,
+               (unsigned long long) r.delta_files,
                r.added / MB, r.bytes / MB, wall, cpu, kid, r.added / MB / cpu,
                r.n + r.more);
         if (r.added / MB / cpu > best) {

@@ -2,7 +2,7 @@
  * git-gate's blob reader (gg_blob.h): `git cat-file --batch` as a child,
  * "<oid>\n" on its stdin, "<oid> blob <size>\n<bytes>\n" back.  Its
  * answers are read as untrusted: bounded, checked against the request,
- * never waited on for more than GG_BLOB_TIMEOUT_MS.
+ * never waited on for more than its timeout (GG_BLOB_TIMEOUT_MS).
  */
 
 #define _GNU_SOURCE
@@ -88,6 +88,7 @@ gg_blob_reader_init(gg_blob_reader_t *br, const char *repo,
     br->repo = repo;
     br->quarantine = quarantine;
     br->fd = -1;
+    br->timeout_ms = GG_BLOB_TIMEOUT_MS;
 }
 
 
@@ -282,7 +283,7 @@ gg_blob_wait(gg_blob_reader_t *br, short ev, char *err, size_t errlen)
 
     if (n == 0) {
         snprintf(err, errlen, "failure 'git cat-file': a file not read "
-                 "in %d s", GG_BLOB_TIMEOUT_MS / 1000);
+                 "in %d s", (br->timeout_ms + 999) / 1000);
         return -1;
     }
     if (n < 0) {
@@ -404,7 +405,7 @@ gg_blob_read(gg_blob_t *out, gg_blob_reader_t *br, const char *hex,
 
     memcpy(req, hex, GG_BLOB_HEXSZ);
     req[GG_BLOB_HEXSZ] = '\n';
-    br->deadline = gg_blob_now() + GG_BLOB_TIMEOUT_MS;
+    br->deadline = gg_blob_now() + br->timeout_ms;
 
     if (gg_blob_send(br, req, sizeof(req), err, errlen) != 0
         || gg_blob_line(br, line, sizeof(line), &len, err, errlen) != 0)

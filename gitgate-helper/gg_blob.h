@@ -18,7 +18,8 @@
 /* the largest blob scanned; a bigger one refuses the push (internal) */
 #define GG_BLOB_MAX         (512ULL * 1024 * 1024)
 /* a blob not read whole this long after its request (a child silent or
- * trickling) has stalled: the scan fails */
+ * trickling) has stalled: the scan fails (GITGATE_BLOB_TIMEOUT, seconds,
+ * sets another: gg_scan_push()) */
 #define GG_BLOB_TIMEOUT_MS  60000
 #define GG_BLOB_RBUF        65536
 #define GG_BLOB_HEXSZ       40
@@ -30,6 +31,7 @@ typedef struct {
     pid_t               pid;        /* 0: not started */
     int                 fd;         /* socket: its stdin and stdout */
     int64_t             deadline;   /* ms, CLOCK_MONOTONIC: this blob's */
+    int                 timeout_ms; /* GG_BLOB_TIMEOUT_MS unless set */
     char                rbuf[GG_BLOB_RBUF];
     size_t              rpos;
     size_t              rlen;

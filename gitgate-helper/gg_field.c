@@ -15,6 +15,7 @@
 
 
 static size_t gg_line_of(const gg_field_t *fd, uint64_t off);
+static int gg_in_context(const gg_field_t *fd, uint64_t start, uint64_t end);
 static int gg_marked(const gg_field_t *fd, uint64_t start, uint64_t end);
 
 
@@ -101,6 +102,34 @@ gg_add_finding(gg_ctx_t *c, const gg_field_t *fd, uint64_t start,
 }
 
 
+/* 1 if [start, end) of a field lies wholly in one of its context lines */
+static int
+gg_in_context(const gg_field_t *fd, uint64_t start, uint64_t end)
+{
+    size_t    lo, hi, mid;
+    uint64_t  stop;
+
+    if (fd->lines == NULL || fd->nlines == 0) {
+        return 0;
+    }
+    lo = 0;
+    hi = fd->nlines;
+    while (hi - lo > 1) {
+        mid = lo + (hi - lo) / 2;
+        if (fd->lines[mid].off <= start) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    if (!fd->lines[lo].ctx || fd->lines[lo].off > start) {
+        return 0;
+    }
+    stop = lo + 1 < fd->nlines ? fd->lines[lo + 1].off : fd->len;
+    return end <= stop;
+}
+
+
 /* the line of the new file holding byte off of the field */
 static size_t
 gg_line_of(const gg_field_t *fd, uint64_t off)
@@ -108,7 +137,14 @@ gg_line_of(const gg_field_t *fd, uint64_t off)
     size_t       lo, hi, mid, n;
     const char  *p, *end;
 
+    n = fd->first_line;
+    p = fd->data;
+
+    /* a run of consecutive lines starts at each entry */
     if (fd->lines != NULL) {
+        if (fd->nlines == 0) {
+            return 0;
+        }
         lo = 0;
         hi = fd->nlines;
         while (hi - lo > 1) {
@@ -119,12 +155,15 @@ gg_line_of(const gg_field_t *fd, uint64_t off)
                 hi = mid;
             }
         }
-        return fd->nlines ? fd->lines[lo].lineno : 0;
+        n = fd->lines[lo].lineno;
+        p = fd->data + (fd->lines[lo].off < fd->len ? fd->lines[lo].off
+                                                     : fd->len);
     }
 
-    n = fd->first_line;
-    p = fd->data;
     end = fd->data + (off < fd->len ? off : fd->len);
+    if (p > end) {
+        p = end;
+    }
     while ((p = memchr(p, '\n', (size_t) (end - p))) != NULL) {
         n++;
         p++;
@@ -225,6 +264,10 @@ gg_generic_found(void *arg, size_t start, size_t end)
     char           where[GG_MAX_REFNAME + 256];
     gg_generic_t  *g = arg;
 
+    if (gg_in_context(g->fd, start, end)) {
+        return 0;
+    }
+
     gg_where(g->c, g->fd, start, where, sizeof(where));
 
     if (gg_add_finding(g->c, g->fd, start, end,
@@ -291,7 +334,7 @@ gg_field(gg_ctx_t *c, gg_field_t *fd)
     found = 0;
 
     for (i = 0; i < n; i++) {
-        if (m[i].field != id) {
+        if (m[i].field != id || gg_in_context(fd, m[i].start, m[i].end)) {
             continue;
         }
         found++;
@@ -424,6 +467,13 @@ gg_buf_add(gg_buf_t *b, const void *data, size_t len)
 int
 gg_line_add(gg_ctx_t *c, size_t lineno)
 {
+    return gg_line_add_ctx(c, lineno, 0);
+}
+
+
+int
+gg_line_add_ctx(gg_ctx_t *c, size_t lineno, int ctx)
+{
     gg_line_t  *l;
     size_t      cap;
 
@@ -439,6 +489,7 @@ gg_line_add(gg_ctx_t *c, size_t lineno)
 
     c->lines[c->nlines].off = c->add.len;
     c->lines[c->nlines].lineno = lineno;
+    c->lines[c->nlines].ctx = ctx;
     c->nlines++;
     return 0;
 }

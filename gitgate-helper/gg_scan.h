@@ -73,6 +73,8 @@ typedef struct {
     uint64_t            files;      /* added or modified blobs */
     uint64_t            added;      /* bytes of added lines scanned */
     uint64_t            bytes;      /* every byte scanned */
+    uint64_t            delta_files;    /* modified files whose added
+                                           lines a pack's delta gave */
 } gg_report_t;
 
 

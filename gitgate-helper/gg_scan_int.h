@@ -9,6 +9,7 @@
 #include <git2.h>
 
 #include "gg_blob.h"
+#include "gg_pack.h"
 #include "gg_scan.h"
 #include "bottle_generic.h"
 
@@ -38,9 +39,16 @@ enum {
 };
 
 
+/*
+ * added lines: a run of consecutive lines of the new file from off on; or
+ * (ctx) one unchanged line next to added ones, scanned with them so that
+ * a secret spanning lines (a PEM key's header and its first line) is
+ * seen whole, a match wholly inside it not reported
+ */
 typedef struct {
     uint64_t            off;        /* in the field */
-    size_t              lineno;     /* in the new file */
+    size_t              lineno;     /* in the new file, of the run's first */
+    int                 ctx;
 } gg_line_t;
 
 
@@ -70,6 +78,14 @@ typedef struct {
 } gg_cached_t;
 
 
+/* a copy a pack's delta makes: old[o, o + len) is new[n, n + len) */
+typedef struct {
+    uint64_t            o;
+    uint64_t            n;
+    uint64_t            len;
+} gg_match_t;
+
+
 typedef struct {
     git_repository     *repo;
     bottle_scan_t      *s;
@@ -78,7 +94,8 @@ typedef struct {
     int                 field;      /* id of the next field */
     char                obj[GG_OID_HEXSZ + 1];  /* short sha or tag name */
     const char         *obj_kind;   /* "commit", "tag" */
-    gg_blob_reader_t   *br;         /* blob contents (git cat-file) */
+    gg_pack_t          *pack;       /* blob contents: the packs first */
+    gg_blob_reader_t   *br;         /* then git cat-file */
     gg_blob_t           old;        /* the current file's, before */
     gg_blob_t           new;        /* and after */
     gg_cached_t        *cache;      /* GG_CACHE of them */
@@ -87,6 +104,19 @@ typedef struct {
     gg_line_t          *lines;
     size_t              nlines;
     size_t              lcap;
+    size_t              lbase;      /* lines before a diffed middle */
+    size_t              ctxlen;     /* bytes of context lines in add */
+    int                 opened;     /* the last added line: gg_opener() */
+    gg_match_t         *m;          /* a delta's copies */
+    size_t              nm;
+    size_t              mcap;
+    gg_match_t         *s1;         /* two deltas' copies from one base */
+    size_t              ns1;
+    size_t              s1cap;
+    gg_match_t         *s2;
+    size_t              ns2;
+    size_t              s2cap;
+    uint64_t            sib_src;
     int                 oom;
     char               *err;
     size_t              errlen;
@@ -101,6 +131,7 @@ int gg_identity(gg_ctx_t *c, int kind, const git_signature *sig);
 
 int gg_buf_add(gg_buf_t *b, const void *data, size_t len);
 int gg_line_add(gg_ctx_t *c, size_t lineno);
+int gg_line_add_ctx(gg_ctx_t *c, size_t lineno, int ctx);
 
 
 #endif /* GG_SCAN_INT_H */

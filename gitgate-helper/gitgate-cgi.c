@@ -544,13 +544,14 @@ gg_backend(gg_ctx_t *ctx, const gg_request_t *req, const char *hooks,
 {
     size_t        n, i;
     char          path_info[GG_PATH_LEN], *rel, var[13][GG_PATH_LEN + 64];
-    const char   *env[40], *v, *argv[3];
+    const char   *env[48], *v, *argv[3];
 
     static const char  *pass[] = {
         "PATH", "REQUEST_METHOD", "QUERY_STRING", "CONTENT_TYPE",
         "CONTENT_LENGTH", "HTTP_CONTENT_ENCODING", "HTTP_GIT_PROTOCOL",
         "REMOTE_ADDR", "SERVER_PROTOCOL", "GITGATE_STORE", "GITGATE_POLICY",
-        "GITGATE_FORGES", "GITGATE_GIT", "GITGATE_REFRESH", NULL
+        "GITGATE_FORGES", "GITGATE_GIT", "GITGATE_REFRESH",
+        "GITGATE_PACK_CACHE_MB", "GITGATE_BLOB_TIMEOUT", NULL
     };
 
     rel = ctx->repo_dir + strlen(ctx->conf.dir);
@@ -598,7 +599,7 @@ gg_backend(gg_ctx_t *ctx, const gg_request_t *req, const char *hooks,
     env[n++] = "GIT_HTTP_EXPORT_ALL=1";
     env[n++] = "GIT_CONFIG_NOSYSTEM=1";
     env[n++] = "GIT_CONFIG_GLOBAL=/dev/null";
-    env[n++] = "GIT_CONFIG_COUNT=3";
+    env[n++] = "GIT_CONFIG_COUNT=4";
     env[n++] = "GIT_CONFIG_KEY_0=core.hooksPath";
     env[n++] = "GIT_CONFIG_KEY_1=http.receivepack";
     env[n++] = write ? "GIT_CONFIG_VALUE_1=true" : "GIT_CONFIG_VALUE_1=false";
@@ -606,6 +607,11 @@ gg_backend(gg_ctx_t *ctx, const gg_request_t *req, const char *hooks,
      * refused push's objects are gone with its quarantine anyway */
     env[n++] = "GIT_CONFIG_KEY_2=receive.fsckObjects";
     env[n++] = "GIT_CONFIG_VALUE_2=true";
+    /* every push stays a pack (receive-pack explodes one of fewer than
+     * 100 objects into loose ones), which the scan reads itself
+     * (gg_pack.h) instead of asking git cat-file for each object */
+    env[n++] = "GIT_CONFIG_KEY_3=receive.unpackLimit";
+    env[n++] = "GIT_CONFIG_VALUE_3=1";
     env[n] = NULL;
 
     argv[0] = ctx->conf.git;

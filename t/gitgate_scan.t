@@ -161,7 +161,7 @@ sub start {
 
 ###############################################################################
 
-$t->plan(56);
+$t->plan(60);
 
 # a clean push: several commits and an annotated tag
 
@@ -378,6 +378,46 @@ $r = git_push('HEAD:refs/heads/int');
 like($r->{out}, qr/rule: internal\).*\n.*not in the policy/,
 	'unknown bottle: refused with rule internal');
 hook("$d/policy.json");
+
+# git cat-file stalls (a git first on PATH that sleeps for it): the push
+# is refused after GITGATE_BLOB_TIMEOUT seconds, the reason shown.  A
+# small push is unpacked into loose objects, which only git cat-file reads.
+
+chomp(my $GIT = `sh -c 'command -v git'`);
+die "no git on PATH\n" unless $GIT;
+mkdir("$d/slowgit") or die;
+$t->write_file('slowgit/git', "#!/bin/sh\n"
+	. "[ \"\$1\" = cat-file ] && exec sleep 60\nexec '$GIT' \"\$@\"\n");
+chmod(0755, "$d/slowgit/git") or die;
+$t->write_file('remote.git/hooks/pre-receive', "#!/bin/sh\n"
+	. "PATH='$d/slowgit':\$PATH GITGATE_BLOB_TIMEOUT=1 "
+	. "exec '$SCAN' --policy '$d/policy.json' --bottle b1\n");
+
+start('slow');
+commit('slow', 'slow.txt' => "slow\n");
+my $t0 = time();
+$r = git_push('HEAD:refs/heads/slow');
+like($r->{out}, qr/rule: internal\)\s*\n.*why: failure 'git cat-file': a file not read in 1 s/,
+	'git cat-file silent: refused with rule internal and the reason');
+ok(time() - $t0 < 30, 'git cat-file silent: refused after the timeout');
+
+# the same push kept as a pack (as the gate's copies keep every push):
+# the scan reads the quarantine's pack itself, git cat-file never asked
+
+git($R, 'config', 'receive.unpackLimit', '1');
+git($R, 'repack', '-a', '-d', '-q');
+$r = git_push('HEAD:refs/heads/slow');
+is($r->{rc}, 0, 'a push kept as a pack: read from the pack, no git cat-file')
+	or diag($r->{out});
+start('slow2');
+commit('grow', 'src/a.c' => "int a;\nint b;\n" . ("int x;\n" x 2000)
+	. "char *k = \"$GHP\";\n");
+$r = git_push('HEAD:refs/heads/slow2');
+refused($r, 'github_pat_classic', 'commit [0-9a-f]{12} file src/a.c line 2003',
+	'a token in a modified file of a pushed pack: found, on its line');
+git($R, 'config', '--unset', 'receive.unpackLimit');
+hook("$d/policy.json");
+git($W, 'checkout', '-q', 'int');
 
 $r = git_push('HEAD:refs/heads/int');
 is($r->{rc}, 0, 'the same push with the policy back: accepted')

@@ -1,0 +1,159 @@
+/*
+ * git-gate's pack reader: a push's blobs straight from the packs of the
+ * quarantine and of the repository (idx v2 + pack v2/v3, mmapped), each
+ * delta chain's bases applied once and kept in an LRU cache of resolved
+ * objects with a byte budget, the object asked for kept too (git's delta
+ * base cache does not keep it: every blob of a fast-import chain was
+ * resolved twice; gitgate-helper/README.md, "Speed").  Inflated with
+ * libdeflate (whole buffers, the size is in the entry's header).
+ *
+ * A pack is agent input: index-pack checked it, but every read here is
+ * bounded all the same (offsets inside the mapping, sizes agreeing with
+ * the headers, a delta's result exactly its declared size, chains at most
+ * GG_PACK_DEPTH deep and walked without recursion, GG_BLOB_MAX); a
+ * corrupt entry fails the read.  An object in no pack we could open
+ * (loose objects, alternates, an idx that is not v2) is the caller's to
+ * read another way (gg_blob.h's git cat-file).  Fuzzed:
+ * fuzz/gg_pack_fuzz.c.
+ */
+
+#ifndef GG_PACK_H
+#define GG_PACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+
+#define GG_PACK_OIDSZ           20
+/* the resolved objects kept, bytes (GITGATE_PACK_CACHE_MB overrides) */
+#define GG_PACK_CACHE_DEFAULT   (256ULL * 1024 * 1024)
+/* the longest delta chain read (git's own pack.depth is at most 4095) */
+#define GG_PACK_DEPTH           4096
+/* the most packs opened per directory */
+#define GG_PACK_MAX_PACKS       256
+
+/* object types, as a pack's entry header has them */
+#define GG_OBJ_COMMIT           1
+#define GG_OBJ_TREE             2
+#define GG_OBJ_BLOB             3
+#define GG_OBJ_TAG              4
+#define GG_OBJ_OFS_DELTA        6
+#define GG_OBJ_REF_DELTA        7
+
+
+typedef struct gg_pack_s  gg_pack_t;
+
+/* a resolved object, held until gg_pack_put() */
+typedef struct gg_pobj_s {
+    struct gg_pobj_s   *hnext;      /* hash chain */
+    struct gg_pobj_s   *prev;       /* LRU, most recent first */
+    struct gg_pobj_s   *next;
+    uint32_t            pack;
+    uint64_t            off;
+    int                 type;       /* GG_OBJ_COMMIT .. GG_OBJ_TAG */
+    unsigned            refs;
+    size_t              len;
+    unsigned char      *data;       /* len bytes and a NUL */
+} gg_pobj_t;
+
+
+/* one op of a delta: a copy of the base's [off, off + len) or an insert
+ * of len literal bytes at data */
+typedef struct {
+    int                 copy;
+    uint64_t            off;
+    size_t              len;
+    const unsigned char *data;
+} gg_delta_op_t;
+
+
+typedef struct {
+    const unsigned char *p;
+    const unsigned char *end;
+    uint64_t            src_size;
+    uint64_t            dst_size;
+    uint64_t            done;       /* result bytes the ops so far make */
+} gg_delta_iter_t;
+
+
+/*
+ * Opens the packs of quarantine/pack (if quarantine is not NULL) and of
+ * repo/objects/pack.  A pack whose idx is not v2 or does not match its
+ * pack is left out (its objects: not found).  cache: bytes, 0 for
+ * GG_PACK_CACHE_DEFAULT.  Returns 0 (with no pack at all too), -1 out of
+ * memory.
+ */
+int gg_pack_open(gg_pack_t **out, const char *repo, const char *quarantine,
+    uint64_t cache, char *err, size_t errlen);
+
+/* one pack from memory (tests, fuzzing): idx and pack, not copied */
+int gg_pack_open_mem(gg_pack_t **out, const unsigned char *idx,
+    size_t idx_len, const unsigned char *pack, size_t pack_len,
+    uint64_t cache, char *err, size_t errlen);
+
+void gg_pack_close(gg_pack_t *p);
+
+/* how many packs are open */
+size_t gg_pack_count(const gg_pack_t *p);
+
+/*
+ * The object oid (GG_PACK_OIDSZ raw bytes), resolved: 0 and *out held
+ * (gg_pack_put() it; its data stays until then), 1 when no open pack has
+ * it (or a delta's base is in none: read it another way), -2 when it
+ * (or a base in its chain) is over GG_BLOB_MAX, -1 when its entry or
+ * chain is corrupt or too deep, or memory ran out (err says why).
+ */
+int gg_pack_get(gg_pobj_t **out, gg_pack_t *p, const unsigned char *oid,
+    char *err, size_t errlen);
+
+void gg_pack_put(gg_pack_t *p, gg_pobj_t *o);
+
+/*
+ * Whether a's entry is stored as a delta whose base is b (same pack by
+ * offset, or by oid): 1 and the delta's bytes in *delta, *len (the
+ * reader's, slot 0 of gg_pack_delta_base()), 0 when not (or a or b in no
+ * pack), -1 when a's entry is corrupt.
+ */
+int gg_pack_delta_of(const unsigned char **delta, size_t *len,
+    gg_pack_t *p, const unsigned char *a, const unsigned char *b, char *err,
+    size_t errlen);
+
+
+/*
+ * Whether a's entry is stored as a delta: 1, its bytes in *delta, *len
+ * (the reader's, slot 0 or 1, valid until the next call with that slot)
+ * and where its base's entry is (*bpack, *boff: two deltas with the same
+ * are on the same base); 0 when not (or a is in no pack, or a
+ * REF_DELTA's base is in none), -1 when a's entry is corrupt.
+ */
+int gg_pack_delta_base(const unsigned char **delta, size_t *len,
+    uint32_t *bpack, uint64_t *boff, gg_pack_t *p, const unsigned char *a,
+    int slot, char *err, size_t errlen);
+
+/*
+ * The delta format, for the pack reader and the scan: the two sizes,
+ * then one op at a time.  gg_delta_next(): 1 and *op, 0 at the end (the
+ * ops made exactly dst_size bytes), -1 on a bad op (op 0, a copy out of
+ * the base, more than dst_size bytes, the delta cut short).
+ */
+int gg_delta_init(gg_delta_iter_t *it, const unsigned char *delta,
+    size_t len);
+int gg_delta_next(gg_delta_iter_t *it, gg_delta_op_t *op);
+
+/* the delta applied to base into dst (dst_len == the delta's dst_size):
+ * 0 or -1 */
+int gg_delta_apply(unsigned char *dst, size_t dst_len,
+    const unsigned char *base, size_t base_len,
+    const unsigned char *delta, size_t delta_len);
+
+/*
+ * An entry's header at pack[off]: its type, its size (inflated, for a
+ * delta the delta's), where its zlib data starts, and a delta's base:
+ * *base_off for OFS_DELTA, base_oid for REF_DELTA.  0 or -1.
+ */
+int gg_pack_entry(int *type, uint64_t *size, uint64_t *data_off,
+    uint64_t *base_off, const unsigned char **base_oid,
+    const unsigned char *pack, size_t pack_len, uint64_t off);
+
+
+#endif /* GG_PACK_H */
