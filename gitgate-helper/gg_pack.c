@@ -732,55 +732,6 @@ gg_pack_count(const gg_pack_t *p)
 }
 
 
-/*
- * An object's buffer, size bytes and GG_SLACK.  A big one is mapped with
- * its pages populated at once: the cache fills with objects read once
- * (every new file of a push), and faulting their pages in one at a time
- * cost a sixth of a scan on a VM (gitgate-helper/README.md, "Speed").
- */
-#if defined(__SANITIZE_ADDRESS__)
-#define GG_ASAN         1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define GG_ASAN         1
-#endif
-#endif
-
-#ifdef GG_ASAN
-/* under ASan every buffer from malloc, so that it checks them all */
-#define GG_POPULATE     SIZE_MAX
-#else
-#define GG_POPULATE     (256UL * 1024)
-#endif
-
-static unsigned char *
-gg_obj_alloc(size_t size)
-{
-    void  *d;
-
-    if (size < GG_POPULATE - GG_SLACK) {
-        return malloc(size + GG_SLACK);
-    }
-    d = mmap(NULL, size + GG_SLACK, PROT_READ | PROT_WRITE,
-             MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    return d == MAP_FAILED ? NULL : d;
-}
-
-
-static void
-gg_obj_free(unsigned char *d, size_t size)
-{
-    if (d == NULL) {
-        return;
-    }
-    if (size < GG_POPULATE - GG_SLACK) {
-        free(d);
-    } else {
-        munmap(d, size + GG_SLACK);
-    }
-}
-
-
 /* the cache */
 
 static void gg_lru_unlink(gg_pack_t *p, gg_pobj_t *o);
@@ -863,7 +814,7 @@ gg_cache_drop(gg_pack_t *p, gg_pobj_t *o)
     }
     gg_lru_unlink(p, o);
     p->used -= o->len;
-    gg_obj_free(o->data, o->len);
+    free(o->data);
     free(o);
 }
 
@@ -939,7 +890,7 @@ gg_pack_close(gg_pack_t *p)
     }
     for (o = p->head; o != NULL; o = next) {
         next = o->next;
-        gg_obj_free(o->data, o->len);
+        free(o->data);
         free(o);
     }
     for (i = 0; i < p->n; i++) {
@@ -1054,20 +1005,20 @@ gg_resolve(gg_pobj_t **out, gg_pack_t *p, uint32_t pack, uint64_t off,
                 snprintf(err, errlen, "a pack entry is corrupt");
                 return -1;
             }
-            d = gg_obj_alloc((size_t) size);
+            d = malloc((size_t) size + GG_SLACK);
             if (d == NULL) {
                 goto oom;
             }
             d[size] = '\0';
             if (gg_inflate(p, f, data_off, d, (size_t) size) != 0) {
-                gg_obj_free(d, (size_t) size);
+                free(d);
                 snprintf(err, errlen, "a pack entry does not inflate to "
                          "its size");
                 return -1;
             }
             base = gg_cache_add(p, cp, co, type, d, (size_t) size);
             if (base == NULL) {
-                gg_obj_free(d, (size_t) size);
+                free(d);
                 goto oom;
             }
             break;
@@ -1120,7 +1071,7 @@ gg_resolve(gg_pobj_t **out, gg_pack_t *p, uint32_t pack, uint64_t off,
         if (size > GG_BLOB_MAX) {
             goto too_big_base;
         }
-        d = gg_obj_alloc((size_t) size);
+        d = malloc((size_t) size + GG_SLACK);
         if (d == NULL) {
             goto oom_base;
         }
@@ -1128,7 +1079,7 @@ gg_resolve(gg_pobj_t **out, gg_pack_t *p, uint32_t pack, uint64_t off,
                                  p->scratch, (size_t) dsize)
             != 0)
         {
-            gg_obj_free(d, (size_t) size);
+            free(d);
             snprintf(err, errlen, "a delta in a pack is corrupt");
             goto fail;
         }
@@ -1138,13 +1089,13 @@ gg_resolve(gg_pobj_t **out, gg_pack_t *p, uint32_t pack, uint64_t off,
         o = gg_cache_find(p, cp, co);
         if (o != NULL) {
             /* the same entry twice in one chain cannot be: corrupt */
-            gg_obj_free(d, (size_t) size);
+            free(d);
             snprintf(err, errlen, "a delta chain loops");
             goto fail;
         }
         o = gg_cache_add(p, cp, co, base->type, d, (size_t) size);
         if (o == NULL) {
-            gg_obj_free(d, (size_t) size);
+            free(d);
             goto oom_base;
         }
         gg_pack_put(p, base);
