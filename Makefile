@@ -113,6 +113,10 @@ ctl-asan:
 GG_MAINS    = gitgate-helper/gitgate-scan.c gitgate-helper/gitgate-cgi.c
 GG_SRCS     = $(filter-out $(GG_MAINS), $(wildcard gitgate-helper/*.c))
 GG_HDRS     = $(wildcard gitgate-helper/*.h)
+# the pack reader alone (its unit test, its fuzz target)
+GG_PACK_SRCS = gitgate-helper/gg_pack.c gitgate-helper/gg_pack_delta.c \
+               gitgate-helper/gg_pack_read.c
+GG_PACK_HDRS = gitgate-helper/gg_pack.h gitgate-helper/gg_pack_int.h
 GG_CFLAGS   = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib \
               -Igitgate-helper $(shell pkg-config --cflags libgit2)
 GG_LIBS     = $(shell pkg-config --libs libgit2) -ldeflate -lhiredis $(LIB_LIBS)
@@ -208,14 +212,14 @@ unit: $(UNIT_BINS)
 .PHONY: unit-gitgate
 unit-gitgate: $(BUILD)/unit/gg_pack_test $(BUILD)/unit/gg_delta_test
 
-# git-gate's pack reader: its own source, libdeflate, zlib (the test
+# git-gate's pack reader: its own sources, libdeflate, zlib (the test
 # builds packs); CC_OPT too, so `make BUILD=build-asan CC_OPT=... unit`
 # gives build-asan/unit/gg_pack_test (t/unit/gg_pack.t)
-$(BUILD)/unit/gg_pack_test: t/unit/gg_pack_test.c gitgate-helper/gg_pack.c \
-                            gitgate-helper/gg_pack.h t/unit/tap.h
+$(BUILD)/unit/gg_pack_test: t/unit/gg_pack_test.c $(GG_PACK_SRCS) \
+                            $(GG_PACK_HDRS) t/unit/tap.h
 	@mkdir -p $(dir $@)
 	$(CC) $(UNIT_CFLAGS) $(CC_OPT) $(LD_OPT) -Igitgate-helper -o $@ $< \
-	    gitgate-helper/gg_pack.c -ldeflate -lz
+	    $(GG_PACK_SRCS) -ldeflate -lz
 
 # git-gate's added lines from a pack's delta: the whole scan (libgit2,
 # libbottle), over packs git writes (t/unit/gg_delta.t)
@@ -255,12 +259,12 @@ $(BUILD)/fuzz/gg_blob_fuzz: fuzz/gg_blob_fuzz.c fuzz/fuzz.h \
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< gitgate-helper/gg_blob.c
 
-# git-gate's pack reader: its own source and libdeflate
+# git-gate's pack reader: its own sources and libdeflate
 $(BUILD)/fuzz/gg_pack_fuzz: fuzz/gg_pack_fuzz.c fuzz/fuzz.h \
-                            gitgate-helper/gg_pack.c \
-                            gitgate-helper/gg_pack.h gitgate-helper/gg_blob.h
+                            $(GG_PACK_SRCS) $(GG_PACK_HDRS) \
+                            gitgate-helper/gg_blob.h
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< gitgate-helper/gg_pack.c \
+	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< $(GG_PACK_SRCS) \
 	    -ldeflate
 
 # supervise-helper's JSON-RPC parser: its own source and jansson

@@ -1,6 +1,6 @@
 /*
- * git-gate's push scanner, internal: the walk (gg_scan.c) and the fields
- * and findings (gg_field.c) share these.
+ * git-gate's push scanner, internal: the walk (gg_scan.c), a file's added
+ * lines (gg_lines.c) and the fields and findings (gg_field.c) share these.
  */
 
 #ifndef GG_SCAN_INT_H
@@ -132,6 +132,15 @@ int gg_identity(gg_ctx_t *c, int kind, const git_signature *sig);
 int gg_buf_add(gg_buf_t *b, const void *data, size_t len);
 int gg_line_add(gg_ctx_t *c, size_t lineno);
 int gg_line_add_ctx(gg_ctx_t *c, size_t lineno, int ctx);
+
+/*
+ * One added or modified file, its added lines scanned as one field (o
+ * NULL: a new file, all of it); packed: both versions read from the
+ * packs, so a delta between them may say which lines are added.  0 or -1.
+ */
+int gg_file(gg_ctx_t *c, const char *path, size_t index, const char *o,
+    size_t olen, const char *d, size_t nlen, const git_oid *oid,
+    const git_oid *nid, int packed);
 
 
 #endif /* GG_SCAN_INT_H */

@@ -2,7 +2,7 @@
 /*
  * The record of what happened (ngx_http_bottle_record.c): the full log
  * (ngx_http_bottle_fulllog.c), the firehose (ngx_http_bottle_firehose.c)
- * and the metrics endpoint, fed by one log-phase handler and two body
+ * and the metrics endpoint (ngx_http_bottle_metrics.c), fed by one log-phase handler and two body
  * filters.  docs/full-log.md, docs/firehose.md, docs/metrics.md.
  */
 
@@ -52,6 +52,8 @@ void ngx_http_bottle_firehose_exit_process(void);
 ngx_uint_t ngx_http_bottle_firehose_attached(void);
 void ngx_http_bottle_firehose_publish(const bottle_record_t *rec,
     ngx_uint_t metadata);
+
+ngx_int_t ngx_http_bottle_metrics_handler(ngx_http_request_t *r);
 
 
 #endif /* _NGX_HTTP_BOTTLE_RECORD_H_INCLUDED_ */

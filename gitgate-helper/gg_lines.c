@@ -1,0 +1,671 @@
+/*
+ * git-gate's push scanner: a file's added lines (gg_file()), from the
+ * pack's delta between its two versions, as the appended part of a file
+ * that grew, or from libgit2's line diff over what the common prefix and
+ * suffix leave; with them the unchanged lines that may go on a secret of
+ * theirs (a PEM block's, gg_opener()).  Each file is scanned as one field
+ * by gg_field.c; the walk that finds the files is gg_scan.c's.
+ */
+
+#define _GNU_SOURCE                 /* memrchr */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#include "gg_scan_int.h"
+
+
+static int gg_opener(const char *p, size_t len);
+
+static int
+gg_on_line(const git_diff_delta *delta, const git_diff_hunk *hunk,
+    const git_diff_line *line, void *payload)
+{
+    gg_ctx_t  *c;
+
+    (void) delta;
+    (void) hunk;
+
+    c = payload;
+    if (line->origin != GIT_DIFF_LINE_ADDITION
+        && line->origin != GIT_DIFF_LINE_CONTEXT)
+    {
+        return 0;
+    }
+
+    /* an unchanged line next to added ones: context (gg_line_t), when it
+     * may be a PEM block's header or its first line (gg_opener()) */
+    if (line->origin == GIT_DIFF_LINE_CONTEXT) {
+        if (!c->opened && !gg_opener(line->content, line->content_len)) {
+            c->opened = 0;
+            return 0;
+        }
+        c->ctxlen += line->content_len;
+    }
+    c->opened = line->origin == GIT_DIFF_LINE_ADDITION
+                && gg_opener(line->content, line->content_len);
+    if (gg_line_add_ctx(c, c->lbase + (size_t) line->new_lineno,
+                        line->origin == GIT_DIFF_LINE_CONTEXT)
+        != 0
+        || gg_buf_add(&c->add, line->content, line->content_len) != 0)
+    {
+        c->oom = 1;
+        return -1;
+    }
+    return 0;
+}
+
+
+/*
+ * Whether a line may open a secret that goes on over the next line: a PEM
+ * block's header (the private_key rule wants its first key character,
+ * lib/bottle_scan_rules.c); every other rule matches inside one line.
+ * Unchanged lines next to added ones are scanned with them (as context,
+ * gg_line_t) when this says so: the header before added key lines, or
+ * the key line after an added header.
+ */
+static int
+gg_opener(const char *p, size_t len)
+{
+    return memmem(p, len, "-----BEGIN", 10) != NULL;
+}
+
+
+/* the newlines in p[0, len) */
+static size_t
+gg_count_lines(const char *p, size_t len)
+{
+    size_t   n, i;
+#ifdef __SSE2__
+    size_t   k;
+    __m128i  nl, acc;
+
+    n = 0;
+    i = 0;
+    nl = _mm_set1_epi8('\n');
+    while (len - i >= 16) {
+        /* each byte lane counts up to 255 matches, then they are summed */
+        acc = _mm_setzero_si128();
+        for (k = 0; k < 255 && len - i >= 16; k++, i += 16) {
+            acc = _mm_sub_epi8(acc, _mm_cmpeq_epi8(
+                      _mm_loadu_si128((const __m128i *) (p + i)), nl));
+        }
+        acc = _mm_sad_epu8(acc, _mm_setzero_si128());
+        n += (size_t) _mm_cvtsi128_si32(acc)
+             + (size_t) _mm_extract_epi16(acc, 4);
+    }
+#else
+    n = 0;
+    i = 0;
+#endif
+    for (; i < len; i++) {
+        n += p[i] == '\n';
+    }
+    return n;
+}
+
+
+/*
+ * An added run of whole lines, new[from, to), into the field, with the
+ * unchanged line before it and the one after it as context (gg_line_t)
+ * where gg_opener() says so;
+ * *cpos and *cline: how far the new file's lines are counted, and the
+ * line number there; *shown: where the last context line ended.
+ */
+static int
+gg_run(gg_ctx_t *c, const char *d, size_t nlen, size_t from, size_t to,
+    size_t *cpos, size_t *cline, size_t *shown)
+{
+    size_t       pl, le;
+    const char  *q;
+
+    *cline += gg_count_lines(d + *cpos, from - *cpos);
+    *cpos = from;
+
+    /* the line before, unless the last run's context line was it, when
+     * it may open a PEM block (gg_opener()) */
+    pl = from;
+    if (from > 0 && from > *shown) {
+        q = from > 1 ? memrchr(d, '\n', from - 1) : NULL;
+        pl = q ? (size_t) (q - d) + 1 : 0;
+    }
+    if (pl < from && gg_opener(d + pl, from - pl)) {
+        if (gg_line_add_ctx(c, *cline - 1, 1) != 0
+            || gg_buf_add(&c->add, d + pl, from - pl) != 0)
+        {
+            goto oom;
+        }
+        c->ctxlen += from - pl;
+    }
+
+    if (gg_line_add(c, *cline) != 0
+        || gg_buf_add(&c->add, d + from, to - from) != 0)
+    {
+        goto oom;
+    }
+
+    *cline += gg_count_lines(d + from, to - from);
+    *cpos = to;
+
+    /* the line after, when the run's last line may open a PEM block */
+    q = to > from + 1 ? memrchr(d + from, '\n', to - from - 1) : NULL;
+    pl = q ? (size_t) (q - d) + 1 : from;
+    if (to < nlen && gg_opener(d + pl, to - pl)) {
+        q = memchr(d + to, '\n', nlen - to);
+        le = q ? (size_t) (q - d) + 1 : nlen;
+        if (gg_line_add_ctx(c, *cline, 1) != 0
+            || gg_buf_add(&c->add, d + to, le - to) != 0)
+        {
+            goto oom;
+        }
+        c->ctxlen += le - to;
+        *shown = le;
+    }
+    return 0;
+
+oom:
+
+    snprintf(c->err, c->errlen, "out of memory");
+    return -1;
+}
+
+
+/*
+ * An added stretch new[*from, *to) (whole lines) between two kept copies,
+ * and the stretch of the old file between them, old[og0, og1): the lines
+ * at either end that are the same bytes at the same end of the old
+ * stretch are unchanged too (git's delta starts a copy only where a
+ * 16-byte block of the base matches, so the bytes around a change are
+ * often inserted, not copied).  They extend the kept copies in order in
+ * both files: as safe as the copies themselves.
+ */
+static void
+gg_trim(const char *o, size_t og0, size_t og1, const char *d, size_t *from,
+    size_t *to)
+{
+    size_t       a, b, p, s, lim;
+    const char  *q;
+
+    a = *from;
+    b = *to;
+    if (og1 <= og0 || b <= a) {
+        return;
+    }
+
+    lim = b - a < og1 - og0 ? b - a : og1 - og0;
+    p = 0;
+    while (p < lim && o[og0 + p] == d[a + p]) {
+        p++;
+    }
+    while (p > 0 && d[a + p - 1] != '\n') {
+        p--;
+    }
+    a += p;
+    og0 += p;
+
+    lim = b - a < og1 - og0 ? b - a : og1 - og0;
+    s = 0;
+    while (s < lim && o[og1 - s - 1] == d[b - s - 1]) {
+        s++;
+    }
+    /* from a line start on */
+    if (s > 0 && b - s != a && d[b - s - 1] != '\n') {
+        q = memchr(d + b - s, '\n', s);
+        s = q ? b - ((size_t) (q - d) + 1) : 0;
+    }
+
+    *from = a;
+    *to = b - s;
+}
+
+
+static int
+gg_match_cmp(const void *a, const void *b)
+{
+    const gg_match_t  *x, *y;
+
+    x = a;
+    y = b;
+    if (x->n != y->n) {
+        return x->n < y->n ? -1 : 1;
+    }
+    if (x->o != y->o) {
+        return x->o < y->o ? -1 : 1;
+    }
+    return 0;
+}
+
+
+/*
+ * A delta's copies into *arr as (o: the base's offset, n: the result's,
+ * len), or with swap (o, n) the other way; src and dst, when not 0, the
+ * sizes it must declare.  1, 0 when it does not fit (c->oom on no
+ * memory).
+ */
+static int
+gg_copies(gg_ctx_t *c, gg_match_t **arr, size_t *n, size_t *cap,
+    const unsigned char *delta, size_t len, size_t src, size_t dst,
+    int swap)
+{
+    int              rc;
+    size_t           k;
+    uint64_t         at;
+    gg_match_t      *m;
+    gg_delta_op_t    op;
+    gg_delta_iter_t  it;
+
+    c->oom = 0;
+    if (gg_delta_init(&it, delta, len) != 0 || (src && it.src_size != src)
+        || it.dst_size != dst)
+    {
+        return 0;
+    }
+    if (!src) {
+        c->sib_src = it.src_size;
+    }
+
+    while ((rc = gg_delta_next(&it, &op)) == 1) {
+        if (!op.copy) {
+            continue;
+        }
+        if (*n == *cap) {
+            k = *cap ? 2 * *cap : 1024;
+            m = realloc(*arr, k * sizeof(*m));
+            if (m == NULL) {
+                snprintf(c->err, c->errlen, "out of memory");
+                c->oom = 1;
+                return 0;
+            }
+            *arr = m;
+            *cap = k;
+        }
+        at = it.done - op.len;
+        m = &(*arr)[(*n)++];
+        m->o = swap ? at : op.off;
+        m->n = swap ? op.off : at;
+        m->len = op.len;
+    }
+    return rc == 0 ? 1 : 0;
+}
+
+
+static int
+gg_base_cmp(const void *a, const void *b)
+{
+    const gg_match_t  *x, *y;
+
+    x = a;
+    y = b;
+    if (x->o != y->o) {
+        return x->o < y->o ? -1 : 1;
+    }
+    return 0;
+}
+
+
+/*
+ * Two versions stored as deltas of one base: where both copy the same
+ * bytes of the base, those bytes are in both (c->s1: the old version's
+ * copies, c->s2: the new one's, o the base's offsets) into c->m.  A
+ * sweep along the base; copies of one version that overlap each other
+ * may miss a match, which only leaves more lines added.
+ */
+static int
+gg_siblings(gg_ctx_t *c)
+{
+    size_t       i, j, k;
+    uint64_t     lo, hi, ea, eb;
+    gg_match_t  *x, *y, *m;
+
+    qsort(c->s1, c->ns1, sizeof(*c->s1), gg_base_cmp);
+    qsort(c->s2, c->ns2, sizeof(*c->s2), gg_base_cmp);
+
+    i = 0;
+    j = 0;
+    while (i < c->ns1 && j < c->ns2) {
+        x = &c->s1[i];
+        y = &c->s2[j];
+        ea = x->o + x->len;
+        eb = y->o + y->len;
+        lo = x->o > y->o ? x->o : y->o;
+        hi = ea < eb ? ea : eb;
+        if (lo < hi) {
+            if (c->nm == c->mcap) {
+                k = c->mcap ? 2 * c->mcap : 1024;
+                m = realloc(c->m, k * sizeof(*m));
+                if (m == NULL) {
+                    snprintf(c->err, c->errlen, "out of memory");
+                    c->oom = 1;
+                    return -1;
+                }
+                c->m = m;
+                c->mcap = k;
+            }
+            m = &c->m[c->nm++];
+            m->o = x->n + (lo - x->o);
+            m->n = y->n + (lo - y->o);
+            m->len = hi - lo;
+        }
+        if (ea <= eb) {
+            i++;
+        } else {
+            j++;
+        }
+    }
+    return 0;
+}
+
+
+/*
+ * The added lines of a modified file from the pack's delta between its
+ * two versions, when one is stored as a delta whose base is the other
+ * (a thin pack's new version on the old one the forge has; git
+ * pack-objects, which makes a push, often stores the old one on the new),
+ * or both as deltas of one base (pack-objects stores the versions of a
+ * file a push carries as deltas of the newest): no diff, and neither
+ * version compared whole.  1 when done (c->add, c->lines), 0 when there is
+ * no such delta (or it does not describe these two versions), -1 on error.
+ *
+ * Why this is as safe as a line diff: the delta's copy ops say which
+ * stretches of the new file are bytes of the old one.  Only copies in the
+ * same order in both files are kept (greedily, along the new file), so the
+ * kept ones are a common subsequence of the two files, like the matched
+ * lines of a diff.  A line of the new file is unchanged only if it lies
+ * wholly inside ONE kept copy: its bytes, newline included, were in the
+ * old file in one piece.  Every other line is added and scanned whole: a
+ * line inserted, appended, or glued from two pieces of the old file (a
+ * token split across two old lines and joined), a block moved or
+ * reordered (copies out of order are dropped), lines shuffled in the old
+ * file and put in order in the new one.  A secret on a line counted
+ * unchanged was in the old version, the same bytes on one line.
+ */
+static int
+gg_delta_lines(gg_ctx_t *c, const char *o, size_t olen, const char *d,
+    size_t nlen, const git_oid *oid, const git_oid *nid)
+{
+    int                   rc, kind;
+    size_t                i, len, len2, pos, opos, cpos, cline, u, e, ns,
+                          ne, k, shown, a, b;
+    uint32_t              bp1, bp2;
+    uint64_t              bo1, bo2, bsize, last_o, last_n;
+    gg_match_t           *m;
+    const char           *q;
+    const unsigned char  *delta, *delta2;
+
+    /* new on old, old on new, or both on one base */
+    kind = 1;
+    rc = gg_pack_delta_of(&delta, &len, c->pack, nid->id, oid->id, c->err,
+                          c->errlen);
+    if (rc == 0) {
+        kind = 2;
+        rc = gg_pack_delta_of(&delta, &len, c->pack, oid->id, nid->id,
+                              c->err, c->errlen);
+    }
+    if (rc == 0) {
+        kind = 3;
+        rc = gg_pack_delta_base(&delta2, &len2, &bp1, &bo1, c->pack, oid->id,
+                                1, c->err, c->errlen);
+        if (rc == 1) {
+            rc = gg_pack_delta_base(&delta, &len, &bp2, &bo2, c->pack,
+                                    nid->id, 0, c->err, c->errlen);
+        }
+        if (rc == 1 && (bp1 != bp2 || bo1 != bo2)) {
+            rc = 0;
+        }
+    }
+    if (rc <= 0) {
+        return rc;
+    }
+
+    /* the copies: old[o, o + len) is new[n, n + len) */
+    c->nm = 0;
+    switch (kind) {
+
+    case 1:
+        if (gg_copies(c, &c->m, &c->nm, &c->mcap, delta, len, olen, nlen, 0)
+            != 1)
+        {
+            return c->oom ? -1 : 0;
+        }
+        break;
+
+    case 2:
+        if (gg_copies(c, &c->m, &c->nm, &c->mcap, delta, len, nlen, olen, 1)
+            != 1)
+        {
+            return c->oom ? -1 : 0;
+        }
+        break;
+
+    default:
+        /* each version's copies from the base, the base's offsets in o */
+        c->ns1 = 0;
+        c->ns2 = 0;
+        if (gg_copies(c, &c->s1, &c->ns1, &c->s1cap, delta2, len2, 0, olen,
+                      0)
+            != 1)
+        {
+            return c->oom ? -1 : 0;
+        }
+        bsize = c->sib_src;
+        if (gg_copies(c, &c->s2, &c->ns2, &c->s2cap, delta, len, 0, nlen, 0)
+            != 1
+            || c->sib_src != bsize || gg_siblings(c) != 0)
+        {
+            return c->oom ? -1 : 0;
+        }
+    }
+
+    /* in the new file's order; copies that continue each other, one
+     * (git writes a long match as copies of 64 KB) */
+    qsort(c->m, c->nm, sizeof(*c->m), gg_match_cmp);
+    for (i = 0, k = 0; i < c->nm; i++) {
+        if (k > 0 && c->m[k - 1].o + c->m[k - 1].len == c->m[i].o
+            && c->m[k - 1].n + c->m[k - 1].len == c->m[i].n)
+        {
+            c->m[k - 1].len += c->m[i].len;
+        } else {
+            c->m[k++] = c->m[i];
+        }
+    }
+    c->nm = k;
+
+    c->add.len = 0;
+    c->nlines = 0;
+    c->ctxlen = 0;
+    pos = 0;
+    opos = 0;
+    cpos = 0;
+    cline = 1;
+    shown = 0;
+    last_o = 0;
+    last_n = 0;
+
+    for (i = 0; i < c->nm; i++) {
+        m = &c->m[i];
+        /* out of order in either file: its lines stay added */
+        if (m->o < last_o || m->n < last_n) {
+            continue;
+        }
+        ns = (size_t) m->n;
+        ne = (size_t) (m->n + m->len);
+
+        /* the whole lines inside: [u, e) */
+        u = ns;
+        if (u > 0 && d[u - 1] != '\n') {
+            q = memchr(d + u, '\n', ne - u);
+            if (q == NULL) {
+                continue;
+            }
+            u = (size_t) (q - d) + 1;
+        }
+        if (ne == nlen && d[nlen - 1] != '\n') {
+            e = nlen;
+        } else {
+            q = u < ne ? memrchr(d + u, '\n', ne - u) : NULL;
+            if (q == NULL) {
+                continue;
+            }
+            e = (size_t) (q - d) + 1;
+        }
+        if (u >= e) {
+            continue;
+        }
+
+        last_o = m->o + m->len;
+        last_n = m->n + m->len;
+        a = pos;
+        b = u;
+        gg_trim(o, opos, (size_t) m->o + (u - ns), d, &a, &b);
+        if (a < b && gg_run(c, d, nlen, a, b, &cpos, &cline, &shown) != 0) {
+            return -1;
+        }
+        pos = e;
+        opos = (size_t) m->o + (e - ns);
+    }
+    a = pos;
+    b = nlen;
+    gg_trim(o, opos, olen, d, &a, &b);
+    if (a < b && gg_run(c, d, nlen, a, b, &cpos, &cline, &shown) != 0) {
+        return -1;
+    }
+
+    c->r->delta_files++;
+    return 1;
+}
+
+
+/*
+ * The added lines of a line diff: the common prefix and suffix (whole
+ * lines) set aside with memcmp, libgit2's xdiff (no context) over the
+ * middle only.
+ */
+static int
+gg_diff_lines(gg_ctx_t *c, const char *o, size_t olen, const char *d,
+    size_t nlen)
+{
+    int               rc;
+    size_t            p, s, lim, so, sn;
+    const char       *q;
+    git_diff_options  opts;
+
+    lim = olen < nlen ? olen : nlen;
+    p = 0;
+    while (lim - p >= 4096 && memcmp(o + p, d + p, 4096) == 0) {
+        p += 4096;
+    }
+    while (p < lim && o[p] == d[p]) {
+        p++;
+    }
+    while (p > 0 && d[p - 1] != '\n') {
+        p--;
+    }
+
+    lim -= p;
+    s = 0;
+    while (lim - s >= 4096
+           && memcmp(o + olen - s - 4096, d + nlen - s - 4096, 4096) == 0)
+    {
+        s += 4096;
+    }
+    while (s < lim && o[olen - s - 1] == d[nlen - s - 1]) {
+        s++;
+    }
+    so = olen - s;
+    sn = nlen - s;
+    if (s > 0 && !((so == 0 || o[so - 1] == '\n')
+                   && (sn == 0 || d[sn - 1] == '\n')))
+    {
+        /* from the suffix's first line start on: one in both files */
+        q = memchr(d + sn, '\n', s);
+        s = q ? nlen - ((size_t) (q - d) + 1) : 0;
+    }
+
+    git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
+    /* one line of context: see gg_run() */
+    opts.context_lines = 1;
+    opts.interhunk_lines = 0;
+    /* binary files too: a secret in one goes to the forge all the same */
+    opts.flags = GIT_DIFF_FORCE_TEXT;
+
+    c->add.len = 0;
+    c->nlines = 0;
+    c->ctxlen = 0;
+    c->opened = 0;
+    c->oom = 0;
+    c->lbase = gg_count_lines(d, p);
+
+    rc = git_diff_buffers(o + p, olen - p - s, NULL, d + p, nlen - p - s,
+                          NULL, &opts, NULL, NULL, NULL, gg_on_line, c);
+    if (rc != 0) {
+        snprintf(c->err, c->errlen, "cannot diff a file of %s %s%s",
+                 c->obj_kind, c->obj, c->oom ? ": out of memory" : "");
+        return -1;
+    }
+    return 0;
+}
+
+
+/*
+ * The added lines of one file: all of it when it is new (old NULL); the
+ * lines the pack's delta between the two versions does not copy
+ * (gg_delta_lines()); the appended part when the old content is a prefix
+ * of the new one ending in a newline (most edits that grow a file, and no
+ * diff to run); else the added lines of a line diff.
+ */
+int
+gg_file(gg_ctx_t *c, const char *path, size_t index, const char *o,
+    size_t olen, const char *d, size_t nlen, const git_oid *oid,
+    const git_oid *nid, int packed)
+{
+    int          rc;
+    gg_field_t   fd;
+
+    memset(&fd, 0, sizeof(fd));
+    fd.kind = GG_F_FILE;
+    fd.name = path;
+    fd.index = index;
+    fd.first_line = 1;
+
+    c->r->files++;
+
+    rc = 0;
+    if (o != NULL) {
+        /* both read from the packs: one was made from the other with the
+         * very delta whose copies say what is unchanged */
+        rc = packed ? gg_delta_lines(c, o, olen, d, nlen, oid, nid) : 0;
+        if (rc < 0) {
+            return -1;
+        }
+        if (rc == 0 && olen <= nlen && (olen == 0 || o[olen - 1] == '\n')
+            && memcmp(o, d, olen) == 0)
+        {
+            fd.first_line = 1 + gg_count_lines(o, olen);
+            d += olen;
+            nlen -= olen;
+            o = NULL;
+        }
+    }
+
+    if (o == NULL) {
+        fd.data = d;
+        fd.len = nlen;
+        c->r->added += fd.len;
+        return gg_field(c, &fd) < 0 ? -1 : 0;
+    }
+
+    if (rc == 0 && gg_diff_lines(c, o, olen, d, nlen) != 0) {
+        return -1;
+    }
+
+    fd.data = c->add.data;
+    fd.len = c->add.len;
+    fd.lines = c->lines;
+    fd.nlines = c->nlines;
+    c->r->added += fd.len - c->ctxlen;
+    return gg_field(c, &fd) < 0 ? -1 : 0;
+}

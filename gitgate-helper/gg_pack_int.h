@@ -1,0 +1,82 @@
+/*
+ * git-gate's pack reader, internal: the packs and the cache (gg_pack.c),
+ * the delta format (gg_pack_delta.c) and the reading of objects
+ * (gg_pack_read.c) share these.
+ */
+
+#ifndef GG_PACK_INT_H
+#define GG_PACK_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gg_pack.h"
+
+
+#define GG_IDX_HDR      (8 + 256 * 4)
+#define GG_PACK_HDR     12
+#define GG_PACK_TRAILER GG_PACK_OIDSZ
+/* bytes past the end of every buffer the reader allocates: an insert
+ * (at most 127 bytes) or a short copy is moved as one block of this */
+#define GG_SLACK        128
+/* zlib's deflate never does better than about 1032:1 */
+#define GG_ZLIB_RATIO   1040
+
+
+typedef struct {
+    const unsigned char *idx;
+    size_t              idx_len;
+    const unsigned char *pack;
+    size_t              pack_len;
+    int                 mapped;     /* munmap on close */
+    uint32_t            n;          /* objects */
+    const unsigned char *oids;
+    const unsigned char *off32;
+    const unsigned char *off64;
+    size_t              n64;
+} gg_packfile_t;
+
+
+struct gg_pack_s {
+    gg_packfile_t      *f;
+    size_t              n;
+    size_t              cap;
+    struct libdeflate_decompressor *dec;
+
+    gg_pobj_t         **hash;
+    size_t              hsize;      /* a power of 2 */
+    gg_pobj_t          *head;       /* LRU: most recent */
+    gg_pobj_t          *tail;
+    uint64_t            used;
+    uint64_t            budget;
+
+    unsigned char      *scratch;    /* a delta, inflated, while applied */
+    size_t              scap;
+    unsigned char      *dbuf;       /* gg_pack_delta_base()'s, two slots */
+    size_t              dcap;
+    unsigned char      *dbuf2;
+    size_t              dcap2;
+
+    /* a chain being resolved: its deltas, nearest to the object first */
+    uint32_t           *cpack;
+    uint64_t           *coff;
+};
+
+
+/* the first open pack holding oid, the pack "prefer" first */
+int gg_pack_find(uint32_t *pack, uint64_t *off, const gg_pack_t *p,
+    const unsigned char *oid, uint32_t prefer);
+
+/* the cached object at (pack, off), made the most recent; or NULL */
+gg_pobj_t *gg_cache_find(gg_pack_t *p, uint32_t pack, uint64_t off);
+/* a new object, held once, data taken over */
+gg_pobj_t *gg_cache_add(gg_pack_t *p, uint32_t pack, uint64_t off, int type,
+    unsigned char *data, size_t len);
+
+/* gg_delta_apply() for buffers with GG_SLACK bytes past their end */
+int gg_delta_apply_slack(unsigned char *dst, size_t dst_len,
+    const unsigned char *base, size_t base_len,
+    const unsigned char *delta, size_t delta_len);
+
+
+#endif /* GG_PACK_INT_H */

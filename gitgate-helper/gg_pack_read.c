@@ -1,0 +1,329 @@
+/*
+ * git-gate's pack reader (gg_pack.h): reading an object, its delta chain
+ * resolved through the cache (gg_pack_get()), and a delta's own bytes
+ * (gg_pack_delta_base(), gg_pack_delta_of()).  Every size is checked
+ * against the entry's header and the pack before anything is allocated.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <libdeflate.h>
+
+#include "gg_blob.h"
+#include "gg_pack_int.h"
+
+
+/*
+ * The zlib data at data_off of f inflated into out, exactly size bytes
+ * (its header's); libdeflate stops at the stream's end, wherever the next
+ * entry begins.
+ */
+static int
+gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
+    unsigned char *out, size_t size)
+{
+    size_t                       in_len, got_in, got;
+    enum libdeflate_result       r;
+
+    in_len = f->pack_len - GG_PACK_TRAILER - data_off;
+
+    /* nothing inflates beyond about 1032 times its size: no allocation
+     * bigger than the pack can fill was made (checked by the callers) */
+    r = libdeflate_zlib_decompress_ex(p->dec, f->pack + data_off, in_len,
+                                      out, size, &got_in, &got);
+    if (r != LIBDEFLATE_SUCCESS || got != size) {
+        return -1;
+    }
+    return 0;
+}
+
+
+static int
+gg_scratch(gg_pack_t *p, size_t size)
+{
+    unsigned char  *d;
+
+    if (p->scap < size + GG_SLACK) {
+        d = realloc(p->scratch, size + GG_SLACK);
+        if (d == NULL) {
+            return -1;
+        }
+        p->scratch = d;
+        p->scap = size + GG_SLACK;
+    }
+    return 0;
+}
+
+
+/*
+ * The object at (pack, off), resolved: walks down its chain (no
+ * recursion) to a cached object or a whole one, then applies the deltas
+ * back up, keeping each result in the cache.  0 and *out held; 1 a
+ * REF_DELTA's base in no pack; -1 corrupt.
+ */
+static int
+gg_resolve(gg_pobj_t **out, gg_pack_t *p, uint32_t pack, uint64_t off,
+    char *err, size_t errlen)
+{
+    int                   type, depth, i;
+    uint32_t              cp;
+    uint64_t              co, size, data_off, base_off, dsize;
+    gg_pobj_t            *base, *o;
+    unsigned char        *d;
+    gg_delta_iter_t       it;
+    const gg_packfile_t  *f;
+    const unsigned char  *base_oid;
+
+    cp = pack;
+    co = off;
+    depth = 0;
+    base = NULL;
+
+    for ( ;; ) {
+        base = gg_cache_find(p, cp, co);
+        if (base != NULL) {
+            base->refs++;
+            break;
+        }
+
+        f = &p->f[cp];
+        if (gg_pack_entry(&type, &size, &data_off, &base_off, &base_oid,
+                          f->pack, f->pack_len, co)
+            != 0)
+        {
+            snprintf(err, errlen, "a pack entry is corrupt");
+            return -1;
+        }
+
+        if (type != GG_OBJ_OFS_DELTA && type != GG_OBJ_REF_DELTA) {
+            if (size > GG_BLOB_MAX) {
+                goto too_big;
+            }
+            if (size / GG_ZLIB_RATIO > f->pack_len - data_off) {
+                snprintf(err, errlen, "a pack entry is corrupt");
+                return -1;
+            }
+            d = malloc((size_t) size + GG_SLACK);
+            if (d == NULL) {
+                goto oom;
+            }
+            d[size] = '\0';
+            if (gg_inflate(p, f, data_off, d, (size_t) size) != 0) {
+                free(d);
+                snprintf(err, errlen, "a pack entry does not inflate to "
+                         "its size");
+                return -1;
+            }
+            base = gg_cache_add(p, cp, co, type, d, (size_t) size);
+            if (base == NULL) {
+                free(d);
+                goto oom;
+            }
+            break;
+        }
+
+        if (depth == GG_PACK_DEPTH) {
+            snprintf(err, errlen, "a delta chain deeper than %d",
+                     GG_PACK_DEPTH);
+            return -1;
+        }
+        p->cpack[depth] = cp;
+        p->coff[depth] = co;
+        depth++;
+
+        if (type == GG_OBJ_OFS_DELTA) {
+            co = base_off;
+        } else if (gg_pack_find(&cp, &co, p, base_oid, cp) != 0) {
+            /* loose, or in an alternate: git cat-file's to read */
+            return 1;
+        }
+    }
+
+    /* back up the chain, each delta onto the result before it */
+    for (i = depth - 1; i >= 0; i--) {
+        cp = p->cpack[i];
+        co = p->coff[i];
+        f = &p->f[cp];
+
+        if (gg_pack_entry(&type, &dsize, &data_off, &base_off, &base_oid,
+                          f->pack, f->pack_len, co)
+            != 0
+            || dsize > GG_BLOB_MAX + GG_BLOB_MAX / 64 + 64
+            || dsize / GG_ZLIB_RATIO > f->pack_len - data_off)
+        {
+            snprintf(err, errlen, "a pack entry is corrupt");
+            goto fail;
+        }
+        if (gg_scratch(p, (size_t) dsize) != 0) {
+            goto oom_base;
+        }
+        if (gg_inflate(p, f, data_off, p->scratch, (size_t) dsize) != 0
+            || gg_delta_init(&it, p->scratch, (size_t) dsize) != 0
+            || it.src_size != base->len)
+        {
+            snprintf(err, errlen, "a delta in a pack is corrupt");
+            goto fail;
+        }
+
+        size = it.dst_size;
+        if (size > GG_BLOB_MAX) {
+            goto too_big_base;
+        }
+        d = malloc((size_t) size + GG_SLACK);
+        if (d == NULL) {
+            goto oom_base;
+        }
+        if (gg_delta_apply_slack(d, (size_t) size, base->data, base->len,
+                                 p->scratch, (size_t) dsize)
+            != 0)
+        {
+            free(d);
+            snprintf(err, errlen, "a delta in a pack is corrupt");
+            goto fail;
+        }
+
+        d[size] = '\0';
+
+        o = gg_cache_find(p, cp, co);
+        if (o != NULL) {
+            /* the same entry twice in one chain cannot be: corrupt */
+            free(d);
+            snprintf(err, errlen, "a delta chain loops");
+            goto fail;
+        }
+        o = gg_cache_add(p, cp, co, base->type, d, (size_t) size);
+        if (o == NULL) {
+            free(d);
+            goto oom_base;
+        }
+        gg_pack_put(p, base);
+        base = o;
+    }
+
+    *out = base;
+    return 0;
+
+too_big_base:
+
+    gg_pack_put(p, base);
+
+too_big:
+
+    snprintf(err, errlen, "an object in a pack is over %llu MB",
+             (unsigned long long) (GG_BLOB_MAX >> 20));
+    return -2;
+
+oom_base:
+
+    gg_pack_put(p, base);
+
+oom:
+
+    snprintf(err, errlen, "out of memory");
+    return -1;
+
+fail:
+
+    gg_pack_put(p, base);
+    return -1;
+}
+
+
+int
+gg_pack_get(gg_pobj_t **out, gg_pack_t *p, const unsigned char *oid,
+    char *err, size_t errlen)
+{
+    uint32_t  pack;
+    uint64_t  off;
+
+    if (gg_pack_find(&pack, &off, p, oid, 0) != 0) {
+        return 1;
+    }
+    return gg_resolve(out, p, pack, off, err, errlen);
+}
+
+
+int
+gg_pack_delta_base(const unsigned char **delta, size_t *len, uint32_t *bpack,
+    uint64_t *boff, gg_pack_t *p, const unsigned char *a, int slot,
+    char *err, size_t errlen)
+{
+    int                   type;
+    size_t               *cap;
+    uint32_t              pack;
+    uint64_t              off, size, data_off, base_off;
+    unsigned char        *d, **buf;
+    const gg_packfile_t  *f;
+    const unsigned char  *base_oid;
+
+    if (gg_pack_find(&pack, &off, p, a, 0) != 0) {
+        return 0;
+    }
+    f = &p->f[pack];
+    if (gg_pack_entry(&type, &size, &data_off, &base_off, &base_oid,
+                      f->pack, f->pack_len, off)
+        != 0)
+    {
+        snprintf(err, errlen, "a pack entry is corrupt");
+        return -1;
+    }
+
+    if (type == GG_OBJ_OFS_DELTA) {
+        *bpack = pack;
+        *boff = base_off;
+    } else if (type != GG_OBJ_REF_DELTA
+               || gg_pack_find(bpack, boff, p, base_oid, pack) != 0)
+    {
+        return 0;
+    }
+
+    if (size > GG_BLOB_MAX + GG_BLOB_MAX / 64 + 64
+        || size / GG_ZLIB_RATIO > f->pack_len - data_off)
+    {
+        snprintf(err, errlen, "a pack entry is corrupt");
+        return -1;
+    }
+    buf = slot ? &p->dbuf2 : &p->dbuf;
+    cap = slot ? &p->dcap2 : &p->dcap;
+    if (*cap < size + 1) {
+        d = realloc(*buf, (size_t) size + 1);
+        if (d == NULL) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        *buf = d;
+        *cap = (size_t) size + 1;
+    }
+    if (gg_inflate(p, f, data_off, *buf, (size_t) size) != 0) {
+        snprintf(err, errlen, "a delta in a pack is corrupt");
+        return -1;
+    }
+
+    *delta = *buf;
+    *len = (size_t) size;
+    return 1;
+}
+
+
+int
+gg_pack_delta_of(const unsigned char **delta, size_t *len, gg_pack_t *p,
+    const unsigned char *a, const unsigned char *b, char *err, size_t errlen)
+{
+    int       rc;
+    uint32_t  bpack, pack;
+    uint64_t  boff, off;
+
+    rc = gg_pack_delta_base(delta, len, &bpack, &boff, p, a, 0, err,
+                            errlen);
+    if (rc != 1) {
+        return rc;
+    }
+    /* b where the delta's base is: the same entry */
+    if (gg_pack_find(&pack, &off, p, b, bpack) != 0 || pack != bpack
+        || off != boff)
+    {
+        return 0;
+    }
+    return 1;
+}
