@@ -76,10 +76,81 @@ static const struct {
 };
 
 
+/*
+ * "<forge>/<owner>/" at the start of [s, end): the forge's name and the
+ * owner checked into forge and owner, *rest after the second '/'.  0; 1
+ * when [s, end) is not three segments; -1 and err when one is bad (a
+ * pattern's owner is literal: a '*' in it says so).
+ */
+
+static int
+bottle_repo_head(char *forge, char *owner, const char **rest, const char *s,
+    const char *end, int pattern, char *err, size_t errlen)
+{
+    const char  *p;
+
+    p = memchr(s, '/', (size_t) (end - s));
+    if (p == NULL) {
+        return 1;
+    }
+
+    if (bottle_forge_name(forge, s, (size_t) (p - s)) != 0) {
+        return bottle_errf(err, errlen, "\"%.*s\" is not a forge's host name",
+                           (int) ((p - s) > 300 ? 300 : (p - s)), s);
+    }
+
+    s = p + 1;
+    p = memchr(s, '/', (size_t) (end - s));
+    if (p == NULL || memchr(p + 1, '/', (size_t) (end - p - 1)) != NULL) {
+        return 1;
+    }
+
+    if (pattern && memchr(s, '*', (size_t) (p - s)) != NULL) {
+        return bottle_errf(err, errlen, "the owner of a pattern is literal: "
+                           "no '*' (one pattern per account or org)");
+    }
+
+    if (bottle_repo_segment(owner, s, (size_t) (p - s)) != 0) {
+        return bottle_errf(err, errlen, "the owner of a repo is 1 to %d of "
+                           "[A-Za-z0-9._-], not \".\" or \"..\" or starting "
+                           "with '.'", BOTTLE_REPO_SEGMENT_MAX);
+    }
+
+    *rest = p + 1;
+
+    return 0;
+}
+
+
+/* a repo's name, [s, end), into name: its ".git" dropped */
+
+static int
+bottle_repo_name(char *name, const char *s, const char *end, char *err,
+    size_t errlen)
+{
+    size_t  n;
+
+    n = (size_t) (end - s);
+
+    if (n > 4 && memcmp(end - 4, ".git", 4) == 0) {
+        n -= 4;
+    }
+
+    if (bottle_repo_segment(name, s, n) != 0) {
+        return bottle_errf(err, errlen, "the name of a repo is 1 to %d of "
+                           "[A-Za-z0-9._-], not \".\" or \"..\" or starting "
+                           "with '.'", BOTTLE_REPO_SEGMENT_MAX);
+    }
+
+    return 0;
+}
+
+
 int
 bottle_repo_parse(bottle_repo_t *out, const char *s, size_t len,
     int with_mode, char *err, size_t errlen)
 {
+    int          rc;
     size_t       n;
     const char  *p, *end, *slash, *colon;
 
@@ -124,44 +195,17 @@ bottle_repo_parse(bottle_repo_t *out, const char *s, size_t len,
         end = colon;
     }
 
-    /* forge / owner / repo: exactly three segments */
-
-    p = memchr(s, '/', (size_t) (end - s));
-    if (p == NULL) {
+    rc = bottle_repo_head(out->forge, out->owner, &p, s, end, 0, err,
+                          errlen);
+    if (rc == 1) {
         goto shape;
     }
 
-    if (bottle_forge_name(out->forge, s, (size_t) (p - s)) != 0) {
-        return bottle_errf(err, errlen, "\"%.*s\" is not a forge's host name",
-                           (int) ((p - s) > 300 ? 300 : (p - s)), s);
+    if (rc != 0) {
+        return rc;
     }
 
-    s = p + 1;
-    p = memchr(s, '/', (size_t) (end - s));
-    if (p == NULL || memchr(p + 1, '/', (size_t) (end - p - 1)) != NULL) {
-        goto shape;
-    }
-
-    if (bottle_repo_segment(out->owner, s, (size_t) (p - s)) != 0) {
-        return bottle_errf(err, errlen, "the owner of a repo is 1 to %d of "
-                           "[A-Za-z0-9._-], not \".\" or \"..\" or starting "
-                           "with '.'", BOTTLE_REPO_SEGMENT_MAX);
-    }
-
-    s = p + 1;
-    n = (size_t) (end - s);
-
-    if (n > 4 && memcmp(end - 4, ".git", 4) == 0) {
-        n -= 4;
-    }
-
-    if (bottle_repo_segment(out->repo, s, n) != 0) {
-        return bottle_errf(err, errlen, "the name of a repo is 1 to %d of "
-                           "[A-Za-z0-9._-], not \".\" or \"..\" or starting "
-                           "with '.'", BOTTLE_REPO_SEGMENT_MAX);
-    }
-
-    return 0;
+    return bottle_repo_name(out->repo, p, end, err, errlen);
 
 shape:
 
@@ -174,6 +218,7 @@ int
 bottle_repo_pattern_parse(bottle_repo_pattern_t *out, const char *s,
     size_t len, char *err, size_t errlen)
 {
+    int          rc;
     size_t       n;
     const char  *p, *end, *slash, *colon, *star;
 
@@ -207,36 +252,16 @@ bottle_repo_pattern_parse(bottle_repo_pattern_t *out, const char *s,
         end = colon;
     }
 
-    /* forge / owner / name: exactly three segments */
-
-    p = memchr(s, '/', (size_t) (end - s));
-    if (p == NULL) {
+    rc = bottle_repo_head(out->forge, out->owner, &s, s, end, 1, err,
+                          errlen);
+    if (rc == 1) {
         goto shape;
     }
 
-    if (bottle_forge_name(out->forge, s, (size_t) (p - s)) != 0) {
-        return bottle_errf(err, errlen, "\"%.*s\" is not a forge's host name",
-                           (int) ((p - s) > 300 ? 300 : (p - s)), s);
+    if (rc != 0) {
+        return rc;
     }
 
-    s = p + 1;
-    p = memchr(s, '/', (size_t) (end - s));
-    if (p == NULL || memchr(p + 1, '/', (size_t) (end - p - 1)) != NULL) {
-        goto shape;
-    }
-
-    if (memchr(s, '*', (size_t) (p - s)) != NULL) {
-        return bottle_errf(err, errlen, "the owner of a pattern is literal: "
-                           "no '*' (one pattern per account or org)");
-    }
-
-    if (bottle_repo_segment(out->owner, s, (size_t) (p - s)) != 0) {
-        return bottle_errf(err, errlen, "the owner of a repo is 1 to %d of "
-                           "[A-Za-z0-9._-], not \".\" or \"..\" or starting "
-                           "with '.'", BOTTLE_REPO_SEGMENT_MAX);
-    }
-
-    s = p + 1;
     n = (size_t) (end - s);
     star = memchr(s, '*', n);
 
@@ -262,17 +287,7 @@ bottle_repo_pattern_parse(bottle_repo_pattern_t *out, const char *s,
         return 0;
     }
 
-    if (n > 4 && memcmp(end - 4, ".git", 4) == 0) {
-        n -= 4;
-    }
-
-    if (bottle_repo_segment(out->name, s, n) != 0) {
-        return bottle_errf(err, errlen, "the name of a repo is 1 to %d of "
-                           "[A-Za-z0-9._-], not \".\" or \"..\" or starting "
-                           "with '.'", BOTTLE_REPO_SEGMENT_MAX);
-    }
-
-    return 0;
+    return bottle_repo_name(out->name, s, end, err, errlen);
 
 shape:
 
