@@ -34,6 +34,7 @@ BEGIN { use FindBin; chdir($FindBin::Bin); }
 use lib 'lib';
 use Test::Nginx;
 use Test::Bottle;
+use Test::Bottle::Gateway;
 
 use MIME::Base64 qw/ encode_base64 /;
 use POSIX qw/ WNOHANG /;
@@ -81,44 +82,18 @@ my $GATE_FILES = gitgate_fastcgi($sock, GITGATE_DIR => "$d/gate-files",
 	GITGATE_POLICY => "$d/gate-policy.json",
 	GITGATE_FORGES => "$d/gate-forges.json");
 
-$t->write_file_expand('nginx.conf', <<"EOF");
+$t->write_file_expand('nginx.conf', gitgate_conf(policy => $redis->{url}, port => $GP, gate => $GATE,
+	servers => <<"EOF"));
+# a file-source gate: the policy and the forges from files
+server {
+    listen 127.0.0.1:$FP;
 
-%%TEST_GLOBALS%%
-
-daemon off;
-
-bottle_policy $redis->{url};
-
-events {
-}
-
-http {
-    %%TEST_GLOBALS_HTTP%%
-
-    server {
-        listen 127.0.0.1:$GP;
-        client_max_body_size 0;
-
-        location / {
-            bottle_attribute git;
-            bottle_realm git-gate;
-
-$GATE
-        }
-    }
-
-    # a file-source gate: the policy and the forges from files
-    server {
-        listen 127.0.0.1:$FP;
-
-        location / {
-            bottle_attribute git;
+    location / {
+        bottle_attribute git;
 
 $GATE_FILES
-        }
     }
 }
-
 EOF
 
 gitgate_fcgiwrap($t, $sock, children => 4);

@@ -25,6 +25,7 @@ BEGIN { use FindBin; chdir($FindBin::Bin); }
 use lib 'lib';
 use Test::Nginx;
 use Test::Bottle;
+use Test::Bottle::Gateway;
 
 use Digest::SHA qw/ sha256_hex /;
 use JSON::PP;
@@ -62,34 +63,8 @@ my $GATE = gitgate_fastcgi($sock, GITGATE_DIR => "$d/gate",
 	GITGATE_STORE => $redis->{url},
 	GITGATE_REFRESH => 0);
 
-$t->write_file_expand('nginx.conf', <<"EOF");
-
-%%TEST_GLOBALS%%
-
-daemon off;
-
-bottle_policy $redis->{url};
-
-events {
-}
-
-http {
-    %%TEST_GLOBALS_HTTP%%
-
-    server {
-        listen 127.0.0.1:$GP;
-        client_max_body_size 0;
-
-        location / {
-            bottle_attribute git;
-            bottle_realm git-gate;
-
-$GATE
-        }
-    }
-}
-
-EOF
+$t->write_file_expand('nginx.conf', gitgate_conf(policy => $redis->{url},
+	port => $GP, gate => $GATE));
 
 gitgate_fcgiwrap($t, $sock, children => 2);
 

@@ -21,6 +21,7 @@ BEGIN { use FindBin; chdir($FindBin::Bin); }
 use lib 'lib';
 use Test::Nginx;
 use Test::Bottle;
+use Test::Bottle::Gateway;
 
 use Time::HiRes qw/ sleep time /;
 
@@ -59,33 +60,8 @@ my $GATE = gitgate_fastcgi($sock, GITGATE_DIR => "$d/gate",
 	GITGATE_FORGES => "$d/forges.json",
 	GITGATE_REFRESH => 0);
 
-$t->write_file_expand('nginx.conf', <<"EOF");
-
-%%TEST_GLOBALS%%
-
-daemon off;
-
-bottle_policy $d/policy.json;
-
-events {
-}
-
-http {
-    %%TEST_GLOBALS_HTTP%%
-
-    server {
-        listen 127.0.0.1:$GP;
-        client_max_body_size 0;
-
-        location / {
-            bottle_attribute git;
-
-$GATE
-        }
-    }
-}
-
-EOF
+$t->write_file_expand('nginx.conf', gitgate_conf(policy => "$d/policy.json",
+	port => $GP, gate => $GATE, realm => 0));
 
 gitgate_fcgiwrap($t, $sock, children => 4);
 

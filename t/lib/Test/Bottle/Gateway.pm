@@ -21,12 +21,16 @@ package Test::Bottle::Gateway;
 # gateway_plain_conf(policy => 'redis://...', main => ..., global => ...):
 # the front and the plain server only, proxying straight to
 # $bottle_upstream (no pool, no TLS server): the control plane's tests.
+#
+# gitgate_conf(policy => ..., port => $GP, gate => gitgate_fastcgi(...),
+# realm => 0, servers => ...): git-gate's server alone, as the shipped
+# config has it (bottle_attribute git, realm "git-gate" unless realm => 0).
 
 use warnings;
 use strict;
 
 use base qw/ Exporter /;
-our @EXPORT = qw/ gateway_conf gateway_plain_conf /;
+our @EXPORT = qw/ gateway_conf gateway_plain_conf gitgate_conf /;
 
 sub _indent {
 	my ($text, $n) = @_;
@@ -166,6 +170,41 @@ http {
         }
     }
 }
+
+EOF
+}
+
+sub gitgate_conf {
+	my (%o) = @_;
+
+	my $realm = ($o{realm} // 1) ? "\n            bottle_realm git-gate;" : '';
+	my $servers = _indent($o{servers}, 4);
+
+	return <<"EOF";
+
+%%TEST_GLOBALS%%
+
+daemon off;
+
+bottle_policy $o{policy};
+
+events {
+}
+
+http {
+    %%TEST_GLOBALS_HTTP%%
+
+    server {
+        listen 127.0.0.1:$o{port};
+        client_max_body_size 0;
+
+        location / {
+            bottle_attribute git;$realm
+
+$o{gate}
+        }
+    }
+${servers}}
 
 EOF
 }
