@@ -85,26 +85,7 @@ my $json = JSON::PP->new->canonical;
 
 # ctl(@args): { rc, out, err }; stderr kept in stderr.log
 
-my $n = 0;
-
-sub ctl {
-	my @args = @_;
-	$n++;
-	my $pid = fork() // die "fork: $!\n";
-	if ($pid == 0) {
-		open STDIN, '<', '/dev/null' or die;
-		open STDOUT, '>', "$d/ctl$n.out" or die;
-		open STDERR, '>', "$d/ctl$n.err" or die;
-		exec($BOTTLECTL, @args) or POSIX::_exit(127);
-	}
-	waitpid($pid, 0);
-	my $rc = $? >> 8;
-	my $err = $t->read_file("ctl$n.err");
-	open my $log, '>>', "$d/stderr.log" or die;
-	print $log $err;
-	close $log;
-	return { rc => $rc, out => $t->read_file("ctl$n.out"), err => $err };
-}
+sub ctl { return ctl_run($t, @_); }
 
 sub propose {
 	my ($kind, $args) = @_;

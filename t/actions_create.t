@@ -96,26 +96,7 @@ $t->write_file('forge-token', "$FORGE_TOKEN\n");
 
 # ctl(@args): { rc, out, err }; stderr kept in stderr.log
 
-my $n = 0;
-
-sub ctl {
-	my @args = @_;
-	$n++;
-	my $pid = fork() // die "fork: $!\n";
-	if ($pid == 0) {
-		open STDIN, '<', '/dev/null' or die;
-		open STDOUT, '>', "$d/ctl$n.out" or die;
-		open STDERR, '>', "$d/ctl$n.err" or die;
-		exec($BOTTLECTL, @args) or POSIX::_exit(127);
-	}
-	waitpid($pid, 0);
-	my $rc = $? >> 8;
-	my $err = $t->read_file("ctl$n.err");
-	open my $log, '>>', "$d/stderr.log" or die;
-	print $log $err;
-	close $log;
-	return { rc => $rc, out => $t->read_file("ctl$n.out"), err => $err };
-}
+sub ctl { return ctl_run($t, @_); }
 
 my $res = ctl('forge', 'connect', $FORGE, '--kind', 'gitea', '--url',
 	"http://$FORGE/", '--token-file', "$d/forge-token");

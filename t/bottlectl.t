@@ -59,31 +59,7 @@ delete $ENV{$_} for qw/ BOTTLECTL_DEBUG /;
 
 # ctl([{ stdin => file, env => {...} }], @args): { rc, out, err }
 
-my $n = 0;
-
-sub ctl {
-	my $o = ref $_[0] ? shift : {};
-	my @args = @_;
-	$n++;
-
-	my $pid = fork() // die "fork: $!\n";
-	if ($pid == 0) {
-		open STDIN, '<', $o->{stdin} // '/dev/null' or die;
-		open STDOUT, '>', "$d/ctl$n.out" or die;
-		open STDERR, '>', "$d/ctl$n.err" or die;
-		@ENV{keys %{$o->{env}}} = values %{$o->{env}} if $o->{env};
-		exec($BOTTLECTL, @args) or POSIX::_exit(127);
-	}
-	waitpid($pid, 0);
-	my $rc = $? >> 8;
-
-	my $err = $t->read_file("ctl$n.err");
-	open my $log, '>>', "$d/stderr.log" or die;
-	print $log $err;
-	close $log;
-
-	return { rc => $rc, out => $t->read_file("ctl$n.out"), err => $err };
-}
+sub ctl { return ctl_run($t, @_); }
 
 sub policy {
 	my ($name, $data) = @_;

@@ -20,6 +20,7 @@ our @EXPORT = qw/
 	forge_start forge_repo forge_refs forge_log forge_connections
 	forge_status forge_config run_git
 	gitgate_cgi gitgate_fastcgi gitgate_fcgiwrap
+	ctl_run
 /;
 our @EXPORT_OK = @EXPORT;
 
@@ -654,6 +655,38 @@ sub bottlectl {
 	my $text = <$fh> // '';
 	die "bottlectl @args: $text" if $rc != 0;
 	return $text;
+}
+
+# ctl_run($t, [{ stdin => $file, env => {...} }], @args): bottlectl run as
+# is (the environment's BOTTLE_STORE), { rc, out, err }; its stderr also
+# appended to <testdir>/stderr.log, which the tests search for secrets
+
+my $ctl_n = 0;
+
+sub ctl_run {
+	my $t = shift;
+	my $o = ref $_[0] ? shift : {};
+	my @args = @_;
+	my $d = $t->testdir();
+	$ctl_n++;
+
+	my $pid = fork() // die "fork: $!\n";
+	if ($pid == 0) {
+		open STDIN, '<', $o->{stdin} // '/dev/null' or die;
+		open STDOUT, '>', "$d/ctl$ctl_n.out" or die;
+		open STDERR, '>', "$d/ctl$ctl_n.err" or die;
+		@ENV{keys %{$o->{env}}} = values %{$o->{env}} if $o->{env};
+		exec($BOTTLECTL, @args) or POSIX::_exit(127);
+	}
+	waitpid($pid, 0);
+	my $rc = $? >> 8;
+
+	my $err = $t->read_file("ctl$ctl_n.err");
+	open my $log, '>>', "$d/stderr.log" or die;
+	print $log $err;
+	close $log;
+
+	return { rc => $rc, out => $t->read_file("ctl$ctl_n.out"), err => $err };
 }
 
 sub _store {
