@@ -216,7 +216,7 @@ unit-gitgate: $(BUILD)/unit/gg_pack_test $(BUILD)/unit/gg_delta_test
 # builds packs); CC_OPT too, so `make BUILD=build-asan CC_OPT=... unit`
 # gives build-asan/unit/gg_pack_test (t/unit/gg_pack.t)
 $(BUILD)/unit/gg_pack_test: t/unit/gg_pack_test.c $(GG_PACK_SRCS) \
-                            $(GG_PACK_HDRS) t/unit/tap.h
+                            $(GG_PACK_HDRS) t/unit/tap.h t/unit/sh.h
 	@mkdir -p $(dir $@)
 	$(CC) $(UNIT_CFLAGS) $(CC_OPT) $(LD_OPT) -Igitgate-helper -o $@ $< \
 	    $(GG_PACK_SRCS) -ldeflate -lz
@@ -224,7 +224,7 @@ $(BUILD)/unit/gg_pack_test: t/unit/gg_pack_test.c $(GG_PACK_SRCS) \
 # git-gate's added lines from a pack's delta: the whole scan (libgit2,
 # libbottle), over packs git writes (t/unit/gg_delta.t)
 $(BUILD)/unit/gg_delta_test: t/unit/gg_delta_test.c $(GG_SRCS) $(GG_HDRS) \
-                             $(LIBBOTTLE) t/unit/tap.h
+                             $(LIBBOTTLE) t/unit/tap.h t/unit/sh.h
 	@mkdir -p $(dir $@)
 	$(CC) $(GG_CFLAGS) $(LD_OPT) -o $@ $< $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
 

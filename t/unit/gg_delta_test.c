@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "tap.h"
+#include "sh.h"
 #include "bottle_scan.h"
 #include "gg_scan.h"
 #include "gg_update.h"
@@ -29,25 +30,6 @@
 static char                    dir[256];
 static bottle_scan_secrets_t  *sec;
 static bottle_scan_db_t       *db;
-
-
-static int
-sh(const char *fmt, ...)
-{
-    int      rc;
-    char    *cmd;
-    va_list  ap;
-
-    va_start(ap, fmt);
-    rc = vasprintf(&cmd, fmt, ap);
-    va_end(ap);
-    if (rc < 0) {
-        return -1;
-    }
-    rc = system(cmd);
-    free(cmd);
-    return rc;
-}
 
 
 static char *

@@ -23,30 +23,12 @@
 #include <zlib.h>
 
 #include "tap.h"
+#include "sh.h"
 #include "gg_blob.h"
 #include "gg_pack.h"
 
 
 static char  dir[256];
-
-
-static int
-sh(const char *fmt, ...)
-{
-    int      rc;
-    char    *cmd;
-    va_list  ap;
-
-    va_start(ap, fmt);
-    rc = vasprintf(&cmd, fmt, ap);
-    va_end(ap);
-    if (rc < 0) {
-        return -1;
-    }
-    rc = system(cmd);
-    free(cmd);
-    return rc;
-}
 
 
 static unsigned
