@@ -161,14 +161,14 @@ sub owner {
 
 # the packages and what they depend on, as installed here
 sub closure {
-	my (@todo) = @_;
+	my (@queue) = @_;
 	my %seen;
-	while (defined(my $p = shift @todo)) {
+	while (defined(my $p = shift @queue)) {
 		next if $seen{$p}++;
 		my $deps = `dpkg-query -W -f '\${Depends}, \${Pre-Depends}' $p 2>/dev/null`;
 		for my $alt (split /\s*,\s*/, $deps) {
 			for my $d (split /\s*\|\s*/, $alt) {
-				push @todo, $1 if $d =~ /^([a-z0-9][a-z0-9.+-]*)/;
+				push @queue, $1 if $d =~ /^([a-z0-9][a-z0-9.+-]*)/;
 			}
 		}
 	}
