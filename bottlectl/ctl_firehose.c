@@ -4,6 +4,9 @@
  * is what tells every gateway that someone listens (they ask Redis once a
  * second), and prints each OCSF record as it comes, one JSON object per
  * line; --bottle keeps one bottle's (unmapped.bottle), -n stops after N.
+ * A message carries one record or several, a newline between them (a
+ * gateway worker's batch, docs/firehose.md); each is printed as a line,
+ * and a message's lines are written at once.
  * The stream is lossy: what was published before it subscribed, or while
  * it was too slow for Redis's output buffer limits, is not seen.
  */
@@ -31,7 +34,7 @@ typedef struct {
 
 static int bottlectl_firehose_args(bottlectl_firehose_t *f, int argc,
     char **argv);
-static int bottlectl_firehose_keep(const redisReply *payload,
+static int bottlectl_firehose_keep(const char *rec, size_t len,
     const char *bottle);
 static void bottlectl_firehose_signal(int signo);
 
@@ -41,9 +44,11 @@ bottlectl_firehose(bottlectl_t *ctl, int argc, char **argv)
 {
     int                   rc;
     void                 *reply;
+    size_t                len;
     redisReply           *r, *p;
-    const char           *args[2];
+    const char           *args[2], *rec, *end, *nl;
     unsigned long         printed;
+    sigset_t              stop, was;
     struct timeval        tv;
     bottlectl_firehose_t  f;
 
@@ -57,6 +62,10 @@ bottlectl_firehose(bottlectl_t *ctl, int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     signal(SIGINT, bottlectl_firehose_signal);
     signal(SIGTERM, bottlectl_firehose_signal);
+
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
 
     rc = bottlectl_connect(ctl);
     if (rc != BOTTLECTL_OK) {
@@ -94,6 +103,9 @@ bottlectl_firehose(bottlectl_t *ctl, int argc, char **argv)
 
         r = reply;
 
+        /* a message's lines all printed before a signal stops us */
+        sigprocmask(SIG_BLOCK, &stop, &was);
+
         /* ["message", channel, payload] */
 
         if (r->type == REDIS_REPLY_ARRAY && r->elements == 3
@@ -102,20 +114,39 @@ bottlectl_firehose(bottlectl_t *ctl, int argc, char **argv)
             && r->element[2]->type == REDIS_REPLY_STRING)
         {
             p = r->element[2];
+            end = p->str + p->len;
 
-            if (bottlectl_firehose_keep(p, f.bottle)) {
-                if (fwrite(p->str, 1, p->len, stdout) != p->len
-                    || putchar('\n') == EOF || fflush(stdout) != 0)
-                {
-                    freeReplyObject(r);
-                    return BOTTLECTL_OK;
+            for (rec = p->str;
+                 rec < end && (f.n == 0 || printed < f.n);
+                 rec = nl + 1)
+            {
+                nl = memchr(rec, '\n', end - rec);
+                if (nl == NULL) {
+                    nl = end;
                 }
 
-                printed++;
+                len = nl - rec;
+
+                if (bottlectl_firehose_keep(rec, len, f.bottle)) {
+                    if (fwrite(rec, 1, len, stdout) != len
+                        || putchar('\n') == EOF)
+                    {
+                        freeReplyObject(r);
+                        return BOTTLECTL_OK;
+                    }
+
+                    printed++;
+                }
             }
         }
 
         freeReplyObject(r);
+
+        if (fflush(stdout) != 0) {
+            return BOTTLECTL_OK;
+        }
+
+        sigprocmask(SIG_SETMASK, &was, NULL);
     }
 
     return BOTTLECTL_OK;
@@ -167,17 +198,17 @@ bottlectl_firehose_args(bottlectl_firehose_t *f, int argc, char **argv)
 }
 
 
-/* the record is one line, and the bottle's when one is asked for */
+/* the record is not empty, and the bottle's when one is asked for */
 
 static int
-bottlectl_firehose_keep(const redisReply *payload, const char *bottle)
+bottlectl_firehose_keep(const char *rec, size_t len, const char *bottle)
 {
     int            keep;
     json_t        *root;
     const char    *who;
     json_error_t   jerr;
 
-    if (memchr(payload->str, '\n', payload->len) != NULL) {
+    if (len == 0) {
         return 0;
     }
 
@@ -185,7 +216,7 @@ bottlectl_firehose_keep(const redisReply *payload, const char *bottle)
         return 1;
     }
 
-    root = json_loadb(payload->str, payload->len, 0, &jerr);
+    root = json_loadb(rec, len, 0, &jerr);
     if (root == NULL) {
         return 0;
     }
@@ -205,6 +236,7 @@ bottlectl_firehose_signal(int signo)
 {
     (void) signo;
 
-    /* every line printed was flushed: nothing is lost */
+    /* every line printed was flushed (signals wait while a message's
+     * lines are printed): nothing is lost */
     _exit(BOTTLECTL_OK);
 }

@@ -6,7 +6,7 @@
  * whole secret behind, the full log's line and the OCSF record are one
  * line of valid JSON each, and a printable secret of 8 bytes or more is
  * in neither (but in a base64 body, which may spell anything), and the
- * OCSF record framed for its PUBLISH is the same bytes.  A
+ * OCSF record appended to a batch is the same bytes.  A
  * secret with a '*', the mask, is not tried: masks may spell it.
  *
  * Input: a first byte n (the secret's length, 1 to 32), n bytes of secret,
@@ -68,8 +68,9 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     int                      printable;
-    char                    *out, *secret, *framed;
-    size_t                   n, i, len, flen, part[3], off[3];
+    char                    *out, *secret;
+    size_t                   n, i, len, part[3], off[3];
+    bottle_record_batch_t    batch;
     uint8_t                 *copy;
     const uint8_t           *p, *nul;
     bottle_t                 b;
@@ -167,10 +168,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_json(out, len, secret, printable ? n : 0);
     CHECK(bottle_record_ocsf(&out, &len, &rec, 0) == 0);
 
-    /* framed: the same bytes, with room around them */
-    CHECK(bottle_record_ocsf_framed(&framed, &flen, &rec, 0, 64, 2) == 0);
-    CHECK(flen == len && memcmp(framed + 64, out, len) == 0);
-    free(framed);
+    /* in a batch: the same bytes, after the room left before them */
+    memset(&batch, 0, sizeof(bottle_record_batch_t));
+    batch.len = 64;
+    batch.buf = calloc(1, 64);
+    batch.cap = 64;
+    CHECK(batch.buf != NULL);
+    CHECK(bottle_record_ocsf_append(&batch, &rec, 0, 2) == 0);
+    CHECK(batch.len == 64 + len && memcmp(batch.buf + 64, out, len) == 0);
+    CHECK(batch.cap >= batch.len + 2);
+    free(batch.buf);
 
     check_json(out, len, secret, printable ? n : 0);
     CHECK(bottle_record_ocsf(&out, &len, &rec, 1) == 0);

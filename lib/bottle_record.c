@@ -64,20 +64,14 @@ typedef struct {
 
 
 static int
-record_out_init(record_out_t *o, size_t size, size_t head, size_t tail)
+record_out_init(record_out_t *o, size_t size)
 {
     memset(o, 0, sizeof(record_out_t));
 
-    o->cap = head + size + tail + 1;
+    o->cap = size + 1;
     o->buf = malloc(o->cap);
-    if (o->buf == NULL) {
-        return -1;
-    }
 
-    o->len = head;
-    o->tail = tail;
-
-    return 0;
+    return o->buf != NULL ? 0 : -1;
 }
 
 
@@ -634,7 +628,7 @@ record_body_text(record_out_t *o, const bottle_t *b,
 /* the record's text, NUL-terminated; or -1, and nothing is kept */
 
 static int
-record_done(record_out_t *o, char **out, size_t *out_len, size_t head)
+record_done(record_out_t *o, char **out, size_t *out_len)
 {
     free(o->scratch);
     bottle_record_scrub_free(&o->scrub);
@@ -647,7 +641,7 @@ record_done(record_out_t *o, char **out, size_t *out_len, size_t head)
     o->buf[o->len] = '\0';
 
     *out = o->buf;
-    *out_len = o->len - head;
+    *out_len = o->len;
 
     return 0;
 }
@@ -670,7 +664,7 @@ bottle_record_full(char **out, size_t *out_len, const bottle_record_t *rec,
         size += body->len + body->len / 8;
     }
 
-    if (record_out_init(&o, size, 0, 0) != 0) {
+    if (record_out_init(&o, size) != 0) {
         return -1;
     }
 
@@ -721,7 +715,7 @@ bottle_record_full(char **out, size_t *out_len, const bottle_record_t *rec,
 
     record_lit(&o, "}");
 
-    return record_done(&o, out, out_len, 0);
+    return record_done(&o, out, out_len);
 }
 
 
@@ -876,16 +870,36 @@ int
 bottle_record_ocsf(char **out, size_t *out_len, const bottle_record_t *rec,
     int metadata)
 {
-    return bottle_record_ocsf_framed(out, out_len, rec, metadata, 0, 0);
+    bottle_record_batch_t  b;
+
+    memset(&b, 0, sizeof(bottle_record_batch_t));
+
+    /* room for the NUL */
+
+    if (bottle_record_ocsf_append(&b, rec, metadata, 1) != 0) {
+        free(b.buf);
+        return -1;
+    }
+
+    b.buf[b.len] = '\0';
+
+    *out = b.buf;
+    *out_len = b.len;
+
+    return 0;
 }
 
 
 int
-bottle_record_ocsf_framed(char **out, size_t *out_len,
-    const bottle_record_t *rec, int metadata, size_t head, size_t tail)
+bottle_record_ocsf_append(bottle_record_batch_t *b,
+    const bottle_record_t *rec, int metadata, size_t room)
 {
     size_t        size;
     record_out_t  o;
+
+    if (room > 4096) {
+        return -1;
+    }
 
     /* a text body is about its own size: most records need no realloc() */
 
@@ -895,13 +909,29 @@ bottle_record_ocsf_framed(char **out, size_t *out_len,
         size += rec->body.len + rec->body.len / 8;
     }
 
-    if (head > 4096 || tail > 4096
-        || record_out_init(&o, size, head, tail) != 0)
-    {
+    memset(&o, 0, sizeof(record_out_t));
+    o.buf = b->buf;
+    o.len = b->len;
+    o.cap = b->cap;
+    o.tail = room;
+
+    if (record_room(&o, size) == 0) {
+        record_ocsf_write(&o, rec, metadata);
+    }
+
+    free(o.scratch);
+    bottle_record_scrub_free(&o.scrub);
+
+    /* the buffer is the caller's whatever happened: it may have moved */
+
+    b->buf = o.buf;
+    b->cap = o.cap;
+
+    if (o.failed) {
         return -1;
     }
 
-    record_ocsf_write(&o, rec, metadata);
+    b->len = o.len;
 
-    return record_done(&o, out, out_len, head);
+    return 0;
 }

@@ -130,14 +130,25 @@ int bottle_record_ocsf(char **out, size_t *out_len,
     const bottle_record_t *rec, int metadata);
 
 /*
- * As bottle_record_ocsf, with room around the record for a transport's
- * framing (the firehose's PUBLISH command): *out is malloc()ed with head
- * bytes (at most 4096) before the record, the record at *out + head is
- * *out_len bytes long, and tail bytes (at most 4096) after it are the
- * caller's to write.  Nothing is written in head or tail.
+ * Records one after another in one malloc()ed buffer (the firehose's
+ * batch): buf[0, len) written, cap bytes allocated.  Zeroed to start;
+ * the caller may set len (room for its framing before the records) and
+ * write inside [0, cap); it frees buf.
  */
-int bottle_record_ocsf_framed(char **out, size_t *out_len,
-    const bottle_record_t *rec, int metadata, size_t head, size_t tail);
+typedef struct {
+    char            *buf;
+    size_t           len;
+    size_t           cap;
+} bottle_record_batch_t;
+
+/*
+ * As bottle_record_ocsf, the record appended at b->buf + b->len: 0, and
+ * b->len is past it with room bytes (at most 4096) free after it for the
+ * caller; or -1 (out of memory, room too large), and b->len is as it was
+ * (b->buf may have moved).
+ */
+int bottle_record_ocsf_append(bottle_record_batch_t *b,
+    const bottle_record_t *rec, int metadata, size_t room);
 
 /* OCSF's activity_id of a method: 1-8, 99 other */
 int bottle_record_ocsf_activity(const char *method, size_t len);

@@ -13,11 +13,18 @@
  * Redis's to cut off (client-output-buffer-limit pubsub); the gateway
  * never waits for one.
  *
- * In batches: a record is built with room for its PUBLISH command's
- * framing around it, so it is queued as the command itself; the queue is
- * flushed once per turn of the event loop (a posted event), every queued
- * command appended and then written with one write(), and the replies
- * read as they come, many a read.
+ * In batches: the records a turn of the event loop makes are written one
+ * after another, a newline between them, into one buffer with room for
+ * the PUBLISH command's framing before them; once per turn (a posted
+ * event) the batch goes out as ONE PUBLISH, one message to each consumer
+ * and one answer: Redis, the consumers and this worker handle a batch as
+ * they would one record.  While NGX_HTTP_BOTTLE_FIREHOSE_INFLIGHT batches
+ * wait for their answers, records gather in the next.  The records of the
+ * batch and of those in flight together are at most
+ * bottle_firehose_queue: a worker's memory for the firehose is bounded
+ * whatever Redis does; and a batch stops taking records past
+ * NGX_HTTP_BOTTLE_FIREHOSE_BATCH bytes, far below what Redis takes in one
+ * command (proto-max-bulk-len, 512 MB).
  */
 
 #include <ngx_config.h>
@@ -37,21 +44,14 @@
 
 
 typedef struct {
-    char                *buf;        /* malloc()ed */
-    char                *cmd;        /* the PUBLISH command, in buf */
-    size_t               len;
-} ngx_http_bottle_firehose_entry_t;
-
-
-typedef struct {
     ngx_bottle_redis_t                 rd;
     ngx_event_t                        poll;
     ngx_event_t                        flush;     /* posted */
-    ngx_http_bottle_firehose_entry_t  *ring;
-    ngx_uint_t                         cap;
-    ngx_uint_t                         head;
-    ngx_uint_t                         n;
-    ngx_uint_t                         inflight;
+    bottle_record_batch_t              batch;     /* malloc()ed */
+    ngx_uint_t                         cap;       /* n + sent, at most */
+    ngx_uint_t                         n;         /* records in the batch */
+    ngx_uint_t                         sent;      /* records in flight */
+    ngx_uint_t                         inflight;  /* batches in flight */
     long long                          consumers;
     unsigned                           on:1;
     unsigned                           asking:1;
@@ -91,13 +91,8 @@ ngx_http_bottle_firehose_init_process(ngx_cycle_t *cycle, ngx_uint_t queue)
         return NGX_OK;
     }
 
-    fh->ring = ngx_calloc(queue * sizeof(ngx_http_bottle_firehose_entry_t),
-                          cycle->log);
-    if (fh->ring == NULL) {
-        return NGX_ERROR;
-    }
-
     fh->cap = queue;
+    fh->batch.len = NGX_HTTP_BOTTLE_FIREHOSE_HEAD;
 
     fh->rd.url = acf->store_url;
     fh->rd.addr = acf->addr;
@@ -141,13 +136,8 @@ ngx_http_bottle_firehose_exit_process(void)
 
     ngx_bottle_redis_stop(&fh->rd);
 
-    while (fh->n) {
-        free(fh->ring[fh->head].buf);
-        fh->head = (fh->head + 1) % fh->cap;
-        fh->n--;
-    }
-
-    ngx_free(fh->ring);
+    free(fh->batch.buf);
+    fh->batch.buf = NULL;
     fh->on = 0;
 }
 
@@ -232,48 +222,37 @@ ngx_http_bottle_firehose_numsub(redisAsyncContext *ac, void *r,
 
 
 /*
- * The record's OCSF JSON, built with room for its PUBLISH command around
- * it, queued; or dropped and counted (queue full, out of memory).
+ * The record's OCSF JSON, appended to the batch; or dropped and counted
+ * (the queue full, out of memory).
  */
 
 void
 ngx_http_bottle_firehose_publish(const bottle_record_t *rec,
     ngx_uint_t metadata)
 {
-    char                              *buf;
-    u_char                             prefix[NGX_HTTP_BOTTLE_FIREHOSE_HEAD];
-    size_t                             len, n;
-    ngx_http_bottle_firehose_t        *fh = &ngx_http_bottle_firehose;
-    ngx_http_bottle_firehose_entry_t  *e;
+    ngx_http_bottle_firehose_t  *fh = &ngx_http_bottle_firehose;
 
-    if (!fh->on || fh->n == fh->cap) {
-        ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_FIREHOSE_DROPPED);
-        return;
-    }
-
-    if (bottle_record_ocsf_framed(&buf, &len, rec, metadata,
-                                  NGX_HTTP_BOTTLE_FIREHOSE_HEAD, 2)
-        != 0)
+    if (!fh->on || fh->n + fh->sent >= fh->cap
+        || fh->batch.len > NGX_HTTP_BOTTLE_FIREHOSE_BATCH)
     {
         ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_FIREHOSE_DROPPED);
         return;
     }
 
-    /* the command's head, right before the record, and its tail */
+    /* the last record left room for the newline and the command's tail */
 
-    n = ngx_sprintf(prefix, "*3\r\n$7\r\nPUBLISH\r\n$%uz\r\n"
-                    NGX_HTTP_BOTTLE_FIREHOSE_CHANNEL "\r\n$%uz\r\n",
-                    sizeof(NGX_HTTP_BOTTLE_FIREHOSE_CHANNEL) - 1, len)
-        - prefix;
+    if (fh->n) {
+        fh->batch.buf[fh->batch.len++] = '\n';
+    }
 
-    e = &fh->ring[(fh->head + fh->n) % fh->cap];
-    e->buf = buf;
-    e->cmd = buf + NGX_HTTP_BOTTLE_FIREHOSE_HEAD - n;
-    e->len = n + len + 2;
+    if (bottle_record_ocsf_append(&fh->batch, rec, metadata, 2) != 0) {
+        if (fh->n) {
+            fh->batch.len--;
+        }
 
-    ngx_memcpy(e->cmd, prefix, n);
-    buf[NGX_HTTP_BOTTLE_FIREHOSE_HEAD + len] = '\r';
-    buf[NGX_HTTP_BOTTLE_FIREHOSE_HEAD + len + 1] = '\n';
+        ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_FIREHOSE_DROPPED);
+        return;
+    }
 
     fh->n++;
 
@@ -294,62 +273,81 @@ ngx_http_bottle_firehose_post(void)
 }
 
 
-/* the queue's commands appended, then written at once */
+/* the batch's records, one PUBLISH */
 
 static void
 ngx_http_bottle_firehose_flush(ngx_event_t *ev)
 {
-    ngx_uint_t                         appended;
-    ngx_http_bottle_firehose_t        *fh = ev->data;
-    ngx_http_bottle_firehose_entry_t  *e;
+    u_char                      *cmd;
+    size_t                       n, len;
+    ngx_http_bottle_firehose_t  *fh = ev->data;
+    u_char                       head[NGX_HTTP_BOTTLE_FIREHOSE_HEAD];
 
-    if (!ngx_bottle_redis_ready(&fh->rd)) {
-        /* kept (the queue is bounded) until the connection is up */
+    if (fh->n == 0 || fh->inflight >= NGX_HTTP_BOTTLE_FIREHOSE_INFLIGHT
+        || !ngx_bottle_redis_ready(&fh->rd))
+    {
+        /* kept (the batch is bounded) until an answer or the connection */
         return;
     }
 
-    appended = 0;
+    /* the command's head right before the records, its tail after them */
 
-    while (fh->n && fh->inflight < NGX_HTTP_BOTTLE_FIREHOSE_INFLIGHT) {
-        e = &fh->ring[fh->head];
+    len = fh->batch.len - NGX_HTTP_BOTTLE_FIREHOSE_HEAD;
 
-        /* hiredis copies the command: the record is done with */
+    n = ngx_sprintf(head, "*3\r\n$7\r\nPUBLISH\r\n$%uz\r\n"
+                    NGX_HTTP_BOTTLE_FIREHOSE_CHANNEL "\r\n$%uz\r\n",
+                    sizeof(NGX_HTTP_BOTTLE_FIREHOSE_CHANNEL) - 1, len)
+        - head;
 
-        if (ngx_bottle_redis_append(&fh->rd, ngx_http_bottle_firehose_reply,
-                                    fh, e->cmd, e->len)
-            != NGX_OK)
-        {
-            break;
-        }
+    cmd = (u_char *) fh->batch.buf + NGX_HTTP_BOTTLE_FIREHOSE_HEAD - n;
+    ngx_memcpy(cmd, head, n);
+    ngx_memcpy(fh->batch.buf + fh->batch.len, "\r\n", 2);
 
-        free(e->buf);
-        e->buf = NULL;
-        fh->head = (fh->head + 1) % fh->cap;
-        fh->n--;
-        fh->inflight++;
-        appended++;
+    /* hiredis copies the command: the batch is free again */
+
+    if (ngx_bottle_redis_append(&fh->rd, ngx_http_bottle_firehose_reply,
+                                (void *) (uintptr_t) fh->n, (char *) cmd,
+                                n + len + 2)
+        != NGX_OK)
+    {
+        return;
     }
 
-    if (appended) {
-        ngx_bottle_redis_send(&fh->rd);
+    ngx_bottle_redis_send(&fh->rd);
+
+    fh->inflight++;
+    fh->sent += fh->n;
+    fh->n = 0;
+    fh->batch.len = NGX_HTTP_BOTTLE_FIREHOSE_HEAD;
+
+    /* a batch of long bodies gives its memory back */
+
+    if (fh->batch.cap > NGX_HTTP_BOTTLE_FIREHOSE_KEEP) {
+        free(fh->batch.buf);
+        fh->batch.buf = NULL;
+        fh->batch.cap = 0;
     }
 }
 
+
+/* a batch's answer: its records published, or dropped */
 
 static void
 ngx_http_bottle_firehose_reply(redisAsyncContext *ac, void *r, void *privdata)
 {
     redisReply                  *reply = r;
-    ngx_http_bottle_firehose_t  *fh = privdata;
+    ngx_http_bottle_firehose_t  *fh = &ngx_http_bottle_firehose;
+    ngx_atomic_int_t             n = (ngx_atomic_int_t) (uintptr_t) privdata;
 
     fh->inflight--;
+    fh->sent -= n;
 
     if (reply == NULL || reply->type != REDIS_REPLY_INTEGER) {
-        ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_FIREHOSE_DROPPED);
+        ngx_bottle_metrics_add(NGX_BOTTLE_METRIC_FIREHOSE_DROPPED, n);
         return;
     }
 
-    ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_FIREHOSE_PUBLISHED);
+    ngx_bottle_metrics_add(NGX_BOTTLE_METRIC_FIREHOSE_PUBLISHED, n);
 
     /* room in flight again: what waited goes at the loop's turn */
     ngx_http_bottle_firehose_post();

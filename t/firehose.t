@@ -9,7 +9,9 @@
 # bottle_firehose_max_body with the SHA-256 of the whole; "metadata" sends
 # only destination, decision, status, sizes and timing; "off" nothing;
 # --bottle filters; a consumer that never reads does not slow requests;
-# when the last consumer leaves, snapshots stop.
+# when the last consumer leaves, snapshots stop; while Redis does not
+# answer, records gather in one batch (one message, one record a line) and
+# those past the queue are dropped.
 
 ###############################################################################
 
@@ -27,6 +29,7 @@ use Test::Bottle qw//;
 
 use Digest::SHA qw/ sha256_hex /;
 use MIME::Base64 qw/ encode_base64 /;
+use IO::Select;
 use IO::Socket::INET;
 use JSON::PP;
 use POSIX qw//;
@@ -70,6 +73,7 @@ http {
     %%TEST_GLOBALS_HTTP%%
 
     bottle_firehose_max_body 1k;
+    bottle_firehose_queue 64;
 
     server {
         listen unix:%%TESTDIR%%/plain.sock proxy_protocol;
@@ -114,7 +118,7 @@ store_put($t,
 
 fake_upstream($t, port => $P, name => 'one');
 
-$t->run()->plan(43);
+$t->run()->plan(50);
 
 ###############################################################################
 
@@ -425,5 +429,69 @@ req($ALICE, 'GET', "http://127.0.0.1:$P/after");
 sleep 0.5;
 is(metric('bottle_firehose_snapshots_total'), $before,
 	'no snapshot once nobody listens');
+
+# batches: while Redis does not answer, 16 PUBLISHes wait in flight and the
+# records after them gather into one batch, sent as one message when the
+# answers come, one record a line; the queue (bottle_firehose_queue 64)
+# counts both, and the records past it are dropped
+
+# the messages' payloads a subscriber got until $want records (lines) came
+sub messages {
+	my ($sock, $want) = @_;
+	my ($buf, $lines, @msgs) = ('', 0);
+	my $sel = IO::Select->new($sock);
+	my $end = time() + 10;
+	while ($lines < $want && time() < $end) {
+		next unless $sel->can_read(0.2);
+		sysread($sock, $buf, 1 << 20, length $buf) or last;
+		while ($buf =~ /^\*3\r\n\$7\r\nmessage\r\n\$\d+\r\n[^\r]*\r\n\$(\d+)\r\n/) {
+			my ($at, $len) = ($+[0], $1);
+			last if length($buf) < $at + $len + 2;
+			push @msgs, substr($buf, $at, $len);
+			substr($buf, 0, $at + $len + 2) = '';
+			$lines += scalar split /\n/, $msgs[-1];
+		}
+	}
+	return @msgs;
+}
+
+my $sub = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$RP")
+	or die "redis: $!\n";
+print $sub "SELECT 2\r\nSUBSCRIBE bottle:firehose\r\n";
+ok(wait_for(sub { metric('bottle_firehose_attached') }),
+	'batches: a subscriber attached');
+{
+	# its answers to SELECT and SUBSCRIBE
+	my $got = '';
+	my $sel = IO::Select->new($sub);
+	while ($got !~ /subscribe.*:1\r\n/s && $sel->can_read(5)) {
+		sysread($sub, $got, 4096, length $got) or last;
+	}
+}
+
+my ($pub0, $drop0) = map { metric($_) // 0 }
+	qw/ bottle_firehose_published_total bottle_firehose_dropped_total /;
+kill 'STOP', $redis->{pid};
+my $served = 0;
+for my $i (1 .. 80) {
+	$served++ if status(req($ALICE, 'GET', "http://127.0.0.1:$P/b$i")) == 200;
+}
+my $dropped = metric('bottle_firehose_dropped_total') - $drop0;
+kill 'CONT', $redis->{pid};
+
+is($served, 80, 'batches: every request served while Redis is stopped');
+is($dropped, 16, 'batches: the 16 records past the queue dropped');
+is(wait_for(sub { my $n = metric('bottle_firehose_published_total') - $pub0;
+	$n >= 64 ? $n : 0 }), 64, 'batches: the queue\'s 64 published');
+
+my @msgs = messages($sub, 64);
+is(scalar @msgs, 17, 'batches: 16 messages of one record, then one');
+is(scalar(() = $msgs[-1] =~ /\n/g), 47,
+	'batches: the last message has 48 records, a newline between them');
+my @paths = map { eval { decode_json($_)->{http_request}{url}{path} } // '' }
+	map { split /\n/ } @msgs;
+is_deeply(\@paths, [ map { "/b$_" } 1 .. 64 ],
+	'batches: each line a record, the first 64 requests\' in order');
+close $sub;
 
 ###############################################################################

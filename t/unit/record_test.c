@@ -246,15 +246,15 @@ test_records(void)
  * What the writer escapes, and where: quotes, backslashes and controls in
  * a header and in a body come back as they were; a long text body (the
  * word-at-a-time path) with a secret and escapes spread through it; the
- * framed record is the same bytes with room around them.
+ * batch holds the same bytes, one record after another.
  */
 
 static void
 test_writer(void)
 {
-    int                      same;
-    char                    *out, *framed, *big, *want;
-    size_t                   len, flen, i, n;
+    char                    *out, *big, *want;
+    size_t                   len, i, n, first;
+    bottle_record_batch_t    batch;
     json_t                  *j, *u;
     bottle_t                 b;
     bottle_route_t           route;
@@ -321,16 +321,35 @@ test_writer(void)
        "writer: the secret masked in it");
     json_decref(j);
 
-    ok(bottle_record_ocsf(&out, &len, &rec, 0) == 0
-       && bottle_record_ocsf_framed(&framed, &flen, &rec, 0, 60, 2) == 0,
-       "framed: built");
-    same = (flen == len && memcmp(framed + 60, out, len) == 0);
-    ok(same, "framed: the record's bytes after the head");
-    free(out);
-    free(framed);
+    /* a batch: room before, two records with a newline between */
 
-    ok(bottle_record_ocsf_framed(&framed, &flen, &rec, 0, 5000, 0) == -1,
-       "framed: a head over 4096 refused");
+    memset(&batch, 0, sizeof(bottle_record_batch_t));
+    batch.len = 60;
+    batch.buf = malloc(60);
+    batch.cap = 60;
+
+    ok(bottle_record_ocsf(&out, &len, &rec, 0) == 0
+       && bottle_record_ocsf_append(&batch, &rec, 0, 2) == 0,
+       "batch: a record appended");
+    first = batch.len;
+    ok(first == 60 + len && memcmp(batch.buf + 60, out, len) == 0
+       && batch.cap >= batch.len + 2,
+       "batch: the record's bytes after the room, and room after it");
+    batch.buf[batch.len++] = '\n';
+    ok(bottle_record_ocsf_append(&batch, &rec, 1, 2) == 0,
+       "batch: a second record appended");
+    free(out);
+    ok(bottle_record_ocsf(&out, &len, &rec, 1) == 0
+       && batch.len == first + 1 + len
+       && memcmp(batch.buf + first + 1, out, len) == 0
+       && batch.buf[first] == '\n',
+       "batch: the second record's bytes after the first's newline");
+    free(out);
+
+    ok(bottle_record_ocsf_append(&batch, &rec, 0, 5000) == -1
+       && batch.len == first + 1 + len,
+       "batch: room over 4096 refused, and the batch as it was");
+    free(batch.buf);
 
     free(big);
     free(want);
