@@ -59,6 +59,7 @@ static char *ngx_http_bottle_record_init_main_conf(ngx_conf_t *cf,
     void *conf);
 static char *ngx_http_bottle_metrics(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static ngx_int_t ngx_http_bottle_record_header_filter(ngx_http_request_t *r);
 static ngx_int_t ngx_http_bottle_record_init(ngx_conf_t *cf);
 static ngx_int_t ngx_http_bottle_record_init_module(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_bottle_record_init_process(ngx_cycle_t *cycle);
@@ -82,6 +83,7 @@ static ngx_int_t ngx_http_bottle_record_fill(ngx_http_request_t *r,
 
 
 static ngx_http_request_body_filter_pt  ngx_http_next_request_body_filter;
+static ngx_http_output_header_filter_pt ngx_http_next_header_filter;
 static ngx_http_output_body_filter_pt   ngx_http_next_body_filter;
 
 
@@ -299,6 +301,9 @@ ngx_http_bottle_record_init(ngx_conf_t *cf)
     ngx_http_next_request_body_filter = ngx_http_top_request_body_filter;
     ngx_http_top_request_body_filter =
                                      ngx_http_bottle_record_request_body_filter;
+
+    ngx_http_next_header_filter = ngx_http_top_header_filter;
+    ngx_http_top_header_filter = ngx_http_bottle_record_header_filter;
 
     ngx_http_next_body_filter = ngx_http_top_body_filter;
     ngx_http_top_body_filter = ngx_http_bottle_record_body_filter;
@@ -632,6 +637,29 @@ ngx_http_bottle_record_request_body_filter(ngx_http_request_t *r,
     }
 
     return ngx_http_next_request_body_filter(r, in);
+}
+
+
+/*
+ * A response the full log keeps comes to the capture in memory: nginx's
+ * copy filter, which runs before ours (config's ngx_module_order), reads
+ * a buffered response's temporary file into buffers when a filter asks.
+ */
+
+static ngx_int_t
+ngx_http_bottle_record_header_filter(ngx_http_request_t *r)
+{
+    ngx_http_bottle_record_ctx_t  *rc;
+
+    if (r == r->main && ngx_http_bottle_fulllog_on()) {
+        rc = ngx_http_bottle_record_ctx(r);
+
+        if (rc && rc->resp.armed) {
+            r->filter_need_in_memory = 1;
+        }
+    }
+
+    return ngx_http_next_header_filter(r);
 }
 
 

@@ -72,6 +72,19 @@ http {
             proxy_set_header Host \$bottle_host_header;
             proxy_buffering off;
         }
+
+        # buffered, and with spill=1 sent slowly: the response goes to a
+        # temporary file (nginx warns), the capture gets it in memory
+        location = /bytes {
+            proxy_pass http://\$bottle_upstream\$bottle_uri;
+            proxy_set_header Host \$bottle_host_header;
+            proxy_buffers 4 4k;
+            proxy_busy_buffers_size 8k;
+            set \$limit_rate 0;
+            if (\$arg_spill) {
+                set \$limit_rate 100k;
+            }
+        }
     }
 }
 
@@ -121,7 +134,7 @@ write_policy($t2, 'policy.json', { bottles => [
 $t->run();
 $t2->run();
 
-$t->plan(42);
+$t->plan(45);
 
 ###############################################################################
 
@@ -230,6 +243,21 @@ is(length $a->{body}, 65536, 'response body cut at 64 KiB');
 is_deeply([ $a->{body_size}, $a->{body_truncated}, $a->{body_sha256} ],
 	[ 100000, $T, sha256_hex('x' x 100000) ],
 	'response: size and SHA-256 of the whole');
+
+# a response buffered to a temporary file: hashed all the same
+
+my $spill = 200000;
+$r = req($FRONT, 'GET', "http://127.0.0.1:$P/bytes?n=$spill&spill=1");
+is(status($r), 200, 'a response through a temporary file: allowed');
+like($t->read_file('error.log'),
+	qr/an upstream response is buffered to a temporary file/,
+	'a response through a temporary file: nginx buffered it to one');
+$recs = next_records();
+$a = $recs->[-1];
+is_deeply([ $a->{type}, $a->{body_size}, $a->{body_sha256},
+	length $a->{body} ],
+	[ 'response', $spill, sha256_hex('x' x $spill), 65536 ],
+	'a response through a temporary file: its size, hash and first 64 KiB');
 
 # a secret the cut splits: its first part is masked too
 

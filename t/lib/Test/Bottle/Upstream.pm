@@ -19,7 +19,7 @@ package Test::Bottle::Upstream;
 #   /set-cookie?a=b&c=d    one Set-Cookie per parameter
 #   /sse?n=N&gap_ms=M      N server-sent events, M ms apart, chunked
 #   /delay?ms=M            answer after M ms
-#   /bytes?n=N             N bytes of "x" as the body
+#   /bytes?n=N[&tail=T]    N bytes of "x" as the body, then T
 #   /say?text=T[&ce=gzip]  T as the body, gzip-compressed with ce=gzip
 #   /drop                  close the connection without an answer
 #
@@ -388,7 +388,7 @@ sub _answer {
 		sleep(($q{ms} // 1000) / 1000);
 
 	} elsif ($path eq '/bytes') {
-		$body = 'x' x ($q{n} // 0);
+		$body = ('x' x ($q{n} // 0)) . ($q{tail} // '');
 
 	} elsif ($path eq '/say') {
 		$body = $q{text} // '';
