@@ -60,7 +60,22 @@ struct gg_pack_s {
     /* a chain being resolved: its deltas, nearest to the object first */
     uint32_t           *cpack;
     uint64_t           *coff;
+
+    gg_ext_t           *xt;         /* gg_pack_extents()'s other list */
+    size_t              xtcap;
 };
+
+
+/* a delta's inflated bytes in the cache: its entry's offset with this */
+#define GG_OFF_DELTA    (UINT64_C(1) << 63)
+
+/* the whole entry oid in the first pack holding it whole: 0, or -1 */
+int gg_pack_find_whole(uint32_t *pack, uint64_t *off, const gg_pack_t *p,
+    const unsigned char *oid);
+
+/* zlib data at data_off of pack f inflated into out, exactly size */
+int gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
+    unsigned char *out, size_t size);
 
 
 /* the first open pack holding oid, the pack "prefer" first */

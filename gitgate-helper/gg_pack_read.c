@@ -19,7 +19,7 @@
  * (its header's); libdeflate stops at the stream's end, wherever the next
  * entry begins.
  */
-static int
+int
 gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
     unsigned char *out, size_t size)
 {

@@ -140,6 +140,16 @@ gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index)
         return 0;
     }
 
+    /* a modified file in the packs: its added lines from both versions'
+     * extents, neither built (gg_xlines.c) */
+    if (d->status == GIT_DELTA_MODIFIED && gg_is_blob(d->old_file.mode)) {
+        rc = gg_xfile(c, n ? NULL : d->new_file.path, index,
+                      &d->old_file.id, &d->new_file.id);
+        if (rc != 0) {
+            return rc < 0 ? -1 : 0;
+        }
+    }
+
     /* a blob git cat-file read before; else the packs, else git
      * cat-file (the pack reader keeps what it resolved itself) */
     npo = NULL;
@@ -660,6 +670,8 @@ cleanup:
     git_revwalk_free(walk);
     git_repository_free(c.repo);
     git_libgit2_shutdown();
+    gg_extents_free(&c.xo);
+    gg_extents_free(&c.xn);
     gg_pack_close(c.pack);
     if (c.br != NULL) {
         gg_blob_reader_close(c.br);
@@ -678,6 +690,9 @@ cleanup:
     free(c.m);
     free(c.s1);
     free(c.s2);
+    free(c.xs);
+    free(c.xs2);
+    free(c.tmp.data);
     free(withheld);
     return rc;
 }
