@@ -210,15 +210,24 @@ gg_delta_lines(gg_ctx_t *c, const char *o, size_t olen, const char *d,
                               c->err, c->errlen);
     }
     if (rc == 0) {
+        /* the bases compared before either delta is inflated */
         kind = 3;
-        rc = gg_pack_delta_base(&delta2, &len2, &bp1, &bo1, c->pack, oid->id,
-                                1, c->err, c->errlen);
+        rc = gg_pack_delta_base(NULL, NULL, &bp1, &bo1, c->pack, oid->id, 1,
+                                c->err, c->errlen);
         if (rc == 1) {
-            rc = gg_pack_delta_base(&delta, &len, &bp2, &bo2, c->pack,
+            rc = gg_pack_delta_base(NULL, NULL, &bp2, &bo2, c->pack,
                                     nid->id, 0, c->err, c->errlen);
         }
         if (rc == 1 && (bp1 != bp2 || bo1 != bo2)) {
             rc = 0;
+        }
+        if (rc == 1) {
+            rc = gg_pack_delta_base(&delta2, &len2, &bp1, &bo1, c->pack,
+                                    oid->id, 1, c->err, c->errlen);
+        }
+        if (rc == 1) {
+            rc = gg_pack_delta_base(&delta, &len, &bp2, &bo2, c->pack,
+                                    nid->id, 0, c->err, c->errlen);
         }
     }
     if (rc <= 0) {

@@ -59,6 +59,9 @@ typedef struct gg_pobj_s {
     unsigned char      *data;       /* len bytes and a NUL */
     uint32_t           *nl;         /* the scan's newline counts of data,
                                        per block (gg_view.c), or NULL */
+    size_t              dlen;       /* a delta's bytes (gg_pack_ext.c):
+                                       its length; its inserts' literals
+                                       follow, one after the other */
 } gg_pobj_t;
 
 
@@ -157,7 +160,8 @@ int gg_pack_delta_of(const unsigned char **delta, size_t *len,
  * (the reader's, slot 0 or 1, valid until the next call with that slot)
  * and where its base's entry is (*bpack, *boff: two deltas with the same
  * are on the same base); 0 when not (or a is in no pack, or a
- * REF_DELTA's base is in none), -1 when a's entry is corrupt.
+ * REF_DELTA's base is in none), -1 when a's entry is corrupt.  delta
+ * NULL: only where the base is, nothing inflated.
  */
 int gg_pack_delta_base(const unsigned char **delta, size_t *len,
     uint32_t *bpack, uint64_t *boff, gg_pack_t *p, const unsigned char *a,
@@ -178,6 +182,15 @@ int gg_pack_delta_base(const unsigned char **delta, size_t *len,
  */
 int gg_pack_extents(gg_extents_t *out, gg_pack_t *p,
     const unsigned char *oid, size_t max, char *err, size_t errlen);
+
+/*
+ * Where the chain of oid ends: its whole entry, as gg_pack_extents()
+ * finds it (headers only, nothing inflated).  Two versions' extents
+ * share a source only if they share this.  0, 1 (in no pack, a base in
+ * none), -1 corrupt.
+ */
+int gg_pack_root(uint32_t *pack, uint64_t *off, gg_pack_t *p,
+    const unsigned char *oid, char *err, size_t errlen);
 
 /* the sources put back; the arrays kept for the next version */
 void gg_extents_release(gg_pack_t *p, gg_extents_t *x);

@@ -168,13 +168,22 @@ gg_whole(gg_pobj_t **out, gg_pack_t *p, uint32_t pack, uint64_t off,
 }
 
 
-/* a delta entry's inflated bytes, held (cached apart from its object) */
+/*
+ * A delta entry's inflated bytes, held (cached apart from its object),
+ * and after them its inserts' literals one after the other: consecutive
+ * inserts (at most 127 bytes each, an op byte between them in the delta)
+ * are then one extent.  gg_ext_delta() walks the same ops with the same
+ * checks, so it reaches no insert this walk did not copy.
+ */
 static int
 gg_delta_bytes(gg_pobj_t **out, gg_pack_t *p, uint32_t pack, uint64_t off,
     uint64_t dsize, uint64_t data_off, char *err, size_t errlen)
 {
+    size_t                lit;
     unsigned char        *d;
     gg_pobj_t            *o;
+    gg_delta_op_t         op;
+    gg_delta_iter_t       it;
     const gg_packfile_t  *f;
 
     o = gg_cache_find(p, pack, off | GG_OFF_DELTA);
@@ -190,23 +199,34 @@ gg_delta_bytes(gg_pobj_t **out, gg_pack_t *p, uint32_t pack, uint64_t off,
         snprintf(err, errlen, "a pack entry is corrupt");
         return -1;
     }
-    d = malloc((size_t) dsize + 1);
+    /* the literals are fewer bytes than the delta */
+    d = malloc(2 * (size_t) dsize + 1);
     if (d == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    d[dsize] = '\0';
     if (gg_inflate(p, f, data_off, d, (size_t) dsize) != 0) {
         free(d);
         snprintf(err, errlen, "a delta in a pack is corrupt");
         return -1;
     }
-    o = gg_cache_add(p, pack, off | GG_OFF_DELTA, 0, d, (size_t) dsize);
+    lit = (size_t) dsize;
+    if (gg_delta_init(&it, d, (size_t) dsize) == 0) {
+        while (gg_delta_next(&it, &op) == 1) {
+            if (!op.copy) {
+                memcpy(d + lit, op.data, op.len);
+                lit += op.len;
+            }
+        }
+    }
+    d[lit] = '\0';
+    o = gg_cache_add(p, pack, off | GG_OFF_DELTA, 0, d, lit);
     if (o == NULL) {
         free(d);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    o->dlen = (size_t) dsize;
     *out = o;
     return 0;
 }
@@ -224,12 +244,12 @@ gg_ext_delta(gg_pack_t *p, gg_extents_t *x, gg_pobj_t *dobj, size_t max,
 {
     int              rc;
     size_t           n, i, cap;
-    uint64_t         pos, at, want, skip, take;
+    uint64_t         pos, at, want, skip, take, lit;
     gg_ext_t        *t, *b;
     gg_delta_op_t    op;
     gg_delta_iter_t  it;
 
-    if (gg_delta_init(&it, dobj->data, dobj->len) != 0
+    if (gg_delta_init(&it, dobj->data, dobj->dlen) != 0
         || it.src_size != x->len)
     {
         snprintf(err, errlen, "a delta in a pack is corrupt");
@@ -243,16 +263,19 @@ gg_ext_delta(gg_pack_t *p, gg_extents_t *x, gg_pobj_t *dobj, size_t max,
     cap = p->xtcap;
     t = p->xt;
     rc = 0;
+    lit = dobj->dlen;
     while ((rc = gg_delta_next(&it, &op)) == 1) {
         pos = it.done - op.len;
         if (!op.copy) {
-            if (gg_ext_push(&t, &n, &cap, max, dobj,
-                            (uint64_t) (op.data - dobj->data), pos, op.len)
-                != 0)
+            /* the literals gg_delta_bytes() laid out, in op order */
+            if (op.len > dobj->len - lit
+                || gg_ext_push(&t, &n, &cap, max, dobj, lit, pos, op.len)
+                   != 0)
             {
-                rc = 2;
+                rc = op.len > dobj->len - lit ? -1 : 2;
                 break;
             }
+            lit += op.len;
             continue;
         }
         /* base[op.off, op.off + op.len): inside x (checked: src_size) */
@@ -303,6 +326,82 @@ gg_ext_delta(gg_pack_t *p, gg_extents_t *x, gg_pobj_t *dobj, size_t max,
 }
 
 
+/*
+ * The chain of oid walked down to its whole entry, headers only: its
+ * deltas in p->cpack, p->coff (nearest first, *depth of them), the whole
+ * entry's place, type, size and data.  0, 1 (in no pack, a base in none),
+ * -1 corrupt or too deep.
+ */
+static int
+gg_chain(int *depth, uint32_t *rpack, uint64_t *roff, int *rtype,
+    uint64_t *rsize, uint64_t *rdata, gg_pack_t *p, const unsigned char *oid,
+    char *err, size_t errlen)
+{
+    int                   type;
+    uint32_t              cp;
+    uint64_t              co, size, data_off, base_off;
+    const gg_packfile_t  *f;
+    const unsigned char  *base_oid;
+
+    /* whole somewhere: the oid's first whole entry */
+    if (gg_pack_find_whole(&cp, &co, p, oid) != 0
+        && gg_pack_find(&cp, &co, p, oid, 0) != 0)
+    {
+        return 1;
+    }
+
+    *depth = 0;
+    for ( ;; ) {
+        f = &p->f[cp];
+        if (gg_pack_entry(&type, &size, &data_off, &base_off, &base_oid,
+                          f->pack, f->pack_len, co)
+            != 0)
+        {
+            snprintf(err, errlen, "a pack entry is corrupt");
+            return -1;
+        }
+        if (type != GG_OBJ_OFS_DELTA && type != GG_OBJ_REF_DELTA) {
+            break;
+        }
+        if (*depth == GG_PACK_DEPTH) {
+            snprintf(err, errlen, "a delta chain deeper than %d",
+                     GG_PACK_DEPTH);
+            return -1;
+        }
+        p->cpack[*depth] = cp;
+        p->coff[*depth] = co;
+        (*depth)++;
+
+        if (type == GG_OBJ_OFS_DELTA) {
+            co = base_off;
+        } else if (gg_pack_find_whole(&cp, &co, p, base_oid) != 0
+                   && gg_pack_find(&cp, &co, p, base_oid, cp) != 0)
+        {
+            /* loose, or in an alternate: git cat-file's to read */
+            return 1;
+        }
+    }
+    *rpack = cp;
+    *roff = co;
+    *rtype = type;
+    *rsize = size;
+    *rdata = data_off;
+    return 0;
+}
+
+
+int
+gg_pack_root(uint32_t *pack, uint64_t *off, gg_pack_t *p,
+    const unsigned char *oid, char *err, size_t errlen)
+{
+    int       depth, type;
+    uint64_t  size, data_off;
+
+    return gg_chain(&depth, pack, off, &type, &size, &data_off, p, oid, err,
+                    errlen);
+}
+
+
 int
 gg_pack_extents(gg_extents_t *out, gg_pack_t *p, const unsigned char *oid,
     size_t max, char *err, size_t errlen)
@@ -321,51 +420,17 @@ gg_pack_extents(gg_extents_t *out, gg_pack_t *p, const unsigned char *oid,
         max = GG_EXT_MAX;
     }
 
-    /* whole somewhere: one extent over the oid's first whole entry */
-    if (gg_pack_find_whole(&cp, &co, p, oid) != 0
-        && gg_pack_find(&cp, &co, p, oid, 0) != 0)
-    {
+    rc = gg_chain(&depth, &cp, &co, &type, &size, &data_off, p, oid, err,
+                  errlen);
+    if (rc != 0) {
+        return rc;
+    }
+    if (type != GG_OBJ_BLOB) {
         return 1;
     }
-
-    depth = 0;
-    for ( ;; ) {
-        f = &p->f[cp];
-        if (gg_pack_entry(&type, &size, &data_off, &base_off, &base_oid,
-                          f->pack, f->pack_len, co)
-            != 0)
-        {
-            snprintf(err, errlen, "a pack entry is corrupt");
-            return -1;
-        }
-        if (type != GG_OBJ_OFS_DELTA && type != GG_OBJ_REF_DELTA) {
-            if (type != GG_OBJ_BLOB) {
-                return 1;
-            }
-            rc = gg_whole(&o, p, cp, co, type, size, data_off, err,
-                          errlen);
-            if (rc != 0) {
-                return rc;
-            }
-            break;
-        }
-        if (depth == GG_PACK_DEPTH) {
-            snprintf(err, errlen, "a delta chain deeper than %d",
-                     GG_PACK_DEPTH);
-            return -1;
-        }
-        p->cpack[depth] = cp;
-        p->coff[depth] = co;
-        depth++;
-
-        if (type == GG_OBJ_OFS_DELTA) {
-            co = base_off;
-        } else if (gg_pack_find_whole(&cp, &co, p, base_oid) != 0
-                   && gg_pack_find(&cp, &co, p, base_oid, cp) != 0)
-        {
-            /* loose, or in an alternate: git cat-file's to read */
-            return 1;
-        }
+    rc = gg_whole(&o, p, cp, co, type, size, data_off, err, errlen);
+    if (rc != 0) {
+        return rc;
     }
 
     if (gg_hold(out, o) != 0) {

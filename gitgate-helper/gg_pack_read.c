@@ -277,6 +277,10 @@ gg_pack_delta_base(const unsigned char **delta, size_t *len, uint32_t *bpack,
     {
         return 0;
     }
+    if (delta == NULL) {
+        /* where its base is, nothing inflated */
+        return 1;
+    }
 
     if (size > GG_BLOB_MAX + GG_BLOB_MAX / 64 + 64
         || size / GG_ZLIB_RATIO > f->pack_len - data_off)
@@ -314,16 +318,17 @@ gg_pack_delta_of(const unsigned char **delta, size_t *len, gg_pack_t *p,
     uint32_t  bpack, pack;
     uint64_t  boff, off;
 
-    rc = gg_pack_delta_base(delta, len, &bpack, &boff, p, a, 0, err,
+    rc = gg_pack_delta_base(NULL, NULL, &bpack, &boff, p, a, 0, err,
                             errlen);
     if (rc != 1) {
         return rc;
     }
-    /* b where the delta's base is: the same entry */
+    /* b where the delta's base is: the same entry (before inflating it) */
     if (gg_pack_find(&pack, &off, p, b, bpack) != 0 || pack != bpack
         || off != boff)
     {
         return 0;
     }
-    return 1;
+    return gg_pack_delta_base(delta, len, &bpack, &boff, p, a, 0, err,
+                              errlen);
 }

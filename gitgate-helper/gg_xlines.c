@@ -128,8 +128,19 @@ gg_xfile(gg_ctx_t *c, const char *path, size_t index, const git_oid *oid,
     const git_oid *nid)
 {
     int          rc;
+    uint32_t     p1, p2;
+    uint64_t     o1, o2;
     gg_view_t    ov, dv;
     gg_field_t   fd;
+
+    /* chains that end apart share no source: nothing to build */
+    rc = gg_pack_root(&p1, &o1, c->pack, oid->id, c->err, c->errlen);
+    if (rc == 0) {
+        rc = gg_pack_root(&p2, &o2, c->pack, nid->id, c->err, c->errlen);
+    }
+    if (rc != 0 || p1 != p2 || o1 != o2) {
+        return rc < 0 ? -1 : 0;
+    }
 
     rc = gg_pack_extents(&c->xo, c->pack, oid->id, 0, c->err, c->errlen);
     if (rc != 0) {
