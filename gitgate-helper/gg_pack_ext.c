@@ -326,6 +326,123 @@ gg_ext_delta(gg_pack_t *p, gg_extents_t *x, gg_pobj_t *dobj, size_t max,
 }
 
 
+/* the extents cache */
+
+static gg_xcache_t *
+gg_xc_find(gg_pack_t *p, uint32_t pack, uint64_t off)
+{
+    size_t  i;
+
+    for (i = 0; i < p->nxc; i++) {
+        if (p->xc[i].pack == pack && p->xc[i].off == off) {
+            p->xc[i].used = ++p->xtick;
+            return &p->xc[i];
+        }
+    }
+    return NULL;
+}
+
+
+static void
+gg_xc_drop(gg_pack_t *p, size_t i)
+{
+    gg_xcache_t  *e;
+
+    e = &p->xc[i];
+    p->xcext -= e->x.n;
+    gg_extents_release(p, &e->x);
+    gg_extents_free(&e->x);
+    p->xc[i] = p->xc[--p->nxc];
+}
+
+
+void
+gg_xcache_free(gg_pack_t *p)
+{
+    size_t  i;
+
+    for (i = 0; i < p->nxc; i++) {
+        gg_extents_free(&p->xc[i].x);
+    }
+    free(p->xc);
+    p->xc = NULL;
+    p->nxc = 0;
+}
+
+
+/* x copied in, holding its sources again: 0, -1 out of memory */
+static int
+gg_xcopy(gg_extents_t *to, const gg_extents_t *x)
+{
+    size_t      i;
+    gg_ext_t   *t;
+
+    if (to->cap < x->n) {
+        t = realloc(to->e, x->n * sizeof(*t));
+        if (t == NULL) {
+            return -1;
+        }
+        to->e = t;
+        to->cap = x->n;
+    }
+    if (x->n > 0) {
+        memcpy(to->e, x->e, x->n * sizeof(*t));
+    }
+    to->n = x->n;
+    to->len = x->len;
+    for (i = 0; i < x->nheld; i++) {
+        if (gg_hold(to, x->held[i]) != 0) {
+            return -1;
+        }
+        x->held[i]->refs++;
+    }
+    return 0;
+}
+
+
+/* x kept as the extents of (pack, off), if it fits; a failure is no
+ * error (the next version builds its chain again) */
+static void
+gg_xc_put(gg_pack_t *p, uint32_t pack, uint64_t off, const gg_extents_t *x)
+{
+    size_t        i, lru;
+    gg_xcache_t  *e;
+
+    if (x->n > GG_XCACHE_EXT / 4 || gg_xc_find(p, pack, off) != NULL) {
+        return;
+    }
+    if (p->xc == NULL) {
+        p->xc = calloc(GG_XCACHE_N, sizeof(*p->xc));
+        if (p->xc == NULL) {
+            return;
+        }
+    }
+    while (p->nxc > 0
+           && (p->nxc == GG_XCACHE_N || p->xcext + x->n > GG_XCACHE_EXT))
+    {
+        lru = 0;
+        for (i = 1; i < p->nxc; i++) {
+            if (p->xc[i].used < p->xc[lru].used) {
+                lru = i;
+            }
+        }
+        gg_xc_drop(p, lru);
+    }
+    e = &p->xc[p->nxc];
+    memset(e, 0, sizeof(*e));
+    if (gg_xcopy(&e->x, x) != 0) {
+        gg_extents_release(p, &e->x);
+        gg_extents_free(&e->x);
+        return;
+    }
+    e->pack = pack;
+    e->off = off;
+    e->used = ++p->xtick;
+    p->xcext += e->x.n;
+    p->nxc++;
+}
+
+
 /*
  * The chain of oid walked down to its whole entry, headers only: its
  * deltas in p->cpack, p->coff (nearest first, *depth of them), the whole
@@ -406,10 +523,11 @@ int
 gg_pack_extents(gg_extents_t *out, gg_pack_t *p, const unsigned char *oid,
     size_t max, char *err, size_t errlen)
 {
-    int                   type, depth, i, rc;
+    int                   type, depth, i, rc, from;
     uint32_t              cp;
     uint64_t              co, size, data_off, base_off;
     gg_pobj_t            *o;
+    gg_xcache_t          *xc;
     const gg_packfile_t  *f;
     const unsigned char  *base_oid;
 
@@ -428,25 +546,44 @@ gg_pack_extents(gg_extents_t *out, gg_pack_t *p, const unsigned char *oid,
     if (type != GG_OBJ_BLOB) {
         return 1;
     }
-    rc = gg_whole(&o, p, cp, co, type, size, data_off, err, errlen);
-    if (rc != 0) {
-        return rc;
+
+    /* the nearest version on the chain whose extents are kept */
+    from = depth - 1;
+    for (i = 0; i < depth; i++) {
+        xc = gg_xc_find(p, p->cpack[i], p->coff[i]);
+        if (xc != NULL) {
+            if (xc->x.n > max) {
+                return 1;
+            }
+            if (gg_xcopy(out, &xc->x) != 0) {
+                goto oom;
+            }
+            from = i - 1;
+            break;
+        }
     }
 
-    if (gg_hold(out, o) != 0) {
-        gg_pack_put(p, o);
-        goto oom;
+    if (i == depth) {
+        rc = gg_whole(&o, p, cp, co, type, size, data_off, err, errlen);
+        if (rc != 0) {
+            return rc;
+        }
+        if (gg_hold(out, o) != 0) {
+            gg_pack_put(p, o);
+            goto oom;
+        }
+        if (o->len > 0
+            && gg_ext_push(&out->e, &out->n, &out->cap, max, o, 0, 0,
+                           o->len)
+               != 0)
+        {
+            goto oom;
+        }
+        out->len = o->len;
     }
-    if (o->len > 0
-        && gg_ext_push(&out->e, &out->n, &out->cap, max, o, 0, 0, o->len)
-           != 0)
-    {
-        goto oom;
-    }
-    out->len = o->len;
 
     /* back up the chain, each delta onto the extents before it */
-    for (i = depth - 1; i >= 0; i--) {
+    for (i = from; i >= 0; i--) {
         cp = p->cpack[i];
         co = p->coff[i];
         f = &p->f[cp];
@@ -476,6 +613,11 @@ gg_pack_extents(gg_extents_t *out, gg_pack_t *p, const unsigned char *oid,
         }
         if (rc != 0) {
             goto fail;
+        }
+        /* the version and its base: the next version on this chain (a
+         * file's next one in the push) starts from one of them */
+        if (i <= 1) {
+            gg_xc_put(p, cp, co, out);
         }
     }
     return 0;

@@ -23,6 +23,23 @@
 #define GG_ZLIB_RATIO   1040
 
 
+/*
+ * Versions' extents kept (gg_pack_ext.c): a version asked for and its
+ * base, so that the next version on the same chain applies one delta,
+ * not the whole chain; at most GG_XCACHE_N of them and GG_XCACHE_EXT
+ * extents, the least recently used out first
+ */
+#define GG_XCACHE_N     64
+#define GG_XCACHE_EXT   (2 * 1024 * 1024)
+
+typedef struct {
+    uint32_t            pack;
+    uint64_t            off;
+    uint64_t            used;
+    gg_extents_t        x;
+} gg_xcache_t;
+
+
 typedef struct {
     const unsigned char *idx;
     size_t              idx_len;
@@ -63,6 +80,10 @@ struct gg_pack_s {
 
     gg_ext_t           *xt;         /* gg_pack_extents()'s other list */
     size_t              xtcap;
+    gg_xcache_t        *xc;         /* versions' extents, GG_XCACHE_N */
+    size_t              nxc;
+    uint64_t            xtick;
+    size_t              xcext;      /* extents they hold */
 };
 
 
@@ -72,6 +93,9 @@ struct gg_pack_s {
 /* the whole entry oid in the first pack holding it whole: 0, or -1 */
 int gg_pack_find_whole(uint32_t *pack, uint64_t *off, const gg_pack_t *p,
     const unsigned char *oid);
+
+/* the cached extents, freed without putting their sources (closing) */
+void gg_xcache_free(gg_pack_t *p);
 
 /* zlib data at data_off of pack f inflated into out, exactly size */
 int gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,

@@ -521,9 +521,15 @@ gg_match_lines(gg_ctx_t *c, gg_view_t *o, gg_view_t *d)
                  last_o, last_n, nlen;
     gg_match_t  *m;
 
-    /* in the new file's order; stretches that continue each other, one
-     * (git writes a long match as copies of 64 KB) */
-    qsort(c->m, c->nm, sizeof(*c->m), gg_match_cmp);
+    /* in the new file's order (the extents' come so already); stretches
+     * that continue each other, one (git writes a long match as copies
+     * of 64 KB) */
+    for (i = 1; i < c->nm; i++) {
+        if (gg_match_cmp(&c->m[i - 1], &c->m[i]) > 0) {
+            qsort(c->m, c->nm, sizeof(*c->m), gg_match_cmp);
+            break;
+        }
+    }
     for (i = 0, k = 0; i < c->nm; i++) {
         if (k > 0 && c->m[k - 1].o + c->m[k - 1].len == c->m[i].o
             && c->m[k - 1].n + c->m[k - 1].len == c->m[i].n)

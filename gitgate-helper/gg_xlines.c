@@ -22,104 +22,216 @@
 
 
 static int
-gg_src_cmp(const void *a, const void *b)
+gg_ptr_cmp(const void *a, const void *b)
+{
+    uintptr_t  x, y;
+
+    x = (uintptr_t) *(gg_pobj_t * const *) a;
+    y = (uintptr_t) *(gg_pobj_t * const *) b;
+    return x < y ? -1 : x > y;
+}
+
+
+static int
+gg_soff_cmp(const void *a, const void *b)
 {
     const gg_ext_t  *x, *y;
 
     x = a;
     y = b;
-    if (x->src != y->src) {
-        return (uintptr_t) x->src < (uintptr_t) y->src ? -1 : 1;
+    return x->soff < y->soff ? -1 : x->soff > y->soff;
+}
+
+
+/* the bucket of src among the k sources both versions hold, or -1 */
+static long
+gg_bucket(gg_pobj_t *const *common, size_t k, const gg_pobj_t *src)
+{
+    size_t  lo, hi, mid;
+
+    lo = 0;
+    hi = k;
+    while (lo < hi) {
+        mid = lo + (hi - lo) / 2;
+        if (common[mid] == src) {
+            return (long) mid;
+        }
+        if ((uintptr_t) common[mid] < (uintptr_t) src) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
     }
-    if (x->soff != y->soff) {
-        return x->soff < y->soff ? -1 : 1;
+    return -1;
+}
+
+
+/*
+ * x's extents on the k common sources into *arr, by source (a counting
+ * sort: in version order inside each, then sorted by offset in the
+ * source where they are not already, which a delta's copies mostly
+ * are); start[b] .. start[b + 1]: source b's
+ */
+static int
+gg_by_src(gg_ext_t **arr, size_t *cap, size_t *start,
+    const gg_extents_t *x, gg_pobj_t *const *common, size_t k)
+{
+    long       b;
+    size_t     i, *at;
+    gg_ext_t  *t;
+
+    if (*cap < x->n + 1) {
+        t = realloc(*arr, (x->n + 1) * sizeof(*t));
+        if (t == NULL) {
+            return -1;
+        }
+        *arr = t;
+        *cap = x->n + 1;
+    }
+    memset(start, 0, (k + 1) * sizeof(*start));
+    for (i = 0; i < x->n; i++) {
+        b = gg_bucket(common, k, x->e[i].src);
+        if (b >= 0) {
+            start[b + 1]++;
+        }
+    }
+    for (i = 0; i < k; i++) {
+        start[i + 1] += start[i];
+    }
+    at = start + k + 1;
+    memcpy(at, start, (k + 1) * sizeof(*at));
+    for (i = 0; i < x->n; i++) {
+        b = gg_bucket(common, k, x->e[i].src);
+        if (b >= 0) {
+            (*arr)[at[b]++] = x->e[i];
+        }
+    }
+    for (b = 0; b < (long) k; b++) {
+        for (i = start[b] + 1; i < start[b + 1]; i++) {
+            if ((*arr)[i].soff < (*arr)[i - 1].soff) {
+                qsort(*arr + start[b], start[b + 1] - start[b],
+                      sizeof(gg_ext_t), gg_soff_cmp);
+                break;
+            }
+        }
     }
     return 0;
 }
 
 
-/* x's extents sorted by source into *arr */
+/* one more stretch: old[o, o + len) is new[n, n + len) */
 static int
-gg_by_src(gg_ext_t **arr, size_t *cap, const gg_extents_t *x)
+gg_stretch(gg_ctx_t *c, uint64_t o, uint64_t n, uint64_t len)
 {
-    gg_ext_t  *t;
+    size_t       k;
+    gg_match_t  *m;
 
-    if (*cap < x->n) {
-        t = realloc(*arr, x->n * sizeof(*t));
-        if (t == NULL) {
+    if (c->nm == c->mcap) {
+        k = c->mcap ? 2 * c->mcap : 1024;
+        m = realloc(c->m, k * sizeof(*m));
+        if (m == NULL) {
             return -1;
         }
-        *arr = t;
-        *cap = x->n;
+        c->m = m;
+        c->mcap = k;
     }
-    if (x->n > 0) {
-        memcpy(*arr, x->e, x->n * sizeof(*t));
-        qsort(*arr, x->n, sizeof(*t), gg_src_cmp);
-    }
+    m = &c->m[c->nm++];
+    m->o = o;
+    m->n = n;
+    m->len = len;
     return 0;
 }
 
 
 /*
- * The stretches the two versions share: a sweep along each source over
- * both versions' extents on it.  Extents of one version that overlap
- * each other (bytes it repeats) may miss a match, which only leaves more
- * lines added.
+ * The stretches the two versions share, in the new version's order: the
+ * sources both hold, the old version's extents on them by source and
+ * offset; then along the new version, each extent's overlaps with the
+ * old one's on its source (a binary search).  Extents of the old version
+ * that overlap each other (bytes it repeats) may miss a match, which
+ * only leaves more lines added.
  */
 static int
 gg_ext_match(gg_ctx_t *c)
 {
-    size_t           i, j, k;
-    uint64_t         lo, hi, ea, eb;
-    gg_match_t      *m;
+    int              rc;
+    long             b;
+    size_t           i, j, k, lo, hi, mid, n1, n2, *s1;
+    uint64_t         l, h, ea, eb;
+    gg_pobj_t      **h1, **h2, **common;
     const gg_ext_t  *x, *y;
 
-    if (gg_by_src(&c->xs, &c->xscap, &c->xo) != 0
-        || gg_by_src(&c->xs2, &c->xs2cap, &c->xn) != 0)
-    {
+    c->nm = 0;
+    n1 = c->xo.nheld;
+    n2 = c->xn.nheld;
+    h1 = malloc((n1 + n2 + n1) * sizeof(*h1));
+    s1 = malloc(2 * (n1 + 1) * sizeof(*s1));
+    if (h1 == NULL || s1 == NULL) {
+        free(h1);
+        free(s1);
         return -1;
     }
-
-    c->nm = 0;
-    i = 0;
-    j = 0;
-    while (i < c->xo.n && j < c->xn.n) {
-        x = &c->xs[i];
-        y = &c->xs2[j];
-        if (x->src != y->src) {
-            if ((uintptr_t) x->src < (uintptr_t) y->src) {
-                i++;
-            } else {
-                j++;
-            }
-            continue;
-        }
-        ea = x->soff + x->len;
-        eb = y->soff + y->len;
-        lo = x->soff > y->soff ? x->soff : y->soff;
-        hi = ea < eb ? ea : eb;
-        if (lo < hi) {
-            if (c->nm == c->mcap) {
-                k = c->mcap ? 2 * c->mcap : 1024;
-                m = realloc(c->m, k * sizeof(*m));
-                if (m == NULL) {
-                    return -1;
-                }
-                c->m = m;
-                c->mcap = k;
-            }
-            m = &c->m[c->nm++];
-            m->o = x->pos + (lo - x->soff);
-            m->n = y->pos + (lo - y->soff);
-            m->len = hi - lo;
-        }
-        if (ea <= eb) {
+    h2 = h1 + n1;
+    common = h2 + n2;
+    memcpy(h1, c->xo.held, n1 * sizeof(*h1));
+    memcpy(h2, c->xn.held, n2 * sizeof(*h2));
+    qsort(h1, n1, sizeof(*h1), gg_ptr_cmp);
+    qsort(h2, n2, sizeof(*h2), gg_ptr_cmp);
+    for (i = 0, j = 0, k = 0; i < n1 && j < n2; ) {
+        if (h1[i] == h2[j]) {
+            common[k++] = h1[i];
+            i++;
+            j++;
+        } else if ((uintptr_t) h1[i] < (uintptr_t) h2[j]) {
             i++;
         } else {
             j++;
         }
     }
-    return 0;
+
+    rc = -1;
+    if (gg_by_src(&c->xs, &c->xscap, s1, &c->xo, common, k) != 0) {
+        goto cleanup;
+    }
+
+    for (j = 0; j < c->xn.n; j++) {
+        y = &c->xn.e[j];
+        b = gg_bucket(common, k, y->src);
+        if (b < 0) {
+            continue;
+        }
+        eb = y->soff + y->len;
+        /* the last old extent starting at or before y, else the first */
+        lo = s1[b];
+        hi = s1[b + 1];
+        while (hi - lo > 1) {
+            mid = lo + (hi - lo) / 2;
+            if (c->xs[mid].soff <= y->soff) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        for (i = lo; i < s1[b + 1] && c->xs[i].soff < eb; i++) {
+            x = &c->xs[i];
+            ea = x->soff + x->len;
+            l = x->soff > y->soff ? x->soff : y->soff;
+            h = ea < eb ? ea : eb;
+            if (l < h
+                && gg_stretch(c, x->pos + (l - x->soff),
+                              y->pos + (l - y->soff), h - l) != 0)
+            {
+                goto cleanup;
+            }
+        }
+    }
+    rc = 0;
+
+cleanup:
+
+    free(h1);
+    free(s1);
+    return rc;
 }
 
 
