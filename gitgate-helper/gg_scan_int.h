@@ -134,6 +134,7 @@ typedef struct {
     gg_ext_t           *xs2;        /* the new one's */
     size_t              xs2cap;
     gg_buf_t            tmp;        /* a line over extents */
+    size_t              xmax;       /* extents per version, 0: GG_EXT_MAX */
     int                 oom;
     char               *err;
     size_t              errlen;
@@ -167,6 +168,10 @@ int gg_file(gg_ctx_t *c, const char *path, size_t index, const char *o,
  */
 int gg_xfile(gg_ctx_t *c, const char *path, size_t index,
     const git_oid *oid, const git_oid *nid);
+
+/* gg_xfile()'s added lines alone, into c->add and c->lines (tests):
+ * 1, 0 or -1 as gg_xfile() */
+int gg_xlines(gg_ctx_t *c, const git_oid *oid, const git_oid *nid);
 
 /* views (gg_view.c) */
 void gg_view_buf(gg_view_t *v, const char *d, size_t len);

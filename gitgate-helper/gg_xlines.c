@@ -236,14 +236,12 @@ cleanup:
 
 
 int
-gg_xfile(gg_ctx_t *c, const char *path, size_t index, const git_oid *oid,
-    const git_oid *nid)
+gg_xlines(gg_ctx_t *c, const git_oid *oid, const git_oid *nid)
 {
     int          rc;
     uint32_t     p1, p2;
     uint64_t     o1, o2;
     gg_view_t    ov, dv;
-    gg_field_t   fd;
 
     /* chains that end apart share no source: nothing to build */
     rc = gg_pack_root(&p1, &o1, c->pack, oid->id, c->err, c->errlen);
@@ -254,11 +252,13 @@ gg_xfile(gg_ctx_t *c, const char *path, size_t index, const git_oid *oid,
         return rc < 0 ? -1 : 0;
     }
 
-    rc = gg_pack_extents(&c->xo, c->pack, oid->id, 0, c->err, c->errlen);
+    rc = gg_pack_extents(&c->xo, c->pack, oid->id, c->xmax, c->err,
+                         c->errlen);
     if (rc != 0) {
         return rc == 1 ? 0 : -1;
     }
-    rc = gg_pack_extents(&c->xn, c->pack, nid->id, 0, c->err, c->errlen);
+    rc = gg_pack_extents(&c->xn, c->pack, nid->id, c->xmax, c->err,
+                         c->errlen);
     if (rc != 0) {
         gg_extents_release(c->pack, &c->xo);
         return rc == 1 ? 0 : -1;
@@ -277,9 +277,26 @@ gg_xfile(gg_ctx_t *c, const char *path, size_t index, const git_oid *oid,
 
     gg_view_ext(&ov, &c->xo);
     gg_view_ext(&dv, &c->xn);
-    if (gg_match_lines(c, &ov, &dv) != 0) {
-        rc = -1;
-        goto cleanup;
+    rc = gg_match_lines(c, &ov, &dv) != 0 ? -1 : 1;
+
+cleanup:
+
+    gg_extents_release(c->pack, &c->xn);
+    gg_extents_release(c->pack, &c->xo);
+    return rc;
+}
+
+
+int
+gg_xfile(gg_ctx_t *c, const char *path, size_t index, const git_oid *oid,
+    const git_oid *nid)
+{
+    int          rc;
+    gg_field_t   fd;
+
+    rc = gg_xlines(c, oid, nid);
+    if (rc != 1) {
+        return rc;
     }
 
     memset(&fd, 0, sizeof(fd));
@@ -296,11 +313,5 @@ gg_xfile(gg_ctx_t *c, const char *path, size_t index, const git_oid *oid,
     c->r->delta_files++;
     c->r->extent_files++;
     c->r->added += fd.len - c->ctxlen;
-    rc = gg_field(c, &fd) < 0 ? -1 : 1;
-
-cleanup:
-
-    gg_extents_release(c->pack, &c->xn);
-    gg_extents_release(c->pack, &c->xo);
-    return rc;
+    return gg_field(c, &fd) < 0 ? -1 : 1;
 }
