@@ -88,26 +88,45 @@ gg_view_ext(gg_view_t *v, const gg_extents_t *x)
 }
 
 
-/* the extent holding pos (< v->len); the walks go mostly forward */
+/*
+ * The extent holding pos (< v->len).  The walks ask near where they asked
+ * last: from the extent found last, steps that double (a galloping
+ * search) to a bracket, then a binary search inside it.
+ */
 static size_t
 gg_v_at(gg_view_t *v, uint64_t pos)
 {
-    size_t           lo, hi, mid;
+    size_t           lo, hi, mid, step;
     const gg_ext_t  *e;
 
     e = v->e;
-    lo = v->hint;
-    if (lo < v->n && e[lo].pos <= pos && pos - e[lo].pos < e[lo].len) {
+    lo = v->hint < v->n ? v->hint : 0;
+    if (e[lo].pos <= pos && pos - e[lo].pos < e[lo].len) {
         return lo;
     }
-    if (lo + 1 < v->n && e[lo + 1].pos <= pos
-        && pos - e[lo + 1].pos < e[lo + 1].len)
-    {
-        v->hint = lo + 1;
-        return lo + 1;
+    if (e[lo].pos < pos) {
+        /* forward: e[lo].pos <= pos, find hi with e[hi].pos > pos */
+        step = 1;
+        hi = lo + 1;
+        while (hi < v->n && e[hi].pos <= pos) {
+            lo = hi;
+            step *= 2;
+            hi = lo + step;
+        }
+        if (hi > v->n) {
+            hi = v->n;
+        }
+    } else {
+        /* backward: e[hi].pos > pos, find lo with e[lo].pos <= pos */
+        hi = lo;
+        step = 1;
+        lo = hi >= step ? hi - step : 0;
+        while (lo > 0 && e[lo].pos > pos) {
+            hi = lo;
+            step *= 2;
+            lo = hi >= step ? hi - step : 0;
+        }
     }
-    lo = 0;
-    hi = v->n;
     while (hi - lo > 1) {
         mid = lo + (hi - lo) / 2;
         if (e[mid].pos <= pos) {
