@@ -146,7 +146,7 @@ gg_whole(gg_pobj_t **out, gg_pack_t *p, uint32_t pack, uint64_t off,
         snprintf(err, errlen, "a pack entry is corrupt");
         return -1;
     }
-    d = malloc((size_t) size + GG_SLACK);
+    d = gg_alloc((size_t) size + GG_SLACK);
     if (d == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;

@@ -97,6 +97,12 @@ int gg_pack_find_whole(uint32_t *pack, uint64_t *off, const gg_pack_t *p,
 /* the cached extents, freed without putting their sources (closing) */
 void gg_xcache_free(gg_pack_t *p);
 
+/* huge pages: objects' buffers of at least this are advised to use them */
+#define GG_HUGE         (2 * 1024 * 1024)
+
+/* an object's buffer, malloc()'s, huge pages asked for when big */
+void *gg_alloc(size_t size);
+
 /* zlib data at data_off of pack f inflated into out, exactly size */
 int gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
     unsigned char *out, size_t size);

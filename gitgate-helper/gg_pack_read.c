@@ -5,8 +5,12 @@
  * against the entry's header and the pack before anything is allocated.
  */
 
+#define _DEFAULT_SOURCE             /* madvise */
+
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include <libdeflate.h>
 
@@ -36,6 +40,35 @@ gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
         return -1;
     }
     return 0;
+}
+
+
+/*
+ * An object's buffer: size bytes.  One of megabytes is first written
+ * when it is inflated or built, a page fault every 4 KB; asking for huge
+ * pages (where the kernel gives them on madvise) makes that one every
+ * 2 MB, a fifth of an append push's CPU (README "Speed").
+ */
+void *
+gg_alloc(size_t size)
+{
+    void       *d;
+    uintptr_t   a, b;
+
+    d = malloc(size);
+#ifdef MADV_HUGEPAGE
+    if (d != NULL && size >= GG_HUGE) {
+        a = ((uintptr_t) d + GG_HUGE - 1) & ~(uintptr_t) (GG_HUGE - 1);
+        b = ((uintptr_t) d + size) & ~(uintptr_t) (GG_HUGE - 1);
+        if (b > a) {
+            (void) madvise((void *) a, b - a, MADV_HUGEPAGE);
+        }
+    }
+#else
+    (void) a;
+    (void) b;
+#endif
+    return d;
 }
 
 
@@ -104,7 +137,7 @@ gg_resolve(gg_pobj_t **out, gg_pack_t *p, uint32_t pack, uint64_t off,
                 snprintf(err, errlen, "a pack entry is corrupt");
                 return -1;
             }
-            d = malloc((size_t) size + GG_SLACK);
+            d = gg_alloc((size_t) size + GG_SLACK);
             if (d == NULL) {
                 goto oom;
             }
@@ -170,7 +203,7 @@ gg_resolve(gg_pobj_t **out, gg_pack_t *p, uint32_t pack, uint64_t off,
         if (size > GG_BLOB_MAX) {
             goto too_big_base;
         }
-        d = malloc((size_t) size + GG_SLACK);
+        d = gg_alloc((size_t) size + GG_SLACK);
         if (d == NULL) {
             goto oom_base;
         }
