@@ -27,7 +27,19 @@
 int
 gg_opener(const char *p, size_t len)
 {
-    return memmem(p, len, "-----BEGIN", 10) != NULL;
+    const char  *q, *end;
+
+    /* memchr first: most lines have no dash, and memmem's setup costs
+     * more than the line (it runs on a line next to every added run) */
+    end = p + len;
+    for (q = memchr(p, '-', len); q != NULL && end - q >= 10;
+         q = memchr(q + 1, '-', (size_t) (end - q - 1)))
+    {
+        if (memcmp(q, "-----BEGIN", 10) == 0) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 
