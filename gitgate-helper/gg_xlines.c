@@ -156,7 +156,7 @@ gg_ext_match(gg_ctx_t *c)
 {
     int              rc;
     long             b;
-    size_t           i, j, k, lo, hi, mid, n1, n2, *s1;
+    size_t           i, j, k, lo, hi, mid, step, n1, n2, *s1, *cur;
     uint64_t         l, h, ea, eb;
     gg_pobj_t      **h1, **h2, **common;
     const gg_ext_t  *x, *y;
@@ -165,7 +165,7 @@ gg_ext_match(gg_ctx_t *c)
     n1 = c->xo.nheld;
     n2 = c->xn.nheld;
     h1 = malloc((n1 + n2 + n1) * sizeof(*h1));
-    s1 = malloc(2 * (n1 + 1) * sizeof(*s1));
+    s1 = malloc(3 * (n1 + 1) * sizeof(*s1));
     if (h1 == NULL || s1 == NULL) {
         free(h1);
         free(s1);
@@ -193,6 +193,10 @@ gg_ext_match(gg_ctx_t *c)
     if (gg_by_src(&c->xs, &c->xscap, s1, &c->xo, common, k) != 0) {
         goto cleanup;
     }
+    cur = s1 + 2 * (n1 + 1);
+    for (b = 0; b < (long) k; b++) {
+        cur[b] = s1[b];
+    }
 
     for (j = 0; j < c->xn.n; j++) {
         y = &c->xn.e[j];
@@ -201,9 +205,24 @@ gg_ext_match(gg_ctx_t *c)
             continue;
         }
         eb = y->soff + y->len;
-        /* the last old extent starting at or before y, else the first */
+        /* the last old extent starting at or before y, else the first:
+         * from where the last search on this source ended, forward in
+         * doubling steps (the new version mostly goes along a source) */
         lo = s1[b];
         hi = s1[b + 1];
+        i = cur[b];
+        if (i > lo && i < hi && c->xs[i].soff <= y->soff) {
+            lo = i;
+            for (step = 1;
+                 lo + step < hi && c->xs[lo + step].soff <= y->soff;
+                 step *= 2)
+            {
+                lo += step;
+            }
+            if (lo + step < hi) {
+                hi = lo + step;
+            }
+        }
         while (hi - lo > 1) {
             mid = lo + (hi - lo) / 2;
             if (c->xs[mid].soff <= y->soff) {
@@ -212,6 +231,7 @@ gg_ext_match(gg_ctx_t *c)
                 hi = mid;
             }
         }
+        cur[b] = lo;
         for (i = lo; i < s1[b + 1] && c->xs[i].soff < eb; i++) {
             x = &c->xs[i];
             ea = x->soff + x->len;
