@@ -411,6 +411,21 @@ gg_xc_put(gg_pack_t *p, uint32_t pack, uint64_t off, const gg_extents_t *x)
     if (x->n > GG_XCACHE_EXT / 4 || gg_xc_find(p, pack, off) != NULL) {
         return;
     }
+    /* the kept extents hold their sources: not beyond the cache's byte
+     * budget (every add trims what nothing holds, so what is over it is
+     * held); the oldest let go first, then none kept */
+    while (p->nxc > 0 && p->used > p->budget) {
+        lru = 0;
+        for (i = 1; i < p->nxc; i++) {
+            if (p->xc[i].used < p->xc[lru].used) {
+                lru = i;
+            }
+        }
+        gg_xc_drop(p, lru);
+    }
+    if (p->used > p->budget) {
+        return;
+    }
     if (p->xc == NULL) {
         p->xc = calloc(GG_XCACHE_N, sizeof(*p->xc));
         if (p->xc == NULL) {
