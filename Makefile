@@ -115,7 +115,7 @@ GG_SRCS     = $(filter-out $(GG_MAINS), $(wildcard gitgate-helper/*.c))
 GG_HDRS     = $(wildcard gitgate-helper/*.h)
 # the pack reader alone (its unit test, its fuzz target)
 GG_PACK_SRCS = gitgate-helper/gg_pack.c gitgate-helper/gg_pack_delta.c \
-               gitgate-helper/gg_pack_read.c
+               gitgate-helper/gg_pack_read.c gitgate-helper/gg_pack_ext.c
 GG_PACK_HDRS = gitgate-helper/gg_pack.h gitgate-helper/gg_pack_int.h
 GG_CFLAGS   = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib \
               -Igitgate-helper $(shell pkg-config --cflags libgit2)
@@ -210,7 +210,8 @@ unit: $(UNIT_BINS)
 
 # git-gate's C unit tests (also built by `make asan`)
 .PHONY: unit-gitgate
-unit-gitgate: $(BUILD)/unit/gg_pack_test $(BUILD)/unit/gg_delta_test
+unit-gitgate: $(BUILD)/unit/gg_pack_test $(BUILD)/unit/gg_delta_test \
+              $(BUILD)/unit/gg_extent_test
 
 # git-gate's pack reader: its own sources, libdeflate, zlib (the test
 # builds packs); CC_OPT too, so `make BUILD=build-asan CC_OPT=... unit`
@@ -225,6 +226,13 @@ $(BUILD)/unit/gg_pack_test: t/unit/gg_pack_test.c $(GG_PACK_SRCS) \
 # libbottle), over packs git writes (t/unit/gg_delta.t)
 $(BUILD)/unit/gg_delta_test: t/unit/gg_delta_test.c $(GG_SRCS) $(GG_HDRS) \
                              $(LIBBOTTLE) t/unit/tap.h t/unit/sh.h
+	@mkdir -p $(dir $@)
+	$(CC) $(GG_CFLAGS) $(LD_OPT) -o $@ $< $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
+
+# git-gate's added lines from extents, neither version built, against
+# git's diff (t/unit/gg_extent.t)
+$(BUILD)/unit/gg_extent_test: t/unit/gg_extent_test.c $(GG_SRCS) $(GG_HDRS) \
+                              $(LIBBOTTLE) t/unit/tap.h t/unit/sh.h
 	@mkdir -p $(dir $@)
 	$(CC) $(GG_CFLAGS) $(LD_OPT) -o $@ $< $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
 
@@ -302,9 +310,10 @@ test-asan: asan
 	TEST_NGINX_MODULE=build-asan/ngx_bottle_module.so \
 	GITGATE_CGI=build-asan/gitgate-cgi GITGATE_SCAN=build-asan/gitgate-scan \
 	GG_PACK_TEST=build-asan/unit/gg_pack_test GG_DELTA_TEST=build-asan/unit/gg_delta_test \
+	GG_EXTENT_TEST=build-asan/unit/gg_extent_test \
 	SUPERVISE_HELPER=build-asan/supervise-helper \
 	TEST_NGINX_PRELOAD="$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so)" \
-	    prove t/ t/unit/gg_pack.t t/unit/gg_delta.t
+	    prove t/ t/unit/gg_pack.t t/unit/gg_delta.t t/unit/gg_extent.t
 
 run: module
 	scripts/bottle-gateway start --dir $(RUN_DIR) --policy $(POLICY) \

@@ -13,7 +13,10 @@
  *          and each pair asked for a delta between them: an object read
  *          is at most GG_BLOB_MAX and its bytes readable, every error an
  *          error (never a crash), a tiny cache (the second byte) and the
- *          default one giving the same bytes
+ *          default one giving the same bytes; and every oid as extents
+ *          (gg_pack_extents(), nothing built): built exactly when it was
+ *          read, its bytes through the extents the read's, every extent
+ *          inside its source
  */
 
 #include <stdint.h>
@@ -96,6 +99,41 @@ fuzz_delta(const uint8_t *data, size_t size)
         free(dst);
     }
     free(base);
+}
+
+
+/* oid as extents on pk against the read (rc, o) */
+static void
+fuzz_extents(gg_pack_t *pk, const unsigned char *oid, int rc,
+    const gg_pobj_t *o, size_t max)
+{
+    int            xrc;
+    char           err[256];
+    size_t         i;
+    uint64_t       at;
+    gg_extents_t   x;
+
+    memset(&x, 0, sizeof(x));
+    xrc = gg_pack_extents(&x, pk, oid, max, err, sizeof(err));
+    CHECK(xrc >= -1 && xrc <= 1);
+    if (rc != 0) {
+        CHECK(xrc != 0);
+    }
+    if (xrc == 0) {
+        CHECK(rc == 0 && o->type == GG_OBJ_BLOB);
+        at = 0;
+        for (i = 0; i < x.n; i++) {
+            CHECK(x.e[i].pos == at && x.e[i].len > 0);
+            CHECK(x.e[i].soff + x.e[i].len <= x.e[i].src->len);
+            CHECK(x.e[i].len <= o->len - at);
+            CHECK(memcmp(x.e[i].p, o->data + at, x.e[i].len) == 0);
+            at += x.e[i].len;
+        }
+        CHECK(at == o->len && x.len == o->len);
+        CHECK(max == 0 || x.n <= max);
+    }
+    gg_extents_release(pk, &x);
+    gg_extents_free(&x);
 }
 
 
@@ -186,8 +224,12 @@ fuzz_pack(const uint8_t *data, size_t size)
             CHECK(o->data[o->len] == '\0');
             CHECK(o2->len == o->len && o2->type == o->type
                   && memcmp(o2->data, o->data, o->len) == 0);
+            fuzz_extents(tiny, oid[i], rc, o, 0);
+            fuzz_extents(pk, oid[i], rc, o, 2);
             gg_pack_put(pk, o);
             gg_pack_put(tiny, o2);
+        } else {
+            fuzz_extents(tiny, oid[i], rc, NULL, 0);
         }
         for (j = 0; j < n; j++) {
             rc = gg_pack_delta_of(&delta, &dlen, pk, oid[i], oid[j], err,

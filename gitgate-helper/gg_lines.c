@@ -12,14 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 #include "gg_scan_int.h"
 
-
-static int gg_opener(const char *p, size_t len);
 
 static int
 gg_on_line(const git_diff_delta *delta, const git_diff_hunk *hunk,
@@ -55,186 +50,6 @@ gg_on_line(const git_diff_delta *delta, const git_diff_hunk *hunk,
     {
         c->oom = 1;
         return -1;
-    }
-    return 0;
-}
-
-
-/*
- * Whether a line may open a secret that goes on over the next line: a PEM
- * block's header (the private_key rule wants its first key character,
- * lib/bottle_scan_rules.c); every other rule matches inside one line.
- * Unchanged lines next to added ones are scanned with them (as context,
- * gg_line_t) when this says so: the header before added key lines, or
- * the key line after an added header.
- */
-static int
-gg_opener(const char *p, size_t len)
-{
-    return memmem(p, len, "-----BEGIN", 10) != NULL;
-}
-
-
-/* the newlines in p[0, len) */
-static size_t
-gg_count_lines(const char *p, size_t len)
-{
-    size_t   n, i;
-#ifdef __SSE2__
-    size_t   k;
-    __m128i  nl, acc;
-
-    n = 0;
-    i = 0;
-    nl = _mm_set1_epi8('\n');
-    while (len - i >= 16) {
-        /* each byte lane counts up to 255 matches, then they are summed */
-        acc = _mm_setzero_si128();
-        for (k = 0; k < 255 && len - i >= 16; k++, i += 16) {
-            acc = _mm_sub_epi8(acc, _mm_cmpeq_epi8(
-                      _mm_loadu_si128((const __m128i *) (p + i)), nl));
-        }
-        acc = _mm_sad_epu8(acc, _mm_setzero_si128());
-        n += (size_t) _mm_cvtsi128_si32(acc)
-             + (size_t) _mm_extract_epi16(acc, 4);
-    }
-#else
-    n = 0;
-    i = 0;
-#endif
-    for (; i < len; i++) {
-        n += p[i] == '\n';
-    }
-    return n;
-}
-
-
-/*
- * An added run of whole lines, new[from, to), into the field, with the
- * unchanged line before it and the one after it as context (gg_line_t)
- * where gg_opener() says so;
- * *cpos and *cline: how far the new file's lines are counted, and the
- * line number there; *shown: where the last context line ended.
- */
-static int
-gg_run(gg_ctx_t *c, const char *d, size_t nlen, size_t from, size_t to,
-    size_t *cpos, size_t *cline, size_t *shown)
-{
-    size_t       pl, le;
-    const char  *q;
-
-    *cline += gg_count_lines(d + *cpos, from - *cpos);
-    *cpos = from;
-
-    /* the line before, unless the last run's context line was it, when
-     * it may open a PEM block (gg_opener()) */
-    pl = from;
-    if (from > 0 && from > *shown) {
-        q = from > 1 ? memrchr(d, '\n', from - 1) : NULL;
-        pl = q ? (size_t) (q - d) + 1 : 0;
-    }
-    if (pl < from && gg_opener(d + pl, from - pl)) {
-        if (gg_line_add_ctx(c, *cline - 1, 1) != 0
-            || gg_buf_add(&c->add, d + pl, from - pl) != 0)
-        {
-            goto oom;
-        }
-        c->ctxlen += from - pl;
-    }
-
-    if (gg_line_add(c, *cline) != 0
-        || gg_buf_add(&c->add, d + from, to - from) != 0)
-    {
-        goto oom;
-    }
-
-    *cline += gg_count_lines(d + from, to - from);
-    *cpos = to;
-
-    /* the line after, when the run's last line may open a PEM block */
-    q = to > from + 1 ? memrchr(d + from, '\n', to - from - 1) : NULL;
-    pl = q ? (size_t) (q - d) + 1 : from;
-    if (to < nlen && gg_opener(d + pl, to - pl)) {
-        q = memchr(d + to, '\n', nlen - to);
-        le = q ? (size_t) (q - d) + 1 : nlen;
-        if (gg_line_add_ctx(c, *cline, 1) != 0
-            || gg_buf_add(&c->add, d + to, le - to) != 0)
-        {
-            goto oom;
-        }
-        c->ctxlen += le - to;
-        *shown = le;
-    }
-    return 0;
-
-oom:
-
-    snprintf(c->err, c->errlen, "out of memory");
-    return -1;
-}
-
-
-/*
- * An added stretch new[*from, *to) (whole lines) between two kept copies,
- * and the stretch of the old file between them, old[og0, og1): the lines
- * at either end that are the same bytes at the same end of the old
- * stretch are unchanged too (git's delta starts a copy only where a
- * 16-byte block of the base matches, so the bytes around a change are
- * often inserted, not copied).  They extend the kept copies in order in
- * both files: as safe as the copies themselves.
- */
-static void
-gg_trim(const char *o, size_t og0, size_t og1, const char *d, size_t *from,
-    size_t *to)
-{
-    size_t       a, b, p, s, lim;
-    const char  *q;
-
-    a = *from;
-    b = *to;
-    if (og1 <= og0 || b <= a) {
-        return;
-    }
-
-    lim = b - a < og1 - og0 ? b - a : og1 - og0;
-    p = 0;
-    while (p < lim && o[og0 + p] == d[a + p]) {
-        p++;
-    }
-    while (p > 0 && d[a + p - 1] != '\n') {
-        p--;
-    }
-    a += p;
-    og0 += p;
-
-    lim = b - a < og1 - og0 ? b - a : og1 - og0;
-    s = 0;
-    while (s < lim && o[og1 - s - 1] == d[b - s - 1]) {
-        s++;
-    }
-    /* from a line start on */
-    if (s > 0 && b - s != a && d[b - s - 1] != '\n') {
-        q = memchr(d + b - s, '\n', s);
-        s = q ? b - ((size_t) (q - d) + 1) : 0;
-    }
-
-    *from = a;
-    *to = b - s;
-}
-
-
-static int
-gg_match_cmp(const void *a, const void *b)
-{
-    const gg_match_t  *x, *y;
-
-    x = a;
-    y = b;
-    if (x->n != y->n) {
-        return x->n < y->n ? -1 : 1;
-    }
-    if (x->o != y->o) {
-        return x->o < y->o ? -1 : 1;
     }
     return 0;
 }
@@ -370,30 +185,19 @@ gg_siblings(gg_ctx_t *c)
  * version compared whole.  1 when done (c->add, c->lines), 0 when there is
  * no such delta (or it does not describe these two versions), -1 on error.
  *
- * Why this is as safe as a line diff: the delta's copy ops say which
- * stretches of the new file are bytes of the old one.  Only copies in the
- * same order in both files are kept (greedily, along the new file), so the
- * kept ones are a common subsequence of the two files, like the matched
- * lines of a diff.  A line of the new file is unchanged only if it lies
- * wholly inside ONE kept copy: its bytes, newline included, were in the
- * old file in one piece.  Every other line is added and scanned whole: a
- * line inserted, appended, or glued from two pieces of the old file (a
- * token split across two old lines and joined), a block moved or
- * reordered (copies out of order are dropped), lines shuffled in the old
- * file and put in order in the new one.  A secret on a line counted
- * unchanged was in the old version, the same bytes on one line.
+ * The delta's copy ops say which stretches of the new file are bytes of
+ * the old one; gg_match_lines() (gg_view.c) keeps those in order and
+ * says why a line inside one of them is unchanged.
  */
 static int
 gg_delta_lines(gg_ctx_t *c, const char *o, size_t olen, const char *d,
     size_t nlen, const git_oid *oid, const git_oid *nid)
 {
     int                   rc, kind;
-    size_t                i, len, len2, pos, opos, cpos, cline, u, e, ns,
-                          ne, k, shown, a, b;
+    size_t                len, len2;
     uint32_t              bp1, bp2;
-    uint64_t              bo1, bo2, bsize, last_o, last_n;
-    gg_match_t           *m;
-    const char           *q;
+    uint64_t              bo1, bo2, bsize;
+    gg_view_t             ov, dv;
     const unsigned char  *delta, *delta2;
 
     /* new on old, old on new, or both on one base */
@@ -406,15 +210,24 @@ gg_delta_lines(gg_ctx_t *c, const char *o, size_t olen, const char *d,
                               c->err, c->errlen);
     }
     if (rc == 0) {
+        /* the bases compared before either delta is inflated */
         kind = 3;
-        rc = gg_pack_delta_base(&delta2, &len2, &bp1, &bo1, c->pack, oid->id,
-                                1, c->err, c->errlen);
+        rc = gg_pack_delta_base(NULL, NULL, &bp1, &bo1, c->pack, oid->id, 1,
+                                c->err, c->errlen);
         if (rc == 1) {
-            rc = gg_pack_delta_base(&delta, &len, &bp2, &bo2, c->pack,
+            rc = gg_pack_delta_base(NULL, NULL, &bp2, &bo2, c->pack,
                                     nid->id, 0, c->err, c->errlen);
         }
         if (rc == 1 && (bp1 != bp2 || bo1 != bo2)) {
             rc = 0;
+        }
+        if (rc == 1) {
+            rc = gg_pack_delta_base(&delta2, &len2, &bp1, &bo1, c->pack,
+                                    oid->id, 1, c->err, c->errlen);
+        }
+        if (rc == 1) {
+            rc = gg_pack_delta_base(&delta, &len, &bp2, &bo2, c->pack,
+                                    nid->id, 0, c->err, c->errlen);
         }
     }
     if (rc <= 0) {
@@ -460,77 +273,9 @@ gg_delta_lines(gg_ctx_t *c, const char *o, size_t olen, const char *d,
         }
     }
 
-    /* in the new file's order; copies that continue each other, one
-     * (git writes a long match as copies of 64 KB) */
-    qsort(c->m, c->nm, sizeof(*c->m), gg_match_cmp);
-    for (i = 0, k = 0; i < c->nm; i++) {
-        if (k > 0 && c->m[k - 1].o + c->m[k - 1].len == c->m[i].o
-            && c->m[k - 1].n + c->m[k - 1].len == c->m[i].n)
-        {
-            c->m[k - 1].len += c->m[i].len;
-        } else {
-            c->m[k++] = c->m[i];
-        }
-    }
-    c->nm = k;
-
-    c->add.len = 0;
-    c->nlines = 0;
-    c->ctxlen = 0;
-    pos = 0;
-    opos = 0;
-    cpos = 0;
-    cline = 1;
-    shown = 0;
-    last_o = 0;
-    last_n = 0;
-
-    for (i = 0; i < c->nm; i++) {
-        m = &c->m[i];
-        /* out of order in either file: its lines stay added */
-        if (m->o < last_o || m->n < last_n) {
-            continue;
-        }
-        ns = (size_t) m->n;
-        ne = (size_t) (m->n + m->len);
-
-        /* the whole lines inside: [u, e) */
-        u = ns;
-        if (u > 0 && d[u - 1] != '\n') {
-            q = memchr(d + u, '\n', ne - u);
-            if (q == NULL) {
-                continue;
-            }
-            u = (size_t) (q - d) + 1;
-        }
-        if (ne == nlen && d[nlen - 1] != '\n') {
-            e = nlen;
-        } else {
-            q = u < ne ? memrchr(d + u, '\n', ne - u) : NULL;
-            if (q == NULL) {
-                continue;
-            }
-            e = (size_t) (q - d) + 1;
-        }
-        if (u >= e) {
-            continue;
-        }
-
-        last_o = m->o + m->len;
-        last_n = m->n + m->len;
-        a = pos;
-        b = u;
-        gg_trim(o, opos, (size_t) m->o + (u - ns), d, &a, &b);
-        if (a < b && gg_run(c, d, nlen, a, b, &cpos, &cline, &shown) != 0) {
-            return -1;
-        }
-        pos = e;
-        opos = (size_t) m->o + (e - ns);
-    }
-    a = pos;
-    b = nlen;
-    gg_trim(o, opos, olen, d, &a, &b);
-    if (a < b && gg_run(c, d, nlen, a, b, &cpos, &cline, &shown) != 0) {
+    gg_view_buf(&ov, o, olen);
+    gg_view_buf(&dv, d, nlen);
+    if (gg_match_lines(c, &ov, &dv) != 0) {
         return -1;
     }
 

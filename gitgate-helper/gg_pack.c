@@ -255,6 +255,30 @@ gg_pack_find(uint32_t *pack, uint64_t *off, const gg_pack_t *p,
 }
 
 
+int
+gg_pack_find_whole(uint32_t *pack, uint64_t *off, const gg_pack_t *p,
+    const unsigned char *oid)
+{
+    int                   type;
+    size_t                i;
+    uint64_t              o, size, data_off, base_off;
+    const unsigned char  *base_oid;
+
+    for (i = 0; i < p->n; i++) {
+        if (gg_packfile_find(&o, &p->f[i], oid) == 0
+            && gg_pack_entry(&type, &size, &data_off, &base_off, &base_oid,
+                             p->f[i].pack, p->f[i].pack_len, o) == 0
+            && type != GG_OBJ_OFS_DELTA && type != GG_OBJ_REF_DELTA)
+        {
+            *pack = (uint32_t) i;
+            *off = o;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+
 /* opening */
 
 static int
@@ -548,6 +572,7 @@ gg_cache_drop(gg_pack_t *p, gg_pobj_t *o)
     gg_lru_unlink(p, o);
     p->used -= o->len;
     free(o->data);
+    free(o->nl);
     free(o);
 }
 
@@ -621,9 +646,11 @@ gg_pack_close(gg_pack_t *p)
     if (p == NULL) {
         return;
     }
+    gg_xcache_free(p);
     for (o = p->head; o != NULL; o = next) {
         next = o->next;
         free(o->data);
+        free(o->nl);
         free(o);
     }
     for (i = 0; i < p->n; i++) {
@@ -642,5 +669,6 @@ gg_pack_close(gg_pack_t *p)
     free(p->dbuf2);
     free(p->cpack);
     free(p->coff);
+    free(p->xt);
     free(p);
 }

@@ -31,6 +31,9 @@
 #define GG_PACK_DEPTH           4096
 /* the most packs opened per directory */
 #define GG_PACK_MAX_PACKS       256
+/* the most extents a version is built of (gg_pack_extents()); over it,
+ * the version is read whole instead */
+#define GG_EXT_MAX              (1024 * 1024)
 
 /* object types, as a pack's entry header has them */
 #define GG_OBJ_COMMIT           1
@@ -54,7 +57,40 @@ typedef struct gg_pobj_s {
     unsigned            refs;
     size_t              len;
     unsigned char      *data;       /* len bytes and a NUL */
+    uint32_t           *nl;         /* the scan's newline counts of data,
+                                       per block (gg_view.c), or NULL */
+    size_t              dlen;       /* a delta's bytes (gg_pack_ext.c):
+                                       its length; its inserts' literals
+                                       follow, one after the other */
 } gg_pobj_t;
+
+
+/*
+ * A stretch of a version: len bytes of a source, an object the reader
+ * holds that is immutable bytes already there: a whole entry's inflated
+ * data or a delta's inflated bytes (its inserts point into them).  Two
+ * extents with the same src are the same bytes where their src ranges
+ * overlap.  p is src->data + soff.
+ */
+typedef struct {
+    gg_pobj_t          *src;
+    const unsigned char *p;
+    uint64_t            soff;
+    uint64_t            pos;        /* in the version */
+    uint64_t            len;
+} gg_ext_t;
+
+
+/* a version as extents, in order, and the sources they hold */
+typedef struct {
+    gg_ext_t           *e;
+    size_t              n;
+    size_t              cap;
+    uint64_t            len;        /* the version's size */
+    gg_pobj_t         **held;
+    size_t              nheld;
+    size_t              hcap;
+} gg_extents_t;
 
 
 /* one op of a delta: a copy of the base's [off, off + len) or an insert
@@ -124,11 +160,41 @@ int gg_pack_delta_of(const unsigned char **delta, size_t *len,
  * (the reader's, slot 0 or 1, valid until the next call with that slot)
  * and where its base's entry is (*bpack, *boff: two deltas with the same
  * are on the same base); 0 when not (or a is in no pack, or a
- * REF_DELTA's base is in none), -1 when a's entry is corrupt.
+ * REF_DELTA's base is in none), -1 when a's entry is corrupt.  delta
+ * NULL: only where the base is, nothing inflated.
  */
 int gg_pack_delta_base(const unsigned char **delta, size_t *len,
     uint32_t *bpack, uint64_t *boff, gg_pack_t *p, const unsigned char *a,
     int slot, char *err, size_t errlen);
+
+/*
+ * The blob oid as extents (gg_ext_t) into *out, nothing applied: a whole
+ * entry is one extent over its inflated data, a delta's inserts extents
+ * into its inflated bytes and its copies the slices of its base's extents
+ * (the chain walked without recursion, at most GG_PACK_DEPTH deep).  A
+ * whole entry is keyed by its oid (the first pack that holds that oid
+ * whole), so a version read from a thin pack's appended base and one from
+ * the repository's pack share it; a delta's bytes by their entry.  0 and
+ * *out holding its sources (gg_extents_release()); 1 when it cannot be
+ * built (in no pack, a base in none, not a blob, over max extents or
+ * GG_BLOB_MAX: read it whole); -1 on a corrupt entry or delta, or out of
+ * memory.
+ */
+int gg_pack_extents(gg_extents_t *out, gg_pack_t *p,
+    const unsigned char *oid, size_t max, char *err, size_t errlen);
+
+/*
+ * Where the chain of oid ends: its whole entry, as gg_pack_extents()
+ * finds it (headers only, nothing inflated).  Two versions' extents
+ * share a source only if they share this.  0, 1 (in no pack, a base in
+ * none), -1 corrupt.
+ */
+int gg_pack_root(uint32_t *pack, uint64_t *off, gg_pack_t *p,
+    const unsigned char *oid, char *err, size_t errlen);
+
+/* the sources put back; the arrays kept for the next version */
+void gg_extents_release(gg_pack_t *p, gg_extents_t *x);
+void gg_extents_free(gg_extents_t *x);
 
 /*
  * The delta format, for the pack reader and the scan: the two sizes,

@@ -23,6 +23,23 @@
 #define GG_ZLIB_RATIO   1040
 
 
+/*
+ * Versions' extents kept (gg_pack_ext.c): a version asked for and its
+ * base, so that the next version on the same chain applies one delta,
+ * not the whole chain; at most GG_XCACHE_N of them and GG_XCACHE_EXT
+ * extents, the least recently used out first
+ */
+#define GG_XCACHE_N     64
+#define GG_XCACHE_EXT   (2 * 1024 * 1024)
+
+typedef struct {
+    uint32_t            pack;
+    uint64_t            off;
+    uint64_t            used;
+    gg_extents_t        x;
+} gg_xcache_t;
+
+
 typedef struct {
     const unsigned char *idx;
     size_t              idx_len;
@@ -60,7 +77,35 @@ struct gg_pack_s {
     /* a chain being resolved: its deltas, nearest to the object first */
     uint32_t           *cpack;
     uint64_t           *coff;
+
+    gg_ext_t           *xt;         /* gg_pack_extents()'s other list */
+    size_t              xtcap;
+    gg_xcache_t        *xc;         /* versions' extents, GG_XCACHE_N */
+    size_t              nxc;
+    uint64_t            xtick;
+    size_t              xcext;      /* extents they hold */
 };
+
+
+/* a delta's inflated bytes in the cache: its entry's offset with this */
+#define GG_OFF_DELTA    (UINT64_C(1) << 63)
+
+/* the whole entry oid in the first pack holding it whole: 0, or -1 */
+int gg_pack_find_whole(uint32_t *pack, uint64_t *off, const gg_pack_t *p,
+    const unsigned char *oid);
+
+/* the cached extents, freed without putting their sources (closing) */
+void gg_xcache_free(gg_pack_t *p);
+
+/* huge pages: objects' buffers of at least this are advised to use them */
+#define GG_HUGE         (2 * 1024 * 1024)
+
+/* an object's buffer, malloc()'s, huge pages asked for when big */
+void *gg_alloc(size_t size);
+
+/* zlib data at data_off of pack f inflated into out, exactly size */
+int gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
+    unsigned char *out, size_t size);
 
 
 /* the first open pack holding oid, the pack "prefer" first */

@@ -5,8 +5,12 @@
  * against the entry's header and the pack before anything is allocated.
  */
 
+#define _DEFAULT_SOURCE             /* madvise */
+
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include <libdeflate.h>
 
@@ -19,7 +23,7 @@
  * (its header's); libdeflate stops at the stream's end, wherever the next
  * entry begins.
  */
-static int
+int
 gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
     unsigned char *out, size_t size)
 {
@@ -36,6 +40,35 @@ gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
         return -1;
     }
     return 0;
+}
+
+
+/*
+ * An object's buffer: size bytes.  One of megabytes is first written
+ * when it is inflated or built, a page fault every 4 KB; asking for huge
+ * pages (where the kernel gives them on madvise) makes that one every
+ * 2 MB, a fifth of an append push's CPU (README "Speed").
+ */
+void *
+gg_alloc(size_t size)
+{
+    void       *d;
+    uintptr_t   a, b;
+
+    d = malloc(size);
+#ifdef MADV_HUGEPAGE
+    if (d != NULL && size >= GG_HUGE) {
+        a = ((uintptr_t) d + GG_HUGE - 1) & ~(uintptr_t) (GG_HUGE - 1);
+        b = ((uintptr_t) d + size) & ~(uintptr_t) (GG_HUGE - 1);
+        if (b > a) {
+            (void) madvise((void *) a, b - a, MADV_HUGEPAGE);
+        }
+    }
+#else
+    (void) a;
+    (void) b;
+#endif
+    return d;
 }
 
 
@@ -104,7 +137,7 @@ gg_resolve(gg_pobj_t **out, gg_pack_t *p, uint32_t pack, uint64_t off,
                 snprintf(err, errlen, "a pack entry is corrupt");
                 return -1;
             }
-            d = malloc((size_t) size + GG_SLACK);
+            d = gg_alloc((size_t) size + GG_SLACK);
             if (d == NULL) {
                 goto oom;
             }
@@ -170,7 +203,7 @@ gg_resolve(gg_pobj_t **out, gg_pack_t *p, uint32_t pack, uint64_t off,
         if (size > GG_BLOB_MAX) {
             goto too_big_base;
         }
-        d = malloc((size_t) size + GG_SLACK);
+        d = gg_alloc((size_t) size + GG_SLACK);
         if (d == NULL) {
             goto oom_base;
         }
@@ -277,6 +310,10 @@ gg_pack_delta_base(const unsigned char **delta, size_t *len, uint32_t *bpack,
     {
         return 0;
     }
+    if (delta == NULL) {
+        /* where its base is, nothing inflated */
+        return 1;
+    }
 
     if (size > GG_BLOB_MAX + GG_BLOB_MAX / 64 + 64
         || size / GG_ZLIB_RATIO > f->pack_len - data_off)
@@ -314,16 +351,17 @@ gg_pack_delta_of(const unsigned char **delta, size_t *len, gg_pack_t *p,
     uint32_t  bpack, pack;
     uint64_t  boff, off;
 
-    rc = gg_pack_delta_base(delta, len, &bpack, &boff, p, a, 0, err,
+    rc = gg_pack_delta_base(NULL, NULL, &bpack, &boff, p, a, 0, err,
                             errlen);
     if (rc != 1) {
         return rc;
     }
-    /* b where the delta's base is: the same entry */
+    /* b where the delta's base is: the same entry (before inflating it) */
     if (gg_pack_find(&pack, &off, p, b, bpack) != 0 || pack != bpack
         || off != boff)
     {
         return 0;
     }
-    return 1;
+    return gg_pack_delta_base(delta, len, &bpack, &boff, p, a, 0, err,
+                              errlen);
 }

@@ -75,6 +75,8 @@ typedef struct {
     uint64_t            bytes;      /* every byte scanned */
     uint64_t            delta_files;    /* modified files whose added
                                            lines a pack's delta gave */
+    uint64_t            extent_files;   /* of them, with neither
+                                           version built (extents) */
 } gg_report_t;
 
 

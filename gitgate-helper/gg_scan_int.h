@@ -86,6 +86,16 @@ typedef struct {
 } gg_match_t;
 
 
+/* a version read in place: one buffer (gg_view_buf()) or extents */
+typedef struct {
+    const gg_ext_t     *e;
+    size_t              n;
+    uint64_t            len;
+    size_t              hint;       /* the extent found last */
+    gg_ext_t            one;        /* a buffer's */
+} gg_view_t;
+
+
 typedef struct {
     git_repository     *repo;
     bottle_scan_t      *s;
@@ -117,6 +127,14 @@ typedef struct {
     size_t              ns2;
     size_t              s2cap;
     uint64_t            sib_src;
+    gg_extents_t        xo;         /* the old version as extents */
+    gg_extents_t        xn;         /* and the new */
+    gg_ext_t           *xs;         /* the old one's, by source */
+    size_t              xscap;
+    gg_ext_t           *xs2;        /* the new one's */
+    size_t              xs2cap;
+    gg_buf_t            tmp;        /* a line over extents */
+    size_t              xmax;       /* extents per version, 0: GG_EXT_MAX */
     int                 oom;
     char               *err;
     size_t              errlen;
@@ -141,6 +159,28 @@ int gg_line_add_ctx(gg_ctx_t *c, size_t lineno, int ctx);
 int gg_file(gg_ctx_t *c, const char *path, size_t index, const char *o,
     size_t olen, const char *d, size_t nlen, const git_oid *oid,
     const git_oid *nid, int packed);
+
+/*
+ * A modified file's added lines with neither version built: both as
+ * extents (gg_pack_extents()), the bytes they share as c->m, then
+ * gg_match_lines() (gg_xlines.c).  1 when done, 0 when the extents cannot
+ * relate them (read both whole: gg_file()), -1 on error.
+ */
+int gg_xfile(gg_ctx_t *c, const char *path, size_t index,
+    const git_oid *oid, const git_oid *nid);
+
+/* gg_xfile()'s added lines alone, into c->add and c->lines (tests):
+ * 1, 0 or -1 as gg_xfile() */
+int gg_xlines(gg_ctx_t *c, const git_oid *oid, const git_oid *nid);
+
+/* views (gg_view.c) */
+void gg_view_buf(gg_view_t *v, const char *d, size_t len);
+void gg_view_ext(gg_view_t *v, const gg_extents_t *x);
+/* the added lines of d against o from the common stretches c->m: 0, -1 */
+int gg_match_lines(gg_ctx_t *c, gg_view_t *o, gg_view_t *d);
+size_t gg_count_lines(const char *p, size_t len);
+/* whether a line may open a PEM block, the one secret over lines */
+int gg_opener(const char *p, size_t len);
 
 
 #endif /* GG_SCAN_INT_H */

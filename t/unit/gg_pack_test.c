@@ -218,12 +218,61 @@ git_blob(const char *repo, const char *hex, size_t *len)
 }
 
 
+/*
+ * The blob oid as extents (gg_pack_extents()) against what gg_pack_get()
+ * gave (get_rc, want): built exactly when it was read, its bytes the
+ * same, read through the extents; never built when the read failed.  0
+ * when they agree.
+ */
+static size_t ext_checked;
+
+static int
+ext_agrees(gg_pack_t *p, const unsigned char *oid, int get_rc,
+    const unsigned char *want, size_t wlen)
+{
+    int            rc, bad;
+    char           err[256];
+    size_t         i;
+    uint64_t       at;
+    gg_extents_t   x;
+
+    memset(&x, 0, sizeof(x));
+    rc = gg_pack_extents(&x, p, oid, 0, err, sizeof(err));
+    ext_checked++;
+    bad = 0;
+    if (get_rc != 0) {
+        bad = rc == 0;
+    } else if (rc != 0) {
+        bad = 1;
+    } else {
+        at = 0;
+        for (i = 0; i < x.n && !bad; i++) {
+            if (x.e[i].pos != at || x.e[i].len > wlen - at
+                || x.e[i].p != x.e[i].src->data + x.e[i].soff
+                || memcmp(x.e[i].p, want + at, x.e[i].len) != 0)
+            {
+                bad = 1;
+            }
+            at += x.e[i].len;
+        }
+        bad |= at != wlen || x.len != wlen;
+    }
+    if (bad) {
+        printf("# extents: rc %d against the read's %d (%s)\n", rc, get_rc,
+               rc ? err : "bytes differ");
+    }
+    gg_extents_release(p, &x);
+    gg_extents_free(&x);
+    return bad ? -1 : 0;
+}
+
+
 /* every blob of repo read by the pack reader equals git's; the count */
 static void
 check_repo(const char *repo, const char *what,
     uint64_t cache)
 {
-    int          rc, bad, missing;
+    int          rc, bad, missing, xbad;
     char         cmd[1024], line[256], err[256], *want;
     size_t       wlen = 0, n, deltas;
     FILE        *f;
@@ -244,6 +293,7 @@ check_repo(const char *repo, const char *what,
     f = popen(cmd, "r");
     n = 0;
     bad = 0;
+    xbad = 0;
     missing = 0;
     deltas = 0;
     while (f && fgets(line, sizeof(line), f) != NULL) {
@@ -268,6 +318,11 @@ check_repo(const char *repo, const char *what,
             printf("# %s: %s differs (%zu vs %zu)\n", what, line, o->len,
                    wlen);
             bad++;
+        } else if (ext_agrees(p, oid, 0, (unsigned char *) want, wlen)
+                   != 0)
+        {
+            printf("# %s: %s as extents differs\n", what, line);
+            xbad++;
         }
         free(want);
         gg_pack_put(p, o);
@@ -280,6 +335,8 @@ check_repo(const char *repo, const char *what,
        "git reads them; %d differ, %d unread", what, n, deltas, bad,
        missing);
     ok(deltas > 0, "%s: the pack has deltas", what);
+    ok(xbad == 0, "%s: every blob as extents (none built) the same bytes; "
+       "%d differ", what, xbad);
     gg_pack_close(p);
 }
 
@@ -461,7 +518,10 @@ oid_of(unsigned char *oid, int k)
 }
 
 
-/* get entry k of a pack: its rc, data compared to want if given */
+static size_t ext_bad;
+
+/* get entry k of a pack: its rc, data compared to want if given; the
+ * same entry as extents must agree (ext_bad counts where not) */
 static int
 get_k(const buf_t *idx, const buf_t *pack, int k, const char *want,
     char *err, size_t errlen, uint64_t cache)
@@ -489,7 +549,15 @@ get_k(const buf_t *idx, const buf_t *pack, int k, const char *want,
         {
             rc = -4;
         }
+        /* the same object as extents, on the same reader */
+        if (o->type == GG_OBJ_BLOB
+            && ext_agrees(p, oid, 0, o->data, o->len) != 0)
+        {
+            ext_bad++;
+        }
         gg_pack_put(p, o);
+    } else if (ext_agrees(p, oid, rc, NULL, 0) != 0) {
+        ext_bad++;
     }
     gg_pack_close(p);
     return rc;
@@ -825,6 +893,9 @@ main(void)
     unsetenv("GIT_ALTERNATE_OBJECT_DIRECTORIES");
 
     synthetic();
+    ok(ext_bad == 0, "the built packs as extents: as read, built exactly "
+       "when read, a clean error when not (%zu of %zu disagree)", ext_bad,
+       ext_checked);
 
     snprintf(repo, sizeof(repo), "%s/fi.git", dir);
     ok(fast_import(repo) == 0, "git fast-import wrote a repository");
