@@ -420,9 +420,11 @@ wait_ready($FA);
 my $sc = post($FA, $ALICE, '127.0.0.2', $P2, '/after-crash');
 my ($idc) = grep { !$before{$_} } wait_pending('alice', keys(%before) + 1);
 ok($idc, 'crash: the next request is held again');
-like($t->read_file('error.log'),
-	qr/bottle: $HELD held requests of a worker that died given back/,
-	'crash: the places given back, in the log');
+# each dead worker's own: the held requests may have been in either
+my $back = 0;
+$back += $1 for $t->read_file('error.log')
+	=~ /bottle: (\d+) held requests? of a worker that died given back/g;
+is($back, $HELD, 'crash: the places given back, in the log');
 ctl('deny', $_) for grep { $_ } @cids, $idc;
 like($sc->read_response(timeout => 5) // '', qr/^HTTP\/1\.1 403 /,
 	'crash: the request held after it is answered');
