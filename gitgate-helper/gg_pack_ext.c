@@ -103,12 +103,26 @@ gg_ext_push(gg_ext_t **e, size_t *n, size_t *cap, size_t max,
 }
 
 
-/* the extent of e (n, in order, covering [0, total)) holding pos */
+/*
+ * the extent of e (n, in order, covering [0, total)) holding pos; hint:
+ * the one found last (a delta's copies mostly go forward through their
+ * base): it or the next, else a binary search
+ */
 static size_t
-gg_ext_at(const gg_ext_t *e, size_t n, uint64_t pos)
+gg_ext_at(const gg_ext_t *e, size_t n, uint64_t pos, size_t hint)
 {
     size_t  lo, hi, mid;
 
+    if (hint < n && e[hint].pos <= pos) {
+        if (pos - e[hint].pos < e[hint].len) {
+            return hint;
+        }
+        if (hint + 1 < n && e[hint + 1].pos <= pos
+            && pos - e[hint + 1].pos < e[hint + 1].len)
+        {
+            return hint + 1;
+        }
+    }
     lo = 0;
     hi = n;
     while (hi - lo > 1) {
@@ -243,7 +257,7 @@ gg_ext_delta(gg_pack_t *p, gg_extents_t *x, gg_pobj_t *dobj, size_t max,
     char *err, size_t errlen)
 {
     int              rc;
-    size_t           n, i, cap;
+    size_t           n, i, cap, last;
     uint64_t         pos, at, want, skip, take, lit;
     gg_ext_t        *t, *b;
     gg_delta_op_t    op;
@@ -260,6 +274,7 @@ gg_ext_delta(gg_pack_t *p, gg_extents_t *x, gg_pobj_t *dobj, size_t max,
     }
 
     n = 0;
+    last = 0;
     cap = p->xtcap;
     t = p->xt;
     rc = 0;
@@ -279,7 +294,7 @@ gg_ext_delta(gg_pack_t *p, gg_extents_t *x, gg_pobj_t *dobj, size_t max,
             continue;
         }
         /* base[op.off, op.off + op.len): inside x (checked: src_size) */
-        i = gg_ext_at(x->e, x->n, op.off);
+        i = gg_ext_at(x->e, x->n, op.off, last);
         at = op.off;
         want = op.len;
         while (want > 0 && i < x->n) {
@@ -301,6 +316,7 @@ gg_ext_delta(gg_pack_t *p, gg_extents_t *x, gg_pobj_t *dobj, size_t max,
         if (rc == 2) {
             break;
         }
+        last = i > 0 ? i - 1 : 0;
     }
     p->xt = t;
     p->xtcap = cap;

@@ -131,7 +131,7 @@ typedef struct {
     gg_extents_t        xn;         /* and the new */
     gg_ext_t           *xs;         /* the old one's, by source */
     size_t              xscap;
-    gg_ext_t           *xs2;        /* the new one's */
+    gg_ext_t           *xs2;        /* room to sort xs in */
     size_t              xs2cap;
     gg_buf_t            tmp;        /* a line over extents */
     size_t              xmax;       /* extents per version, 0: GG_EXT_MAX */

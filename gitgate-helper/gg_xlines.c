@@ -43,6 +43,71 @@ gg_soff_cmp(const void *a, const void *b)
 }
 
 
+/*
+ * a[0, n) by soff, stable: a merge sort of the runs already in order (a
+ * delta's copies mostly are, so a few runs and a few passes, not the
+ * n log n comparisons through a function pointer qsort() makes); tmp
+ * holds n
+ */
+static void
+gg_soff_sort(gg_ext_t *a, gg_ext_t *tmp, size_t n)
+{
+    size_t     i, j, k, lo, mid, hi, nr, w, *run;
+    gg_ext_t  *src, *dst, *t;
+
+    /* the runs: counted, then their starts listed */
+    nr = 1;
+    for (i = 1; i < n; i++) {
+        nr += a[i].soff < a[i - 1].soff;
+    }
+    if (nr <= 1) {
+        return;
+    }
+    run = malloc((nr + 1) * sizeof(*run));
+    if (run == NULL) {
+        /* no memory for the list: the slow sort still sorts */
+        qsort(a, n, sizeof(*a), gg_soff_cmp);
+        return;
+    }
+    run[0] = 0;
+    for (i = 1, k = 1; i < n; i++) {
+        if (a[i].soff < a[i - 1].soff) {
+            run[k++] = i;
+        }
+    }
+    run[k] = n;
+
+    src = a;
+    dst = tmp;
+    for (w = 1; w < nr; w *= 2) {
+        for (k = 0; k < nr; k += 2 * w) {
+            lo = run[k];
+            mid = k + w < nr ? run[k + w] : n;
+            hi = k + 2 * w < nr ? run[k + 2 * w] : n;
+            i = lo;
+            j = mid;
+            t = dst + lo;
+            while (i < mid && j < hi) {
+                *t++ = src[j].soff < src[i].soff ? src[j++] : src[i++];
+            }
+            while (i < mid) {
+                *t++ = src[i++];
+            }
+            while (j < hi) {
+                *t++ = src[j++];
+            }
+        }
+        t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a) {
+        memcpy(a, src, n * sizeof(*a));
+    }
+    free(run);
+}
+
+
 /* the bucket of src among the k sources both versions hold, or -1 */
 static long
 gg_bucket(gg_pobj_t *const *common, size_t k, const gg_pobj_t *src)
@@ -73,8 +138,9 @@ gg_bucket(gg_pobj_t *const *common, size_t k, const gg_pobj_t *src)
  * are); start[b] .. start[b + 1]: source b's
  */
 static int
-gg_by_src(gg_ext_t **arr, size_t *cap, size_t *start,
-    const gg_extents_t *x, gg_pobj_t *const *common, size_t k)
+gg_by_src(gg_ext_t **arr, size_t *cap, gg_ext_t **tmp, size_t *tcap,
+    size_t *start, const gg_extents_t *x, gg_pobj_t *const *common,
+    size_t k)
 {
     long       b;
     size_t     i, *at;
@@ -87,6 +153,14 @@ gg_by_src(gg_ext_t **arr, size_t *cap, size_t *start,
         }
         *arr = t;
         *cap = x->n + 1;
+    }
+    if (*tcap < x->n + 1) {
+        t = realloc(*tmp, (x->n + 1) * sizeof(*t));
+        if (t == NULL) {
+            return -1;
+        }
+        *tmp = t;
+        *tcap = x->n + 1;
     }
     memset(start, 0, (k + 1) * sizeof(*start));
     for (i = 0; i < x->n; i++) {
@@ -109,8 +183,8 @@ gg_by_src(gg_ext_t **arr, size_t *cap, size_t *start,
     for (b = 0; b < (long) k; b++) {
         for (i = start[b] + 1; i < start[b + 1]; i++) {
             if ((*arr)[i].soff < (*arr)[i - 1].soff) {
-                qsort(*arr + start[b], start[b + 1] - start[b],
-                      sizeof(gg_ext_t), gg_soff_cmp);
+                gg_soff_sort(*arr + start[b], *tmp + start[b],
+                             start[b + 1] - start[b]);
                 break;
             }
         }
@@ -190,7 +264,8 @@ gg_ext_match(gg_ctx_t *c)
     }
 
     rc = -1;
-    if (gg_by_src(&c->xs, &c->xscap, s1, &c->xo, common, k) != 0) {
+    if (gg_by_src(&c->xs, &c->xscap, &c->xs2, &c->xs2cap, s1, &c->xo,
+                  common, k) != 0) {
         goto cleanup;
     }
     cur = s1 + 2 * (n1 + 1);
