@@ -249,8 +249,14 @@ like($t->read_file('error.log'),
 # the bound: $HELD held of one bottle, the next refused at once; another
 # bottle can still be held
 
-my @held = map { post($FA, $ALICE, '127.0.0.2', $P2, "/b$_") } 1 .. $HELD;
-my @ids = wait_pending('alice', $HELD);
+# one after another: $ids[$i] is the proposal of $held[$i] (two at once
+# may be proposed in either order, by either worker)
+my (@held, @ids);
+for my $i (1 .. $HELD) {
+	my %was = map { $_ => 1 } @ids;
+	push @held, post($FA, $ALICE, '127.0.0.2', $P2, "/b$i");
+	push @ids, grep { !$was{$_} } wait_pending('alice', $i);
+}
 is(scalar @ids, $HELD, "bound: $HELD held");
 
 my $t0 = time();
