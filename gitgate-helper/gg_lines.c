@@ -407,10 +407,24 @@ gg_file(gg_ctx_t *c, const char *path, size_t index, const char *o,
         return -1;
     }
 
+    return gg_added_field(c, path, index) < 0 ? -1 : 0;
+}
+
+
+int
+gg_added_field(gg_ctx_t *c, const char *path, size_t index)
+{
+    gg_field_t   fd;
+
+    memset(&fd, 0, sizeof(fd));
+    fd.kind = GG_F_FILE;
+    fd.name = path;
+    fd.index = index;
+    fd.first_line = 1;
     fd.data = c->add.data;
     fd.len = c->add.len;
     fd.lines = c->lines;
     fd.nlines = c->nlines;
     c->r->added += fd.len - c->ctxlen;
-    return gg_field(c, &fd) < 0 ? -1 : 0;
+    return gg_field(c, &fd);
 }

@@ -80,6 +80,14 @@ typedef struct {
     uint64_t            len;
 } gg_ext_t;
 
+/*
+ * The extent of e[0, n) (in order, end to end) holding pos, searched from
+ * hint (the one found last: walks and a delta's copies mostly go forward
+ * a little): steps that double to a bracket (a galloping search), then a
+ * binary search inside it.
+ */
+size_t gg_ext_find(const gg_ext_t *e, size_t n, uint64_t pos, size_t hint);
+
 
 /* a version as extents, in order, and the sources they hold */
 typedef struct {

@@ -103,28 +103,38 @@ gg_ext_push(gg_ext_t **e, size_t *n, size_t *cap, size_t max,
 }
 
 
-/*
- * the extent of e (n, in order, covering [0, total)) holding pos; hint:
- * the one found last (a delta's copies mostly go forward through their
- * base): it or the next, else a binary search
- */
-static size_t
-gg_ext_at(const gg_ext_t *e, size_t n, uint64_t pos, size_t hint)
+size_t
+gg_ext_find(const gg_ext_t *e, size_t n, uint64_t pos, size_t hint)
 {
-    size_t  lo, hi, mid;
+    size_t  lo, hi, mid, step;
 
-    if (hint < n && e[hint].pos <= pos) {
-        if (pos - e[hint].pos < e[hint].len) {
-            return hint;
+    lo = hint < n ? hint : 0;
+    if (e[lo].pos <= pos && pos - e[lo].pos < e[lo].len) {
+        return lo;
+    }
+    if (e[lo].pos < pos) {
+        /* forward: e[lo].pos <= pos, find hi with e[hi].pos > pos */
+        step = 1;
+        hi = lo + 1;
+        while (hi < n && e[hi].pos <= pos) {
+            lo = hi;
+            step *= 2;
+            hi = lo + step;
         }
-        if (hint + 1 < n && e[hint + 1].pos <= pos
-            && pos - e[hint + 1].pos < e[hint + 1].len)
-        {
-            return hint + 1;
+        if (hi > n) {
+            hi = n;
+        }
+    } else {
+        /* backward: e[hi].pos > pos, find lo with e[lo].pos <= pos */
+        hi = lo;
+        step = 1;
+        lo = hi >= step ? hi - step : 0;
+        while (lo > 0 && e[lo].pos > pos) {
+            hi = lo;
+            step *= 2;
+            lo = hi >= step ? hi - step : 0;
         }
     }
-    lo = 0;
-    hi = n;
     while (hi - lo > 1) {
         mid = lo + (hi - lo) / 2;
         if (e[mid].pos <= pos) {
@@ -294,7 +304,7 @@ gg_ext_delta(gg_pack_t *p, gg_extents_t *x, gg_pobj_t *dobj, size_t max,
             continue;
         }
         /* base[op.off, op.off + op.len): inside x (checked: src_size) */
-        i = gg_ext_at(x->e, x->n, op.off, last);
+        i = gg_ext_find(x->e, x->n, op.off, last);
         at = op.off;
         want = op.len;
         while (want > 0 && i < x->n) {

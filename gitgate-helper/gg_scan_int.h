@@ -151,6 +151,10 @@ int gg_buf_add(gg_buf_t *b, const void *data, size_t len);
 int gg_line_add(gg_ctx_t *c, size_t lineno);
 int gg_line_add_ctx(gg_ctx_t *c, size_t lineno, int ctx);
 
+/* the added lines in c->add and c->lines (as gg_match_lines() or the diff
+ * left them) scanned as file path's field: gg_field()'s result */
+int gg_added_field(gg_ctx_t *c, const char *path, size_t index);
+
 /*
  * One added or modified file, its added lines scanned as one field (o
  * NULL: a new file, all of it); packed: both versions read from the

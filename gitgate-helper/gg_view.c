@@ -100,55 +100,13 @@ gg_view_ext(gg_view_t *v, const gg_extents_t *x)
 }
 
 
-/*
- * The extent holding pos (< v->len).  The walks ask near where they asked
- * last: from the extent found last, steps that double (a galloping
- * search) to a bracket, then a binary search inside it.
- */
+/* the extent holding pos (< v->len), from the one found last: the walks
+ * ask near where they asked last (gg_ext_find()) */
 static size_t
 gg_v_at(gg_view_t *v, uint64_t pos)
 {
-    size_t           lo, hi, mid, step;
-    const gg_ext_t  *e;
-
-    e = v->e;
-    lo = v->hint < v->n ? v->hint : 0;
-    if (e[lo].pos <= pos && pos - e[lo].pos < e[lo].len) {
-        return lo;
-    }
-    if (e[lo].pos < pos) {
-        /* forward: e[lo].pos <= pos, find hi with e[hi].pos > pos */
-        step = 1;
-        hi = lo + 1;
-        while (hi < v->n && e[hi].pos <= pos) {
-            lo = hi;
-            step *= 2;
-            hi = lo + step;
-        }
-        if (hi > v->n) {
-            hi = v->n;
-        }
-    } else {
-        /* backward: e[hi].pos > pos, find lo with e[lo].pos <= pos */
-        hi = lo;
-        step = 1;
-        lo = hi >= step ? hi - step : 0;
-        while (lo > 0 && e[lo].pos > pos) {
-            hi = lo;
-            step *= 2;
-            lo = hi >= step ? hi - step : 0;
-        }
-    }
-    while (hi - lo > 1) {
-        mid = lo + (hi - lo) / 2;
-        if (e[mid].pos <= pos) {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    v->hint = lo;
-    return lo;
+    v->hint = gg_ext_find(v->e, v->n, pos, v->hint);
+    return v->hint;
 }
 
 

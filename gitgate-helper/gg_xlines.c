@@ -386,27 +386,15 @@ int
 gg_xfile(gg_ctx_t *c, const char *path, size_t index, const git_oid *oid,
     const git_oid *nid)
 {
-    int          rc;
-    gg_field_t   fd;
+    int  rc;
 
     rc = gg_xlines(c, oid, nid);
     if (rc != 1) {
         return rc;
     }
 
-    memset(&fd, 0, sizeof(fd));
-    fd.kind = GG_F_FILE;
-    fd.name = path;
-    fd.index = index;
-    fd.first_line = 1;
-    fd.data = c->add.data;
-    fd.len = c->add.len;
-    fd.lines = c->lines;
-    fd.nlines = c->nlines;
-
     c->r->files++;
     c->r->delta_files++;
     c->r->extent_files++;
-    c->r->added += fd.len - c->ctxlen;
-    return gg_field(c, &fd) < 0 ? -1 : 1;
+    return gg_added_field(c, path, index) < 0 ? -1 : 1;
 }
