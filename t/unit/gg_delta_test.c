@@ -185,18 +185,10 @@ main(void)
     snprintf(tok2, sizeof(tok2), "ghp_%s",
              "Ab3Cd4Ef5Gh6Ij7Kl8Mn9Op0Qr1St2Uv3Wx4");
 
-    snprintf(dir, sizeof(dir), "/tmp/gg_delta_test.XXXXXX");
-    if (mkdtemp(dir) == NULL) {
+    if (git_sandbox(dir, sizeof(dir), "gg_delta_test") != 0) {
         printf("Bail out! mkdtemp\n");
         return 1;
     }
-    setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
-    setenv("HOME", dir, 1);
-    setenv("GIT_AUTHOR_NAME", "T", 1);
-    setenv("GIT_AUTHOR_EMAIL", "t@x", 1);
-    setenv("GIT_COMMITTER_NAME", "T", 1);
-    setenv("GIT_COMMITTER_EMAIL", "t@x", 1);
-    unsetenv("GIT_DIR");
 
     canary.data = "canary-delta-test-4242";
     canary.len = strlen(canary.data);

@@ -345,18 +345,10 @@ main(void)
     char     *b, *t, *base, **moved;
     unsigned  seed;
 
-    snprintf(dir, sizeof(dir), "/tmp/gg_extent_test.XXXXXX");
-    if (mkdtemp(dir) == NULL) {
+    if (git_sandbox(dir, sizeof(dir), "gg_extent_test") != 0) {
         printf("Bail out! mkdtemp\n");
         return 1;
     }
-    setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
-    setenv("HOME", dir, 1);
-    setenv("GIT_AUTHOR_NAME", "T", 1);
-    setenv("GIT_AUTHOR_EMAIL", "t@x", 1);
-    setenv("GIT_COMMITTER_NAME", "T", 1);
-    setenv("GIT_COMMITTER_EMAIL", "t@x", 1);
-    unsetenv("GIT_DIR");
     git_libgit2_init();
 
     c.err = err;

@@ -881,16 +881,10 @@ main(void)
 {
     char  repo[512], r2[512], r3[512];
 
-    snprintf(dir, sizeof(dir), "/tmp/gg_pack_test.XXXXXX");
-    if (mkdtemp(dir) == NULL) {
+    if (git_sandbox(dir, sizeof(dir), "gg_pack_test") != 0) {
         printf("Bail out! mkdtemp\n");
         return 1;
     }
-    setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
-    setenv("HOME", dir, 1);
-    unsetenv("GIT_DIR");
-    unsetenv("GIT_OBJECT_DIRECTORY");
-    unsetenv("GIT_ALTERNATE_OBJECT_DIRECTORIES");
 
     synthetic();
     ok(ext_bad == 0, "the built packs as extents: as read, built exactly "
