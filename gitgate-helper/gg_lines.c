@@ -355,6 +355,18 @@ gg_diff_lines(gg_ctx_t *c, const char *o, size_t olen, const char *d,
 }
 
 
+/* a file's field, its lines counted from 1 */
+static void
+gg_file_fd(gg_field_t *fd, const char *path, size_t index)
+{
+    memset(fd, 0, sizeof(*fd));
+    fd->kind = GG_F_FILE;
+    fd->name = path;
+    fd->index = index;
+    fd->first_line = 1;
+}
+
+
 /*
  * The added lines of one file: all of it when it is new (old NULL); the
  * lines the pack's delta between the two versions does not copy
@@ -370,11 +382,7 @@ gg_file(gg_ctx_t *c, const char *path, size_t index, const char *o,
     int          rc;
     gg_field_t   fd;
 
-    memset(&fd, 0, sizeof(fd));
-    fd.kind = GG_F_FILE;
-    fd.name = path;
-    fd.index = index;
-    fd.first_line = 1;
+    gg_file_fd(&fd, path, index);
 
     c->r->files++;
 
@@ -416,11 +424,7 @@ gg_added_field(gg_ctx_t *c, const char *path, size_t index)
 {
     gg_field_t   fd;
 
-    memset(&fd, 0, sizeof(fd));
-    fd.kind = GG_F_FILE;
-    fd.name = path;
-    fd.index = index;
-    fd.first_line = 1;
+    gg_file_fd(&fd, path, index);
     fd.data = c->add.data;
     fd.len = c->add.len;
     fd.lines = c->lines;

@@ -32,31 +32,21 @@ static bottle_scan_secrets_t  *sec;
 static bottle_scan_db_t       *db;
 
 
+/* a command's first line of output, malloc()ed ("" when none) */
 static char *
 out(const char *fmt, ...)
 {
-    int      rc;
-    char    *cmd, buf[256];
-    FILE    *f;
-    va_list  ap;
+    char     *b;
+    va_list   ap;
 
     va_start(ap, fmt);
-    rc = vasprintf(&cmd, fmt, ap);
+    b = vsh_out(NULL, fmt, ap);
     va_end(ap);
-    if (rc < 0) {
-        return NULL;
+    if (b == NULL) {
+        return strdup("");
     }
-    f = popen(cmd, "r");
-    free(cmd);
-    buf[0] = '\0';
-    if (f == NULL || fgets(buf, sizeof(buf), f) == NULL) {
-        buf[0] = '\0';
-    }
-    if (f) {
-        pclose(f);
-    }
-    buf[strcspn(buf, "\n")] = '\0';
-    return strdup(buf);
+    b[strcspn(b, "\n")] = '\0';
+    return b;
 }
 
 

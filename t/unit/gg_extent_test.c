@@ -33,58 +33,6 @@ static gg_ctx_t  c;
 static char      err[512];
 
 
-/* a command's whole output (NUL-terminated), *len its length */
-static char *
-run(size_t *len, const char *fmt, ...)
-{
-    int      rc;
-    char    *cmd, *b, *t;
-    size_t   n, cap;
-    FILE    *f;
-    va_list  ap;
-
-    va_start(ap, fmt);
-    rc = vasprintf(&cmd, fmt, ap);
-    va_end(ap);
-    if (rc < 0) {
-        return NULL;
-    }
-    f = popen(cmd, "r");
-    free(cmd);
-    if (f == NULL) {
-        return NULL;
-    }
-    cap = 4096;
-    n = 0;
-    b = malloc(cap);
-    while (b != NULL) {
-        if (n + 4096 + 1 > cap) {
-            t = realloc(b, cap * 2);
-            if (t == NULL) {
-                free(b);
-                b = NULL;
-                break;
-            }
-            b = t;
-            cap *= 2;
-        }
-        rc = (int) fread(b + n, 1, 4096, f);
-        if (rc <= 0) {
-            break;
-        }
-        n += (size_t) rc;
-    }
-    pclose(f);
-    if (b != NULL) {
-        b[n] = '\0';
-    }
-    if (len) {
-        *len = n;
-    }
-    return b;
-}
-
-
 typedef struct {
     size_t  pairs, extents, fallback, ref, extra, missing, badline;
 } stats_t;
@@ -125,7 +73,7 @@ ref_added(const char *repo, const char *o, const char *n, unsigned char *ref,
     char          *d, *p;
     unsigned long  s, cnt, i;
 
-    d = run(NULL, "git -C %s diff --no-color --no-ext-diff -U0 %s %s",
+    d = sh_out(NULL, "git -C %s diff --no-color --no-ext-diff -U0 %s %s",
             repo, o, n);
     for (p = d; p != NULL && (p = strstr(p, "\n@@ -")) != NULL; p++) {
         p = strchr(p, '+');
@@ -169,7 +117,7 @@ check_pair(const char *repo, const char *o, const char *n, stats_t *st)
     }
     st->extents++;
 
-    nd = run(&nlen, "git -C %s cat-file blob %s", repo, n);
+    nd = sh_out(&nlen, "git -C %s cat-file blob %s", repo, n);
     at = line_index(nd, nlen, &nl);
     ref = calloc(nl + 2, 1);
     ours = calloc(nl + 2, 1);
@@ -232,7 +180,7 @@ check_repo(const char *repo, const char *quarantine, const char *what,
         ok(0, "%s: packs open: %s", what, err);
         return;
     }
-    commits = run(NULL, "git -C %s rev-list --all --no-merges", repo);
+    commits = sh_out(NULL, "git -C %s rev-list --all --no-merges", repo);
     for (cm = commits; cm && *cm; cm = cnext) {
         cnext = strchr(cm, '\n');
         if (cnext) {
@@ -240,7 +188,7 @@ check_repo(const char *repo, const char *quarantine, const char *what,
         } else {
             cnext = cm + strlen(cm);
         }
-        list = run(NULL, "git -C %s diff-tree -r --no-renames --no-commit-id "
+        list = sh_out(NULL, "git -C %s diff-tree -r --no-renames --no-commit-id "
                    "%s 2>/dev/null", repo, cm);
         for (line = list; line && *line; line = next) {
             next = strchr(line, '\n');
@@ -374,7 +322,7 @@ main(void)
     put_file("a.txt", lines, nlines);
     put_file("b.txt", lines + 500, 1000);
     commit("base");
-    base = run(NULL, "git -C %s/w rev-parse HEAD", dir);
+    base = sh_out(NULL, "git -C %s/w rev-parse HEAD", dir);
     base[40] = '\0';
 
     /* appended */
@@ -428,7 +376,7 @@ main(void)
         snprintf(buf, sizeof(buf), "edit %d", i);
         commit(buf);
     }
-    t = run(NULL, "git -C %s/w rev-parse HEAD", dir);
+    t = sh_out(NULL, "git -C %s/w rev-parse HEAD", dir);
     t[40] = '\0';
 
     /* a push as receive-pack keeps it: the base in the repository's pack,
@@ -452,7 +400,7 @@ main(void)
 
     /* the same push's first pairs with the cap at 2 extents: read whole */
     if (gg_pack_open(&c.pack, repo, q, 0, err, sizeof(err)) == 0) {
-        b = run(NULL, "git -C %s rev-parse %s~33:a.txt %s~32:a.txt", repo,
+        b = sh_out(NULL, "git -C %s rev-parse %s~33:a.txt %s~32:a.txt", repo,
                 t, t);
         git_oid_fromstr(&oid, b);
         git_oid_fromstr(&nid, b + 41);
@@ -465,7 +413,7 @@ main(void)
            "from extents");
         n = 0;
         for (i = 0; i < 30; i++) {
-            b = run(NULL, "git -C %s rev-parse %s~%d:a.txt %s~%d:a.txt",
+            b = sh_out(NULL, "git -C %s rev-parse %s~%d:a.txt %s~%d:a.txt",
                     repo, t, i + 1, t, i);
             git_oid_fromstr(&oid, b);
             git_oid_fromstr(&nid, b + 41);

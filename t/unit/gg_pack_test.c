@@ -191,30 +191,7 @@ hex2raw(unsigned char *raw, const char *hex)
 static char *
 git_blob(const char *repo, const char *hex, size_t *len)
 {
-    FILE    *f;
-    char    *cmd, *buf;
-    size_t   cap, n;
-
-    if (asprintf(&cmd, "git -C %s cat-file blob %s", repo, hex) < 0) {
-        return NULL;
-    }
-    f = popen(cmd, "r");
-    free(cmd);
-    if (f == NULL) {
-        return NULL;
-    }
-    cap = 65536;
-    buf = malloc(cap);
-    *len = 0;
-    while ((n = fread(buf + *len, 1, cap - *len, f)) > 0) {
-        *len += n;
-        if (*len == cap) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-        }
-    }
-    pclose(f);
-    return buf;
+    return sh_out(len, "git -C %s cat-file blob %s", repo, hex);
 }
 
 

@@ -1,11 +1,14 @@
 /*
  * sh(fmt, ...): a shell command, formatted, run by system(); its status,
- * or -1.  git_sandbox(dir, size, name): a fresh directory under /tmp for
+ * or -1.  sh_out(len, fmt, ...): the command's whole output,
+ * malloc()ed and NUL-terminated (*len its length when len is not NULL),
+ * or NULL.  git_sandbox(dir, size, name): a fresh directory under /tmp for
  * them (mkdtemp()'s template, /tmp/<name>.XXXXXX), made git's HOME, with
  * no system configuration, no GIT_DIR or object directories from outside
  * and a fixed identity; 0, or -1.  For the unit tests that build git
  * repositories and packs with git itself (gg_pack_test.c,
- * gg_delta_test.c, gg_extent_test.c); needs _GNU_SOURCE.
+ * gg_delta_test.c, gg_extent_test.c; inline: each uses some of them);
+ * needs _GNU_SOURCE.
  */
 #ifndef SH_H
 #define SH_H
@@ -13,6 +16,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int
 sh(const char *fmt, ...)
@@ -33,7 +37,68 @@ sh(const char *fmt, ...)
 }
 
 
-static int
+static inline char *
+vsh_out(size_t *len, const char *fmt, va_list ap)
+{
+    int      rc;
+    char    *cmd, *b, *t;
+    size_t   n, cap;
+    FILE    *f;
+
+    rc = vasprintf(&cmd, fmt, ap);
+    if (rc < 0) {
+        return NULL;
+    }
+    f = popen(cmd, "r");
+    free(cmd);
+    if (f == NULL) {
+        return NULL;
+    }
+    cap = 4096;
+    n = 0;
+    b = malloc(cap);
+    while (b != NULL) {
+        if (n + 4096 + 1 > cap) {
+            t = realloc(b, cap * 2);
+            if (t == NULL) {
+                free(b);
+                b = NULL;
+                break;
+            }
+            b = t;
+            cap *= 2;
+        }
+        rc = (int) fread(b + n, 1, 4096, f);
+        if (rc <= 0) {
+            break;
+        }
+        n += (size_t) rc;
+    }
+    pclose(f);
+    if (b != NULL) {
+        b[n] = '\0';
+    }
+    if (len) {
+        *len = n;
+    }
+    return b;
+}
+
+
+static inline char *
+sh_out(size_t *len, const char *fmt, ...)
+{
+    char     *b;
+    va_list   ap;
+
+    va_start(ap, fmt);
+    b = vsh_out(len, fmt, ap);
+    va_end(ap);
+    return b;
+}
+
+
+static inline int
 git_sandbox(char *dir, size_t size, const char *name)
 {
     snprintf(dir, size, "/tmp/%s.XXXXXX", name);
