@@ -10,6 +10,14 @@
  *
  * The bottle: a canary, three egress tokens and three held secrets; the
  * detectors are a push's (token shapes, known secrets, the canary).
+ *
+ * Then the floor on this machine, what no scan of that push can go under
+ * whatever it does between: every entry of the repository's packs
+ * inflated once (the scan reads every pushed version and the old ones
+ * they change), and the scanner (the same detectors, then the generic
+ * assignments) over as many bytes as the push added, one field per 1.25
+ * MB, taken from the packs' whole blobs.  The scan's MB/s is then also
+ * said as a share of the floor's.
  */
 
 #define _POSIX_C_SOURCE  200809L
@@ -18,9 +26,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <glob.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <libdeflate.h>
 
+#include "bottle_generic.h"
 #include "bottle_scan.h"
+#include "gg_pack.h"
 #include "gg_scan.h"
 #include "gg_update.h"
 
@@ -89,12 +105,174 @@ secrets(bottle_scan_db_t **db, bottle_scan_secrets_t **sec)
 }
 
 
+typedef struct {
+    bottle_scan_t       *s;
+    bottle_generic_t    *gen;
+    uint64_t             left;      /* bytes still to scan */
+    int                  id;        /* the next field's */
+    double               inflated;  /* MB */
+} floor_t;
+
+
+static int
+floor_found(void *arg, size_t start, size_t end)
+{
+    (void) arg;
+    (void) start;
+    (void) end;
+    return 0;
+}
+
+
+/* a whole blob's bytes through the scanner, as fields of 1.25 MB, up to
+ * f->left: while they are still in the cache, as the scan reads them */
+static void
+floor_scan(floor_t *f, const unsigned char *p, uint64_t len)
+{
+    uint64_t  k;
+
+    while (len > 0 && f->left > 0) {
+        k = len < 1250000 ? len : 1250000;
+        k = k < f->left ? k : f->left;
+        bottle_scan_field(f->s, f->id++, p, (size_t) k);
+        bottle_generic_scan(f->gen, (const char *) p, (size_t) k,
+                            floor_found, NULL);
+        p += k;
+        len -= k;
+        f->left -= k;
+    }
+}
+
+
+static int
+floor_pack(floor_t *f, struct libdeflate_decompressor *z, const char *path)
+{
+    int                   fd, type, rc;
+    size_t                in_used, got;
+    uint32_t              i, n;
+    uint64_t              off, size, data_off, base_off;
+    struct stat           st;
+    unsigned char        *out;
+    const unsigned char  *pack, *base_oid;
+
+    fd = open(path, O_RDONLY);
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size < 32) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    pack = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (pack == MAP_FAILED) {
+        return -1;
+    }
+
+    rc = -1;
+    n = (uint32_t) pack[8] << 24 | (uint32_t) pack[9] << 16
+        | (uint32_t) pack[10] << 8 | pack[11];
+    off = 12;
+    for (i = 0; i < n; i++) {
+        if (gg_pack_entry(&type, &size, &data_off, &base_off, &base_oid,
+                          pack, (size_t) st.st_size, off) != 0)
+        {
+            goto done;
+        }
+        out = malloc(size ? size : 1);
+        if (out == NULL
+            || libdeflate_zlib_decompress_ex(z, pack + data_off,
+                                             (size_t) st.st_size - data_off,
+                                             out, size, &in_used, &got)
+               != LIBDEFLATE_SUCCESS)
+        {
+            free(out);
+            goto done;
+        }
+        f->inflated += size / MB;
+        /* a whole blob (type 3) */
+        if (type == 3) {
+            floor_scan(f, out, size);
+        }
+        free(out);
+        off = data_off + in_used;
+    }
+    rc = 0;
+
+done:
+
+    munmap((void *) pack, (size_t) st.st_size);
+    return rc;
+}
+
+
+/*
+ * The floor: every entry of the repository's packs inflated once, and as
+ * many bytes as the push added scanned, from the whole blobs as they are
+ * inflated.  Its seconds of CPU, or -1 when a pack could not be read;
+ * *scanned: the MB scanned (less than added when the whole blobs hold
+ * fewer bytes).
+ */
+static double
+floor_measure(const char *repo, uint64_t added, bottle_scan_secrets_t *sec,
+    double *inflated, double *scanned)
+{
+    char                             pat[4096], err[256];
+    size_t                           i;
+    double                           c0, t;
+    glob_t                           g;
+    floor_t                          f;
+    struct libdeflate_decompressor  *z;
+
+    t = -1;
+    memset(&f, 0, sizeof(f));
+    f.left = added;
+    z = libdeflate_alloc_decompressor();
+    snprintf(pat, sizeof(pat), "%s/objects/pack/*.pack", repo);
+    if (z == NULL) {
+        return -1;
+    }
+    if (bottle_scan_acquire(&f.s, sec, GG_DETECTORS) != 0) {
+        goto done;
+    }
+    if (bottle_generic_create(&f.gen, err, sizeof(err)) != 0
+        || glob(pat, 0, NULL, &g) != 0)
+    {
+        goto done;
+    }
+    c0 = clock_of(CLOCK_PROCESS_CPUTIME_ID);
+    for (i = 0; i < g.gl_pathc; i++) {
+        if (floor_pack(&f, z, g.gl_pathv[i]) != 0) {
+            break;
+        }
+    }
+    if (i == g.gl_pathc) {
+        t = clock_of(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    }
+    globfree(&g);
+    *inflated = f.inflated;
+    *scanned = (added - f.left) / MB;
+
+done:
+
+    if (f.gen != NULL) {
+        bottle_generic_free(f.gen);
+    }
+    if (f.s != NULL) {
+        bottle_scan_release(f.s);
+    }
+    libdeflate_free_decompressor(z);
+    return t;
+}
+
+
 int
 main(int argc, char **argv)
 {
     int                     i, runs;
     char                    line[GG_MAX_REFNAME + 128], err[512];
-    double                  w0, c0, k0, wall, cpu, kid, best;
+    double                  w0, c0, k0, wall, cpu, kid, best, t, fl,
+                            inflated, scanned;
+    uint64_t                added;
     gg_report_t             r;
     gg_updates_t            u;
     bottle_scan_db_t       *db;
@@ -116,6 +294,7 @@ main(int argc, char **argv)
     }
 
     best = 0;
+    added = 0;
     for (i = 0; i < runs; i++) {
         w0 = clock_of(CLOCK_MONOTONIC);
         c0 = clock_of(CLOCK_PROCESS_CPUTIME_ID);
@@ -144,11 +323,31 @@ main(int argc, char **argv)
         if (r.added / MB / cpu > best) {
             best = r.added / MB / cpu;
         }
+        added = r.added;
         gg_report_free(&r);
     }
 
     printf("best: %.0f MB/s of added lines on one core (target >= 200): "
            "%s\n", best, best >= 200 ? "met" : "NOT met");
+
+    /* the best of as many tries as runs: the VM's noise is the runs' */
+    fl = -1;
+    for (i = 0; i < runs; i++) {
+        t = floor_measure(argv[1], added, sec, &inflated, &scanned);
+        if (t < 0) {
+            fl = -1;
+            break;
+        }
+        fl = fl < 0 || t < fl ? t : fl;
+    }
+    if (fl > 0) {
+        printf("floor: the packs' %.1f MB inflated once and %.1f MB of "
+               "their whole blobs scanned: %.3f s, at most %.0f MB/s on "
+               "this machine; best run %.0f%% of it\n", inflated, scanned,
+               fl, scanned / fl, 100 * best / (scanned / fl));
+    } else {
+        printf("floor: not measured (a pack could not be read)\n");
+    }
 
     gg_updates_free(&u);
     bottle_scan_secrets_free(sec);
