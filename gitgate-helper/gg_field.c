@@ -156,6 +156,9 @@ gg_line_of(const gg_field_t *fd, uint64_t off)
             }
         }
         n = fd->lines[lo].lineno;
+        if (n == 0 && fd->view != NULL) {
+            n = gg_v_lineno(fd->view, fd->lines[lo].pos);
+        }
         p = fd->data + (fd->lines[lo].off < fd->len ? fd->lines[lo].off
                                                      : fd->len);
     }
@@ -474,6 +477,17 @@ gg_line_add(gg_ctx_t *c, size_t lineno)
 int
 gg_line_add_ctx(gg_ctx_t *c, size_t lineno, int ctx)
 {
+    if (gg_line_at(c, 0, ctx) != 0) {
+        return -1;
+    }
+    c->lines[c->nlines - 1].lineno = lineno;
+    return 0;
+}
+
+
+int
+gg_line_at(gg_ctx_t *c, uint64_t pos, int ctx)
+{
     gg_line_t  *l;
     size_t      cap;
 
@@ -488,7 +502,8 @@ gg_line_add_ctx(gg_ctx_t *c, size_t lineno, int ctx)
     }
 
     c->lines[c->nlines].off = c->add.len;
-    c->lines[c->nlines].lineno = lineno;
+    c->lines[c->nlines].pos = pos;
+    c->lines[c->nlines].lineno = 0;
     c->lines[c->nlines].ctx = ctx;
     c->nlines++;
     return 0;

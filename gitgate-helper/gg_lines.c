@@ -380,6 +380,7 @@ gg_file(gg_ctx_t *c, const char *path, size_t index, const char *o,
     const git_oid *nid, int packed)
 {
     int          rc;
+    gg_view_t    dv;
     gg_field_t   fd;
 
     gg_file_fd(&fd, path, index);
@@ -415,16 +416,18 @@ gg_file(gg_ctx_t *c, const char *path, size_t index, const char *o,
         return -1;
     }
 
-    return gg_added_field(c, path, index) < 0 ? -1 : 0;
+    gg_view_buf(&dv, d, nlen);
+    return gg_added_field(c, path, index, &dv) < 0 ? -1 : 0;
 }
 
 
 int
-gg_added_field(gg_ctx_t *c, const char *path, size_t index)
+gg_added_field(gg_ctx_t *c, const char *path, size_t index, gg_view_t *d)
 {
     gg_field_t   fd;
 
     gg_file_fd(&fd, path, index);
+    fd.view = d;
     fd.data = c->add.data;
     fd.len = c->add.len;
     fd.lines = c->lines;

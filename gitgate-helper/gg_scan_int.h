@@ -47,7 +47,10 @@ enum {
  */
 typedef struct {
     uint64_t            off;        /* in the field */
-    size_t              lineno;     /* in the new file, of the run's first */
+    uint64_t            pos;        /* in the new file, when lineno is 0 */
+    size_t              lineno;     /* in the new file, of the run's first;
+                                       0: counted from pos only when a
+                                       finding needs it (gg_v_lineno()) */
     int                 ctx;
 } gg_line_t;
 
@@ -57,6 +60,19 @@ typedef struct {
     size_t              len;
     size_t              cap;
 } gg_buf_t;
+
+
+/* a version read in place: one buffer (gg_view_buf()) or extents */
+typedef struct {
+    const gg_ext_t     *e;
+    size_t              n;
+    uint64_t            len;
+    size_t              hint;       /* the extent found last */
+    uint64_t            lpos;       /* newlines before lpos: lnl (the last
+                                       gg_v_lineno(), counted on from) */
+    uint64_t            lnl;
+    gg_ext_t            one;        /* a buffer's */
+} gg_view_t;
 
 
 /* one field: what it is and how to say where a match in it is */
@@ -69,6 +85,8 @@ typedef struct {
     const gg_line_t    *lines;      /* added lines; NULL: consecutive */
     size_t              nlines;
     size_t              first_line; /* of data[0] when lines is NULL */
+    gg_view_t          *view;       /* the new file, for lines whose
+                                       number is not yet counted */
 } gg_field_t;
 
 
@@ -86,14 +104,6 @@ typedef struct {
 } gg_match_t;
 
 
-/* a version read in place: one buffer (gg_view_buf()) or extents */
-typedef struct {
-    const gg_ext_t     *e;
-    size_t              n;
-    uint64_t            len;
-    size_t              hint;       /* the extent found last */
-    gg_ext_t            one;        /* a buffer's */
-} gg_view_t;
 
 
 typedef struct {
@@ -150,10 +160,16 @@ int gg_identity(gg_ctx_t *c, int kind, const git_signature *sig);
 int gg_buf_add(gg_buf_t *b, const void *data, size_t len);
 int gg_line_add(gg_ctx_t *c, size_t lineno);
 int gg_line_add_ctx(gg_ctx_t *c, size_t lineno, int ctx);
+/* a run (or ctx line) from pos of the new file on, its number not
+ * counted (gg_v_lineno() when a finding needs it) */
+int gg_line_at(gg_ctx_t *c, uint64_t pos, int ctx);
 
 /* the added lines in c->add and c->lines (as gg_match_lines() or the diff
- * left them) scanned as file path's field: gg_field()'s result */
-int gg_added_field(gg_ctx_t *c, const char *path, size_t index);
+ * left them) scanned as file path's field; d: the new file, alive until
+ * then, for the line numbers gg_match_lines() left uncounted:
+ * gg_field()'s result */
+int gg_added_field(gg_ctx_t *c, const char *path, size_t index,
+    gg_view_t *d);
 
 /*
  * One added or modified file, its added lines scanned as one field (o
@@ -183,6 +199,10 @@ void gg_view_ext(gg_view_t *v, const gg_extents_t *x);
 /* the added lines of d against o from the common stretches c->m: 0, -1 */
 int gg_match_lines(gg_ctx_t *c, gg_view_t *o, gg_view_t *d);
 size_t gg_count_lines(const char *p, size_t len);
+/* the number of the line holding pos of v, from 1 */
+size_t gg_v_lineno(gg_view_t *v, uint64_t pos);
+/* every entry of c->lines numbered (tests: gg_xlines()) */
+void gg_lines_number(gg_ctx_t *c, gg_view_t *d);
 /* whether a line may open a PEM block, the one secret over lines */
 int gg_opener(const char *p, size_t len);
 

@@ -76,6 +76,42 @@ gg_count_lines(const char *p, size_t len)
 }
 
 
+/*
+ * memrchr() and memchr() for the line ends next to a stretch: a line
+ * (~50 bytes) looked at a byte at a time before the libc call, whose
+ * setup costs more than such a line
+ */
+#define GG_NEAR  64
+
+static const unsigned char *
+gg_rchr(const unsigned char *p, size_t n)
+{
+    size_t  k;
+
+    for (k = n < GG_NEAR ? n : GG_NEAR; k > 0; k--, n--) {
+        if (p[n - 1] == '\n') {
+            return p + n - 1;
+        }
+    }
+    return n ? memrchr(p, '\n', n) : NULL;
+}
+
+
+static const unsigned char *
+gg_chr(const unsigned char *p, size_t n)
+{
+    size_t  i, k;
+
+    k = n < GG_NEAR ? n : GG_NEAR;
+    for (i = 0; i < k; i++) {
+        if (p[i] == '\n') {
+            return p + i;
+        }
+    }
+    return n > k ? memchr(p + k, '\n', n - k) : NULL;
+}
+
+
 /* views */
 
 void
@@ -137,7 +173,7 @@ gg_v_chr(gg_view_t *v, uint64_t a, uint64_t b, uint64_t *at)
         x = &v->e[i];
         off = a - x->pos;
         k = x->len - off < b - a ? x->len - off : b - a;
-        q = memchr(x->p + off, '\n', (size_t) k);
+        q = gg_chr(x->p + off, (size_t) k);
         if (q != NULL) {
             *at = a + (uint64_t) (q - (x->p + off));
             return 1;
@@ -165,7 +201,7 @@ gg_v_rchr(gg_view_t *v, uint64_t a, uint64_t b, uint64_t *at)
     for ( ;; ) {
         x = &v->e[i];
         s = a > x->pos ? a - x->pos : 0;
-        q = memrchr(x->p + s, '\n', (size_t) (b - x->pos - s));
+        q = gg_rchr(x->p + s, (size_t) (b - x->pos - s));
         if (q != NULL) {
             *at = x->pos + (uint64_t) (q - x->p);
             return 1;
@@ -362,13 +398,13 @@ gg_v_rcommon(gg_view_t *x, uint64_t xe, gg_view_t *y, uint64_t ye,
 /*
  * An added run of whole lines, new[from, to), into the field, with the
  * unchanged line before it and the one after it as context (gg_line_t)
- * where gg_opener() says so; *cpos and *cline: how far the new file's
- * lines are counted, and the line number there; *shown: where the last
- * context line ended.
+ * where gg_opener() says so; each entry by its position in the new file,
+ * its line number counted only if a finding needs it (gg_v_lineno());
+ * *shown: where the last context line ended.
  */
 static int
 gg_run(gg_ctx_t *c, gg_view_t *d, uint64_t from, uint64_t to,
-    uint64_t *cpos, uint64_t *cline, uint64_t *shown)
+    uint64_t *shown)
 {
     int       oom;
     size_t    at;
@@ -376,8 +412,6 @@ gg_run(gg_ctx_t *c, gg_view_t *d, uint64_t from, uint64_t to,
 
     nlen = d->len;
     oom = 0;
-    *cline += gg_v_lines(d, *cpos, from);
-    *cpos = from;
 
     /* the line before, unless the last run's context line was it, when
      * it may open a PEM block (gg_opener()) */
@@ -386,8 +420,7 @@ gg_run(gg_ctx_t *c, gg_view_t *d, uint64_t from, uint64_t to,
         pl = from > 1 && gg_v_rchr(d, 0, from - 1, &q) ? q + 1 : 0;
     }
     if (pl < from && gg_v_opener(c, d, pl, from, &oom)) {
-        if (gg_line_add_ctx(c, (size_t) *cline - 1, 1) != 0
-            || gg_v_copy(&c->add, d, pl, from) != 0)
+        if (gg_line_at(c, pl, 1) != 0 || gg_v_copy(&c->add, d, pl, from) != 0)
         {
             goto oom;
         }
@@ -398,13 +431,10 @@ gg_run(gg_ctx_t *c, gg_view_t *d, uint64_t from, uint64_t to,
     }
 
     at = c->add.len;
-    if (gg_line_add(c, (size_t) *cline) != 0
-        || gg_v_copy(&c->add, d, from, to) != 0)
+    if (gg_line_at(c, from, 0) != 0 || gg_v_copy(&c->add, d, from, to) != 0)
     {
         goto oom;
     }
-    *cline += gg_count_lines(c->add.data + at, c->add.len - at);
-    *cpos = to;
 
     /* the line after, when the run's last line may open a PEM block */
     pl = to > from + 1 && gg_v_rchr(d, from, to - 1, &q) ? q + 1 : from;
@@ -412,8 +442,7 @@ gg_run(gg_ctx_t *c, gg_view_t *d, uint64_t from, uint64_t to,
                                (size_t) (to - pl)))
     {
         le = gg_v_chr(d, to, nlen, &q) ? q + 1 : nlen;
-        if (gg_line_add_ctx(c, (size_t) *cline, 1) != 0
-            || gg_v_copy(&c->add, d, to, le) != 0)
+        if (gg_line_at(c, to, 1) != 0 || gg_v_copy(&c->add, d, to, le) != 0)
         {
             goto oom;
         }
@@ -426,6 +455,34 @@ oom:
 
     snprintf(c->err, c->errlen, "out of memory");
     return -1;
+}
+
+
+size_t
+gg_v_lineno(gg_view_t *v, uint64_t pos)
+{
+    pos = pos < v->len ? pos : v->len;
+    /* findings come in order: counted on from the last one asked */
+    if (pos < v->lpos) {
+        v->lpos = 0;
+        v->lnl = 0;
+    }
+    v->lnl += gg_v_lines(v, v->lpos, pos);
+    v->lpos = pos;
+    return (size_t) v->lnl + 1;
+}
+
+
+void
+gg_lines_number(gg_ctx_t *c, gg_view_t *d)
+{
+    size_t  i;
+
+    for (i = 0; i < c->nlines; i++) {
+        if (c->lines[i].lineno == 0) {
+            c->lines[i].lineno = gg_v_lineno(d, c->lines[i].pos);
+        }
+    }
 }
 
 
@@ -506,8 +563,8 @@ int
 gg_match_lines(gg_ctx_t *c, gg_view_t *o, gg_view_t *d)
 {
     size_t       i, k;
-    uint64_t     pos, opos, cpos, cline, u, e, ns, ne, shown, a, b, q,
-                 last_o, last_n, nlen;
+    uint64_t     pos, opos, u, e, ns, ne, shown, a, b, q, last_o, last_n,
+                 nlen;
     gg_match_t  *m;
 
     /* in the new file's order (the extents' come so already); stretches
@@ -536,8 +593,6 @@ gg_match_lines(gg_ctx_t *c, gg_view_t *o, gg_view_t *d)
     c->ctxlen = 0;
     pos = 0;
     opos = 0;
-    cpos = 0;
-    cline = 1;
     shown = 0;
     last_o = 0;
     last_n = 0;
@@ -579,7 +634,7 @@ gg_match_lines(gg_ctx_t *c, gg_view_t *o, gg_view_t *d)
         a = pos;
         b = u;
         gg_trim(o, opos, m->o + (u - ns), d, &a, &b);
-        if (a < b && gg_run(c, d, a, b, &cpos, &cline, &shown) != 0) {
+        if (a < b && gg_run(c, d, a, b, &shown) != 0) {
             return -1;
         }
         pos = e;
@@ -588,7 +643,7 @@ gg_match_lines(gg_ctx_t *c, gg_view_t *o, gg_view_t *d)
     a = pos;
     b = nlen;
     gg_trim(o, opos, o->len, d, &a, &b);
-    if (a < b && gg_run(c, d, a, b, &cpos, &cline, &shown) != 0) {
+    if (a < b && gg_run(c, d, a, b, &shown) != 0) {
         return -1;
     }
     return 0;

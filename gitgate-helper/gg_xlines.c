@@ -330,13 +330,18 @@ cleanup:
 }
 
 
-int
-gg_xlines(gg_ctx_t *c, const git_oid *oid, const git_oid *nid)
+/*
+ * Both versions' extents, their common stretches, the added lines (1,
+ * with *d the new version's view; the extents held: gg_extents_release()
+ * both), or 0 (nothing held) or -1 as gg_xfile().
+ */
+static int
+gg_xmatch(gg_ctx_t *c, gg_view_t *d, const git_oid *oid, const git_oid *nid)
 {
     int          rc;
     uint32_t     p1, p2;
     uint64_t     o1, o2;
-    gg_view_t    ov, dv;
+    gg_view_t    ov;
 
     /* chains that end apart share no source: nothing to build */
     rc = gg_pack_root(&p1, &o1, c->pack, oid->id, c->err, c->errlen);
@@ -363,21 +368,32 @@ gg_xlines(gg_ctx_t *c, const git_oid *oid, const git_oid *nid)
     if (gg_ext_match(c) != 0) {
         snprintf(c->err, c->errlen, "out of memory");
         rc = -1;
-        goto cleanup;
+    } else if (c->nm > 0 || c->xo.len == 0 || c->xn.len == 0) {
+        /* (nothing in common: a real diff may find more, read whole) */
+        gg_view_ext(&ov, &c->xo);
+        gg_view_ext(d, &c->xn);
+        rc = gg_match_lines(c, &ov, d) != 0 ? -1 : 1;
     }
-    /* nothing in common: a real diff may find more (read them whole) */
-    if (c->nm == 0 && c->xo.len > 0 && c->xn.len > 0) {
-        goto cleanup;
+    if (rc != 1) {
+        gg_extents_release(c->pack, &c->xn);
+        gg_extents_release(c->pack, &c->xo);
     }
+    return rc;
+}
 
-    gg_view_ext(&ov, &c->xo);
-    gg_view_ext(&dv, &c->xn);
-    rc = gg_match_lines(c, &ov, &dv) != 0 ? -1 : 1;
 
-cleanup:
+int
+gg_xlines(gg_ctx_t *c, const git_oid *oid, const git_oid *nid)
+{
+    int        rc;
+    gg_view_t  d;
 
-    gg_extents_release(c->pack, &c->xn);
-    gg_extents_release(c->pack, &c->xo);
+    rc = gg_xmatch(c, &d, oid, nid);
+    if (rc == 1) {
+        gg_lines_number(c, &d);
+        gg_extents_release(c->pack, &c->xn);
+        gg_extents_release(c->pack, &c->xo);
+    }
     return rc;
 }
 
@@ -386,9 +402,10 @@ int
 gg_xfile(gg_ctx_t *c, const char *path, size_t index, const git_oid *oid,
     const git_oid *nid)
 {
-    int  rc;
+    int        rc;
+    gg_view_t  d;
 
-    rc = gg_xlines(c, oid, nid);
+    rc = gg_xmatch(c, &d, oid, nid);
     if (rc != 1) {
         return rc;
     }
@@ -396,5 +413,10 @@ gg_xfile(gg_ctx_t *c, const char *path, size_t index, const git_oid *oid,
     c->r->files++;
     c->r->delta_files++;
     c->r->extent_files++;
-    return gg_added_field(c, path, index) < 0 ? -1 : 1;
+    /* scanned while the extents are held: a finding's line number is
+     * counted through them */
+    rc = gg_added_field(c, path, index, &d) < 0 ? -1 : 1;
+    gg_extents_release(c->pack, &c->xn);
+    gg_extents_release(c->pack, &c->xo);
+    return rc;
 }
