@@ -71,6 +71,8 @@ typedef struct {
     uint64_t            lpos;       /* newlines before lpos: lnl (the last
                                        gg_v_lineno(), counted on from) */
     uint64_t            lnl;
+    int                 pem;        /* 0: no line of it can open a PEM
+                                       block (gg_opener()) */
     gg_ext_t            one;        /* a buffer's */
 } gg_view_t;
 

@@ -114,6 +114,21 @@ gg_chr(const unsigned char *p, size_t n)
 
 /* views */
 
+/*
+ * Whether bytes may hold a part of "-----BEGIN": a version glued from
+ * pieces holds it only if one piece holds "-----" or "BEGIN" (cut inside
+ * the dashes, the part after holds "BEGIN"; anywhere after, the part
+ * before holds "-----").  Without one, no line of it opens a PEM block
+ * and its added runs need no look at the lines next to them.
+ */
+static int
+gg_pem_part(const unsigned char *p, size_t len)
+{
+    return memmem(p, len, "-----", 5) != NULL
+           || memmem(p, len, "BEGIN", 5) != NULL;
+}
+
+
 void
 gg_view_buf(gg_view_t *v, const char *d, size_t len)
 {
@@ -123,16 +138,28 @@ gg_view_buf(gg_view_t *v, const char *d, size_t len)
     v->e = &v->one;
     v->n = len ? 1 : 0;
     v->len = len;
+    v->pem = gg_pem_part(v->one.p, len);
 }
 
 
 void
 gg_view_ext(gg_view_t *v, const gg_extents_t *x)
 {
+    size_t      i;
+    gg_pobj_t  *src;
+
     memset(v, 0, sizeof(*v));
     v->e = x->e;
     v->n = x->n;
     v->len = x->len;
+    /* every source an extent takes bytes from is held, looked at once */
+    for (i = 0; i < x->nheld && !v->pem; i++) {
+        src = x->held[i];
+        if (src->pem == 0) {
+            src->pem = 1 + gg_pem_part(src->data, src->len);
+        }
+        v->pem = src->pem == 2;
+    }
 }
 
 
@@ -395,6 +422,14 @@ gg_v_rcommon(gg_view_t *x, uint64_t xe, gg_view_t *y, uint64_t ye,
 }
 
 
+static int
+gg_oom(gg_ctx_t *c)
+{
+    snprintf(c->err, c->errlen, "out of memory");
+    return -1;
+}
+
+
 /*
  * An added run of whole lines, new[from, to), into the field, with the
  * unchanged line before it and the one after it as context (gg_line_t)
@@ -412,6 +447,11 @@ gg_run(gg_ctx_t *c, gg_view_t *d, uint64_t from, uint64_t to,
 
     nlen = d->len;
     oom = 0;
+
+    if (!d->pem) {
+        return gg_line_at(c, from, 0) == 0
+               && gg_v_copy(&c->add, d, from, to) == 0 ? 0 : gg_oom(c);
+    }
 
     /* the line before, unless the last run's context line was it, when
      * it may open a PEM block (gg_opener()) */
@@ -453,8 +493,7 @@ gg_run(gg_ctx_t *c, gg_view_t *d, uint64_t from, uint64_t to,
 
 oom:
 
-    snprintf(c->err, c->errlen, "out of memory");
-    return -1;
+    return gg_oom(c);
 }
 
 

@@ -200,6 +200,17 @@ gg_stretch(gg_ctx_t *c, uint64_t o, uint64_t n, uint64_t len)
     size_t       k;
     gg_match_t  *m;
 
+    /* one that goes on the last in both files: the last made longer (the
+     * two versions' extents cut their common bytes at each other's
+     * edges; gg_match_lines() would join them) */
+    if (c->nm > 0) {
+        m = &c->m[c->nm - 1];
+        if (m->o + m->len == o && m->n + m->len == n) {
+            m->len += len;
+            return 0;
+        }
+    }
+
     if (c->nm == c->mcap) {
         k = c->mcap ? 2 * c->mcap : 1024;
         m = realloc(c->m, k * sizeof(*m));
