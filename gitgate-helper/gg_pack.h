@@ -59,9 +59,8 @@ typedef struct gg_pobj_s {
     unsigned char      *data;       /* len bytes and a NUL */
     uint32_t           *nl;         /* the scan's newline counts of data,
                                        per block (gg_view.c), or NULL */
-    int                 pem;        /* the scan's: 0 not looked at, 1 no
-                                       "-----" nor "BEGIN" in data, 2 one
-                                       of them (gg_view.c) */
+    unsigned            pem;        /* the scan's: which bytes of a PEM
+                                       header data holds (gg_view.c) */
     size_t              dlen;       /* a delta's bytes (gg_pack_ext.c):
                                        its length; its inserts' literals
                                        follow, one after the other */

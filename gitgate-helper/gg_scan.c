@@ -114,7 +114,7 @@ gg_read(const char **data, size_t *len, gg_pobj_t **po, gg_blob_t *buf,
 static int
 gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index)
 {
-    int          n, rc, fresh;
+    int          n, rc, fresh, packed;
     size_t       nlen, olen;
     gg_blob_t   *oldb, *newb;
     gg_pobj_t   *npo, *opo;
@@ -157,8 +157,25 @@ gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index)
     opo = NULL;
     oldb = NULL;
     fresh = 0;
+    packed = 0;
     newb = gg_cached(c, &d->new_file.id);
-    if (newb != NULL) {
+    rc = 1;
+    if (newb == NULL && d->status == GIT_DELTA_MODIFIED
+        && gg_is_blob(d->old_file.mode))
+    {
+        /* no source shared with the old one: gathered from its extents,
+         * no version of its chain built whole */
+        rc = gg_xread(c, &c->new, &d->new_file.id);
+        if (rc < 0) {
+            return -1;
+        }
+        nd = c->new.data;
+        nlen = c->new.len;
+        packed = rc == 0;
+    }
+    if (rc == 0) {
+        /* read */
+    } else if (newb != NULL) {
         nd = newb->data;
         nlen = newb->len;
     } else {
@@ -185,7 +202,7 @@ gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index)
 
     rc = gg_file(c, n ? NULL : d->new_file.path, index, od, olen, nd, nlen,
                  &d->old_file.id, &d->new_file.id,
-                 npo != NULL && opo != NULL);
+                 (npo != NULL || packed) && opo != NULL);
 
     gg_pack_put(c->pack, npo);
     gg_pack_put(c->pack, opo);

@@ -71,8 +71,10 @@ typedef struct {
     uint64_t            lpos;       /* newlines before lpos: lnl (the last
                                        gg_v_lineno(), counted on from) */
     uint64_t            lnl;
+    const gg_extents_t *x;          /* the extents', NULL: a buffer's */
     int                 pem;        /* 0: no line of it can open a PEM
-                                       block (gg_opener()) */
+                                       block (gg_opener()), -1 not known
+                                       yet (gg_v_pem()) */
     gg_ext_t            one;        /* a buffer's */
 } gg_view_t;
 
@@ -190,6 +192,14 @@ int gg_file(gg_ctx_t *c, const char *path, size_t index, const char *o,
  */
 int gg_xfile(gg_ctx_t *c, const char *path, size_t index,
     const git_oid *oid, const git_oid *nid);
+
+/*
+ * A version gathered from its extents into buf: a delta's chain applied
+ * without building each version on it whole (the pack reader would, and
+ * keep them), for a file whose two versions share no source.  0, 1 when
+ * it has no extents (read it whole: gg_pack_get()), -1 on error.
+ */
+int gg_xread(gg_ctx_t *c, gg_blob_t *buf, const git_oid *oid);
 
 /* gg_xfile()'s added lines alone, into c->add and c->lines (tests):
  * 1, 0 or -1 as gg_xfile() */

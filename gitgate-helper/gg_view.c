@@ -8,7 +8,7 @@
  * source bytes (gg_xlines.c).
  */
 
-#define _GNU_SOURCE                 /* memrchr, memmem */
+#define _GNU_SOURCE                 /* memrchr */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,22 +24,30 @@
 #define GG_NL_BLOCK     4096
 
 
-int
-gg_opener(const char *p, size_t len)
+/* whether p[0, len) holds s (slen bytes): memchr for its first byte,
+ * rare in most text, rather than memmem, whose setup costs more than a
+ * line (this runs on a line next to every added run, and over sources) */
+static int
+gg_has(const char *p, size_t len, const char *s, size_t slen)
 {
     const char  *q, *end;
 
-    /* memchr first: most lines have no dash, and memmem's setup costs
-     * more than the line (it runs on a line next to every added run) */
     end = p + len;
-    for (q = memchr(p, '-', len); q != NULL && end - q >= 10;
-         q = memchr(q + 1, '-', (size_t) (end - q - 1)))
+    for (q = memchr(p, s[0], len); q != NULL && (size_t) (end - q) >= slen;
+         q = memchr(q + 1, s[0], (size_t) (end - q - 1)))
     {
-        if (memcmp(q, "-----BEGIN", 10) == 0) {
+        if (memcmp(q, s, slen) == 0) {
             return 1;
         }
     }
     return 0;
+}
+
+
+int
+gg_opener(const char *p, size_t len)
+{
+    return gg_has(p, len, "-----BEGIN", 10);
 }
 
 
@@ -115,17 +123,50 @@ gg_chr(const unsigned char *p, size_t n)
 /* views */
 
 /*
- * Whether bytes may hold a part of "-----BEGIN": a version glued from
- * pieces holds it only if one piece holds "-----" or "BEGIN" (cut inside
- * the dashes, the part after holds "BEGIN"; anywhere after, the part
- * before holds "-----").  Without one, no line of it opens a PEM block
- * and its added runs need no look at the lines next to them.
+ * Whether a line of v may open a PEM block ("-----BEGIN"), looked at once
+ * when an added run first asks.  A version is glued from pieces of its
+ * sources, cut anywhere: it can hold "-----BEGIN" only if each of the
+ * bytes '-', 'B', 'E', 'G', 'I', 'N' is in one of them.  When one of
+ * those bytes is in none, no line opens a block and the added runs need
+ * no look at the lines next to them.  A source's answers are kept with
+ * it (gg_pobj_t.pem: bit k known, bit 8 + k held).
  */
+static const char  gg_pem_bytes[] = "-BEGIN";
+
 static int
-gg_pem_part(const unsigned char *p, size_t len)
+gg_v_pem(gg_view_t *v)
 {
-    return memmem(p, len, "-----", 5) != NULL
-           || memmem(p, len, "BEGIN", 5) != NULL;
+    int          k, held;
+    size_t       i;
+    gg_pobj_t   *src;
+
+    if (v->pem >= 0) {
+        return v->pem;
+    }
+    for (k = 0; k < 6; k++) {
+        if (v->x == NULL) {
+            held = memchr(v->one.p, gg_pem_bytes[k], (size_t) v->one.len)
+                   != NULL;
+        } else {
+            /* every source an extent takes bytes from is held */
+            held = 0;
+            for (i = 0; i < v->x->nheld && !held; i++) {
+                src = v->x->held[i];
+                if (!(src->pem & (1 << k))) {
+                    src->pem |= (1 << k)
+                                | (memchr(src->data, gg_pem_bytes[k],
+                                          src->len) != NULL) << (8 + k);
+                }
+                held = (src->pem >> (8 + k)) & 1;
+            }
+        }
+        if (!held) {
+            v->pem = 0;
+            return 0;
+        }
+    }
+    v->pem = 1;
+    return 1;
 }
 
 
@@ -138,28 +179,19 @@ gg_view_buf(gg_view_t *v, const char *d, size_t len)
     v->e = &v->one;
     v->n = len ? 1 : 0;
     v->len = len;
-    v->pem = gg_pem_part(v->one.p, len);
+    v->pem = -1;
 }
 
 
 void
 gg_view_ext(gg_view_t *v, const gg_extents_t *x)
 {
-    size_t      i;
-    gg_pobj_t  *src;
-
     memset(v, 0, sizeof(*v));
     v->e = x->e;
     v->n = x->n;
     v->len = x->len;
-    /* every source an extent takes bytes from is held, looked at once */
-    for (i = 0; i < x->nheld && !v->pem; i++) {
-        src = x->held[i];
-        if (src->pem == 0) {
-            src->pem = 1 + gg_pem_part(src->data, src->len);
-        }
-        v->pem = src->pem == 2;
-    }
+    v->x = x;
+    v->pem = -1;
 }
 
 
@@ -448,7 +480,7 @@ gg_run(gg_ctx_t *c, gg_view_t *d, uint64_t from, uint64_t to,
     nlen = d->len;
     oom = 0;
 
-    if (!d->pem) {
+    if (!gg_v_pem(d)) {
         return gg_line_at(c, from, 0) == 0
                && gg_v_copy(&c->add, d, from, to) == 0 ? 0 : gg_oom(c);
     }

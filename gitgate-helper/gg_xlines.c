@@ -431,3 +431,42 @@ gg_xfile(gg_ctx_t *c, const char *path, size_t index, const git_oid *oid,
     gg_extents_release(c->pack, &c->xo);
     return rc;
 }
+
+
+int
+gg_xread(gg_ctx_t *c, gg_blob_t *buf, const git_oid *oid)
+{
+    int              rc;
+    char            *p;
+    size_t           i, cap;
+    const gg_ext_t  *x;
+
+    rc = gg_pack_extents(&c->xn, c->pack, oid->id, c->xmax, c->err,
+                         c->errlen);
+    if (rc != 0) {
+        return rc == 1 ? 1 : -1;
+    }
+    rc = 0;
+    if (buf->cap < c->xn.len + 1) {
+        cap = (size_t) c->xn.len + 1;
+        p = realloc(buf->data, cap);
+        if (p == NULL) {
+            snprintf(c->err, c->errlen, "out of memory");
+            rc = -1;
+            goto cleanup;
+        }
+        buf->data = p;
+        buf->cap = cap;
+    }
+    for (i = 0; i < c->xn.n; i++) {
+        x = &c->xn.e[i];
+        memcpy(buf->data + x->pos, x->p, (size_t) x->len);
+    }
+    buf->len = (size_t) c->xn.len;
+    buf->data[buf->len] = '\0';
+
+cleanup:
+
+    gg_extents_release(c->pack, &c->xn);
+    return rc;
+}

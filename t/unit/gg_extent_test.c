@@ -225,6 +225,68 @@ check_repo(const char *repo, const char *quarantine, const char *what,
 
 
 /* the lines of a.txt, each different */
+/*
+ * A PEM header glued from three pieces of three sources, none of which
+ * holds "-----" or "BEGIN" ("--", "---BE", "GIN ..."): the line after
+ * it is added, the header itself is the old file's, so it goes with the
+ * added line as context.  gg_match_lines() looks at the lines next to a
+ * run only when the sources may hold a header (gg_v_pem()): a test that
+ * wants every byte of it counted, not a substring.
+ */
+static void
+check_glued_pem(void)
+{
+    size_t        i;
+    gg_pobj_t     src[3];
+    gg_ext_t      e[3];
+    gg_pobj_t    *held[3];
+    gg_extents_t  x;
+    gg_view_t     ov, dv;
+    static const char  *part[3] = { "line one\n--", "---BE",
+                                    "GIN RSA PRIVATE KEY\nsecretline\n" };
+    static const char  *old = "-----BEGIN RSA PRIVATE KEY\n";
+
+    memset(&x, 0, sizeof(x));
+    memset(src, 0, sizeof(src));
+    for (i = 0; i < 3; i++) {
+        src[i].data = (unsigned char *) part[i];
+        src[i].len = strlen(part[i]);
+        held[i] = &src[i];
+        e[i].src = &src[i];
+        e[i].p = src[i].data;
+        e[i].soff = 0;
+        e[i].pos = x.len;
+        e[i].len = src[i].len;
+        x.len += src[i].len;
+    }
+    x.e = e;
+    x.n = 3;
+    x.held = held;
+    x.nheld = 3;
+
+    /* the header line, new[9, 36), is old[0, 27) */
+    c.nm = 0;
+    c.m[c.nm].o = 0;
+    c.m[c.nm].n = 9;
+    c.m[c.nm].len = 27;
+    c.nm++;
+    gg_view_buf(&ov, old, strlen(old));
+    gg_view_ext(&dv, &x);
+    ok(gg_match_lines(&c, &ov, &dv) == 0, "a header glued from three "
+       "pieces: matched");
+    gg_lines_number(&c, &dv);
+    ok(c.add.len == strlen("line one\n-----BEGIN RSA PRIVATE KEY\n"
+                           "secretline\n")
+       && memcmp(c.add.data, "line one\n-----BEGIN RSA PRIVATE KEY\n"
+                 "secretline\n", c.add.len) == 0,
+       "the glued header goes with the added line after it as context");
+    ok(c.nlines == 3 && !c.lines[0].ctx && c.lines[0].lineno == 1
+       && c.lines[1].ctx && c.lines[1].lineno == 2 && !c.lines[2].ctx
+       && c.lines[2].lineno == 3, "its entries: line 1 added, line 2 "
+       "context, line 3 added");
+}
+
+
 static char **lines;
 static size_t nlines;
 
@@ -426,6 +488,12 @@ main(void)
         c.pack = NULL;
     }
     unsetenv("GIT_ALTERNATE_OBJECT_DIRECTORIES");
+
+    if (c.mcap == 0) {
+        c.m = calloc(16, sizeof(*c.m));
+        c.mcap = 16;
+    }
+    check_glued_pem();
 
     /* the appended line, the inserted ones, the glued one, the moved
      * block and the PEM key in order: the pushes' own checks above hold
