@@ -152,10 +152,13 @@ gg_v_pem(gg_view_t *v)
             held = 0;
             for (i = 0; i < v->x->nheld && !held; i++) {
                 src = v->x->held[i];
+                /* a delta's: its literals, after its ops (dlen) */
                 if (!(src->pem & (1 << k))) {
                     src->pem |= (1 << k)
-                                | (memchr(src->data, gg_pem_bytes[k],
-                                          src->len) != NULL) << (8 + k);
+                                | (memchr(src->data + src->dlen,
+                                          gg_pem_bytes[k],
+                                          src->len - src->dlen) != NULL)
+                                  << (8 + k);
                 }
                 held = (src->pem >> (8 + k)) & 1;
             }
