@@ -93,8 +93,10 @@ t_del(text_t *t, size_t at, size_t k)
     for (i = 0; i < k; i++) {
         free(t->l[at + i].p);
     }
-    memmove(t->l + at, t->l + at + k, (t->n - at - k) * sizeof(*t->l));
-    t->n -= k;
+    if (k > 0) {
+        memmove(t->l + at, t->l + at + k, (t->n - at - k) * sizeof(*t->l));
+        t->n -= k;
+    }
 }
 
 
