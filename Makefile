@@ -282,6 +282,14 @@ $(BUILD)/fuzz/gg_pack_fuzz: fuzz/gg_pack_fuzz.c fuzz/fuzz.h \
 	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< $(GG_PACK_SRCS) \
 	    -ldeflate
 
+# git-gate's line matcher and the rule it feeds: the helper's sources,
+# libbottle's, libgit2 (linked, not called)
+$(BUILD)/fuzz/gg_lmatch_fuzz: fuzz/gg_lmatch_fuzz.c fuzz/fuzz.h $(GG_SRCS) \
+                              $(GG_HDRS) $(LIB_SRCS) $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< $(GG_SRCS) $(LIB_SRCS) \
+	    $(GG_LIBS)
+
 # supervise-helper's JSON-RPC parser: its own source and jansson
 $(BUILD)/fuzz/supervise_rpc_fuzz: fuzz/supervise_rpc_fuzz.c fuzz/fuzz.h \
                                   supervise-helper/sv_rpc.c \
