@@ -22,13 +22,15 @@
  * 5. then, level by level (GG_LM_DEPTH of them), each gap between two
  *    stretches with lines on both sides again: a small one (at most
  *    GG_LM_DP cells) by an exact LCS, a bigger one by the lines unique
- *    *within the gap*.  A gap with no such line stays added: xdiff would
- *    find more there (blank lines, braces), which is precision (more
- *    scanned), not safety.
+ *    *within the gap*; one with no such line by an exact LCS too when it
+ *    has at most GG_LM_DP_BIG cells and the file's budget of them lasts.
+ *    Else it stays added: xdiff would find more there (blank lines,
+ *    braces), which is precision (more scanned), not safety.
  *
  * Work: each level walks every gap once (gaps are disjoint), plus the
  * LIS's log factor and the small gaps' LCS (at most GG_LM_DP cells each,
- * so at most sqrt(GG_LM_DP) per line); lines are hashed and compared to
+ * so at most sqrt(GG_LM_DP) per line) and the bigger ones' (at most
+ * GG_LM_DP_WORK cells a line in all); lines are hashed and compared to
  * their class once.  Memory: per line of both middles, a few words in
  * buffers kept in gg_ctx_t (c->lm) and reused across files.  More than
  * GG_LM_LINES lines, a hash table that probes too much (colliding lines)
@@ -52,6 +54,12 @@
 #define GG_LM_DEPTH     8
 /* a gap of at most this many cells (old lines x new lines): exact LCS */
 #define GG_LM_DP        1024
+/* a gap with no line unique on both sides, up to this many cells: exact
+ * LCS too, while the file's budget lasts (GG_LM_DP_WORK cells a line of
+ * both middles, and GG_LM_DP_BASE) */
+#define GG_LM_DP_BIG    65536
+#define GG_LM_DP_WORK   64
+#define GG_LM_DP_BASE   (1u << 20)
 /* hash table probes, on average per line, before giving up */
 #define GG_LM_PROBES    32
 
@@ -146,6 +154,7 @@ gg_lmatch_free(gg_lmatch_t *lm)
     free(lm->tail);
     free(lm->run);
     free(lm->run2);
+    free(lm->dp);
     memset(lm, 0, sizeof(*lm));
 }
 
@@ -235,7 +244,7 @@ gg_lm_put(gg_lm_run_t *out, size_t *nout, uint32_t o, uint32_t n,
 /*
  * A small gap old[o0, o1) x new[n0, n1) by an exact LCS of its lines
  * (suffix table, then one walk forward): its matches into out.  1 when
- * one was found.
+ * one was found, -1 when out of memory.
  */
 static int
 gg_lm_dp(gg_lmatch_t *lm, uint32_t o0, uint32_t o1, uint32_t n0,
@@ -243,13 +252,20 @@ gg_lm_dp(gg_lmatch_t *lm, uint32_t o0, uint32_t o1, uint32_t n0,
 {
     int        found;
     size_t     a, b, i, j, w;
-    uint16_t   t[2 * GG_LM_DP + 2];
+    uint16_t  *t;
     uint32_t   ro, rn, rl;
 
     a = o1 - o0;
     b = n1 - n0;
     w = b + 1;
-    /* a, b >= 1 and a * b <= GG_LM_DP: (a + 1)(b + 1) <= 2 GG_LM_DP + 2 */
+    /* a, b >= 1 and a * b <= GG_LM_DP_BIG: (a + 1)(b + 1) <= 2 a b + 2,
+     * and the LCS at most min(a, b) <= 256 */
+    if (gg_lm_grow((void **) &lm->dp, &lm->dpcap, (a + 1) * w,
+                   sizeof(uint16_t)) != 0)
+    {
+        return -1;
+    }
+    t = lm->dp;
     for (j = 0; j <= b; j++) {
         t[a * w + j] = 0;
     }
@@ -297,18 +313,19 @@ gg_lm_dp(gg_lmatch_t *lm, uint32_t o0, uint32_t o1, uint32_t n0,
 
 /*
  * One gap old[o0, o1) x new[n0, n1), both sides not empty: its stretches
- * into out, in order.  1 when it found any.
+ * into out, in order.  1 when it found any, -1 when out of memory.
  */
 static int
 gg_lm_gap(gg_lmatch_t *lm, uint32_t o0, uint32_t o1, uint32_t n0,
     uint32_t n1, gg_lm_run_t *out, size_t *nout)
 {
     int             found;
-    size_t          na, len, lo, hi, mid, k;
+    size_t          na, len, lo, hi, mid, k, cells;
     uint32_t        i, j, so, sn, eo, en, po, pn;
     gg_lm_class_t  *x;
 
-    if ((size_t) (o1 - o0) * (n1 - n0) <= GG_LM_DP) {
+    cells = (size_t) (o1 - o0) * (n1 - n0);
+    if (cells <= GG_LM_DP) {
         return gg_lm_dp(lm, o0, o1, n0, n1, out, nout);
     }
 
@@ -337,8 +354,14 @@ gg_lm_gap(gg_lmatch_t *lm, uint32_t o0, uint32_t o1, uint32_t n0,
         GG_CLS(lm)[lm->cls_n[j]].cnt_n = 0;
     }
     if (na == 0) {
-        /* no line unique on both sides: stays added (xdiff may match
-         * some of it; precision, not safety) */
+        /* no line unique on both sides (braces, blank lines of code
+         * rewritten): an exact LCS while it is cheap enough, else the
+         * gap stays added (xdiff may match some of it; precision, not
+         * safety) */
+        if (cells <= GG_LM_DP_BIG && cells <= lm->dpwork) {
+            lm->dpwork -= cells;
+            return gg_lm_dp(lm, o0, o1, n0, n1, out, nout);
+        }
         return 0;
     }
 
@@ -404,7 +427,7 @@ int
 gg_lmatch(gg_ctx_t *c, const char *o, size_t olen, const char *d,
     size_t nlen)
 {
-    int            more;
+    int            more, rc;
     size_t         p, s, lim, so, sn, nlo, nln, probes, i, nout, cur,
                    depth;
     uint32_t       no, nn, po, pn;
@@ -472,6 +495,7 @@ gg_lmatch(gg_ctx_t *c, const char *o, size_t olen, const char *d,
         goto suffix;
     }
     lm->nlines = nlo + nln;
+    lm->dpwork = GG_LM_DP_WORK * lm->nlines + GG_LM_DP_BASE;
     for (i = 1024; i < 2 * lm->nlines; i *= 2) {
         /* a table at most half full */
     }
@@ -540,8 +564,12 @@ gg_lmatch(gg_ctx_t *c, const char *o, size_t olen, const char *d,
             so = i < cur ? r[i].o : no;
             sn = i < cur ? r[i].n : nn;
             if (so > po && sn > pn) {
-                more |= gg_lm_gap(lm, po, (uint32_t) so, pn, (uint32_t) sn,
-                                  out, &nout);
+                rc = gg_lm_gap(lm, po, (uint32_t) so, pn, (uint32_t) sn, out,
+                               &nout);
+                if (rc < 0) {
+                    goto oom;
+                }
+                more |= rc;
             }
             if (i < cur) {
                 gg_lm_put(out, &nout, r[i].o, r[i].n, r[i].len);

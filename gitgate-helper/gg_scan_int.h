@@ -90,7 +90,7 @@ typedef struct {
  * git-gate's line matcher's buffers (gg_lmatch.c), kept for the next file
  * (freed by gg_lmatch_free()): per line of the two middles, its offset
  * and class; the classes and their hash table; the anchors, their longest
- * increasing subsequence, the stretches of two levels
+ * increasing subsequence, the stretches of two levels, a gap's LCS table
  */
 typedef struct {
     uint32_t           *off_o;
@@ -120,6 +120,9 @@ typedef struct {
     size_t              runcap;
     void               *run2;
     size_t              run2cap;
+    uint16_t           *dp;         /* a gap's LCS table */
+    size_t              dpcap;
+    size_t              dpwork;     /* its cells left for this file */
 } gg_lmatch_t;
 
 

@@ -16,7 +16,8 @@
  * - against a reference LCS (a dynamic program over the lines): where
  *   the lines are unique and nothing moved, exactly the lines the LCS
  *   adds are added (no more, no fewer); with moves, as many; with
- *   duplicated lines, the added lines are counted against the LCS's;
+ *   duplicated lines, at most 1/64 more than the LCS's; with only
+ *   duplicated lines (no anchor: the gap's exact LCS), no more;
  * - against `git diff --no-index -U0` on some of them: every line git
  *   adds is added.
  */
@@ -787,6 +788,25 @@ main(void)
     report("mostly duplicated lines", &st, K_ANY);
     ok(st.ours <= st.ref + st.ref / 64, "mostly duplicated lines: at most "
        "1/64 more added than the LCS (%zu, %zu)", st.ours, st.ref);
+
+    /* only duplicated lines (braces, blank lines, a few statements), up
+     * to 200 of them: no line unique on either side, the gap matched by
+     * an exact LCS, so no more lines added than the LCS adds */
+    memset(&st, 0, sizeof(st));
+    for (i = 0; i < 60; i++) {
+        gen(&o, 20 + rndn(180), 3, "\n");
+        t_copy(&n, &o);
+        ops = 1 + (int) rndn(8);
+        for (j = 0; j < ops; j++) {
+            edit(&n, (int) rndn(5), 1, "\n");
+        }
+        check(&o, &n, K_ANY, 0, &st);
+        t_free(&o);
+        t_free(&n);
+    }
+    report("only duplicated lines", &st, K_ANY);
+    ok(st.ours <= st.ref, "only duplicated lines: no more added than the "
+       "LCS (%zu, %zu)", st.ours, st.ref);
 
     /* literal cases: empty files, no newline, NUL bytes, CRLF */
     memset(&st, 0, sizeof(st));
