@@ -518,8 +518,11 @@ gg_lmatch(gg_ctx_t *c, const char *o, size_t olen, const char *d,
      * been bigger): a power of two */
     lm->tabn = i;
     memset(lm->tab, 0, i * sizeof(uint32_t));
-    if (gg_lm_seed == 0 && getrandom(&gg_lm_seed, sizeof(gg_lm_seed), 0)
-                           != (ssize_t) sizeof(gg_lm_seed))
+    /* a seed per process: lines made to collide cost probes (bounded
+     * above), not a wrong match */
+    if (gg_lm_seed == 0
+        && getrandom(&gg_lm_seed, sizeof(gg_lm_seed), GRND_NONBLOCK)
+           != (ssize_t) sizeof(gg_lm_seed))
     {
         gg_lm_seed = 0x2545f4914f6cdd1dULL;
     }
