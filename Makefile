@@ -211,7 +211,7 @@ unit: $(UNIT_BINS)
 # git-gate's C unit tests (also built by `make asan`)
 .PHONY: unit-gitgate
 unit-gitgate: $(BUILD)/unit/gg_pack_test $(BUILD)/unit/gg_delta_test \
-              $(BUILD)/unit/gg_extent_test
+              $(BUILD)/unit/gg_extent_test $(BUILD)/unit/gg_lmatch_test
 
 # git-gate's pack reader: its own sources, libdeflate, zlib (the test
 # builds packs); CC_OPT too, so `make BUILD=build-asan CC_OPT=... unit`
@@ -232,6 +232,13 @@ $(BUILD)/unit/gg_delta_test: t/unit/gg_delta_test.c $(GG_SRCS) $(GG_HDRS) \
 # git-gate's added lines from extents, neither version built, against
 # git's diff (t/unit/gg_extent.t)
 $(BUILD)/unit/gg_extent_test: t/unit/gg_extent_test.c $(GG_SRCS) $(GG_HDRS) \
+                              $(LIBBOTTLE) t/unit/tap.h t/unit/sh.h
+	@mkdir -p $(dir $@)
+	$(CC) $(GG_CFLAGS) $(LD_OPT) -o $@ $< $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
+
+# git-gate's line matcher (gg_lmatch.c) through gg_match_lines(), against
+# a reference LCS and git diff --no-index (t/unit/gg_lmatch.t)
+$(BUILD)/unit/gg_lmatch_test: t/unit/gg_lmatch_test.c $(GG_SRCS) $(GG_HDRS) \
                               $(LIBBOTTLE) t/unit/tap.h t/unit/sh.h
 	@mkdir -p $(dir $@)
 	$(CC) $(GG_CFLAGS) $(LD_OPT) -o $@ $< $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
@@ -275,6 +282,14 @@ $(BUILD)/fuzz/gg_pack_fuzz: fuzz/gg_pack_fuzz.c fuzz/fuzz.h \
 	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< $(GG_PACK_SRCS) \
 	    -ldeflate
 
+# git-gate's line matcher and the rule it feeds: the helper's sources,
+# libbottle's, libgit2 (linked, not called)
+$(BUILD)/fuzz/gg_lmatch_fuzz: fuzz/gg_lmatch_fuzz.c fuzz/fuzz.h $(GG_SRCS) \
+                              $(GG_HDRS) $(LIB_SRCS) $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< $(GG_SRCS) $(LIB_SRCS) \
+	    $(GG_LIBS)
+
 # supervise-helper's JSON-RPC parser: its own source and jansson
 $(BUILD)/fuzz/supervise_rpc_fuzz: fuzz/supervise_rpc_fuzz.c fuzz/fuzz.h \
                                   supervise-helper/sv_rpc.c \
@@ -310,10 +325,11 @@ test-asan: asan
 	TEST_NGINX_MODULE=build-asan/ngx_bottle_module.so \
 	GITGATE_CGI=build-asan/gitgate-cgi GITGATE_SCAN=build-asan/gitgate-scan \
 	GG_PACK_TEST=build-asan/unit/gg_pack_test GG_DELTA_TEST=build-asan/unit/gg_delta_test \
-	GG_EXTENT_TEST=build-asan/unit/gg_extent_test \
+	GG_EXTENT_TEST=build-asan/unit/gg_extent_test GG_LMATCH_TEST=build-asan/unit/gg_lmatch_test \
 	SUPERVISE_HELPER=build-asan/supervise-helper \
 	TEST_NGINX_PRELOAD="$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so)" \
-	    prove t/ t/unit/gg_pack.t t/unit/gg_delta.t t/unit/gg_extent.t
+	    prove t/ t/unit/gg_pack.t t/unit/gg_delta.t t/unit/gg_extent.t \
+	    t/unit/gg_lmatch.t
 
 run: module
 	scripts/bottle-gateway start --dir $(RUN_DIR) --policy $(POLICY) \

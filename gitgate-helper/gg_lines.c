@@ -1,9 +1,11 @@
 /*
  * git-gate's push scanner: a file's added lines (gg_file()), from the
  * pack's delta between its two versions, as the appended part of a file
- * that grew, or from libgit2's line diff over what the common prefix and
- * suffix leave; with them the unchanged lines that may go on a secret of
- * theirs (a PEM block's, gg_opener()).  Each file is scanned as one field
+ * that grew, or from git-gate's own line matcher (gg_lmatch.c: the common
+ * prefix and suffix, then lines unique to both versions as anchors); the
+ * stretches in common either way go through gg_match_lines() (gg_view.c),
+ * which adds the unchanged lines that may go on a secret of theirs (a PEM
+ * block's, gg_opener()).  Each file is scanned as one field
  * by gg_field.c; the walk that finds the files is gg_scan.c's.
  */
 
@@ -14,45 +16,6 @@
 #include <string.h>
 
 #include "gg_scan_int.h"
-
-
-static int
-gg_on_line(const git_diff_delta *delta, const git_diff_hunk *hunk,
-    const git_diff_line *line, void *payload)
-{
-    gg_ctx_t  *c;
-
-    (void) delta;
-    (void) hunk;
-
-    c = payload;
-    if (line->origin != GIT_DIFF_LINE_ADDITION
-        && line->origin != GIT_DIFF_LINE_CONTEXT)
-    {
-        return 0;
-    }
-
-    /* an unchanged line next to added ones: context (gg_line_t), when it
-     * may be a PEM block's header or its first line (gg_opener()) */
-    if (line->origin == GIT_DIFF_LINE_CONTEXT) {
-        if (!c->opened && !gg_opener(line->content, line->content_len)) {
-            c->opened = 0;
-            return 0;
-        }
-        c->ctxlen += line->content_len;
-    }
-    c->opened = line->origin == GIT_DIFF_LINE_ADDITION
-                && gg_opener(line->content, line->content_len);
-    if (gg_line_add_ctx(c, c->lbase + (size_t) line->new_lineno,
-                        line->origin == GIT_DIFF_LINE_CONTEXT)
-        != 0
-        || gg_buf_add(&c->add, line->content, line->content_len) != 0)
-    {
-        c->oom = 1;
-        return -1;
-    }
-    return 0;
-}
 
 
 /*
@@ -285,73 +248,23 @@ gg_delta_lines(gg_ctx_t *c, const char *o, size_t olen, const char *d,
 
 
 /*
- * The added lines of a line diff: the common prefix and suffix (whole
- * lines) set aside with memcmp, libgit2's xdiff (no context) over the
- * middle only.
+ * The added lines of two versions that share no pack source: git-gate's
+ * own line matcher (gg_lmatch(): the common prefix and suffix, then lines
+ * unique to both sides as anchors) gives the stretches in common, and
+ * gg_match_lines() the added lines and their context, as for a delta.
  */
 static int
 gg_diff_lines(gg_ctx_t *c, const char *o, size_t olen, const char *d,
     size_t nlen)
 {
-    int               rc;
-    size_t            p, s, lim, so, sn;
-    const char       *q;
-    git_diff_options  opts;
+    gg_view_t  ov, dv;
 
-    lim = olen < nlen ? olen : nlen;
-    p = 0;
-    while (lim - p >= 4096 && memcmp(o + p, d + p, 4096) == 0) {
-        p += 4096;
-    }
-    while (p < lim && o[p] == d[p]) {
-        p++;
-    }
-    while (p > 0 && d[p - 1] != '\n') {
-        p--;
-    }
-
-    lim -= p;
-    s = 0;
-    while (lim - s >= 4096
-           && memcmp(o + olen - s - 4096, d + nlen - s - 4096, 4096) == 0)
-    {
-        s += 4096;
-    }
-    while (s < lim && o[olen - s - 1] == d[nlen - s - 1]) {
-        s++;
-    }
-    so = olen - s;
-    sn = nlen - s;
-    if (s > 0 && !((so == 0 || o[so - 1] == '\n')
-                   && (sn == 0 || d[sn - 1] == '\n')))
-    {
-        /* from the suffix's first line start on: one in both files */
-        q = memchr(d + sn, '\n', s);
-        s = q ? nlen - ((size_t) (q - d) + 1) : 0;
-    }
-
-    git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
-    /* one line of context: see gg_run() */
-    opts.context_lines = 1;
-    opts.interhunk_lines = 0;
-    /* binary files too: a secret in one goes to the forge all the same */
-    opts.flags = GIT_DIFF_FORCE_TEXT;
-
-    c->add.len = 0;
-    c->nlines = 0;
-    c->ctxlen = 0;
-    c->opened = 0;
-    c->oom = 0;
-    c->lbase = gg_count_lines(d, p);
-
-    rc = git_diff_buffers(o + p, olen - p - s, NULL, d + p, nlen - p - s,
-                          NULL, &opts, NULL, NULL, NULL, gg_on_line, c);
-    if (rc != 0) {
-        snprintf(c->err, c->errlen, "cannot diff a file of %s %s%s",
-                 c->obj_kind, c->obj, c->oom ? ": out of memory" : "");
+    if (gg_lmatch(c, o, olen, d, nlen) != 0) {
         return -1;
     }
-    return 0;
+    gg_view_buf(&ov, o, olen);
+    gg_view_buf(&dv, d, nlen);
+    return gg_match_lines(c, &ov, &dv);
 }
 
 

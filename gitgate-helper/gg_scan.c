@@ -722,6 +722,7 @@ cleanup:
     free(c.xs);
     free(c.xs2);
     free(c.tmp.data);
+    gg_lmatch_free(&c.lm);
     free(withheld);
     return rc;
 }

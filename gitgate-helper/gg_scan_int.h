@@ -108,6 +108,44 @@ typedef struct {
 } gg_match_t;
 
 
+/*
+ * git-gate's line matcher's buffers (gg_lmatch.c), kept for the next file
+ * (freed by gg_lmatch_free()): per line of the two middles, its offset
+ * and class; the classes and their hash table; the anchors, their longest
+ * increasing subsequence, the stretches of two levels, a gap's LCS table
+ */
+typedef struct {
+    uint32_t           *off_o;
+    size_t              off_ocap;
+    uint32_t           *off_n;
+    size_t              off_ncap;
+    uint32_t           *cls_o;
+    size_t              cls_ocap;
+    uint32_t           *cls_n;
+    size_t              cls_ncap;
+    void               *cls;
+    size_t              clscap;
+    size_t              ncls;
+    uint32_t           *tab;
+    size_t              tabcap;
+    size_t              tabn;       /* the part this file uses */
+    size_t              nlines;     /* of both middles */
+    uint32_t           *a_o;
+    size_t              a_ocap;
+    uint32_t           *a_n;
+    size_t              a_ncap;
+    uint32_t           *pred;
+    size_t              predcap;
+    uint32_t           *tail;
+    size_t              tailcap;
+    void               *run;
+    size_t              runcap;
+    void               *run2;
+    size_t              run2cap;
+    uint16_t           *dp;         /* a gap's LCS table */
+    size_t              dpcap;
+    size_t              dpwork;     /* its cells left for this file */
+} gg_lmatch_t;
 
 
 typedef struct {
@@ -128,9 +166,7 @@ typedef struct {
     gg_line_t          *lines;
     size_t              nlines;
     size_t              lcap;
-    size_t              lbase;      /* lines before a diffed middle */
     size_t              ctxlen;     /* bytes of context lines in add */
-    int                 opened;     /* the last added line: gg_opener() */
     gg_match_t         *m;          /* a delta's copies */
     size_t              nm;
     size_t              mcap;
@@ -148,6 +184,7 @@ typedef struct {
     gg_ext_t           *xs2;        /* room to sort xs in */
     size_t              xs2cap;
     gg_buf_t            tmp;        /* a line over extents */
+    gg_lmatch_t         lm;         /* the line matcher's (gg_lmatch()) */
     size_t              xmax;       /* extents per version, 0: GG_EXT_MAX */
     int                 oom;
     char               *err;
@@ -204,6 +241,16 @@ int gg_xread(gg_ctx_t *c, gg_blob_t *buf, const git_oid *oid);
 /* gg_xfile()'s added lines alone, into c->add and c->lines (tests):
  * 1, 0 or -1 as gg_xfile() */
 int gg_xlines(gg_ctx_t *c, const git_oid *oid, const git_oid *nid);
+
+/*
+ * git-gate's line matcher (gg_lmatch.c): the stretches o[0, olen) and
+ * d[0, nlen) have in common, whole lines, in d's order, into c->m (then
+ * gg_match_lines() over gg_view_buf() views of the two); every stretch
+ * the same bytes in both.  0, or -1 (out of memory).
+ */
+int gg_lmatch(gg_ctx_t *c, const char *o, size_t olen, const char *d,
+    size_t nlen);
+void gg_lmatch_free(gg_lmatch_t *lm);
 
 /* views (gg_view.c) */
 void gg_view_buf(gg_view_t *v, const char *d, size_t len);
