@@ -103,6 +103,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     gg_view_buf(&ov, o, olen);
     gg_view_buf(&dv, d, nlen);
     CHECK(gg_match_lines(&c, &ov, &dv) == 0);
+    gg_lines_number(&c, &dv);
 
     no = lines_of(o, olen, &oat);
     nn = lines_of(d, nlen, &nat);
