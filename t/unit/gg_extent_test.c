@@ -70,24 +70,11 @@ static void
 ref_added(const char *repo, const char *o, const char *n, unsigned char *ref,
     size_t nl)
 {
-    char          *d, *p;
-    unsigned long  s, cnt, i;
+    char  *d;
 
     d = sh_out(NULL, "git -C %s diff --no-color --no-ext-diff -U0 %s %s",
             repo, o, n);
-    for (p = d; p != NULL && (p = strstr(p, "\n@@ -")) != NULL; p++) {
-        p = strchr(p, '+');
-        if (p == NULL) {
-            break;
-        }
-        s = strtoul(p + 1, &p, 10);
-        cnt = *p == ',' ? strtoul(p + 1, &p, 10) : 1;
-        for (i = 0; i < cnt; i++) {
-            if (s + i >= 1 && s + i <= nl) {
-                ref[s + i] = 1;
-            }
-        }
-    }
+    git_diff_added(ref, nl, d);
     free(d);
 }
 

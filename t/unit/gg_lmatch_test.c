@@ -252,9 +252,8 @@ static void
 git_added(const char *ob, size_t olen, const char *nb, size_t nlen,
     unsigned char *ref, size_t nl)
 {
-    char           path[300], *d, *p;
-    FILE          *f;
-    unsigned long  s, cnt, i;
+    char   path[300], *d;
+    FILE  *f;
 
     snprintf(path, sizeof(path), "%s/o", dir);
     f = fopen(path, "w");
@@ -267,19 +266,7 @@ git_added(const char *ob, size_t olen, const char *nb, size_t nlen,
     memset(ref, 0, nl + 1);
     d = sh_out(NULL, "cd %s && git diff --no-index --no-color --no-ext-diff "
                "-U0 -a o n", dir);
-    for (p = d; p != NULL && (p = strstr(p, "\n@@ -")) != NULL; p++) {
-        p = strchr(p, '+');
-        if (p == NULL) {
-            break;
-        }
-        s = strtoul(p + 1, &p, 10);
-        cnt = *p == ',' ? strtoul(p + 1, &p, 10) : 1;
-        for (i = 0; i < cnt; i++) {
-            if (s + i >= 1 && s + i <= nl) {
-                ref[s + i] = 1;
-            }
-        }
-    }
+    git_diff_added(ref, nl, d);
     free(d);
 }
 

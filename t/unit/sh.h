@@ -117,4 +117,34 @@ git_sandbox(char *dir, size_t size, const char *name)
     return 0;
 }
 
+
+/* the new file's lines (1 to nl) a `git diff -U0` output d adds, marked
+ * in ref[] */
+static inline void
+git_diff_added(unsigned char *ref, size_t nl, const char *d)
+{
+    size_t       i, s, cnt;
+    const char  *p;
+    char        *e;
+
+    for (p = d; p != NULL && (p = strstr(p, "\n@@ -")) != NULL; p++) {
+        p = strchr(p, '+');
+        if (p == NULL) {
+            break;
+        }
+        s = strtoul(p + 1, &e, 10);
+        p = e;
+        cnt = 1;
+        if (*p == ',') {
+            cnt = strtoul(p + 1, &e, 10);
+            p = e;
+        }
+        for (i = 0; i < cnt; i++) {
+            if (s + i >= 1 && s + i <= nl) {
+                ref[s + i] = 1;
+            }
+        }
+    }
+}
+
 #endif /* SH_H */
