@@ -468,24 +468,6 @@ gg_buf_add(gg_buf_t *b, const void *data, size_t len)
 
 
 int
-gg_line_add(gg_ctx_t *c, size_t lineno)
-{
-    return gg_line_add_ctx(c, lineno, 0);
-}
-
-
-int
-gg_line_add_ctx(gg_ctx_t *c, size_t lineno, int ctx)
-{
-    if (gg_line_at(c, 0, ctx) != 0) {
-        return -1;
-    }
-    c->lines[c->nlines - 1].lineno = lineno;
-    return 0;
-}
-
-
-int
 gg_line_at(gg_ctx_t *c, uint64_t pos, int ctx)
 {
     gg_line_t  *l;

@@ -48,7 +48,8 @@ enum {
 typedef struct {
     uint64_t            off;        /* in the field */
     uint64_t            pos;        /* in the new file, when lineno is 0 */
-    size_t              lineno;     /* in the new file, of the run's first;
+    size_t              lineno;     /* in the new file, of the run's first,
+                                       once counted (gg_lines_number());
                                        0: counted from pos only when a
                                        finding needs it (gg_v_lineno()) */
     int                 ctx;
@@ -199,8 +200,6 @@ int gg_sig(gg_ctx_t *c, gg_field_t *fd, const git_signature *sig);
 int gg_identity(gg_ctx_t *c, int kind, const git_signature *sig);
 
 int gg_buf_add(gg_buf_t *b, const void *data, size_t len);
-int gg_line_add(gg_ctx_t *c, size_t lineno);
-int gg_line_add_ctx(gg_ctx_t *c, size_t lineno, int ctx);
 /* a run (or ctx line) from pos of the new file on, its number not
  * counted (gg_v_lineno() when a finding needs it) */
 int gg_line_at(gg_ctx_t *c, uint64_t pos, int ctx);

@@ -84,42 +84,6 @@ gg_count_lines(const char *p, size_t len)
 }
 
 
-/*
- * memrchr() and memchr() for the line ends next to a stretch: a line
- * (~50 bytes) looked at a byte at a time before the libc call, whose
- * setup costs more than such a line
- */
-#define GG_NEAR  64
-
-static const unsigned char *
-gg_rchr(const unsigned char *p, size_t n)
-{
-    size_t  k;
-
-    for (k = n < GG_NEAR ? n : GG_NEAR; k > 0; k--, n--) {
-        if (p[n - 1] == '\n') {
-            return p + n - 1;
-        }
-    }
-    return n ? memrchr(p, '\n', n) : NULL;
-}
-
-
-static const unsigned char *
-gg_chr(const unsigned char *p, size_t n)
-{
-    size_t  i, k;
-
-    k = n < GG_NEAR ? n : GG_NEAR;
-    for (i = 0; i < k; i++) {
-        if (p[i] == '\n') {
-            return p + i;
-        }
-    }
-    return n > k ? memchr(p + k, '\n', n - k) : NULL;
-}
-
-
 /* views */
 
 /*
@@ -235,7 +199,7 @@ gg_v_chr(gg_view_t *v, uint64_t a, uint64_t b, uint64_t *at)
         x = &v->e[i];
         off = a - x->pos;
         k = x->len - off < b - a ? x->len - off : b - a;
-        q = gg_chr(x->p + off, (size_t) k);
+        q = memchr(x->p + off, '\n', (size_t) k);
         if (q != NULL) {
             *at = a + (uint64_t) (q - (x->p + off));
             return 1;
@@ -263,7 +227,7 @@ gg_v_rchr(gg_view_t *v, uint64_t a, uint64_t b, uint64_t *at)
     for ( ;; ) {
         x = &v->e[i];
         s = a > x->pos ? a - x->pos : 0;
-        q = gg_rchr(x->p + s, (size_t) (b - x->pos - s));
+        q = memrchr(x->p + s, '\n', (size_t) (b - x->pos - s));
         if (q != NULL) {
             *at = x->pos + (uint64_t) (q - x->p);
             return 1;
