@@ -269,11 +269,15 @@ my @cmd = split ' ', $gg->{ExecStart}[0];
 s/^\$\{BOTTLE_GITGATE_WORKERS\}$/2/ for @cmd;
 my $gpid = fork() // die "fork: $!";
 if ($gpid == 0) {
+	# a group of its own: fcgiwrap's children outlive a TERM to their
+	# parent, the group is stopped whole below
+	POSIX::setpgid(0, 0);
 	open STDOUT, '>>', "$d/gitgate.log";
 	open STDERR, '>&', \*STDOUT;
 	exec('/usr/bin/systemd-socket-activate', '-l',
 		"$d/run/gitgate-fcgi.sock", @cmd) or POSIX::_exit(127);
 }
+POSIX::setpgid($gpid, $gpid);
 for (1 .. 50) {
 	last if -S "$d/run/gitgate-fcgi.sock";
 	select undef, undef, undef, 0.1;
@@ -306,7 +310,7 @@ if ($s) {
 like($answer, qr/Status: 403/, 'gitgate: fcgiwrap serves the socket '
 	. 'systemd passes it (a missing script: 403)')
 	or diag($t->read_file('gitgate.log'));
-kill 'TERM', $gpid;
+kill 'TERM', -$gpid;
 waitpid($gpid, 0);
 }
 
