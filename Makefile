@@ -232,14 +232,16 @@ $(BUILD)/unit/gg_delta_test: t/unit/gg_delta_test.c $(GG_SRCS) $(GG_HDRS) \
 # git-gate's added lines from extents, neither version built, against
 # git's diff (t/unit/gg_extent.t)
 $(BUILD)/unit/gg_extent_test: t/unit/gg_extent_test.c $(GG_SRCS) $(GG_HDRS) \
-                              $(LIBBOTTLE) t/unit/tap.h t/unit/sh.h
+                              $(LIBBOTTLE) t/unit/tap.h t/unit/sh.h \
+                              t/unit/gg_added.h
 	@mkdir -p $(dir $@)
 	$(CC) $(GG_CFLAGS) $(LD_OPT) -o $@ $< $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
 
 # git-gate's line matcher (gg_lmatch.c) through gg_match_lines(), against
 # a reference LCS and git diff --no-index (t/unit/gg_lmatch.t)
 $(BUILD)/unit/gg_lmatch_test: t/unit/gg_lmatch_test.c $(GG_SRCS) $(GG_HDRS) \
-                              $(LIBBOTTLE) t/unit/tap.h t/unit/sh.h
+                              $(LIBBOTTLE) t/unit/tap.h t/unit/sh.h \
+                              t/unit/gg_added.h
 	@mkdir -p $(dir $@)
 	$(CC) $(GG_CFLAGS) $(LD_OPT) -o $@ $< $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
 
@@ -285,7 +287,8 @@ $(BUILD)/fuzz/gg_pack_fuzz: fuzz/gg_pack_fuzz.c fuzz/fuzz.h \
 # git-gate's line matcher and the rule it feeds: the helper's sources,
 # libbottle's, libgit2 (linked, not called)
 $(BUILD)/fuzz/gg_lmatch_fuzz: fuzz/gg_lmatch_fuzz.c fuzz/fuzz.h $(GG_SRCS) \
-                              $(GG_HDRS) $(LIB_SRCS) $(LIB_HDRS)
+                              $(GG_HDRS) $(LIB_SRCS) $(LIB_HDRS) \
+                              t/unit/gg_added.h
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< $(GG_SRCS) $(LIB_SRCS) \
 	    $(GG_LIBS)

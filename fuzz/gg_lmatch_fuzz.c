@@ -19,6 +19,7 @@
 
 #include "gg_scan_int.h"
 #include "fuzz.h"
+#include "../t/unit/gg_added.h"
 
 
 static gg_ctx_t  c;
@@ -62,13 +63,13 @@ inside(const char *x, size_t xl, const char *y, size_t yl)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    size_t          i, k, olen, nlen, no, nn, *oat, *nat, from, to, ln, e,
-                    j;
-    uint64_t        lo, lnn;
-    const char     *o, *d;
-    gg_view_t       ov, dv;
-    gg_match_t     *m;
-    unsigned char  *added;
+    size_t            i, k, olen, nlen, no, nn, *oat, *nat, ln, j, nal;
+    uint64_t          lo, lnn;
+    const char       *o, *d;
+    gg_view_t         ov, dv;
+    gg_match_t       *m;
+    unsigned char    *added;
+    gg_added_line_t  *al;
 
     if (size < 2) {
         return 0;
@@ -109,28 +110,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     nn = lines_of(d, nlen, &nat);
     added = calloc(nn + 2, 1);
     CHECK(added != NULL);
-    for (k = 0; k < c.nlines; k++) {
-        from = (size_t) c.lines[k].off;
-        to = k + 1 < c.nlines ? (size_t) c.lines[k + 1].off : c.add.len;
-        ln = c.lines[k].lineno;
-        while (from < to) {
-            e = from;
-            while (e < to && c.add.data[e] != '\n') {
-                e++;
-            }
-            if (e < to) {
-                e++;
-            }
-            CHECK(ln >= 1 && ln <= nn);
-            CHECK(nat[ln] - nat[ln - 1] == e - from);
-            CHECK(memcmp(d + nat[ln - 1], c.add.data + from, e - from) == 0);
-            if (!c.lines[k].ctx) {
-                added[ln] = 1;
-            }
-            from = e;
-            ln++;
+    al = gg_added_lines(&c, &nal);
+    CHECK(al != NULL);
+    for (k = 0; k < nal; k++) {
+        ln = al[k].ln;
+        CHECK(ln >= 1 && ln <= nn);
+        CHECK(nat[ln] - nat[ln - 1] == al[k].len);
+        CHECK(memcmp(d + nat[ln - 1], al[k].p, al[k].len) == 0);
+        if (!al[k].ctx) {
+            added[ln] = 1;
         }
     }
+    free(al);
 
     /* the unchanged lines: a subsequence of the old file's lines */
     j = 0;

@@ -421,14 +421,6 @@ gg_v_rcommon(gg_view_t *x, uint64_t xe, gg_view_t *y, uint64_t ye,
 }
 
 
-static int
-gg_oom(gg_ctx_t *c)
-{
-    snprintf(c->err, c->errlen, "out of memory");
-    return -1;
-}
-
-
 /*
  * An added run of whole lines, new[from, to), into the field, with the
  * unchanged line before it and the one after it as context (gg_line_t)
@@ -440,22 +432,19 @@ static int
 gg_run(gg_ctx_t *c, gg_view_t *d, uint64_t from, uint64_t to,
     uint64_t *shown)
 {
-    int       oom;
+    int       oom, pem;
     size_t    at;
     uint64_t  pl, le, q, nlen;
 
     nlen = d->len;
     oom = 0;
-
-    if (!gg_v_pem(d)) {
-        return gg_line_at(c, from, 0) == 0
-               && gg_v_copy(&c->add, d, from, to) == 0 ? 0 : gg_oom(c);
-    }
+    /* no line of d can open one: neither neighbour looked at */
+    pem = gg_v_pem(d);
 
     /* the line before, unless the last run's context line was it, when
      * it may open a PEM block (gg_opener()) */
     pl = from;
-    if (from > 0 && from > *shown) {
+    if (pem && from > 0 && from > *shown) {
         pl = from > 1 && gg_v_rchr(d, 0, from - 1, &q) ? q + 1 : 0;
     }
     if (pl < from && gg_v_opener(c, d, pl, from, &oom)) {
@@ -476,6 +465,9 @@ gg_run(gg_ctx_t *c, gg_view_t *d, uint64_t from, uint64_t to,
     }
 
     /* the line after, when the run's last line may open a PEM block */
+    if (!pem) {
+        return 0;
+    }
     pl = to > from + 1 && gg_v_rchr(d, from, to - 1, &q) ? q + 1 : from;
     if (to < nlen && gg_opener(c->add.data + at + (pl - from),
                                (size_t) (to - pl)))
@@ -492,7 +484,8 @@ gg_run(gg_ctx_t *c, gg_view_t *d, uint64_t from, uint64_t to,
 
 oom:
 
-    return gg_oom(c);
+    snprintf(c->err, c->errlen, "out of memory");
+    return -1;
 }
 
 

@@ -26,6 +26,7 @@
 #include "tap.h"
 #include "sh.h"
 #include "gg_scan_int.h"
+#include "gg_added.h"
 
 
 static char      dir[256];
@@ -83,11 +84,12 @@ ref_added(const char *repo, const char *o, const char *n, unsigned char *ref,
 static int
 check_pair(const char *repo, const char *o, const char *n, stats_t *st)
 {
-    int             rc;
-    char           *nd;
-    size_t          nlen, nl, *at, k, i, from, to, ln, e;
-    git_oid         oid, nid;
-    unsigned char  *ref, *ours;
+    int               rc;
+    char             *nd;
+    size_t            nlen, nl, *at, k, i, ln, nal;
+    git_oid           oid, nid;
+    unsigned char    *ref, *ours;
+    gg_added_line_t  *al;
 
     git_oid_fromstr(&oid, o);
     git_oid_fromstr(&nid, n);
@@ -110,34 +112,26 @@ check_pair(const char *repo, const char *o, const char *n, stats_t *st)
     ours = calloc(nl + 2, 1);
     ref_added(repo, o, n, ref, nl);
 
-    for (k = 0; k < c.nlines; k++) {
-        from = (size_t) c.lines[k].off;
-        to = k + 1 < c.nlines ? (size_t) c.lines[k + 1].off : c.add.len;
-        ln = c.lines[k].lineno;
-        /* each line of the run: the new file's line ln, byte for byte */
-        while (from < to) {
-            e = from;
-            while (e < to && c.add.data[e] != '\n') {
-                e++;
+    /* each line reported: the new file's line of its number, byte for
+     * byte */
+    al = gg_added_lines(&c, &nal);
+    for (k = 0; al != NULL && k < nal; k++) {
+        ln = al[k].ln;
+        if (ln < 1 || ln > nl || at[ln] - at[ln - 1] != al[k].len
+            || memcmp(nd + at[ln - 1], al[k].p, al[k].len) != 0)
+        {
+            if (st->badline++ < 3) {
+                printf("# %s..%s: line %zu is not the new file's\n", o, n,
+                       ln);
             }
-            if (e < to) {
-                e++;
-            }
-            if (ln < 1 || ln > nl || at[ln] - at[ln - 1] != e - from
-                || memcmp(nd + at[ln - 1], c.add.data + from, e - from)
-                   != 0)
-            {
-                if (st->badline++ < 3) {
-                    printf("# %s..%s: line %zu is not the new file's\n",
-                           o, n, ln);
-                }
-            } else if (!c.lines[k].ctx) {
-                ours[ln] = 1;
-            }
-            from = e;
-            ln++;
+        } else if (!al[k].ctx) {
+            ours[ln] = 1;
         }
     }
+    if (al == NULL) {
+        st->badline++;
+    }
+    free(al);
     for (i = 1; i <= nl; i++) {
         st->ref += ref[i];
         if (ref[i] && !ours[i]) {

@@ -33,6 +33,7 @@
 #include "tap.h"
 #include "sh.h"
 #include "gg_scan_int.h"
+#include "gg_added.h"
 
 
 typedef struct {
@@ -319,33 +320,26 @@ check_m(const char *ob, size_t olen, const char *nb, size_t nlen)
 static size_t
 ours_added(const text_t *n, unsigned char *ours)
 {
-    size_t  k, from, to, ln, e, bad;
+    size_t            k, ln, bad, nal;
+    gg_added_line_t  *al;
 
     bad = 0;
     memset(ours, 0, n->n + 1);
-    for (k = 0; k < c.nlines; k++) {
-        from = (size_t) c.lines[k].off;
-        to = k + 1 < c.nlines ? (size_t) c.lines[k + 1].off : c.add.len;
-        ln = c.lines[k].lineno;
-        while (from < to) {
-            e = from;
-            while (e < to && c.add.data[e] != '\n') {
-                e++;
-            }
-            if (e < to) {
-                e++;
-            }
-            if (ln < 1 || ln > n->n || n->l[ln - 1].len != e - from
-                || memcmp(n->l[ln - 1].p, c.add.data + from, e - from) != 0)
-            {
-                bad++;
-            } else if (!c.lines[k].ctx) {
-                ours[ln] = 1;
-            }
-            from = e;
-            ln++;
+    al = gg_added_lines(&c, &nal);
+    if (al == NULL) {
+        return 1;
+    }
+    for (k = 0; k < nal; k++) {
+        ln = al[k].ln;
+        if (ln < 1 || ln > n->n || n->l[ln - 1].len != al[k].len
+            || memcmp(n->l[ln - 1].p, al[k].p, al[k].len) != 0)
+        {
+            bad++;
+        } else if (!al[k].ctx) {
+            ours[ln] = 1;
         }
     }
+    free(al);
     return bad;
 }
 
