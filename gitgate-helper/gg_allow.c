@@ -106,20 +106,6 @@ gg_allow_one(gg_ctx_t *ctx, const gg_finding_t *f, char *id, char *state,
         return -1;
     }
 
-    /* one waiting already, or denied: no other proposal of it */
-
-    rc = bottle_proposal_find(id, state, gg_store_redis(ctx->store),
-                              ctx->bottle_id, BOTTLE_PROPOSAL_GITLEAKS_ALLOW,
-                              "pending,denied", match, err, errlen);
-    if (rc == 0) {
-        goto cleanup;
-    }
-
-    if (rc != BOTTLE_PROPOSAL_ENONE) {
-        rc = -1;
-        goto cleanup;
-    }
-
     args = json_deep_copy(match);
     if (args == NULL
         || json_object_set_new(args, "commit", json_string(f->commit)) != 0
@@ -144,6 +130,11 @@ gg_allow_one(gg_ctx_t *ctx, const gg_finding_t *f, char *id, char *state,
     o.gateway = gw;
     o.seq = ++seq;
 
+    /* one waiting already, or denied: no other proposal of it (looked for
+     * in the script that queues, so two pushes at once queue one) */
+    o.unless = match;
+    o.unless_states = "pending,denied";
+
     snprintf(why, sizeof(why), "git-gate found %s on a line marked "
              "gitleaks:allow in a push to %s (%s)", f->rule, ctx->name,
              f->where);
@@ -160,8 +151,8 @@ gg_allow_one(gg_ctx_t *ctx, const gg_finding_t *f, char *id, char *state,
     }
 
     memcpy(id, q.id, BOTTLE_PROPOSAL_ID_LEN);
-    strcpy(state, "pending");
-    *queued = 1;
+    strcpy(state, q.state[0] ? q.state : "pending");
+    *queued = q.state[0] == '\0';
 
 cleanup:
 

@@ -174,11 +174,16 @@ char *bottle_proposal_pretty(const json_t *o);
  * propose: ARGV = id, bottle, kind, created ms, proposal JSON, the
  *   stream's MAXLEN (about), decision.proposed JSON, and optionally the
  *   bottle's most pending proposals and most pending or approved ones of
- *   this kind (absent or "": no bound).  Error replies: "NOBOTTLE ...",
- *   "EXISTS ...", "LIMIT pending|kind <count>", "JOURNAL ...".  Stores the hash (state
- *   "pending"), adds the id to the pending, all and bottle's indexes
- *   (score: created), XADDs the event, publishes "<id> <bottle> <kind>"
- *   on bottle:proposals.  Returns [id, journal error or ""].
+ *   this kind (absent or "": no bound), then optionally a JSON object of
+ *   string args and states ("pending,denied"): when the newest proposal
+ *   of that bottle and kind in one of those states has args holding
+ *   every one of them, returns [its id, "", its state] and queues
+ *   nothing (checked first, so a bound or the journal does not refuse
+ *   it).  Error replies: "NOBOTTLE ...", "EXISTS ...", "LIMIT
+ *   pending|kind <count>", "JOURNAL ...", "INVALID ...".  Stores the hash
+ *   (state "pending"), adds the id to the pending, all and bottle's
+ *   indexes (score: created), XADDs the event, publishes "<id> <bottle>
+ *   <kind>" on bottle:proposals.  Returns [id, journal error or ""].
  *
  * decide: ARGV = id, decision JSON, state, MAXLEN, decision.resolved
  *   JSON, then for an approval that changes policy the bottle's version it
@@ -204,11 +209,6 @@ char *bottle_proposal_pretty(const json_t *o);
  *   journal error or ""].  Else changes nothing and returns [0, ""].
  *   Error replies: "JOURNAL ..." (nothing written).
  *
- * find: ARGV = bottle, kind, a JSON object of string args, states
- *   ("pending,denied").  [id, state] of the newest proposal of that
- *   bottle and kind, in one of those states, whose args hold every one
- *   of them; or nil.
- *
  * check: ARGV = bottle, id.  The proposal only if it is that bottle's:
  *   [state, proposal JSON, decision JSON or ""], else nil (another
  *   bottle's proposal and none at all are one answer).
@@ -217,7 +217,6 @@ extern const char  bottle_proposal_propose_script[];
 extern const char  bottle_proposal_decide_script[];
 extern const char  bottle_proposal_check_script[];
 extern const char  bottle_proposal_withdraw_script[];
-extern const char  bottle_proposal_find_script[];
 
 
 
@@ -260,6 +259,11 @@ typedef struct {
                                            this many of the kind pending
                                            or approved (launch-bottle's
                                            children.max) */
+    const json_t           *unless;     /* an object of string args: no
+                                           new proposal when the bottle's
+                                           newest of the kind in one of
+                                           unless_states has them all */
+    const char             *unless_states;  /* "pending,denied" */
 } bottle_proposal_origin_t;
 
 /* the gateways' default bottle_audit_stream_max */
@@ -273,6 +277,10 @@ typedef struct {
                                                    is queued) */
     int64_t                 created_ms;
     long long               count;      /* EPENDING, EKIND: how many */
+    char                    state[BOTTLE_PROPOSAL_STATE_LEN];
+                                        /* "" when queued; else the state
+                                           of origin->unless's match, whose
+                                           id is in id */
 } bottle_proposal_queued_t;
 
 /*
@@ -280,7 +288,9 @@ typedef struct {
  * one in out->id when it is not empty, so that a waiter can be
  * registered before the proposal exists), the proposal's JSON, its
  * decision.proposed event (correlation id: the proposal's id), one EVAL.
- * 0, or a BOTTLE_PROPOSAL_E* code and one line in err.
+ * With origin->unless, a proposal that matches it is answered instead
+ * (out->state not empty), in the same EVAL.  0, or a BOTTLE_PROPOSAL_E*
+ * code and one line in err.
  */
 int bottle_proposal_propose(bottle_proposal_queued_t *out,
     struct redisContext *c, const char *bottle, bottle_proposal_kind_e kind,
@@ -295,19 +305,6 @@ int bottle_proposal_propose(bottle_proposal_queued_t *out,
  */
 int bottle_proposal_check(json_t **out, struct redisContext *c,
     const char *bottle, const char *id, char *err, size_t errlen);
-
-/*
- * The find script: the newest proposal of the bottle and kind, in one of
- * states ("pending,denied"), whose args hold every member of match (an
- * object of strings): its id in out, its state in state.  0,
- * BOTTLE_PROPOSAL_ENONE when there is none, or another code and one line
- * in err.
- */
-int bottle_proposal_find(char out[BOTTLE_PROPOSAL_ID_LEN],
-    char state[BOTTLE_PROPOSAL_STATE_LEN], struct redisContext *c,
-    const char *bottle, bottle_proposal_kind_e kind, const char *states,
-    const json_t *match, char *err, size_t errlen);
-
 
 
 #endif /* BOTTLE_PROPOSAL_H */

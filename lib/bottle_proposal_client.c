@@ -43,12 +43,14 @@ bottle_proposal_propose(bottle_proposal_queued_t *out, redisContext *c,
     int          ac;
     char        *n;
     char         created[32], maxlen[32], pmax[32], kmax[32], *text, *event;
+    char        *unless;
     json_t      *p;
     redisReply  *r;
-    const char  *av[12], *name;
+    const char  *av[14], *name;
 
     text = NULL;
     event = NULL;
+    unless = NULL;
     r = NULL;
     rc = BOTTLE_PROPOSAL_EINVALID;
 
@@ -58,6 +60,7 @@ bottle_proposal_propose(bottle_proposal_queued_t *out, redisContext *c,
     }
 
     out->journal_err[0] = '\0';
+    out->state[0] = '\0';
     out->created_ms = bottle_proposal_now();
 
     if (out->id[0] == '\0'
@@ -105,7 +108,7 @@ bottle_proposal_propose(bottle_proposal_queued_t *out, redisContext *c,
     av[9] = event;
     ac = 10;
 
-    if (origin->pending_max > 0 || origin->kind_max > 0) {
+    if (origin->pending_max > 0 || origin->kind_max > 0 || origin->unless) {
         pmax[0] = '\0';
         kmax[0] = '\0';
         if (origin->pending_max > 0) {
@@ -117,6 +120,17 @@ bottle_proposal_propose(bottle_proposal_queued_t *out, redisContext *c,
         av[10] = pmax;
         av[11] = kmax;
         ac = 12;
+    }
+
+    if (origin->unless) {
+        unless = json_dumps(origin->unless, JSON_COMPACT);
+        if (unless == NULL) {
+            bottle_errf(err, errlen, "out of memory");
+            goto cleanup;
+        }
+        av[12] = unless;
+        av[13] = origin->unless_states ? origin->unless_states : "";
+        ac = 14;
     }
 
     r = redisCommandArgv(c, ac, av, NULL);
@@ -148,11 +162,23 @@ bottle_proposal_propose(bottle_proposal_queued_t *out, redisContext *c,
         goto cleanup;
     }
 
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+    if (r->type != REDIS_REPLY_ARRAY
+        || (r->elements != 2
+            && (r->elements != 3 || origin->unless == NULL
+                || strlen(bottle_proposal_str(r, 0)) >= BOTTLE_PROPOSAL_ID_LEN
+                || strlen(bottle_proposal_str(r, 2))
+                   >= BOTTLE_PROPOSAL_STATE_LEN
+                || bottle_proposal_str(r, 2)[0] == '\0')))
+    {
         bottle_errf(err, errlen, "unexpected reply from the store to the "
                     "propose script");
         rc = BOTTLE_PROPOSAL_ESTORE;
         goto cleanup;
+    }
+
+    if (r->elements == 3) {
+        strcpy(out->id, bottle_proposal_str(r, 0));
+        strcpy(out->state, bottle_proposal_str(r, 2));
     }
 
     snprintf(out->journal_err, sizeof(out->journal_err), "%s",
@@ -165,6 +191,7 @@ cleanup:
         freeReplyObject(r);
     }
 
+    free(unless);
     free(event);
     free(text);
     json_decref(p);
@@ -260,73 +287,6 @@ bottle_proposal_check(json_t **out, redisContext *c, const char *bottle,
         bottle_errf(err, errlen, "the stored proposal is invalid");
         rc = BOTTLE_PROPOSAL_ESTORE;
     }
-
-cleanup:
-
-    if (r) {
-        freeReplyObject(r);
-    }
-
-    return rc;
-}
-
-
-int
-bottle_proposal_find(char out[BOTTLE_PROPOSAL_ID_LEN],
-    char state[BOTTLE_PROPOSAL_STATE_LEN], redisContext *c,
-    const char *bottle, bottle_proposal_kind_e kind, const char *states,
-    const json_t *match, char *err, size_t errlen)
-{
-    int          rc;
-    char        *m;
-    redisReply  *r;
-    const char  *av[7];
-
-    out[0] = '\0';
-    state[0] = '\0';
-    av[6] = states;
-
-    av[0] = "EVAL";
-    av[1] = bottle_proposal_find_script;
-    av[2] = "0";
-    av[3] = bottle;
-    av[4] = bottle_proposal_kind_name(kind);
-
-    if (av[4] == NULL) {
-        return bottle_errf(err, errlen, "unknown kind");
-    }
-
-    m = json_dumps(match, JSON_COMPACT);
-    if (m == NULL) {
-        return bottle_errf(err, errlen, "out of memory");
-    }
-    av[5] = m;
-
-    r = redisCommandArgv(c, 7, av, NULL);
-    free(m);
-
-    rc = bottle_proposal_reply_error(c, r, err, errlen);
-    if (rc != 0) {
-        goto cleanup;
-    }
-
-    if (r->type != REDIS_REPLY_ARRAY) {
-        rc = BOTTLE_PROPOSAL_ENONE;
-        goto cleanup;
-    }
-
-    if (r->elements != 2
-        || strlen(bottle_proposal_str(r, 0)) >= BOTTLE_PROPOSAL_ID_LEN
-        || strlen(bottle_proposal_str(r, 1)) >= BOTTLE_PROPOSAL_STATE_LEN)
-    {
-        bottle_errf(err, errlen, "unexpected reply from the store to the "
-                    "find script");
-        rc = BOTTLE_PROPOSAL_ESTORE;
-        goto cleanup;
-    }
-
-    strcpy(out, bottle_proposal_str(r, 0));
-    strcpy(state, bottle_proposal_str(r, 1));
 
 cleanup:
 

@@ -44,6 +44,35 @@ const char  bottle_proposal_propose_script[] =
     "if redis.call('HEXISTS', '" BOTTLE_STORE_BOTTLES "', bottle) == 0 then\n"
     "  return redis.error_reply('NOBOTTLE no bottle \"' .. bottle .. '\"')\n"
     "end\n"
+    /* one of the same already (ARGV[10], ARGV[11]): nothing queued, in
+     * the same script as the queueing, so two producers racing with the
+     * same value queue one proposal */
+    "if ARGV[10] and ARGV[10] ~= '' then\n"
+    "  local ok, m = pcall(cjson.decode, ARGV[10])\n"
+    "  if not ok or type(m) ~= 'table' then\n"
+    "    return redis.error_reply('INVALID the match is not an object')\n"
+    "  end\n"
+    "  local want = {}\n"
+    "  for st in string.gmatch(ARGV[11] or '', '[^,]+') do want[st] = true"
+    " end\n"
+    "  for _, p in ipairs(redis.call('ZREVRANGE', '" BOTTLE_PROPOSALS_OF "' .."
+    " bottle, 0, -1)) do\n"
+    "    local h = redis.call('HMGET', '" BOTTLE_PROPOSAL_PREFIX "' .. p, '"
+    BOTTLE_PROPOSAL_F_STATE "', '" BOTTLE_PROPOSAL_F_KIND "', '"
+    BOTTLE_PROPOSAL_F_JSON "')\n"
+    "    if h[1] and want[h[1]] and h[2] == kind then\n"
+    "      local pok, o = pcall(cjson.decode, h[3] or '')\n"
+    "      local a = pok and type(o) == 'table' and o.args or nil\n"
+    "      local same = type(a) == 'table'\n"
+    "      if same then\n"
+    "        for k, v in pairs(m) do\n"
+    "          if a[k] ~= v then same = false break end\n"
+    "        end\n"
+    "      end\n"
+    "      if same then return {p, '', h[1]} end\n"
+    "    end\n"
+    "  end\n"
+    "end\n"
     "local key = '" BOTTLE_PROPOSAL_PREFIX "' .. id\n"
     "if redis.call('EXISTS', key) == 1 then\n"
     "  return redis.error_reply('EXISTS proposal \"' .. id .. '\" exists')\n"
@@ -176,35 +205,3 @@ const char  bottle_proposal_withdraw_script[] =
     "redis.call('ZREM', '" BOTTLE_PROPOSALS_PENDING "', id)\n"
     "redis.call('PUBLISH', '" BOTTLE_DECISIONS_CHANNEL "', id .. ' expired')\n"
     "return {1, jerr}\n";
-
-
-/*
- * The newest proposal of a bottle, of a kind, in one of the states given,
- * whose args hold every key/value of the match (string values).
- */
-const char  bottle_proposal_find_script[] =
-    "local ok, m = pcall(cjson.decode, ARGV[3])\n"
-    "if not ok or type(m) ~= 'table' then\n"
-    "  return redis.error_reply('INVALID the match is not an object')\n"
-    "end\n"
-    "local want = {}\n"
-    "for st in string.gmatch(ARGV[4], '[^,]+') do want[st] = true end\n"
-    "local ids = redis.call('ZREVRANGE', '" BOTTLE_PROPOSALS_OF "' .."
-    " ARGV[1], 0, -1)\n"
-    "for _, id in ipairs(ids) do\n"
-    "  local h = redis.call('HMGET', '" BOTTLE_PROPOSAL_PREFIX "' .. id, '"
-    BOTTLE_PROPOSAL_F_STATE "', '" BOTTLE_PROPOSAL_F_KIND "', '"
-    BOTTLE_PROPOSAL_F_JSON "')\n"
-    "  if h[1] and want[h[1]] and h[2] == ARGV[2] then\n"
-    "    local pok, p = pcall(cjson.decode, h[3] or '')\n"
-    "    local a = pok and type(p) == 'table' and p.args or nil\n"
-    "    local same = type(a) == 'table'\n"
-    "    if same then\n"
-    "      for k, v in pairs(m) do\n"
-    "        if a[k] ~= v then same = false break end\n"
-    "      end\n"
-    "    end\n"
-    "    if same then return {id, h[1]} end\n"
-    "  end\n"
-    "end\n"
-    "return false\n";

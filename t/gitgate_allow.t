@@ -7,7 +7,7 @@
 # the operator approves it the same push lands on the forge byte for byte;
 # the same value unmarked, or in another repo, is still refused; a denied
 # one stays refused; an unmarked secret in the same push refuses it
-# outright, no proposal.
+# outright, no proposal; two pushes of the same value at once queue one.
 #
 # nginx on the gate's port in front of build/gitgate-cgi (fcgiwrap), the
 # real git client as the agent, the fake forge as GitHub, Redis as the
@@ -82,7 +82,7 @@ Test::Bottle::bottlectl($t, $redis, 'forge', 'connect', 'github.com',
 	'--kind', 'github', '--url', "$forge->{url}/", '--token-file',
 	"$d/forge-token");
 
-$t->run()->plan(33);
+$t->run()->plan(35);
 
 ###############################################################################
 
@@ -269,5 +269,41 @@ isnt($rc, 0, 'denied: still refused');
 like($out, qr/gitleaks-allow denied\s*\n.*\n.*operator denied this value \(proposal \Q$id2\E\)/,
 	'denied: names the denied proposal');
 is(scalar(gitleaks_proposals()), 2, 'denied: nothing queued again');
+
+###############################################################################
+# two pushes of the same new marked value at once: one proposal, both name
+# it.  Redis holds every write while paused, so each push waits at its
+# first script; unpaused, a look-up apart from the queueing would have
+# let both queue one
+
+my $GHP3 = 'ghp_' . join('', map { ('A' .. 'Z', 'a' .. 'z', 0 .. 9)[($_ * 13) % 62] }
+	1 .. 36);
+for my $r (qw/ race1 race2 /) {
+	agent('.', 'clone', '-q', $URL, $r);
+	commit_file($r, 'race.txt', "token = \"$GHP3\" # gitleaks:allow\n");
+}
+my %was = map { $_ => 1 } gitleaks_proposals();
+
+redis_cli($t, 'CLIENT', 'PAUSE', 3000, 'WRITE');
+my %kid;
+for my $r (qw/ race1 race2 /) {
+	my $pid = fork() // die "fork: $!\n";
+	if ($pid == 0) {
+		my (undef, $o) = agent($r, 'push', 'origin', 'main');
+		open my $fh, '>', "$d/$r.out" or exit 1;
+		print $fh $o;
+		close $fh;
+		exit 0;
+	}
+	$kid{$r} = $pid;
+}
+waitpid($_, 0) for values %kid;
+
+my @new = grep { !$was{$_} } gitleaks_proposals();
+is(scalar @new, 1, 'two pushes at once: one proposal');
+my $both = join('', map { $t->read_file("$_.out") } qw/ race1 race2 /);
+my @named = $both =~ /the operator is asked \(proposal (\d{13}-[0-9a-f]{8})/g;
+is(join(' ', @named), join(' ', ($new[0] // '-') x 2),
+	'two pushes at once: both name it') or diag($both);
 
 ###############################################################################
