@@ -18,6 +18,7 @@
 
 #include "bottle_proposal.h"
 #include "gg_gate.h"
+#include "gg_hook.h"
 
 
 /* "<repo> <rule> <digest>", the allow set's member */
@@ -169,8 +170,8 @@ gg_allow_propose(gg_ctx_t *ctx, const gg_report_t *r, char *err,
     int                  queued, waiting;
     char                 id[BOTTLE_PROPOSAL_ID_LEN];
     char                 state[BOTTLE_PROPOSAL_STATE_LEN];
-    size_t               i, j;
-    const gg_finding_t  *f, *g;
+    size_t               i;
+    const gg_finding_t  *f;
 
     waiting = 0;
 
@@ -181,25 +182,7 @@ gg_allow_propose(gg_ctx_t *ctx, const gg_report_t *r, char *err,
             continue;
         }
 
-        /* one proposal per value: the first finding of it names it */
-
-        for (j = 0; j < i; j++) {
-            g = &r->f[j];
-            if (g->outcome == GG_NEEDS_ALLOW && !g->allowed
-                && strcmp(g->rule, f->rule) == 0
-                && strcmp(g->digest, f->digest) == 0)
-            {
-                break;
-            }
-        }
-
-        if (j < i) {
-            fprintf(stderr, "git-gate refused this push (rule: %s): "
-                    "needs gitleaks-allow approval\n"
-                    "  where: %s\n"
-                    "  the same value as above\n", f->rule, f->where);
-            continue;
-        }
+        /* one finding per value (gg_add_finding()): one proposal */
 
         if (gg_allow_one(ctx, f, id, state, &queued, err, errlen) != 0) {
             return -1;
@@ -208,19 +191,20 @@ gg_allow_propose(gg_ctx_t *ctx, const gg_report_t *r, char *err,
         if (strcmp(state, "denied") == 0) {
             fprintf(stderr, "git-gate refused this push (rule: %s): "
                     "gitleaks-allow denied\n"
-                    "  where: %s\n"
-                    "  the operator denied this value (proposal %s); remove "
-                    "it from the commits that carry it\n", f->rule, f->where,
-                    id);
+                    "  where: %s\n", f->rule, f->where);
+            gg_report_also(f);
+            fprintf(stderr, "  the operator denied this value (proposal %s); "
+                    "remove it from the commits that carry it\n", id);
             continue;
         }
 
         waiting++;
         fprintf(stderr, "git-gate refused this push (rule: %s): "
                 "needs gitleaks-allow approval\n"
-                "  where: %s\n"
-                "  the line is marked gitleaks:allow; the operator is asked "
-                "(proposal %s%s)\n", f->rule, f->where, id,
+                "  where: %s\n", f->rule, f->where);
+        gg_report_also(f);
+        fprintf(stderr, "  the line is marked gitleaks:allow; the operator is "
+                "asked (proposal %s%s)\n", id,
                 queued ? "" : ", already waiting");
     }
 

@@ -62,42 +62,62 @@ static int
 gg_add_finding(gg_ctx_t *c, const gg_field_t *fd, uint64_t start,
     uint64_t end, int outcome, const char *rule, const char *where)
 {
+    size_t         i;
     gg_report_t   *r;
-    gg_finding_t  *f;
+    gg_finding_t   nf, *f;
 
     r = c->r;
     if (outcome == GG_REFUSE) {
         r->refuse = 1;
     }
 
+    memset(&nf, 0, sizeof(nf));
+    nf.outcome = outcome;
+
+    /* a marked value kept already: one more place of it, no other slot */
+
+    if (outcome == GG_NEEDS_ALLOW) {
+        if (gg_allow_info(c, &nf, fd, start, end) != 0) {
+            return -1;
+        }
+
+        for (i = 0; i < r->n; i++) {
+            f = &r->f[i];
+            if (f->outcome == GG_NEEDS_ALLOW
+                && strcmp(f->digest, nf.digest) == 0
+                && strcmp(f->rule, rule) == 0)
+            {
+                f->also++;
+                free(nf.file);
+                return 0;
+            }
+        }
+    }
+
     if (r->n == GG_MAX_FINDINGS) {
         r->more++;
+        free(nf.file);
         return 0;
     }
 
     if (r->f == NULL) {
         r->f = calloc(GG_MAX_FINDINGS, sizeof(gg_finding_t));
         if (r->f == NULL) {
+            free(nf.file);
             return -1;
         }
     }
 
-    f = &r->f[r->n];
-    memset(f, 0, sizeof(*f));
-    f->outcome = outcome;
-    f->rule = strdup(rule);
-    f->where = strdup(where);
-    if (f->rule == NULL || f->where == NULL
-        || (outcome == GG_NEEDS_ALLOW
-            && gg_allow_info(c, f, fd, start, end) != 0))
-    {
-        free(f->rule);
-        free(f->where);
-        free(f->file);
-        memset(f, 0, sizeof(*f));
+    nf.rule = strdup(rule);
+    nf.where = strdup(where);
+    if (nf.rule == NULL || nf.where == NULL) {
+        free(nf.rule);
+        free(nf.where);
+        free(nf.file);
         return -1;
     }
-    r->n++;
+
+    r->f[r->n++] = nf;
     return 0;
 }
 

@@ -55,6 +55,16 @@ gg_read_input(char **out, size_t *outlen, char *err, size_t errlen)
 
 
 void
+gg_report_also(const gg_finding_t *f)
+{
+    if (f->also) {
+        fprintf(stderr, "  and %zu more place%s of the same value\n", f->also,
+                f->also == 1 ? "" : "s");
+    }
+}
+
+
+void
 gg_report_print(const gg_report_t *r)
 {
     size_t               i;
@@ -65,11 +75,11 @@ gg_report_print(const gg_report_t *r)
         if (f->outcome == GG_NEEDS_ALLOW) {
             fprintf(stderr, "git-gate refused this push (rule: %s): "
                     "needs gitleaks-allow approval\n"
-                    "  where: %s\n"
-                    "  the line is marked gitleaks:allow; only the operator "
-                    "can allow it, and only in a push with no other "
-                    "finding\n",
-                    f->rule, f->where);
+                    "  where: %s\n", f->rule, f->where);
+            gg_report_also(f);
+            fprintf(stderr, "  the line is marked gitleaks:allow; only the "
+                    "operator can allow it, and only in a push with no "
+                    "other finding\n");
         } else {
             fprintf(stderr, "git-gate refused this push (rule: %s)\n"
                     "  where: %s\n", f->rule, f->where);
@@ -78,6 +88,14 @@ gg_report_print(const gg_report_t *r)
 
     if (r->more) {
         fprintf(stderr, "git-gate: %zu more findings not listed\n", r->more);
+    }
+
+    if (r->more && !r->refuse) {
+        fprintf(stderr, "git-gate: this push holds more than %d marked "
+                "values; the operator is asked about at most %d at a time: "
+                "push them in smaller pushes\n", GG_MAX_FINDINGS,
+                GG_MAX_FINDINGS);
+        return;
     }
 
     fprintf(stderr, "git-gate: remove the secret from the commits that "

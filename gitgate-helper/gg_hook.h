@@ -22,5 +22,8 @@ int gg_read_input(char **out, size_t *outlen, char *err, size_t errlen);
 /* the findings, on stderr (git shows them as "remote: " lines) */
 void gg_report_print(const gg_report_t *r);
 
+/* under a marked finding: how many more places hold the same value */
+void gg_report_also(const gg_finding_t *f);
+
 
 #endif /* GG_HOOK_H */

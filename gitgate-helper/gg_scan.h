@@ -38,7 +38,8 @@
 /* "sha256:" and 64 hex digits of the matched value, and a NUL */
 #define GG_DIGEST_LEN       (7 + 64 + 1)
 
-/* findings kept for the report; the rest are only counted */
+/* findings kept for the report, the rest only counted; a marked value
+ * (GG_NEEDS_ALLOW) is kept once, its other places counted in it */
 #define GG_MAX_FINDINGS     32
 
 /* the detectors a push is scanned with (the canary always is) */
@@ -58,6 +59,8 @@ typedef struct {
     char               *file;       /* its path; NULL if withheld */
     char                commit[GG_OID_HEXSZ + 1];   /* short sha */
     size_t              line;       /* in the new file */
+    size_t              also;       /* more places of the same value
+                                       (rule and digest) in the push */
     int                 allowed;    /* the operator allowed it already */
 } gg_finding_t;
 
@@ -65,7 +68,9 @@ typedef struct {
 typedef struct {
     gg_finding_t       *f;
     size_t              n;
-    size_t              more;       /* findings past GG_MAX_FINDINGS */
+    size_t              more;       /* findings past GG_MAX_FINDINGS
+                                       (a marked value's other places
+                                       are not: gg_finding_t.also) */
     int                 refuse;     /* some finding is GG_REFUSE */
 
     uint64_t            commits;    /* scanned */

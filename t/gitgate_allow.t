@@ -82,7 +82,7 @@ Test::Bottle::bottlectl($t, $redis, 'forge', 'connect', 'github.com',
 	'--kind', 'github', '--url', "$forge->{url}/", '--token-file',
 	"$d/forge-token");
 
-$t->run()->plan(35);
+$t->run()->plan(42);
 
 ###############################################################################
 
@@ -252,6 +252,32 @@ isnt($rc, 0, 'approved value, unmarked: refused');
 ok(forge_same($c, $refs), 'approved value, unmarked: forge untouched');
 git_in('work', 'reset', '-q', '--hard', $marked);
 
+# the approved value on 40 marked lines: one finding of it, every place
+# passes (past the 32 findings a push lists)
+
+my $mc = commit_file('work', 'many.txt',
+	join('', map { "t$_ = \"$GHP\" # gitleaks:allow\n" } 1 .. 40));
+($rc, $out) = agent('work', 'push', 'origin', 'main');
+is($rc, 0, 'approved value on 40 lines: the push goes') or diag($out);
+is(forge_refs($t, 'acme/widgets')->{'refs/heads/main'}, $mc,
+	'approved value on 40 lines: the forge has it');
+
+# 33 marked values in one push: refused, nothing queued, says why
+
+commit_file('work', 'vals.txt', join('', map {
+	"v$_ = \"ghp_" . substr(sha256_hex("v$_"), 0, 36) . "\" # gitleaks:allow\n"
+} 1 .. 33));
+my $n0 = () = gitleaks_proposals();
+$c = forge_connections($t);
+$refs = forge_refs($t, 'acme/widgets');
+($rc, $out) = agent('work', 'push', 'origin', 'main');
+isnt($rc, 0, '33 marked values: refused');
+like($out, qr/^remote: git-gate: this push holds more than 32 marked values; the operator is asked about at most 32 at a time: push them in smaller pushes/m,
+	'33 marked values: says why') or diag($out);
+is(scalar(() = gitleaks_proposals()), $n0, '33 marked values: nothing queued');
+ok(forge_same($c, $refs), '33 marked values: forge untouched');
+git_in('work', 'reset', '-q', '--hard', $mc);
+
 ###############################################################################
 # another repo: its own proposal; denied, it stays refused
 
@@ -280,7 +306,8 @@ my $GHP3 = 'ghp_' . join('', map { ('A' .. 'Z', 'a' .. 'z', 0 .. 9)[($_ * 13) % 
 	1 .. 36);
 for my $r (qw/ race1 race2 /) {
 	agent('.', 'clone', '-q', $URL, $r);
-	commit_file($r, 'race.txt', "token = \"$GHP3\" # gitleaks:allow\n");
+	commit_file($r, 'race.txt',
+		join('', map { "t$_ = \"$GHP3\" # gitleaks:allow\n" } 1 .. 3));
 }
 my %was = map { $_ => 1 } gitleaks_proposals();
 
@@ -305,5 +332,7 @@ my $both = join('', map { $t->read_file("$_.out") } qw/ race1 race2 /);
 my @named = $both =~ /the operator is asked \(proposal (\d{13}-[0-9a-f]{8})/g;
 is(join(' ', @named), join(' ', ($new[0] // '-') x 2),
 	'two pushes at once: both name it') or diag($both);
+like($both, qr/^remote:   and 2 more places of the same value\s*$/m,
+	'a value on 3 lines: one proposal, its other places counted');
 
 ###############################################################################
