@@ -29,6 +29,7 @@ use Test::Bottle::Gateway;
 
 use Digest::SHA qw/ sha256_hex /;
 use JSON::PP;
+use POSIX ();
 use Time::HiRes qw/ sleep /;
 
 select STDERR; $| = 1;
@@ -317,10 +318,10 @@ for my $r (qw/ race1 race2 /) {
 	my $pid = fork() // die "fork: $!\n";
 	if ($pid == 0) {
 		my (undef, $o) = agent($r, 'push', 'origin', 'main');
-		open my $fh, '>', "$d/$r.out" or exit 1;
+		open my $fh, '>', "$d/$r.out" or POSIX::_exit(1);
 		print $fh $o;
 		close $fh;
-		exit 0;
+		POSIX::_exit(0);
 	}
 	$kid{$r} = $pid;
 }

@@ -777,7 +777,9 @@ sub git {
 	my ($t, @args) = @_;
 	my $o = ref $args[0] eq 'HASH' ? shift @args : {};
 	my $d = $t->testdir();
-	my $out = "$d/git-client.out";
+	# one file per calling process: a test may run git from forked
+	# children at once
+	my $out = "$d/git-client.$$.out";
 
 	my $cfg = "$d/gitconfig";
 	if (!-e $cfg) {
