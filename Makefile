@@ -293,13 +293,15 @@ $(BUILD)/fuzz/gg_lmatch_fuzz: fuzz/gg_lmatch_fuzz.c fuzz/fuzz.h $(GG_SRCS) \
 	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< $(GG_SRCS) $(LIB_SRCS) \
 	    $(GG_LIBS)
 
-# supervise-helper's JSON-RPC parser: its own source and jansson
+# supervise-helper's JSON-RPC parser: its own source, libbottle (the
+# UTF-8 fix of its error messages) and jansson
 $(BUILD)/fuzz/supervise_rpc_fuzz: fuzz/supervise_rpc_fuzz.c fuzz/fuzz.h \
                                   supervise-helper/sv_rpc.c \
-                                  supervise-helper/supervise.h
+                                  supervise-helper/supervise.h \
+                                  $(LIB_SRCS) $(LIB_HDRS)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -Isupervise-helper -o $@ $< \
-	    supervise-helper/sv_rpc.c -ljansson
+	    supervise-helper/sv_rpc.c $(LIB_SRCS) $(LIB_LIBS)
 
 # git-gate's request path parser, with libbottle's grant grammar
 $(BUILD)/fuzz/gg_path_fuzz: fuzz/gg_path_fuzz.c fuzz/fuzz.h \

@@ -101,6 +101,10 @@ gg_query_service(const char *q, size_t qlen)
 
     static const char  key[] = "service=";
 
+    if (q == NULL) {
+        return 0;
+    }
+
     service = 0;
     start = 0;
 

@@ -153,5 +153,9 @@ int bottle_record_ocsf_append(bottle_record_batch_t *b,
 /* OCSF's activity_id of a method: 1-8, 99 other */
 int bottle_record_ocsf_activity(const char *method, size_t len);
 
+/* every byte of buf that is not in valid UTF-8 becomes '?': text of the
+ * agent's, cut anywhere, made fit for a JSON string */
+void bottle_record_utf8_fix(unsigned char *buf, size_t len);
+
 
 #endif /* _BOTTLE_RECORD_H_INCLUDED_ */

@@ -76,7 +76,6 @@ int bottle_record_scrub_needed(const bottle_t *b, const unsigned char *buf,
 
 size_t bottle_record_utf8(const unsigned char *buf, size_t len, int cut,
     int *whole);
-void bottle_record_utf8_fix(unsigned char *buf, size_t len);
 
 
 #endif /* BOTTLE_RECORD_INT_H */

@@ -95,7 +95,7 @@ bottle_record_utf8(const unsigned char *buf, size_t len, int cut, int *whole)
 }
 
 
-/* every byte of buf that is not in valid UTF-8 becomes '?' */
+/* bottle_record.h */
 
 void
 bottle_record_utf8_fix(unsigned char *buf, size_t len)

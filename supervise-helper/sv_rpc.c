@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bottle_record.h"
 #include "supervise.h"
 
 
@@ -167,9 +168,31 @@ sv_rpc_result(json_t *id, json_t *result)
 json_t *
 sv_rpc_error(json_t *id, int code, const char *message)
 {
-    return json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0",
+    char    *fit;
+    json_t  *m;
+
+    /* the agent's bytes quoted in it may be cut inside a character
+     * (jansson's "near '...'", a member's name): '?' in their place */
+
+    m = json_string(message);
+    if (m == NULL) {
+        fit = strdup(message);
+        if (fit == NULL) {
+            return NULL;
+        }
+
+        bottle_record_utf8_fix((unsigned char *) fit, strlen(fit));
+        m = json_string(fit);
+        free(fit);
+
+        if (m == NULL) {
+            return NULL;
+        }
+    }
+
+    return json_pack("{s:s, s:O, s:{s:i, s:o}}", "jsonrpc", "2.0",
                      "id", id ? id : json_null(), "error", "code", code,
-                     "message", message);
+                     "message", m);
 }
 
 

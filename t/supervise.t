@@ -44,7 +44,7 @@ if (!-x $HELPER) {
 }
 
 my $t = Test::Nginx->new()->has_daemon('redis-server')
-	->has_daemon('redis-cli')->has_daemon('curl')->plan(109);
+	->has_daemon('redis-cli')->has_daemon('curl')->plan(111);
 my $d = $t->testdir();
 my $json = JSON::PP->new->canonical;
 
@@ -277,6 +277,13 @@ is($res->{status}, 415, 'Content-Type text/plain: 415');
 $res = req('fast', \%h, '{"jsonrpc": "2.0", "id": 6, "method": ');
 is($res->{status}, 400, 'bad JSON: 400');
 is($res->{json}{error}{code}, -32700, 'bad JSON: -32700');
+# jansson quotes the bad escape up to its first byte, half a character
+$res = req('fast', \%h, '{"jsonrpc": "2.0", "id": 6, "method": "\\'
+	. "\xce\xa3" . '"}');
+is($res->{json}{error}{code}, -32700,
+	'bad JSON cut inside a character: -32700');
+like($res->{json}{error}{message} // '', qr/^parse error: invalid escape near '"\\\?'/,
+	'bad JSON cut inside a character: quoted, "?" for the half');
 $res = req('fast', \%h, '[{"jsonrpc":"2.0","id":7,"method":"ping"}]');
 is($res->{json}{error}{code}, -32600, 'a batch: -32600');
 $res = req('fast', \%h, '{"jsonrpc":"1.0","id":8,"method":"ping"}');
