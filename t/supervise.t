@@ -44,7 +44,7 @@ if (!-x $HELPER) {
 }
 
 my $t = Test::Nginx->new()->has_daemon('redis-server')
-	->has_daemon('redis-cli')->has_daemon('curl')->plan(111);
+	->has_daemon('redis-cli')->has_daemon('curl')->plan(112);
 my $d = $t->testdir();
 my $json = JSON::PP->new->canonical;
 
@@ -293,6 +293,11 @@ $res = rpc('fast', 'alice', $A, 'resources/list');
 is($res->{json}{error}{code}, -32601, 'unknown method: -32601');
 $res = rpc('fast', 'alice', $A, 'tools/call', { name => 'rm-rf' });
 is($res->{json}{error}{code}, -32602, 'unknown tool: -32602');
+$res = req('fast', { %h, 'MCP-Protocol-Version' => '2025-06-18' },
+	'{"jsonrpc":"2.0","id":90,"method":"tools/call","params":{"name":"a'
+	. ("\xc3\xa9" x 40) . '"}}');
+is($res->{json}{error}{code}, -32602,
+	'unknown tool, its name quoted cut inside a character: -32602');
 $res = rpc('fast', 'alice', $A, 'tools/call', { name => 'egress-block',
 	arguments => [ 1 ] });
 is($res->{json}{error}{code}, -32602, 'arguments not an object: -32602');
