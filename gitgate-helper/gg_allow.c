@@ -189,20 +189,14 @@ gg_allow_propose(gg_ctx_t *ctx, const gg_report_t *r, char *err,
         }
 
         if (strcmp(state, "denied") == 0) {
-            fprintf(stderr, "git-gate refused this push (rule: %s): "
-                    "gitleaks-allow denied\n"
-                    "  where: %s\n", f->rule, f->where);
-            gg_report_also(f);
+            gg_report_marked(f, "gitleaks-allow denied");
             fprintf(stderr, "  the operator denied this value (proposal %s); "
                     "remove it from the commits that carry it\n", id);
             continue;
         }
 
         waiting++;
-        fprintf(stderr, "git-gate refused this push (rule: %s): "
-                "needs gitleaks-allow approval\n"
-                "  where: %s\n", f->rule, f->where);
-        gg_report_also(f);
+        gg_report_marked(f, "needs gitleaks-allow approval");
         fprintf(stderr, "  the line is marked gitleaks:allow; the operator is "
                 "asked (proposal %s%s)\n", id,
                 queued ? "" : ", already waiting");

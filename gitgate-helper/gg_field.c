@@ -19,13 +19,11 @@ static int gg_in_context(const gg_field_t *fd, uint64_t start, uint64_t end);
 static int gg_marked(const gg_field_t *fd, uint64_t start, uint64_t end);
 
 
-/*
- * A marked finding: what its gitleaks-allow proposal says of it, the
- * value only as its digest (the value itself never leaves the scanner)
- */
-static int
-gg_allow_info(gg_ctx_t *c, gg_finding_t *f, const gg_field_t *fd,
-    uint64_t start, uint64_t end)
+/* a marked value's digest: "sha256:" and the hex of the matched bytes
+ * (the value itself never leaves the scanner) */
+static void
+gg_allow_digest(char *digest, const gg_field_t *fd, uint64_t start,
+    uint64_t end)
 {
     size_t         i;
     unsigned char  md[SHA256_DIGEST_LENGTH];
@@ -37,22 +35,10 @@ gg_allow_info(gg_ctx_t *c, gg_finding_t *f, const gg_field_t *fd,
     SHA256((const unsigned char *) fd->data + start, (size_t) (end - start),
            md);
 
-    memcpy(f->digest, "sha256:", 7);
+    memcpy(digest, "sha256:", 7);
     for (i = 0; i < SHA256_DIGEST_LENGTH; i++) {
-        snprintf(f->digest + 7 + 2 * i, 3, "%02x", md[i]);
+        snprintf(digest + 7 + 2 * i, 3, "%02x", md[i]);
     }
-
-    snprintf(f->commit, sizeof(f->commit), "%s", c->obj);
-    f->line = gg_line_of(fd, start);
-
-    if (fd->name) {
-        f->file = strdup(fd->name);
-        if (f->file == NULL) {
-            return -1;
-        }
-    }
-
-    return 0;
 }
 
 
@@ -77,9 +63,7 @@ gg_add_finding(gg_ctx_t *c, const gg_field_t *fd, uint64_t start,
     /* a marked value kept already: one more place of it, no other slot */
 
     if (outcome == GG_NEEDS_ALLOW) {
-        if (gg_allow_info(c, &nf, fd, start, end) != 0) {
-            return -1;
-        }
+        gg_allow_digest(nf.digest, fd, start, end);
 
         for (i = 0; i < r->n; i++) {
             f = &r->f[i];
@@ -88,7 +72,6 @@ gg_add_finding(gg_ctx_t *c, const gg_field_t *fd, uint64_t start,
                 && strcmp(f->rule, rule) == 0)
             {
                 f->also++;
-                free(nf.file);
                 return 0;
             }
         }
@@ -96,21 +79,29 @@ gg_add_finding(gg_ctx_t *c, const gg_field_t *fd, uint64_t start,
 
     if (r->n == GG_MAX_FINDINGS) {
         r->more++;
-        free(nf.file);
         return 0;
     }
 
     if (r->f == NULL) {
         r->f = calloc(GG_MAX_FINDINGS, sizeof(gg_finding_t));
         if (r->f == NULL) {
-            free(nf.file);
             return -1;
         }
     }
 
     nf.rule = strdup(rule);
     nf.where = strdup(where);
-    if (nf.rule == NULL || nf.where == NULL) {
+
+    /* what its gitleaks-allow proposal says of it */
+    if (outcome == GG_NEEDS_ALLOW) {
+        snprintf(nf.commit, sizeof(nf.commit), "%s", c->obj);
+        nf.line = gg_line_of(fd, start < fd->len ? start : fd->len);
+        nf.file = fd->name ? strdup(fd->name) : NULL;
+    }
+
+    if (nf.rule == NULL || nf.where == NULL
+        || (outcome == GG_NEEDS_ALLOW && fd->name && nf.file == NULL))
+    {
         free(nf.rule);
         free(nf.where);
         free(nf.file);

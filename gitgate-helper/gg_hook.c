@@ -55,8 +55,11 @@ gg_read_input(char **out, size_t *outlen, char *err, size_t errlen)
 
 
 void
-gg_report_also(const gg_finding_t *f)
+gg_report_marked(const gg_finding_t *f, const char *what)
 {
+    fprintf(stderr, "git-gate refused this push (rule: %s): %s\n"
+            "  where: %s\n", f->rule, what, f->where);
+
     if (f->also) {
         fprintf(stderr, "  and %zu more place%s of the same value\n", f->also,
                 f->also == 1 ? "" : "s");
@@ -73,10 +76,7 @@ gg_report_print(const gg_report_t *r)
     for (i = 0; i < r->n; i++) {
         f = &r->f[i];
         if (f->outcome == GG_NEEDS_ALLOW) {
-            fprintf(stderr, "git-gate refused this push (rule: %s): "
-                    "needs gitleaks-allow approval\n"
-                    "  where: %s\n", f->rule, f->where);
-            gg_report_also(f);
+            gg_report_marked(f, "needs gitleaks-allow approval");
             fprintf(stderr, "  the line is marked gitleaks:allow; only the "
                     "operator can allow it, and only in a push with no "
                     "other finding\n");

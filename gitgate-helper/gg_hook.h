@@ -22,8 +22,9 @@ int gg_read_input(char **out, size_t *outlen, char *err, size_t errlen);
 /* the findings, on stderr (git shows them as "remote: " lines) */
 void gg_report_print(const gg_report_t *r);
 
-/* under a marked finding: how many more places hold the same value */
-void gg_report_also(const gg_finding_t *f);
+/* a marked finding's first lines: what holds it back, where, and how
+ * many more places hold the same value */
+void gg_report_marked(const gg_finding_t *f, const char *what);
 
 
 #endif /* GG_HOOK_H */

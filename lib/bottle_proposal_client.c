@@ -162,6 +162,8 @@ bottle_proposal_propose(bottle_proposal_queued_t *out, redisContext *c,
         goto cleanup;
     }
 
+    /* [id, journal error], or [id of the match, "", its state] */
+
     if (r->type != REDIS_REPLY_ARRAY
         || (r->elements != 2
             && (r->elements != 3 || origin->unless == NULL
