@@ -8,10 +8,18 @@
 # the same value unmarked, or in another repo, is still refused; a denied
 # one stays refused; an unmarked secret in the same push refuses it
 # outright, no proposal; two pushes of the same value at once queue one.
+# The bound on a bottle's pending proposals (32, every source together,
+# docs/control-plane.md): a push queues up to it and is refused past it
+# (rule proposals_pending), another bottle still proposes, and the bound
+# holds across sources: at it through git-gate, supervise-helper's tools
+# and the egress proxy's held requests queue nothing; at it through
+# supervise's tools, git-gate queues nothing.
 #
 # nginx on the gate's port in front of build/gitgate-cgi (fcgiwrap), the
 # real git client as the agent, the fake forge as GitHub, Redis as the
-# control plane.  GITGATE_CGI=path runs another build.
+# control plane; a second nginx as the egress proxy and supervise-helper,
+# on the same store.  GITGATE_CGI=path, TEST_NGINX_MODULE=path and
+# SUPERVISE_HELPER=path run other builds.
 
 ###############################################################################
 
@@ -153,7 +161,7 @@ for (1 .. 100) {
 	sleep 0.05;
 }
 
-$t->run()->plan(67);
+$t->run()->plan(68);
 $te->run();
 
 ###############################################################################
@@ -567,5 +575,15 @@ like($out, qr/^remote: git-gate refused this push \(rule: proposals_pending\)\s*
 	'svb at the bound: remote: says why') or diag($out);
 is(kind_of('svb', 'gitleaks-allow'), 0, 'svb at the bound: no gitleaks-allow');
 is(forge_connections($t), $c, 'svb at the bound: forge untouched');
+
+###############################################################################
+
+# the egress gateway and supervise-helper ran clean (ASan builds: their
+# logs hold any sanitizer report; $t's own are checked by Test::Nginx)
+
+$te->stop();
+is(join("\n", grep { /ERROR: \w*Sanitizer|\bSanitizer:|runtime error:/ }
+	split /\n/, $te->read_file('error.log') . $t->read_file('sv.stderr')),
+	'', 'egress gateway, supervise-helper: no sanitizer errors');
 
 ###############################################################################
