@@ -86,7 +86,7 @@ gg_allow_check(gg_ctx_t *ctx, gg_report_t *r, char *err, size_t errlen)
 
 static int
 gg_allow_one(gg_ctx_t *ctx, const gg_finding_t *f, char *id, char *state,
-    int *queued, char *err, size_t errlen)
+    int *queued, long long *pending, char *err, size_t errlen)
 {
     int                        rc;
     char                       host[128], gw[192], why[1024];
@@ -131,6 +131,10 @@ gg_allow_one(gg_ctx_t *ctx, const gg_finding_t *f, char *id, char *state,
     o.gateway = gw;
     o.seq = ++seq;
 
+    /* the bottle's pending proposals of every source, counted where it is
+     * queued (so two pushes at once cannot pass it together) */
+    o.pending_max = BOTTLE_PROPOSAL_PENDING_MAX;
+
     /* one waiting already, or denied: no other proposal of it (looked for
      * in the script that queues, so two pushes at once queue one) */
     o.unless = match;
@@ -146,6 +150,15 @@ gg_allow_one(gg_ctx_t *ctx, const gg_finding_t *f, char *id, char *state,
                                  ctx->bottle_id,
                                  BOTTLE_PROPOSAL_GITLEAKS_ALLOW, args, why,
                                  &o, err, errlen);
+
+    if (rc == BOTTLE_PROPOSAL_EPENDING) {
+        /* at the bound: nothing queued for it */
+        *pending = q.count;
+        state[0] = '\0';
+        rc = 0;
+        goto cleanup;
+    }
+
     if (rc != 0) {
         rc = -1;
         goto cleanup;
@@ -170,10 +183,13 @@ gg_allow_propose(gg_ctx_t *ctx, const gg_report_t *r, char *err,
     int                  queued, waiting;
     char                 id[BOTTLE_PROPOSAL_ID_LEN];
     char                 state[BOTTLE_PROPOSAL_STATE_LEN];
-    size_t               i;
+    size_t               i, over;
+    long long            pending;
     const gg_finding_t  *f;
 
     waiting = 0;
+    over = 0;
+    pending = 0;
 
     for (i = 0; i < r->n; i++) {
         f = &r->f[i];
@@ -184,8 +200,18 @@ gg_allow_propose(gg_ctx_t *ctx, const gg_report_t *r, char *err,
 
         /* one finding per value (gg_add_finding()): one proposal */
 
-        if (gg_allow_one(ctx, f, id, state, &queued, err, errlen) != 0) {
+        if (gg_allow_one(ctx, f, id, state, &queued, &pending, err, errlen)
+            != 0)
+        {
             return -1;
+        }
+
+        if (state[0] == '\0') {
+            over++;
+            gg_report_marked(f, "needs gitleaks-allow approval, not asked");
+            fprintf(stderr, "  the line is marked gitleaks:allow; the "
+                    "operator is not asked: too many proposals pending\n");
+            continue;
         }
 
         if (strcmp(state, "denied") == 0) {
@@ -200,6 +226,18 @@ gg_allow_propose(gg_ctx_t *ctx, const gg_report_t *r, char *err,
         fprintf(stderr, "  the line is marked gitleaks:allow; the operator is "
                 "asked (proposal %s%s)\n", id,
                 queued ? "" : ", already waiting");
+    }
+
+    if (over) {
+        fprintf(stderr, "git-gate refused this push (rule: %s)\n"
+                "  this bottle has %lld proposals pending, at most %d "
+                "(supervise's tools, held requests and gitleaks-allow "
+                "together): %zu marked value%s not put to the operator; "
+                "wait for the operator to answer the pending ones, then "
+                "push again\n", GG_PENDING_RULE, pending,
+                BOTTLE_PROPOSAL_PENDING_MAX, over,
+                over == 1 ? " was" : "s were");
+        return 1;
     }
 
     if (waiting) {

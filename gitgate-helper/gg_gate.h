@@ -139,8 +139,12 @@ int gg_hook(void);
  * (BOTTLE_GITLEAKS_ALLOWED) and returns how many are not, or -1 and err.
  * gg_allow_propose() queues one gitleaks-allow proposal per distinct
  * (rule, digest) of the others, or names the one already pending, and
- * tells the pusher (stderr); 0, or -1 and err.
+ * tells the pusher (stderr); 0, 1 when the bottle's pending proposals
+ * reached BOTTLE_PROPOSAL_PENDING_MAX before every value was queued (up to
+ * the bound are; the pusher is told, rule GG_PENDING_RULE), or -1 and err.
  */
+#define GG_PENDING_RULE  "proposals_pending"
+
 int gg_allow_check(gg_ctx_t *ctx, gg_report_t *r, char *err, size_t errlen);
 int gg_allow_propose(gg_ctx_t *ctx, const gg_report_t *r, char *err,
     size_t errlen);

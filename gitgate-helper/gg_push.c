@@ -54,7 +54,7 @@ gg_hook_refuse(const char *rule, const char *fmt, ...)
 int
 gg_hook(void)
 {
-    int                     rc, written, fw, left;
+    int                     rc, written, fw, left, proposed;
     char                    err[1024], *input, *out;
     char                    lease[GG_MAX_REFNAME + GG_OID_HEXSZ + 32];
     size_t                  len, i, nargs;
@@ -142,11 +142,21 @@ gg_hook(void)
 
     if ((r.n || r.more) && !r.refuse && !r.more && ctx.store) {
         left = gg_allow_check(&ctx, &r, err, sizeof(err));
+        proposed = left > 0 ? gg_allow_propose(&ctx, &r, err, sizeof(err))
+                            : -1;
 
-        if (left > 0 && gg_allow_propose(&ctx, &r, err, sizeof(err)) == 0) {
+        if (proposed == 0) {
             gg_journal_push(&ctx, &u, "refused", GG_ALLOW_RULE,
                             "marked findings wait for the operator's "
                             "gitleaks-allow", 1, NULL);
+            goto cleanup;
+        }
+
+        if (proposed == 1) {
+            gg_journal_push(&ctx, &u, "refused", GG_PENDING_RULE,
+                            "the bottle's pending proposals are at their "
+                            "bound: marked findings not put to the "
+                            "operator", 1, NULL);
             goto cleanup;
         }
 

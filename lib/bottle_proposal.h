@@ -56,6 +56,20 @@
 /* justification and notes at most, in bytes */
 #define BOTTLE_PROPOSAL_TEXT_MAX    4096
 
+/*
+ * A bottle's pending proposals at most, every source together (supervise's
+ * tools, the egress proxy's held requests, git-gate's gitleaks-allow): each
+ * of them passes it as the propose script's pending bound (origin
+ * pending_max), and the script counts every pending proposal of the bottle,
+ * whatever its kind or producer, where it queues (docs/control-plane.md,
+ * "The bound on pending proposals").  A constant: bottlectl's own
+ * proposals (the operator's) are not bounded.
+ */
+#define BOTTLE_PROPOSAL_PENDING_MAX 32
+
+/* the propose script's error reply at the bound: "LIMIT pending <count>" */
+#define BOTTLE_PROPOSAL_LIMIT_PENDING  "LIMIT pending "
+
 
 typedef enum {
     BOTTLE_PROPOSAL_EGRESS_ALLOW = 0,

@@ -155,6 +155,7 @@ static ngx_int_t
 ngx_bottle_hold_propose(ngx_bottle_hold_t *h)
 {
     char                    err[256], why[512], summary[256], created[32];
+    char                    pmax[32];
     char                   *bottle, *host, *text, *event;
     char                    digest[sizeof("sha256:") + 64];
     size_t                  len;
@@ -162,8 +163,8 @@ ngx_bottle_hold_propose(ngx_bottle_hold_t *h)
     json_t                 *args, *p;
     ngx_int_t               rc;
     ngx_time_t             *tp;
-    const char             *maxlen, *argv[10];
-    size_t                  argvlen[10];
+    const char             *maxlen, *argv[12];
+    size_t                  argvlen[12];
     ngx_bottle_supervise_t *s = &ngx_bottle_supervise;
 
     tp = ngx_timeofday();
@@ -222,6 +223,8 @@ ngx_bottle_hold_propose(ngx_bottle_hold_t *h)
     }
 
     ngx_snprintf((u_char *) created, sizeof(created) - 1, "%L%Z", ms);
+    ngx_snprintf((u_char *) pmax, sizeof(pmax) - 1, "%d%Z",
+                 BOTTLE_PROPOSAL_PENDING_MAX);
 
     argv[0] = "EVAL";
     argv[1] = bottle_proposal_propose_script;
@@ -233,8 +236,12 @@ ngx_bottle_hold_propose(ngx_bottle_hold_t *h)
     argv[7] = text;
     argv[8] = maxlen;
     argv[9] = event;
+    /* the bottle's pending proposals of every source, counted by the
+     * script (docs/control-plane.md); no bound of the kind */
+    argv[10] = pmax;
+    argv[11] = "";
 
-    for (rc = 0; rc < 10; rc++) {
+    for (rc = 0; rc < 12; rc++) {
         argvlen[rc] = ngx_strlen(argv[rc]);
     }
 
@@ -242,7 +249,7 @@ ngx_bottle_hold_propose(ngx_bottle_hold_t *h)
 
     /* hiredis has copied the command when this returns */
 
-    if (ngx_bottle_redis_command(&s->cmd, ngx_bottle_hold_proposed, h, 10,
+    if (ngx_bottle_redis_command(&s->cmd, ngx_bottle_hold_proposed, h, 12,
                                  argv, argvlen)
         != NGX_OK)
     {
@@ -282,6 +289,7 @@ cleanup:
 static void
 ngx_bottle_hold_proposed(redisAsyncContext *ac, void *r, void *privdata)
 {
+    size_t              n;
     redisReply         *reply = r;
     ngx_bottle_hold_t  *h = privdata;
 
@@ -304,7 +312,23 @@ ngx_bottle_hold_proposed(redisAsyncContext *ac, void *r, void *privdata)
     }
 
     if (reply->type == REDIS_REPLY_ERROR) {
-        if (reply->len > 8 && ngx_strncmp(reply->str, "JOURNAL ", 8) == 0) {
+        n = sizeof(BOTTLE_PROPOSAL_LIMIT_PENDING) - 1;
+
+        if (reply->len > n
+            && ngx_strncmp(reply->str, BOTTLE_PROPOSAL_LIMIT_PENDING, n) == 0)
+        {
+            /* answered as at the gateway's own bound: refused at once */
+            ngx_bottle_hold_finish(h, NGX_DECLINED, "too many pending",
+                                   "too many proposals waiting for the "
+                                   "operator (%*s for this bottle, at most "
+                                   "%d): wait for answers",
+                                   ngx_min(reply->len - n, 20),
+                                   reply->str + n,
+                                   BOTTLE_PROPOSAL_PENDING_MAX);
+
+        } else if (reply->len > 8
+                   && ngx_strncmp(reply->str, "JOURNAL ", 8) == 0)
+        {
             ngx_bottle_hold_finish(h, NGX_DECLINED, "not journalled",
                                    "the proposal could not be journalled, "
                                    "and the bottle requires it "

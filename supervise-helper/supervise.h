@@ -34,7 +34,6 @@
 #define SV_BODY_MAX             (1024 * 1024)   /* 413 beyond */
 #define SV_BOTTLE_ID_MAX        128
 #define SV_SESSIONS_MAX         1024
-#define SV_PENDING_MAX          32      /* a bottle's pending proposals */
 #define SV_CHILDREN_MAX         3       /* children.max's default */
 #define SV_TIMEOUT_DEFAULT      30      /* seconds */
 #define SV_STORE_CONNECT_S      2

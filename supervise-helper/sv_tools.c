@@ -764,7 +764,8 @@ sv_launch_bottle(sv_tool_t *t)
 
 /*
  * Queues the proposal (args: a new reference, stolen) after the bounds:
- * SV_PENDING_MAX pending proposals per bottle, and kind_max of this kind
+ * BOTTLE_PROPOSAL_PENDING_MAX pending proposals per bottle, of every source
+ * (git-gate's and the egress proxy's count too), and kind_max of this kind
  * pending or approved when kind_max >= 0, counted by the script that
  * queues it (so racing calls cannot overshoot them).  The waiter is listed before the
  * script runs; NULL then means "wait" (call->proposal is set).
@@ -801,7 +802,7 @@ sv_queue(sv_tool_t *t, bottle_proposal_kind_e kind, json_t *args,
     o.gateway = sv_conf.gateway;
     o.seq = sv_seq();
     o.stream_max = sv_conf.stream_max;
-    o.pending_max = SV_PENDING_MAX;
+    o.pending_max = BOTTLE_PROPOSAL_PENDING_MAX;
     o.kind_max = kind_max > 0 ? kind_max : 0;
 
     q.id[0] = '\0';
@@ -829,7 +830,8 @@ sv_queue(sv_tool_t *t, bottle_proposal_kind_e kind, json_t *args,
         if (rc == BOTTLE_PROPOSAL_EPENDING) {
             return sv_refuse(t, "this bottle has %lld proposals waiting for "
                              "the operator (at most %d): wait for answers "
-                             "(check-proposal)", q.count, SV_PENDING_MAX);
+                             "(check-proposal)", q.count,
+                             BOTTLE_PROPOSAL_PENDING_MAX);
         }
 
         if (rc == BOTTLE_PROPOSAL_EKIND) {

@@ -8,10 +8,18 @@
 # the same value unmarked, or in another repo, is still refused; a denied
 # one stays refused; an unmarked secret in the same push refuses it
 # outright, no proposal; two pushes of the same value at once queue one.
+# The bound on a bottle's pending proposals (32, every source together,
+# docs/control-plane.md): a push queues up to it and is refused past it
+# (rule proposals_pending), another bottle still proposes, and the bound
+# holds across sources: at it through git-gate, supervise-helper's tools
+# and the egress proxy's held requests queue nothing; at it through
+# supervise's tools, git-gate queues nothing.
 #
 # nginx on the gate's port in front of build/gitgate-cgi (fcgiwrap), the
 # real git client as the agent, the fake forge as GitHub, Redis as the
-# control plane.  GITGATE_CGI=path runs another build.
+# control plane; a second nginx as the egress proxy and supervise-helper,
+# on the same store.  GITGATE_CGI=path, TEST_NGINX_MODULE=path and
+# SUPERVISE_HELPER=path run other builds.
 
 ###############################################################################
 
@@ -52,6 +60,8 @@ my $DIGEST = 'sha256:' . sha256_hex($GHP);
 
 my $FORGE_TOKEN = 'forge-' . 'gate-allow-token-0451';
 my $TOKEN = 'writer-token-0123456789';
+my $OTHER = 'other-token-0123456789';
+my $SVB = 'svb-token-0123456789ab';
 
 ###############################################################################
 
@@ -74,28 +84,99 @@ mkdir "$d/gate";
 my $w = forge_repo($t, 'acme/widgets', commits => 1);
 forge_repo($t, 'acme/docs', commits => 1);
 
+# the egress proxy (a second nginx, its held requests proposed to the
+# same store) and supervise-helper, for the bound on pending proposals
+my $EF = port(8094);
+my $UP = port(8095);
+fake_upstream($t, port => $UP, name => 'up');
+
 store_put($t, { id => 'writer', token => $TOKEN,
 	repos => [ 'github.com/acme/widgets:write', 'github.com/acme/docs:write' ],
-	routes => [] });
+	routes => [ { host => '127.0.0.1', port => $UP, methods => [ 'POST' ],
+		dlp => { on_match => 'supervise' } } ] },
+	{ id => 'other', token => $OTHER,
+		repos => [ 'github.com/acme/docs:write' ], routes => [] },
+	{ id => 'svb', token => $SVB,
+		repos => [ 'github.com/acme/docs:write' ], routes => [] });
 
 $t->write_file('forge-token', "$FORGE_TOKEN\n");
 Test::Bottle::bottlectl($t, $redis, 'forge', 'connect', 'github.com',
 	'--kind', 'github', '--url', "$forge->{url}/", '--token-file',
 	"$d/forge-token");
 
-$t->run()->plan(42);
+my $te = Test::Nginx->new()->has(qw/http proxy stream bottle/);
+$te->write_file_expand('nginx.conf', <<"EOF");
+
+%%TEST_GLOBALS%%
+
+daemon off;
+
+bottle_policy $redis->{url};
+bottle_supervise $redis->{url};
+bottle_supervise_timeout 3s;
+
+events {
+}
+
+stream {
+    %%TEST_GLOBALS_STREAM%%
+
+    server {
+        listen 127.0.0.1:$EF;
+        bottle_front on;
+        bottle_plain_pass unix:%%TESTDIR%%/egress.sock;
+        proxy_pass \$bottle_upstream;
+    }
+}
+
+http {
+    %%TEST_GLOBALS_HTTP%%
+
+    server {
+        listen unix:%%TESTDIR%%/egress.sock proxy_protocol;
+        bottle on;
+
+        location / {
+            proxy_pass http://\$bottle_upstream\$bottle_uri;
+            proxy_set_header Host \$bottle_host_header;
+        }
+    }
+}
+
+EOF
+
+my $SV = $ENV{SUPERVISE_HELPER} // "$FindBin::Bin/../build/supervise-helper";
+$SV = "$FindBin::Bin/../$SV" if $SV !~ m!^/!;
+plan(skip_all => "$SV not built (make supervise)") unless -x $SV;
+
+$t->run_daemon(sub {
+	open STDIN, '<', '/dev/null';
+	open STDOUT, '>>', "$d/sv.stderr";
+	open STDERR, '>&', \*STDOUT;
+	exec($SV, '--listen', "unix:$d/sv.sock", '--store', $redis->{url},
+		'--response-timeout', '0') or die "exec: $!\n";
+});
+for (1 .. 100) {
+	last if -S "$d/sv.sock";
+	sleep 0.05;
+}
+
+$t->run()->plan(68);
+$te->run();
 
 ###############################################################################
 
 my $json = JSON::PP->new->canonical;
 my $BOTTLECTL = $Test::Bottle::BOTTLECTL;
 
-sub agent {
-	my ($dir, @args) = @_;
-	my $base = "http://x:$TOKEN\@127.0.0.1:$GP/github.com/";
+sub agent_as {
+	my ($token, $dir, @args) = @_;
+	my $base = "http://x:$token\@127.0.0.1:$GP/github.com/";
 	return run_git($t, { dir => "$d/$dir" },
 		'-c', "url.$base.insteadOf=https://github.com/", @args);
 }
+
+sub agent { return agent_as($TOKEN, @_); }
 
 sub git_in { return run_git($t, { dir => "$d/$_[0]" }, @_[1 .. $#_]); }
 
@@ -335,5 +416,174 @@ is(join(' ', @named), join(' ', ($new[0] // '-') x 2),
 	'two pushes at once: both name it') or diag($both);
 like($both, qr/^remote:   and 2 more places of the same value\s*$/m,
 	'a value on 3 lines: one proposal, its other places counted');
+
+###############################################################################
+# the bound on pending proposals (docs/control-plane.md): 32 per bottle,
+# every source together (git-gate's gitleaks-allow, supervise's tools, the
+# egress proxy's held requests); a push queues up to the bound, the rest
+# of its values are not put to the operator and the push says why
+
+sub pending_of {
+	my ($bottle) = @_;
+	return scalar grep { redis_cli($t, 'HGET', "bottle:proposal:$_", 'state')
+		eq "pending\n" } grep { length } split /\n/,
+		redis_cli($t, 'ZRANGE', "bottle:proposals:of:$bottle", 0, -1);
+}
+
+sub kind_of {
+	my ($bottle, $kind) = @_;
+	return scalar grep { redis_cli($t, 'HGET', "bottle:proposal:$_", 'kind')
+		eq "$kind\n" } grep { length } split /\n/,
+		redis_cli($t, 'ZRANGE', "bottle:proposals:of:$bottle", 0, -1);
+}
+
+sub marked_values {
+	my ($tag, $n) = @_;
+	return join('', map { "$tag$_ = \"ghp_"
+		. substr(sha256_hex("$tag$_") x 2, 0, 36) . "\" # gitleaks:allow\n"
+	} 1 .. $n);
+}
+
+sub journal_push {
+	my @ev = grep { $_->{type} eq 'git.push' } map { /^\{/ ? $json->decode($_)
+		: () } split /\n/, redis_cli($t, 'XRANGE', 'bottle:audit', '-', '+');
+	return $ev[-1] // {};
+}
+
+# one push of 32 new marked values with one proposal already pending:
+# 31 are queued, the 32nd is not; the push is refused, saying why
+
+my $was = pending_of('writer');
+is($was, 1, 'bound: writer has one pending (the race\'s)');
+commit_file('work', 'b32.txt', marked_values('b', 32));
+$c = forge_connections($t);
+$refs = forge_refs($t, 'acme/widgets');
+($rc, $out) = agent('work', 'push', 'origin', 'main');
+isnt($rc, 0, 'bound: 32 values, 1 pending: refused');
+is(pending_of('writer'), 32, 'bound: queued up to the bound, no more');
+like($out, qr/^remote: git-gate refused this push \(rule: proposals_pending\)\s*\n^remote:   this bottle has 32 proposals pending, at most 32 \(supervise's tools, held requests and gitleaks-allow together\): 1 marked value was not put to the operator; wait for the operator to answer the pending ones, then push again/m,
+	'bound: remote: says the count, the bound and what to do') or diag($out);
+is(scalar(() = $out =~ /the operator is asked \(proposal /g), 31,
+	'bound: 31 values named with their proposals');
+like($out, qr/needs gitleaks-allow approval, not asked\s*\n.*\n^remote:   the line is marked gitleaks:allow; the operator is not asked: too many proposals pending/m,
+	'bound: the value not asked is listed');
+ok(forge_same($c, $refs), 'bound: forge untouched');
+my $jp = journal_push();
+is(join(' ', map { $jp->{$_} // '' } qw/ bottle verdict rule /),
+	'writer refused proposals_pending', 'bound: journal git.push, its rule');
+
+# at the bound: another push of new values queues nothing
+
+git_in('work', 'reset', '-q', '--hard', $mc);
+my $ng = kind_of('writer', 'gitleaks-allow');
+commit_file('work', 'b2.txt', marked_values('c', 2));
+($rc, $out) = agent('work', 'push', 'origin', 'main');
+isnt($rc, 0, 'at the bound: refused');
+like($out, qr/^remote:   this bottle has 32 proposals pending, at most 32 .*: 2 marked values were not put to the operator; wait for the operator/m,
+	'at the bound: remote: says why') or diag($out);
+is(kind_of('writer', 'gitleaks-allow'), $ng, 'at the bound: nothing queued');
+is(pending_of('writer'), 32, 'at the bound: still 32 pending');
+ok(forge_same($c, $refs), 'at the bound: forge untouched');
+
+# another bottle still proposes
+
+($rc, $out) = agent_as($OTHER, '.', 'clone', '-q',
+	'https://github.com/acme/docs', 'odocs');
+commit_file('odocs', 'o.txt', marked_values('o', 1));
+($rc, $out) = agent_as($OTHER, 'odocs', 'push', 'origin', 'main');
+like($out, qr/the operator is asked \(proposal \d{13}-[0-9a-f]{8}\)/,
+	'another bottle: its proposal queued') or diag($out);
+is(kind_of('other', 'gitleaks-allow'), 1, 'another bottle: in the store');
+
+# cross-source: writer, at the bound through git-gate, gets no supervise
+# proposal and no held request queued
+
+my $sid = 0;
+
+sub mcp {
+	my ($bottle, $body, $session) = @_;
+	$sid++;
+	$t->write_file("mcp$sid.json", $json->encode($body));
+	my @cmd = ('curl', '-s', '-D', "$d/mcp$sid.h", '--max-time', '20',
+		'--unix-socket', "$d/sv.sock", '-H', "X-Bottle-Id: $bottle",
+		'-H', 'Accept: application/json, text/event-stream',
+		'-H', 'Content-Type: application/json',
+		'-H', 'MCP-Protocol-Version: 2025-06-18',
+		$session ? ('-H', "Mcp-Session-Id: $session") : (),
+		'--data-binary', "\@$d/mcp$sid.json", 'http://supervise/');
+	open my $fh, '-|', @cmd or die "curl: $!\n";
+	local $/;
+	my $res = <$fh> // '';
+	close $fh;
+	my ($s) = $t->read_file("mcp$sid.h") =~ /^Mcp-Session-Id: (\S+)/mi;
+	return ($s, eval { $json->decode($res) } // {});
+}
+
+sub sv_session {
+	my ($s) = mcp($_[0], { jsonrpc => '2.0', id => 1, method => 'initialize',
+		params => { protocolVersion => '2025-06-18', capabilities => {},
+		clientInfo => { name => 't', version => '1' } } });
+	return $s;
+}
+
+sub sv_call {
+	my ($bottle, $s, $tool, $args) = @_;
+	my (undef, $r) = mcp($bottle, { jsonrpc => '2.0', id => 2,
+		method => 'tools/call', params => { name => $tool,
+		arguments => $args } }, $s);
+	return $r->{result}{content}[0]{text} // '';
+}
+
+my $WS = sv_session('writer');
+my $text = sv_call('writer', $WS, 'egress-block', { host => 'x.example',
+	justification => 'j' });
+like($text, qr/this bottle has 32 proposals waiting for the operator \(at most 32\)/,
+	'cross-source: writer at the bound through git-gate: supervise refuses')
+	or diag($text);
+is(kind_of('writer', 'egress-block'), 0, 'cross-source: no supervise proposal');
+
+my $BODY = "{\"note\": \"deploy with $GHP2 please\"}";
+my $r = proxy_request($EF, "POST http://127.0.0.1:$UP/hold HTTP/1.1\r\n"
+	. "Host: 127.0.0.1:$UP\r\n"
+	. 'Proxy-Authorization: ' . basic('agent', $TOKEN) . "\r\n"
+	. "Content-Type: application/json\r\n"
+	. 'Content-Length: ' . length($BODY) . "\r\n"
+	. "Connection: close\r\n\r\n" . $BODY, timeout => 10) // '';
+like($r, qr/^HTTP\/1\.1 403 .*too many proposals waiting for the operator \(32 for this bottle, at most 32\)/s,
+	'cross-source: the held request is refused at once') or diag($r);
+is(kind_of('writer', 'egress-token-allow'), 0,
+	'cross-source: no egress-token-allow queued');
+is(pending_of('writer'), 32, 'cross-source: writer still at 32');
+
+# cross-source: svb, at the bound through supervise's tools, gets no
+# gitleaks-allow proposal queued
+
+my $BS = sv_session('svb');
+for my $i (1 .. 32) {
+	sv_call('svb', $BS, 'egress-block', { host => "h$i.example",
+		justification => 'j' });
+}
+is(pending_of('svb'), 32, 'svb: 32 pending through supervise');
+
+($rc, $out) = agent_as($SVB, '.', 'clone', '-q',
+	'https://github.com/acme/docs', 'sdocs');
+commit_file('sdocs', 's.txt', marked_values('s', 1));
+$c = forge_connections($t);
+($rc, $out) = agent_as($SVB, 'sdocs', 'push', 'origin', 'main');
+isnt($rc, 0, 'svb at the bound: push refused');
+like($out, qr/^remote: git-gate refused this push \(rule: proposals_pending\)\s*\n^remote:   this bottle has 32 proposals pending, at most 32/m,
+	'svb at the bound: remote: says why') or diag($out);
+is(kind_of('svb', 'gitleaks-allow'), 0, 'svb at the bound: no gitleaks-allow');
+is(forge_connections($t), $c, 'svb at the bound: forge untouched');
+
+###############################################################################
+
+# the egress gateway and supervise-helper ran clean (ASan builds: their
+# logs hold any sanitizer report; $t's own are checked by Test::Nginx)
+
+$te->stop();
+is(join("\n", grep { /ERROR: \w*Sanitizer|\bSanitizer:|runtime error:/ }
+	split /\n/, $te->read_file('error.log') . $t->read_file('sv.stderr')),
+	'', 'egress gateway, supervise-helper: no sanitizer errors');
 
 ###############################################################################
