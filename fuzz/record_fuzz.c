@@ -140,8 +140,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bottle_record_scrub(&b, copy, len, 1);
     CHECK(find((char *) copy, len, secret, n) == NULL);
 
-    /* nor its hex, one of the encoded forms, unless inside it itself */
-    if (n && n <= 64) {
+    /* nor its hex (values of 4 bytes or more), one of the encoded forms */
+    if (n >= 4 && n <= 64) {
         char  hex[129];
 
         for (i = 0; i < n; i++) {

@@ -143,6 +143,9 @@ record_mask_one(unsigned char *buf, size_t len, const char *s, size_t slen,
 /* a value's: itself, six base64, six percent, two hex, two \u00XX */
 #define RECORD_FORMS_EACH    17
 
+/* the shortest value with hex forms: the DLP's canary skeleton's (4) */
+#define RECORD_HEX_MIN       4
+
 /*
  * The shortest tail a cut leaves of an encoded form that is masked: one
  * or two characters begin some base64 form more often than not.
@@ -294,10 +297,14 @@ record_forms_one(bottle_record_scrub_t *sc, char **mem, const char *v, size_t n)
     p = record_form_bytes(sc, first, p, (const unsigned char *) v, n, "%25",
                           1, RECORD_FORM_PCT);
 
-    p = record_form_bytes(sc, first, p, (const unsigned char *) v, n, "", 0,
-                          RECORD_FORM_HEX);
-    p = record_form_bytes(sc, first, p, (const unsigned char *) v, n, "", 1,
-                          RECORD_FORM_HEX);
+    /* hex: too short a form would mask what merely looks like it */
+
+    if (n >= RECORD_HEX_MIN) {
+        p = record_form_bytes(sc, first, p, (const unsigned char *) v, n, "",
+                              0, RECORD_FORM_HEX);
+        p = record_form_bytes(sc, first, p, (const unsigned char *) v, n, "",
+                              1, RECORD_FORM_HEX);
+    }
 
     /* \u00XX: the DLP has these for an ASCII value only */
 
@@ -649,7 +656,7 @@ bottle_record_scrub_needed(const bottle_t *b, const unsigned char *buf, size_t l
             lb = n * 4 / 3 - 2;
         }
 
-        if (n && (lb == 0 || 2 * n < lb)) {
+        if (n >= RECORD_HEX_MIN && (lb == 0 || 2 * n < lb)) {
             lb = 2 * n;
         }
     }

@@ -530,6 +530,23 @@ test_encoded(void)
     is_int(stars(s), 96, "JSON \\u00XX escapes, upper case");
     free(s);
 
+    /* hex of a value of 4 bytes or more only: shorter is any hex text */
+    {
+        static bottle_secret_t  shorts[] = {
+            { S("S3"), S("abc") }, { S("S4"), S("wxyz") }
+        };
+
+        bottle_t  b2 = b;
+
+        b2.egress_tokens = shorts;
+        b2.negress_tokens = 2;
+
+        s = scrub(&b2, "id 616263 and 7778797a", 0);
+        is_str(s, "id 616263 and ********",
+               "hex: of a value of 4 bytes or more only");
+        free(s);
+    }
+
     s = scrub(&b, "deadbeef 746f6b2f656e2b76 \\u0074\\u006f", 0);
     is_str(s, "deadbeef 746f6b2f656e2b76 \\u0074\\u006f",
            "hex or escapes of a part of a secret: left");
