@@ -36,10 +36,14 @@ FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -Ilib
         supervise-asan test test-asan asan fuzz clean run stop install \
         uninstall
 
-# `make run`: a gateway on 127.0.0.1:9099 from the shipped nginx-conf/
+# `make run`: a gateway on LISTEN from the shipped nginx-conf/; POLICY is
+# a policy file or directory, or a store URL (redis://..., unix:/path);
+# RUN_OPTS: more of scripts/bottle-gateway's options (--module, --nginx)
 RUN_DIR    ?= /tmp/ngx-bottle
 POLICY     ?= nginx-conf/policy.example.json
+LISTEN     ?= 127.0.0.1:9099
 RESOLVER   ?=
+RUN_OPTS   ?=
 
 all: lib module unit ctl gitgate supervise
 
@@ -337,8 +341,9 @@ test-asan: asan
 	    t/unit/gg_lmatch.t
 
 run: module
-	scripts/bottle-gateway start --dir $(RUN_DIR) --policy $(POLICY) \
-	    $(if $(RESOLVER),--resolver $(RESOLVER))
+	scripts/bottle-gateway start --dir $(RUN_DIR) --policy '$(POLICY)' \
+	    --listen $(LISTEN) $(if $(RESOLVER),--resolver $(RESOLVER)) \
+	    $(RUN_OPTS)
 
 stop:
 	scripts/bottle-gateway stop --dir $(RUN_DIR)

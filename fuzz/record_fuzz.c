@@ -139,6 +139,19 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(copy, p, len);
     bottle_record_scrub(&b, copy, len, 1);
     CHECK(find((char *) copy, len, secret, n) == NULL);
+
+    /* nor its hex (values of 4 bytes or more), one of the encoded forms */
+    if (n >= 4 && n <= 64) {
+        char  hex[129];
+
+        for (i = 0; i < n; i++) {
+            hex[2 * i] = "0123456789abcdef"[(unsigned char) secret[i] >> 4];
+            hex[2 * i + 1] = "0123456789abcdef"[(unsigned char) secret[i] & 15];
+        }
+
+        CHECK(find((char *) copy, len, hex, 2 * n) == NULL);
+    }
+
     free(copy);
 
     memset(&rec, 0, sizeof(rec));

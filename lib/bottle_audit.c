@@ -42,6 +42,13 @@ static const char *const  bottle_audit_types[BOTTLE_AUDIT_NTYPES] = {
 
 
 const char  bottle_audit_contact_script[] =
+    "if ARGV[5] and ARGV[5] ~= '0' then\n"
+    "  local t = redis.call('TIME')\n"
+    "  if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)"
+    " > tonumber(ARGV[5]) then\n"
+    "    return -1\n"
+    "  end\n"
+    "end\n"
     "if redis.call('SADD', '" BOTTLE_STORE_CONTACTS_PREFIX "' .. ARGV[1],"
     " ARGV[2]) == 1 then\n"
     "  return redis.call('XADD', '" BOTTLE_STORE_AUDIT "', 'MAXLEN', '~',"

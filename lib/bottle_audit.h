@@ -159,7 +159,10 @@ int bottle_audit_random_id(char out[BOTTLE_AUDIT_RANDOM_LEN]);
 /*
  * EVAL script, no KEYS: first contact, once per (bottle, host) across
  * every gateway.  ARGV = bottle id, host, the stream's MAXLEN (about),
- * the event's JSON.  SADD bottle:contacts:<id> <host>; only if it was
+ * the event's JSON, and a deadline: epoch ms (Redis's clock), "0" none.
+ * Past the deadline (a request that waited for its record and was
+ * refused meanwhile: the contact did not happen) it writes nothing and
+ * returns -1.  Else SADD bottle:contacts:<id> <host>; only if it was
  * added, XADD bottle:audit MAXLEN ~ <max> * event <json>.  Returns the
  * new entry's id, or 0 when the pair was already recorded: either is the
  * acknowledgement.

@@ -100,9 +100,10 @@ typedef struct {
 /*
  * Masks every occurrence of the bottle's canary, egress token values and
  * held secret values in buf with '*', byte for byte: as they are, in
- * base64 (both alphabets, three alignments; values of 8 bytes or more)
- * and percent-encoded (every byte, or the reserved ones; upper or lower
- * case hex); with cut set (buf is the first part of something longer) a
+ * base64 (both alphabets, three alignments; values of 8 bytes or more),
+ * percent-encoded (every byte, or the reserved ones; every byte as %25XX),
+ * in hex and in JSON \u00XX escapes (ASCII values): the raw forms the
+ * DLP looks for, upper or lower case hex; with cut set (buf is the first part of something longer) a
  * tail that begins one of them is masked too (4 characters at least of an
  * encoded form).  Returns how many were masked.
  */
@@ -152,6 +153,19 @@ int bottle_record_ocsf_append(bottle_record_batch_t *b,
 
 /* OCSF's activity_id of a method: 1-8, 99 other */
 int bottle_record_ocsf_activity(const char *method, size_t len);
+
+/*
+ * A secret's digest as every record names it (refusal reasons, log lines,
+ * journal, full log, firehose): "sha256:" and the first
+ * BOTTLE_RECORD_DIGEST_HEX hex digits of the value's SHA-256 (md, 32
+ * bytes), never the whole: the whole digest of a short secret is a
+ * brute-force oracle.  out holds BOTTLE_RECORD_DIGEST_SIZE bytes, NUL
+ * included; returns out.
+ */
+#define BOTTLE_RECORD_DIGEST_HEX   16
+#define BOTTLE_RECORD_DIGEST_SIZE  (sizeof("sha256:") + BOTTLE_RECORD_DIGEST_HEX)
+
+char *bottle_record_digest(char *out, const unsigned char *md);
 
 /* every byte of buf that is not in valid UTF-8 becomes '?': text of the
  * agent's, cut anywhere, made fit for a JSON string */

@@ -29,6 +29,7 @@ typedef struct {
     char                  *mem;
     size_t                 b64_min;    /* the shortest base64 form; 0: none */
     unsigned               pct:1;      /* a percent form */
+    unsigned               json:1;     /* a \\u00XX form */
     unsigned               built:1;
 } bottle_record_scrub_t;
 

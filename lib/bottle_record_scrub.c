@@ -124,19 +124,27 @@ record_mask_one(unsigned char *buf, size_t len, const char *s, size_t slen,
 
 /*
  * A bottle's secrets as the records mask them: each value as it is and,
- * as the DLP looks for them (bottle_scan_secrets.c), its base64 (standard
- * and URL alphabets, at the three alignments, the characters the value
- * alone fixes: bottle_scan_b64_aligned()) when it is long enough, and its
+ * as the DLP looks for them (bottle_scan_secrets.c, docs/dlp.md
+ * "Encodings"), its base64 (standard and URL alphabets, at the three
+ * alignments, the characters the value alone fixes:
+ * bottle_scan_b64_aligned()) when it is long enough, its hex, its
  * percent-encodings (every byte as %XX, or only those outside the
- * unreserved characters, hex upper or lower case).  Built once per record.
+ * unreserved characters; every byte as %25XX, encoded twice) and its JSON
+ * escapes (every byte as \u00XX, for an ASCII value), hex upper or lower
+ * case.  Built once per record.
  */
 
 #define RECORD_FORM_LITERAL  0
 #define RECORD_FORM_B64      1
 #define RECORD_FORM_PCT      2
+#define RECORD_FORM_HEX      3
+#define RECORD_FORM_JSON     4
 
-/* a value's: itself, six base64, four percent */
-#define RECORD_FORMS_EACH    11
+/* a value's: itself, six base64, six percent, two hex, two \u00XX */
+#define RECORD_FORMS_EACH    17
+
+/* the shortest value with hex forms: the DLP's canary skeleton's (4) */
+#define RECORD_HEX_MIN       4
 
 /*
  * The shortest tail a cut leaves of an encoded form that is masked: one
@@ -183,6 +191,10 @@ record_form_add(bottle_record_scrub_t *sc, size_t first, const char *data,
     if (kind == RECORD_FORM_PCT) {
         sc->pct = 1;
     }
+
+    if (kind == RECORD_FORM_JSON) {
+        sc->json = 1;
+    }
 }
 
 
@@ -219,12 +231,39 @@ record_form_pct(bottle_record_scrub_t *sc, size_t first, char *p,
 }
 
 
+/* every byte as pre (4 bytes at most) and two hex digits: hex, %25XX, \u00XX */
+
+static char *
+record_form_bytes(bottle_record_scrub_t *sc, size_t first, char *p,
+    const unsigned char *v, size_t n, const char *pre, int lower,
+    unsigned kind)
+{
+    char        *start = p;
+    size_t       i, plen;
+    const char  *hex;
+
+    hex = lower ? "0123456789abcdef" : "0123456789ABCDEF";
+    plen = strlen(pre);
+
+    for (i = 0; i < n; i++) {
+        memcpy(p, pre, plen);
+        p += plen;
+        *p++ = hex[v[i] >> 4];
+        *p++ = hex[v[i] & 0xf];
+    }
+
+    record_form_add(sc, first, start, p - start, kind);
+
+    return p;
+}
+
+
 static void
 record_forms_one(bottle_record_scrub_t *sc, char **mem, const char *v, size_t n)
 {
     int           url;
     char         *p;
-    size_t        first, m;
+    size_t        first, m, i;
     unsigned      k;
 
     if (n == 0) {
@@ -253,6 +292,32 @@ record_forms_one(bottle_record_scrub_t *sc, char **mem, const char *v, size_t n)
     p = record_form_pct(sc, first, p, (const unsigned char *) v, n, 1, 1);
     p = record_form_pct(sc, first, p, (const unsigned char *) v, n, 0, 0);
     p = record_form_pct(sc, first, p, (const unsigned char *) v, n, 0, 1);
+    p = record_form_bytes(sc, first, p, (const unsigned char *) v, n, "%25",
+                          0, RECORD_FORM_PCT);
+    p = record_form_bytes(sc, first, p, (const unsigned char *) v, n, "%25",
+                          1, RECORD_FORM_PCT);
+
+    /* hex: too short a form would mask what merely looks like it */
+
+    if (n >= RECORD_HEX_MIN) {
+        p = record_form_bytes(sc, first, p, (const unsigned char *) v, n, "",
+                              0, RECORD_FORM_HEX);
+        p = record_form_bytes(sc, first, p, (const unsigned char *) v, n, "",
+                              1, RECORD_FORM_HEX);
+    }
+
+    /* \u00XX: the DLP has these for an ASCII value only */
+
+    for (i = 0; i < n && (unsigned char) v[i] < 0x80; i++) {
+        /* void */
+    }
+
+    if (i == n) {
+        p = record_form_bytes(sc, first, p, (const unsigned char *) v, n,
+                              "\\u00", 0, RECORD_FORM_JSON);
+        p = record_form_bytes(sc, first, p, (const unsigned char *) v, n,
+                              "\\u00", 1, RECORD_FORM_JSON);
+    }
 
     *mem = p;
 }
@@ -283,8 +348,12 @@ bottle_record_scrub_build(bottle_record_scrub_t *sc, const bottle_t *b)
             return -1;
         }
 
-        /* six base64 forms of n * 4 / 3 + 4, four of 3 n at most */
-        size += 6 * (n * 4 / 3 + 4) + 4 * 3 * n;
+        /*
+         * six base64 forms of n * 4 / 3 + 4, four percent of 3 n at most,
+         * two %25XX of 5 n, two hex of 2 n, two \u00XX of 6 n
+         */
+        size += 6 * (n * 4 / 3 + 4) + 4 * 3 * n + 2 * 5 * n + 2 * 2 * n
+                + 2 * 6 * n;
     }
 
     sc->forms = malloc(nv * RECORD_FORMS_EACH * sizeof(bottle_record_form_t));
@@ -482,6 +551,24 @@ bottle_record_scrub_with(const bottle_record_scrub_t *sc, unsigned char *buf, si
         if (sc->forms[i].kind == RECORD_FORM_LITERAL) {
             record_mask_one(buf, len, sc->forms[i].data, sc->forms[i].len,
                             cut ? 1 : 0, &n);
+
+        } else if (sc->forms[i].kind == RECORD_FORM_HEX) {
+            record_mask_one(buf, len, sc->forms[i].data, sc->forms[i].len,
+                            cut ? RECORD_FORM_TAIL : 0, &n);
+        }
+    }
+
+    /* every \u00XX form has a '\', or the tail the cut leaves may be one */
+
+    if (sc->json && len
+        && (memchr(buf, '\\', len) != NULL || (cut && buf[len - 1] == '\\')))
+    {
+        for (i = 0; i < sc->n; i++) {
+            if (sc->forms[i].kind == RECORD_FORM_JSON) {
+                record_mask_one(buf, len, sc->forms[i].data,
+                                sc->forms[i].len, cut ? RECORD_FORM_TAIL : 0,
+                                &n);
+            }
         }
     }
 
@@ -535,7 +622,7 @@ bottle_record_scrub_literal(const bottle_t *b, unsigned char *buf, size_t len,
 
 
 /*
- * 0 if no encoded form can be in a short buf (no '%', no run of base64
+ * 0 if no encoded form can be in a short buf (no '%' or '\\', no run of base64
  * characters as long as the shortest base64 form can be, none a cut
  * leaves at its end): then the values as they are do, and the forms need
  * not be made.  A long buf (a body) is searched for them all.
@@ -547,11 +634,16 @@ bottle_record_scrub_needed(const bottle_t *b, const unsigned char *buf, size_t l
 {
     size_t  i, n, lb, run, longest;
 
-    if (len >= 256 || memchr(buf, '%', len) != NULL) {
+    if (len >= 256 || memchr(buf, '%', len) != NULL
+        || memchr(buf, '\\', len) != NULL)
+    {
         return 1;
     }
 
-    /* a base64 form of n bytes has n * 4 / 3 - 2 characters at least */
+    /*
+     * a base64 form of n bytes has n * 4 / 3 - 2 characters at least, a
+     * hex form 2 n: both runs of base64 characters
+     */
 
     lb = 0;
 
@@ -562,6 +654,10 @@ bottle_record_scrub_needed(const bottle_t *b, const unsigned char *buf, size_t l
 
         if (n >= BOTTLE_SCAN_SECRET_MIN && (lb == 0 || n * 4 / 3 - 2 < lb)) {
             lb = n * 4 / 3 - 2;
+        }
+
+        if (n >= RECORD_HEX_MIN && (lb == 0 || 2 * n < lb)) {
+            lb = 2 * n;
         }
     }
 

@@ -2,7 +2,8 @@
 /*
  * The records' UTF-8 checks (bottle_record_int.h): a body's text goes into
  * the JSON only as valid UTF-8, checked a word at a time where it is
- * ASCII.
+ * ASCII; and the short digest of a secret that records name
+ * (bottle_record_digest).
  */
 
 #include <stdint.h>
@@ -111,4 +112,27 @@ bottle_record_utf8_fix(unsigned char *buf, size_t len)
 
         buf[off + ok] = '?';
     }
+}
+
+
+char *
+bottle_record_digest(char *out, const unsigned char *md)
+{
+    static const char  hex[] = "0123456789abcdef";
+
+    size_t  i;
+    char   *p;
+
+    p = out;
+    memcpy(p, "sha256:", 7);
+    p += 7;
+
+    for (i = 0; i < BOTTLE_RECORD_DIGEST_HEX / 2; i++) {
+        *p++ = hex[md[i] >> 4];
+        *p++ = hex[md[i] & 0xf];
+    }
+
+    *p = '\0';
+
+    return out;
 }

@@ -39,6 +39,9 @@ static void ngx_bottle_audit_reply(redisAsyncContext *ac, void *r,
     void *privdata);
 static void ngx_bottle_audit_truncation_reply(redisAsyncContext *ac, void *r,
     void *privdata);
+static ngx_uint_t ngx_bottle_audit_late(redisReply *reply);
+static void ngx_bottle_audit_take_back(ngx_bottle_audit_entry_t *e,
+    redisReply *reply);
 static int64_t ngx_bottle_audit_now(void);
 
 
@@ -651,6 +654,13 @@ ngx_bottle_audit_push(bottle_audit_event_t *e, ngx_bottle_contact_t *ct,
     entry->host_len = ct ? ct->host.len : 0;
     entry->at = e->time_ms;
 
+    /*
+     * a first contact its request waits for: written only while the
+     * request still waits (the script checks the deadline)
+     */
+    entry->deadline = (ct && required) ? e->time_ms + a->conf->timeout : 0;
+    entry->abandoned = 0;
+
     a->tail++;
 
     ngx_bottle_audit_flush();
@@ -713,8 +723,9 @@ static void
 ngx_bottle_audit_flush(void)
 {
     int                        argc;
-    const char                *argv[8];
-    size_t                     argvlen[8];
+    u_char                     deadline[NGX_INT64_LEN + 1];
+    const char                *argv[9];
+    size_t                     argvlen[9];
     ngx_bottle_audit_t        *a = &ngx_bottle_audit;
     ngx_bottle_audit_entry_t  *e;
 
@@ -745,6 +756,13 @@ ngx_bottle_audit_flush(void)
             argvlen[argc++] = ngx_strlen(a->maxlen);
             argv[argc] = e->json;
             argvlen[argc++] = e->len;
+
+            /* a refused request's contact: a deadline long past */
+            argv[argc] = (const char *) deadline;
+            argvlen[argc++] = ngx_sprintf(deadline, "%L",
+                                          e->abandoned ? (int64_t) 1
+                                                       : e->deadline)
+                              - deadline;
 
         } else {
             argv[argc] = "XADD";
@@ -909,7 +927,19 @@ ngx_bottle_audit_reply(redisAsyncContext *ac, void *r, void *privdata)
         return;
     }
 
-    if (e->key) {
+    if (e->key && (e->abandoned || ngx_bottle_audit_late(reply))) {
+        /*
+         * not recorded for a request that was refused (or past its
+         * deadline: refused now); written all the same (the clocks of
+         * the gateway and Redis disagree), it is taken back
+         */
+        ngx_bottle_audit_take_back(e, reply);
+
+        ngx_bottle_audit_wake(a->head, NGX_DECLINED,
+                              "the audit journal could not record the first "
+                              "contact: no acknowledgement in time");
+
+    } else if (e->key) {
         id.data = e->key;
         id.len = e->id_len;
         host.data = e->key + e->id_len;
@@ -921,9 +951,11 @@ ngx_bottle_audit_reply(redisAsyncContext *ac, void *r, void *privdata)
         }
 
         ngx_free(e->key);
-    }
+        ngx_bottle_audit_wake(a->head, NGX_OK, NULL);
 
-    ngx_bottle_audit_wake(a->head, NGX_OK, NULL);
+    } else {
+        ngx_bottle_audit_wake(a->head, NGX_OK, NULL);
+    }
 
     free(e->json);
     ngx_memzero(e, sizeof(ngx_bottle_audit_entry_t));
@@ -935,6 +967,105 @@ ngx_bottle_audit_reply(redisAsyncContext *ac, void *r, void *privdata)
     }
 
     ngx_bottle_audit_flush();
+}
+
+
+/* the script's -1: past the deadline, nothing written */
+
+static ngx_uint_t
+ngx_bottle_audit_late(redisReply *reply)
+{
+    return reply->type == REDIS_REPLY_INTEGER && reply->integer < 0;
+}
+
+
+/*
+ * A first contact that must not stand: the pair out of the worker's
+ * cache (a later request runs the script again) and, if the script wrote
+ * it after all, its entry and the pair taken out of Redis again.  Frees
+ * the key.
+ */
+
+static void
+ngx_bottle_audit_take_back(ngx_bottle_audit_entry_t *e, redisReply *reply)
+{
+    u_char                   *set;
+    ngx_str_t                 id, host;
+    const char               *argv[3];
+    size_t                    argvlen[3];
+    ngx_bottle_audit_t       *a = &ngx_bottle_audit;
+    ngx_bottle_audit_host_t  *h;
+
+    id.data = e->key;
+    id.len = e->id_len;
+    host.data = e->key + e->id_len;
+    host.len = e->host_len;
+
+    h = ngx_bottle_audit_cache(&id, &host, 0);
+    if (h && !h->acked) {
+        ngx_bottle_audit_cache_forget(h);
+    }
+
+    if (reply->type == REDIS_REPLY_STRING) {
+        ngx_log_error(NGX_LOG_WARN, a->log, 0,
+                      "bottle: audit journal: the first contact of "
+                      "bottle \"%V\" with \"%V\" was written after its "
+                      "request was refused (the gateway's and Redis's "
+                      "clocks differ?); taken back", &id, &host);
+
+        argv[0] = "XDEL";
+        argvlen[0] = 4;
+        argv[1] = BOTTLE_STORE_AUDIT;
+        argvlen[1] = sizeof(BOTTLE_STORE_AUDIT) - 1;
+        argv[2] = reply->str;
+        argvlen[2] = reply->len;
+
+        (void) ngx_bottle_redis_command(&a->rd, NULL, NULL, 3, argv,
+                                        argvlen);
+
+        set = ngx_alloc(sizeof(BOTTLE_STORE_CONTACTS_PREFIX) - 1 + id.len,
+                        a->log);
+        if (set != NULL) {
+            ngx_memcpy(ngx_cpymem(set, BOTTLE_STORE_CONTACTS_PREFIX,
+                                  sizeof(BOTTLE_STORE_CONTACTS_PREFIX) - 1),
+                       id.data, id.len);
+
+            argv[0] = "SREM";
+            argvlen[0] = 4;
+            argv[1] = (const char *) set;
+            argvlen[1] = sizeof(BOTTLE_STORE_CONTACTS_PREFIX) - 1 + id.len;
+            argv[2] = (const char *) host.data;
+            argvlen[2] = host.len;
+
+            /* hiredis has copied the command when this returns */
+            (void) ngx_bottle_redis_command(&a->rd, NULL, NULL, 3, argv,
+                                            argvlen);
+            ngx_free(set);
+        }
+    }
+
+    ngx_free(e->key);
+    e->key = NULL;
+}
+
+
+/*
+ * The request that waited for the first contact seq was refused (no
+ * acknowledgement in time) or went away: its contact did not happen, so
+ * the event is not to be written (sent already, the script's deadline
+ * keeps it out; written all the same, the reply takes it back).
+ */
+
+void
+ngx_bottle_audit_abandon(uint64_t seq)
+{
+    ngx_bottle_audit_t  *a = &ngx_bottle_audit;
+
+    if (seq < a->head || seq >= a->tail) {
+        return;
+    }
+
+    a->ring[seq % a->cap].abandoned = 1;
 }
 
 

@@ -47,6 +47,8 @@ typedef struct {
     size_t                     id_len;
     size_t                     host_len;
     int64_t                    at;         /* ms, when queued */
+    int64_t                    deadline;   /* ms; 0: none (best effort) */
+    unsigned                   abandoned:1; /* its request was refused */
 } ngx_bottle_audit_entry_t;
 
 
@@ -111,6 +113,7 @@ void ngx_bottle_audit_common(bottle_audit_event_t *e,
 ngx_int_t ngx_bottle_audit_push(bottle_audit_event_t *e,
     ngx_bottle_contact_t *ct, ngx_uint_t required);
 void ngx_bottle_audit_wake(uint64_t seq, ngx_int_t rc, const char *reason);
+void ngx_bottle_audit_abandon(uint64_t seq);
 ngx_bottle_audit_host_t *ngx_bottle_audit_cache(ngx_str_t *id,
     ngx_str_t *host, ngx_uint_t create);
 void ngx_bottle_audit_cache_forget(ngx_bottle_audit_host_t *h);

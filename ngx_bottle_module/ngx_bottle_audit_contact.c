@@ -119,6 +119,8 @@ ngx_bottle_audit_contact_cancel(ngx_bottle_contact_t *ct)
     if (ct->waiting) {
         ngx_queue_remove(&ct->queue);
         ct->waiting = 0;
+        /* the request went away: no contact */
+        ngx_bottle_audit_abandon(ct->seq);
     }
 
     if (ct->ev.timer_set) {
@@ -145,6 +147,9 @@ ngx_bottle_audit_contact_event(ngx_event_t *ev)
         ct->rc = NGX_DECLINED;
         ct->reason = "the audit journal could not record the first contact: "
                      "no acknowledgement in time";
+
+        /* refused: the contact did not happen, nor is it recorded */
+        ngx_bottle_audit_abandon(ct->seq);
     }
 
     ct->handler(ct, ct->rc);

@@ -27,6 +27,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_bottle_dlp.h"
+#include "bottle_record.h"
 
 
 static ngx_int_t ngx_http_bottle_dlp_scan(ngx_http_bottle_dlp_t *d);
@@ -42,8 +43,8 @@ static void ngx_http_bottle_dlp_audit(ngx_http_bottle_dlp_t *d,
     const bottle_scan_match_t *m, const char *action);
 static void ngx_http_bottle_dlp_log(ngx_http_bottle_dlp_t *d,
     const bottle_scan_match_t *m, const char *action);
-static u_char *ngx_http_bottle_dlp_hash(ngx_http_bottle_dlp_t *d,
-    const bottle_scan_match_t *m, u_char *buf);
+static char *ngx_http_bottle_dlp_hash(ngx_http_bottle_dlp_t *d,
+    const bottle_scan_match_t *m, char *buf);
 static ngx_int_t ngx_http_bottle_dlp_digest(ngx_http_bottle_dlp_t *d,
     const bottle_scan_match_t *m, u_char *md);
 static ngx_uint_t ngx_http_bottle_dlp_safelisted(ngx_http_bottle_dlp_t *d,
@@ -356,7 +357,8 @@ ngx_http_bottle_dlp_decide(ngx_http_bottle_dlp_t *d)
 {
     size_t                       i, n, blocking;
     ngx_int_t                    rc;
-    u_char                       where[64], hash[17], full[65];
+    u_char                       where[64];
+    char                         hash[BOTTLE_RECORD_DIGEST_SIZE];
     u_char                       digest[32];
     const bottle_scan_match_t   *m, *first;
     const bottle_route_t        *route;
@@ -446,16 +448,9 @@ ngx_http_bottle_dlp_decide(ngx_http_bottle_dlp_t *d)
          * (bottle_supervise off): the spec's "it blocks".
          */
 
-        if (ngx_http_bottle_dlp_digest(d, first, digest) == NGX_OK) {
-            ngx_hex_dump(full, digest, 32);
-            full[64] = '\0';
-
-        } else {
-            ngx_cpystrn(full, (u_char *) "-", 2);
-        }
-
         if (ngx_bottle_supervise_enabled() && first->removable
-            && !first->cross_field && full[0] != '-')
+            && !first->cross_field
+            && ngx_http_bottle_dlp_digest(d, first, digest) == NGX_OK)
         {
             rc = ngx_http_bottle_dlp_hold(d, first, where, digest);
 
@@ -474,12 +469,13 @@ ngx_http_bottle_dlp_decide(ngx_http_bottle_dlp_t *d)
         }
 
         return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_DLP,
-                                    "%s (%s) in the %s, value sha256:%s: "
+                                    "%s (%s) in the %s, value %s: "
                                     "held for the operator, who is not "
                                     "reachable for this %s, so it is "
                                     "refused",
                                     bottle_scan_detector_name(first->detector),
-                                    first->rule, where, full,
+                                    first->rule, where,
+                                    ngx_http_bottle_dlp_hash(d, first, hash),
                                     ngx_bottle_supervise_enabled()
                                     ? "value" : "bottle");
     }
@@ -487,7 +483,7 @@ ngx_http_bottle_dlp_decide(ngx_http_bottle_dlp_t *d)
     ngx_http_bottle_dlp_hash(d, first, hash);
 
     return ngx_http_bottle_deny(d->ctx, d->r->pool, NGX_BOTTLE_RULE_DLP,
-                                "%s (%s) in the %s, value sha256:%s "
+                                "%s (%s) in the %s, value %s "
                                 "(%uz finding%s)",
                                 bottle_scan_detector_name(first->detector),
                                 first->rule, where, hash, blocking,
@@ -521,13 +517,13 @@ ngx_http_bottle_dlp_redact(ngx_http_bottle_dlp_t *d,
         if (!m[i].removable
             || !ngx_http_bottle_dlp_redactable(m[i].field))
         {
-            u_char  hash[17];
+            char  hash[BOTTLE_RECORD_DIGEST_SIZE];
 
             ngx_http_bottle_dlp_audit(d, &m[i], "blocked");
 
             return ngx_http_bottle_deny(d->ctx, d->r->pool,
                                         NGX_BOTTLE_RULE_DLP,
-                                        "%s (%s), value sha256:%s, where it "
+                                        "%s (%s), value %s, where it "
                                         "cannot be removed",
                                         bottle_scan_detector_name(
                                             m[i].detector),
@@ -686,13 +682,14 @@ static void
 ngx_http_bottle_dlp_log(ngx_http_bottle_dlp_t *d,
     const bottle_scan_match_t *m, const char *action)
 {
-    u_char  where[64], hash[17];
+    u_char  where[64];
+    char    hash[BOTTLE_RECORD_DIGEST_SIZE];
 
     *ngx_http_bottle_dlp_where(d, m->field, where, sizeof(where) - 1) = '\0';
 
     ngx_bottle_log(NGX_LOG_WARN, d->r->connection->log,
                    "bottle dlp: bottle=\"%s\" host=\"%V\" detector=%s "
-                   "rule=%s location=\"%s\" value=sha256:%s action=%s",
+                   "rule=%s location=\"%s\" value=%s action=%s",
                    d->ctx->verdict.bottle->id.data, &d->ctx->target.host,
                    bottle_scan_detector_name(m->detector), m->rule, where,
                    ngx_http_bottle_dlp_hash(d, m, hash), action);
@@ -709,7 +706,8 @@ static void
 ngx_http_bottle_dlp_audit(ngx_http_bottle_dlp_t *d,
     const bottle_scan_match_t *m, const char *action)
 {
-    u_char  where[64], hash[17], digest[sizeof("sha256:") + 16];
+    u_char  where[64];
+    char    hash[BOTTLE_RECORD_DIGEST_SIZE];
 
     ngx_bottle_metrics_finding(bottle_scan_detector_name(m->detector));
 
@@ -718,33 +716,32 @@ ngx_http_bottle_dlp_audit(ngx_http_bottle_dlp_t *d,
     }
 
     *ngx_http_bottle_dlp_where(d, m->field, where, sizeof(where) - 1) = '\0';
-    *ngx_sprintf(digest, "sha256:%s", ngx_http_bottle_dlp_hash(d, m, hash))
-        = '\0';
+    (void) ngx_http_bottle_dlp_hash(d, m, hash);
 
     ngx_bottle_audit_finding(d->ctx->verdict.bottle, &d->ctx->target.host,
                              &d->ctx->verdict.correlation,
                              bottle_scan_detector_name(m->detector), m->rule,
-                             (char *) where, (char *) digest, action);
+                             (char *) where, hash, action);
 }
 
 
-/* a short hash of the value: an operator can match it, nobody can read it */
+/*
+ * the value's short digest, as every record names it: an operator can
+ * match it, nobody can read it (bottle_record_digest)
+ */
 
-static u_char *
+static char *
 ngx_http_bottle_dlp_hash(ngx_http_bottle_dlp_t *d,
-    const bottle_scan_match_t *m, u_char *buf)
+    const bottle_scan_match_t *m, char *buf)
 {
     u_char  md[32];
 
     if (ngx_http_bottle_dlp_digest(d, m, md) != NGX_OK) {
-        ngx_cpystrn(buf, (u_char *) "-", 2);
+        ngx_cpystrn((u_char *) buf, (u_char *) "sha256:-", 9);
         return buf;
     }
 
-    ngx_hex_dump(buf, md, 8);
-    buf[16] = '\0';
-
-    return buf;
+    return bottle_record_digest(buf, md);
 }
 
 

@@ -16,6 +16,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_bottle_dlp.h"
+#include "bottle_record.h"
 
 
 typedef struct {
@@ -137,24 +138,25 @@ static ngx_int_t
 ngx_http_bottle_held_refuse(ngx_http_bottle_ctx_t *ctx,
     ngx_http_bottle_held_t *hd)
 {
+    char                digest[BOTTLE_RECORD_DIGEST_SIZE];
     ngx_bottle_hold_t  *h = hd->hold;
+
+    (void) bottle_record_digest(digest, hd->digest);
 
     if (h->id[0]) {
         return ngx_http_bottle_deny(ctx, hd->r->pool, NGX_BOTTLE_RULE_DLP,
-                                    "%s (%s) in the %s, value sha256:%*xs: "
+                                    "%s (%s) in the %s, value %s: "
                                     "held for the operator (proposal %s): "
                                     "%*s",
                                     hd->detector, hd->rule, hd->where,
-                                    (size_t) 8, hd->digest, h->id,
-                                    h->reason_len, h->reason);
+                                    digest, h->id, h->reason_len, h->reason);
     }
 
     return ngx_http_bottle_deny(ctx, hd->r->pool, NGX_BOTTLE_RULE_DLP,
-                                "%s (%s) in the %s, value sha256:%*xs: "
+                                "%s (%s) in the %s, value %s: "
                                 "not held for the operator: %*s",
                                 hd->detector, hd->rule, hd->where,
-                                (size_t) 8, hd->digest, h->reason_len,
-                                h->reason);
+                                digest, h->reason_len, h->reason);
 }
 
 

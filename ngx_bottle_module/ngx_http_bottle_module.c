@@ -10,10 +10,13 @@
 #include <ngx_http.h>
 
 #include "ngx_http_bottle.h"
+#include "bottle_record.h"
 
 
 static ngx_int_t ngx_http_bottle_add_variables(ngx_conf_t *cf);
 static ngx_int_t ngx_http_bottle_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static ngx_int_t ngx_http_bottle_variable_path(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static void *ngx_http_bottle_create_main_conf(ngx_conf_t *cf);
 static void *ngx_http_bottle_create_srv_conf(ngx_conf_t *cf);
@@ -41,6 +44,7 @@ static ngx_http_output_header_filter_pt  ngx_http_next_header_filter;
 #define NGX_HTTP_BOTTLE_VAR_TUNNELS      7
 #define NGX_HTTP_BOTTLE_VAR_UPGRADE      8
 #define NGX_HTTP_BOTTLE_VAR_CONNECTION   9
+#define NGX_HTTP_BOTTLE_VAR_PATH        10
 
 
 static ngx_command_t  ngx_http_bottle_commands[] = {
@@ -196,6 +200,9 @@ static ngx_http_variable_t  ngx_http_bottle_vars[] = {
     { ngx_string("bottle_tunnels"), NULL, ngx_http_bottle_variable,
       NGX_HTTP_BOTTLE_VAR_TUNNELS, NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
+    { ngx_string("bottle_path"), NULL, ngx_http_bottle_variable_path,
+      NGX_HTTP_BOTTLE_VAR_PATH, NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
       ngx_http_null_variable
 };
 
@@ -214,6 +221,65 @@ ngx_http_bottle_add_variables(ngx_conf_t *cf)
         var->get_handler = v->get_handler;
         var->data = v->data;
     }
+
+    return NGX_OK;
+}
+
+
+/*
+ * $bottle_path: the request's path as the agent sent it (no query), with
+ * the bottle's secrets masked as the full log masks them
+ * (bottle_record_scrub: the canary, egress tokens and held secrets, as
+ * they are and in the encodings the DLP decodes).  For the access log,
+ * which would otherwise write a refused path verbatim.
+ */
+
+static ngx_int_t
+ngx_http_bottle_variable_path(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    u_char                 *p, *q, *last;
+    ngx_str_t               path;
+    ngx_http_bottle_ctx_t  *ctx;
+
+    ctx = ngx_http_bottle_get_ctx(r);
+
+    if (ctx != NULL && ctx->target.path.len) {
+        path = ctx->target.path;
+
+    } else {
+        /* unparsed_uri starts at the path, or at '?' when it is empty */
+        p = r->unparsed_uri.data;
+        last = p + r->unparsed_uri.len;
+        q = (p == NULL) ? NULL : ngx_strlchr(p, last, '?');
+
+        path.data = p;
+        path.len = (q ? q : last) - p;
+    }
+
+    if (path.len == 0) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    /* a copy: the request's own bytes stay as they are */
+
+    p = ngx_pnalloc(r->pool, path.len);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(p, path.data, path.len);
+
+    if (ctx != NULL && ctx->verdict.bottle != NULL) {
+        (void) bottle_record_scrub(ctx->verdict.bottle, p, path.len, 0);
+    }
+
+    v->len = path.len;
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+    v->data = p;
 
     return NGX_OK;
 }

@@ -33,7 +33,13 @@
 
 #define SV_BODY_MAX             (1024 * 1024)   /* 413 beyond */
 #define SV_BOTTLE_ID_MAX        128
-#define SV_SESSIONS_MAX         1024
+/*
+ * MCP sessions: at most SV_SESSIONS_BOTTLE_MAX per bottle (its least
+ * recently used goes first), SV_SESSIONS_MAX in all; a bottle's new
+ * session never ends another bottle's (the table full, it is refused)
+ */
+#define SV_SESSIONS_MAX         4096
+#define SV_SESSIONS_BOTTLE_MAX  64
 #define SV_CHILDREN_MAX         3       /* children.max's default */
 #define SV_TIMEOUT_DEFAULT      30      /* seconds */
 #define SV_STORE_CONNECT_S      2

@@ -424,7 +424,7 @@ sv_http_post(struct MHD_Connection *c, sv_req_t *r)
 static enum MHD_Result
 sv_http_rpc(struct MHD_Connection *c, sv_req_t *r, sv_msg_t *m)
 {
-    int          found;
+    int          found, rc;
     char         session[BOTTLE_AUDIT_RANDOM_LEN], err[512];
     json_t      *res;
     const char  *sid, *pv, *version;
@@ -449,7 +449,18 @@ sv_http_rpc(struct MHD_Connection *c, sv_req_t *r, sv_msg_t *m)
 
         res = sv_rpc_initialize(m->params, &version);
 
-        if (res == NULL || sv_session_new(session, r->call.bottle) != 0) {
+        rc = (res == NULL) ? -1 : sv_session_new(session, r->call.bottle);
+
+        if (rc == -2) {
+            json_decref(res);
+            return sv_respond_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, m->id,
+                                    SV_RPC_SERVER_ERROR,
+                                    "the helper holds as many sessions as "
+                                    "it keeps: end one (DELETE) or try "
+                                    "later");
+        }
+
+        if (rc != 0) {
             json_decref(res);
             return sv_respond_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, m->id,
                                     SV_RPC_INTERNAL, "internal error");
@@ -772,15 +783,18 @@ sv_bottle_exists(const char *id, char *err, size_t errlen)
 
 /*
  * Sessions: a random id bound to the bottle that made it, so another
- * bottle's id is "not found"; the least recently used goes when the
- * table is full.
+ * bottle's id is "not found".  A bottle holds at most
+ * SV_SESSIONS_BOTTLE_MAX: past that its own least recently used goes.
+ * Another bottle's session never goes for it: with the table full (and
+ * the bottle under its cap) the new one is refused, -2 (-1: no random
+ * id).
  */
 
 static int
 sv_session_new(char *out, const char *bottle)
 {
-    size_t         i;
-    sv_session_t  *s;
+    size_t         i, mine;
+    sv_session_t  *s, *free_slot, *oldest;
 
     if (bottle_audit_random_id(out) != 0) {
         return -1;
@@ -788,17 +802,37 @@ sv_session_new(char *out, const char *bottle)
 
     pthread_mutex_lock(&sv_session_lock);
 
-    s = &sv_sessions[0];
+    free_slot = NULL;
+    oldest = NULL;
+    mine = 0;
 
     for (i = 0; i < SV_SESSIONS_MAX; i++) {
-        if (sv_sessions[i].id[0] == '\0') {
-            s = &sv_sessions[i];
-            break;
+        s = &sv_sessions[i];
+
+        if (s->id[0] == '\0') {
+            if (free_slot == NULL) {
+                free_slot = s;
+            }
+
+            continue;
         }
 
-        if (sv_sessions[i].used_ms < s->used_ms) {
-            s = &sv_sessions[i];
+        if (strcmp(s->bottle, bottle) != 0) {
+            continue;
         }
+
+        mine++;
+
+        if (oldest == NULL || s->used_ms < oldest->used_ms) {
+            oldest = s;
+        }
+    }
+
+    s = (mine >= SV_SESSIONS_BOTTLE_MAX) ? oldest : free_slot;
+
+    if (s == NULL) {
+        pthread_mutex_unlock(&sv_session_lock);
+        return -2;
     }
 
     snprintf(s->id, sizeof(s->id), "%s", out);

@@ -67,7 +67,7 @@ dns_start($t, port => $DNS, hosts => {
 
 my $policy = write_policy($t, 'policy.json', policy());
 
-plan(tests => 55);
+plan(tests => 60);
 
 ###############################################################################
 
@@ -146,6 +146,27 @@ like($lines[0] // '', qr/^\Qbottle="agent" host="unlisted.test" rule="no_route" 
 
 unlike(substr(read_log('error.log'), $mark), qr/agent-query-secret/,
 	'unlisted: agent\'s query credential not in the error log');
+
+# the route's secret in a refused path, as it is and in hex: the access
+# log writes the path with the secret masked, as the full log does
+
+my $HEX = unpack('H*', $SECRET);
+
+like(curl('-x', "http://u:$TOKEN\@127.0.0.1:$GWPORT",
+	"http://api.internal.test:$UP/leak/$SECRET"),
+	qr/^HTTP\/1\.1 403 .*^X-Bottle-Rule: dlp\r$/ms, 'secret in the path: 403 dlp');
+like(curl('-x', "http://u:$TOKEN\@127.0.0.1:$GWPORT",
+	"http://api.internal.test:$UP/hex/$HEX"),
+	qr/^HTTP\/1\.1 403 .*^X-Bottle-Rule: dlp\r$/ms, 'its hex in the path: 403 dlp');
+
+ok(wait_for_log('access.log',
+	qr/"GET api\.internal\.test\/leak\/\*{18}" 403 bottle=agent .*verdict=refused rule=dlp /),
+	'secret in the path: masked in access.log');
+ok(wait_for_log('access.log',
+	qr/"GET api\.internal\.test\/hex\/\*{36}" 403 bottle=agent .*verdict=refused rule=dlp /),
+	'its hex in the path: masked in access.log');
+unlike(read_log('access.log'), qr/\Q$SECRET\E|\Q$HEX\E/i,
+	'access.log: neither the secret nor its hex');
 
 # no token
 

@@ -17,6 +17,7 @@ use IO::Socket::UNIX;
 use MIME::Base64 qw//;
 use IO::Compress::Gzip qw//;
 use IO::Uncompress::Gunzip qw//;
+use Digest::SHA qw//;
 
 BEGIN { use FindBin; chdir($FindBin::Bin); }
 
@@ -427,8 +428,9 @@ IO::Uncompress::Gunzip::gunzip(\last_req('api')->{body} => \$got);
 is($got, '{"k": "[REDACTED]"}', 'redact in a gzip body inside TLS: redacted');
 
 $r = curl('-X', 'POST', '--data-binary', "{\"k\": \"$GHP\"}", "$API_URL/x");
-my ($digest) = $r =~ /value sha256:([0-9a-f]{64}): held for the operator/;
-ok($digest, 'supervise inside TLS: held, the digest named');
+my $digest = Digest::SHA::sha256_hex($GHP);
+like($r, qr/value sha256:${\substr($digest, 0, 16)}: held for the operator/,
+	'supervise inside TLS: held, the digest\'s short prefix named');
 like(http_post('/approve',
 	"bottle=alice&host=api.allowed.test&sha256=" . ($digest // ''),
 	port => 8090),

@@ -283,6 +283,10 @@ test_script(void)
     ok(strstr(s, "'XADD', 'bottle:audit', 'MAXLEN', '~', ARGV[3], '*', "
                  "'event', ARGV[4]") != NULL,
        "script: XADD only then, capped");
+    ok(strstr(s, "redis.call('TIME')") != NULL
+       && strstr(s, "> tonumber(ARGV[5]) then\n    return -1") != NULL
+       && strstr(s, "return -1") < strstr(s, "'SADD'"),
+       "script: past ARGV[5], the deadline, nothing written (-1)");
 }
 
 

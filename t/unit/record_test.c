@@ -500,12 +500,83 @@ test_encoded(void)
 
         free(body);
     }
+
+    /* hex, %25XX (percent-encoded twice), JSON \u00XX: what the DLP decodes */
+
+    s = scrub(&b, "p=746f6b2f656e2b76616c75653d313233&q", 0);
+    is_str(s, "p=********************************&q", "hex, lower case");
+    free(s);
+
+    s = scrub(&b, "/746F6B2F656E2B76616C75653D313233/", 0);
+    is_int(stars(s), 32, "hex, upper case");
+    free(s);
+
+    s = scrub(&b, "%2574%256F%256B%252F%2565%256E%252B%2576%2561%256C%2575"
+              "%2565%253D%2531%2532%2533", 0);
+    is_int(stars(s), 80, "percent-encoded twice");
+    free(s);
+
+    s = scrub(&b, "{\"k\":\"\\u0074\\u006f\\u006b\\u002f\\u0065\\u006e"
+              "\\u002b\\u0076\\u0061\\u006c\\u0075\\u0065\\u003d"
+              "\\u0031\\u0032\\u0033\"}", 0);
+    is_str(s, "{\"k\":\"************************************************"
+           "************************************************\"}",
+           "JSON \\u00XX escapes, lower case");
+    free(s);
+
+    s = scrub(&b, "\\u0074\\u006F\\u006B\\u002F\\u0065\\u006E\\u002B"
+              "\\u0076\\u0061\\u006C\\u0075\\u0065\\u003D\\u0031"
+              "\\u0032\\u0033", 0);
+    is_int(stars(s), 96, "JSON \\u00XX escapes, upper case");
+    free(s);
+
+    /* hex of a value of 4 bytes or more only: shorter is any hex text */
+    {
+        static bottle_secret_t  shorts[] = {
+            { S("S3"), S("abc") }, { S("S4"), S("wxyz") }
+        };
+
+        bottle_t  b2 = b;
+
+        b2.egress_tokens = shorts;
+        b2.negress_tokens = 2;
+
+        s = scrub(&b2, "id 616263 and 7778797a", 0);
+        is_str(s, "id 616263 and ********",
+               "hex: of a value of 4 bytes or more only");
+        free(s);
+    }
+
+    s = scrub(&b, "deadbeef 746f6b2f656e2b76 \\u0074\\u006f", 0);
+    is_str(s, "deadbeef 746f6b2f656e2b76 \\u0074\\u006f",
+           "hex or escapes of a part of a secret: left");
+    free(s);
+}
+
+
+/* the digest every record names: "sha256:" and 16 hex digits */
+
+static void
+test_digest(void)
+{
+    char           out[BOTTLE_RECORD_DIGEST_SIZE];
+    unsigned char  md[32];
+    size_t         i;
+
+    for (i = 0; i < 32; i++) {
+        md[i] = (unsigned char) (0xa0 + i);
+    }
+
+    is_str(bottle_record_digest(out, md), "sha256:a0a1a2a3a4a5a6a7",
+           "short digest: sha256: and 16 hex digits");
+    is_int(strlen(out), BOTTLE_RECORD_DIGEST_SIZE - 1, "short digest: size");
 }
 
 
 int
 main(void)
 {
+    test_digest();
     test_scrub();
     test_records();
     test_writer();
