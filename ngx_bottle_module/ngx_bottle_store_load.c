@@ -20,7 +20,7 @@
 
 
 #define NGX_BOTTLE_LOAD_TIMEOUT  2      /* seconds, to connect and per reply */
-#define NGX_BOTTLE_LOAD_BATCH    512    /* HMGETs in flight */
+#define NGX_BOTTLE_LOAD_BATCH    512    /* fetches in flight */
 #define NGX_BOTTLE_LOAD_THREADS  8
 
 
@@ -148,7 +148,7 @@ failed:
     }
 
     freeReplyObject(index);
-    ngx_bottle_store_load_failed(cf, sr, c, "HMGET");
+    ngx_bottle_store_load_failed(cf, sr, c, "fetch");
 }
 
 

@@ -34,7 +34,7 @@ typedef struct {
     ngx_bottle_slot_state_e     state;
     ngx_uint_t                  generation;
 
-    /* a fetch: HMGET of one bottle */
+    /* a fetch: the fetch script of one bottle */
     u_char                     *id;         /* NUL-terminated */
     size_t                      id_len;
     char                       *json;
