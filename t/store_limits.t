@@ -56,10 +56,12 @@ my $r = redis_start($t, port => $RP);
 ###############################################################################
 
 # a bottle's JSON written as the put script would, over a socket of our own
-# (a value this large is no command-line argument)
+# (a value this large is no command-line argument); with a callback, it is
+# called between the write of the bottle's hash and the index's change,
+# which is when the gateways learn of it
 
 sub raw_put {
-	my ($id, $json) = @_;
+	my ($id, $json, $between) = @_;
 	my $token = "$id-token-0123456789";
 	my $digest = sha256_hex($token);
 	chomp(my $v = redis_cli($t, 'INCR', 'bottle:version'));
@@ -69,18 +71,23 @@ sub raw_put {
 	my @cmds = (
 		[ 'HSET', "bottle:policy:$id", 'json', $json, 'version', $v,
 			'token_sha256', $digest ],
+		[ 'HSET', 'bottle:tokens', $digest, $id ]);
+	my @index = (
 		[ 'HSET', 'bottle:bottles', $id, $v ],
-		[ 'HSET', 'bottle:tokens', $digest, $id ],
 		[ 'PUBLISH', 'bottle:changes', "$id $v" ]);
-	for my $c (@cmds) {
+	for my $c (@cmds, $between ? () : @index) {
 		$s->print('*' . @$c . "\r\n"
 			. join('', map { '$' . length($_) . "\r\n$_\r\n" } @$c));
 	}
-	for (@cmds) {
+	for (@cmds, $between ? () : @index) {
 		my $line = <$s>;
 		die "redis: $line" unless defined $line && $line =~ /^:/;
 	}
 	close $s;
+	if ($between) {
+		$between->();
+		redis_cli($t, @$_) for @index;
+	}
 	return $token;
 }
 
@@ -162,9 +169,18 @@ like(wait_for(sub { get($ALICE, '/') }, qr/ 200 /), qr/^HTTP\/1\.1 200 /,
 	'alice served');
 
 # 40 MB of one bottle's policy, 4 MB allowed: Redis is asked for its size
-# first and never sends it; alice is served all along
+# first and never sends it; alice is served all along.  Redis itself may
+# stall while it takes in 40 MB (a loaded machine): what counts is the
+# gateway once the bottle is in the index, so that is where the log is
+# read from.
 
-my $huge = raw_put('huge', bottle_json('huge', pad => 40 * 1024 * 1024));
+my $from;
+my $huge = raw_put('huge', bottle_json('huge', pad => 40 * 1024 * 1024),
+	sub {
+		wait_for(sub { get($ALICE, '/') }, qr/ 200 /);
+		sleep 1.5;
+		$from = length($t->read_file('error.log'));
+	});
 my $during = alice_for(3);
 like($during, qr/^0 of \d+ refused, 0 lost$/,
 	'huge policy: the others served while it is read, no store lost');
@@ -172,7 +188,8 @@ like(wait_for(sub { $t->read_file('error.log') }, qr/bottle:policy:huge/),
 	qr/bottle_policy: bottle:policy:huge: bottle "huge": policy: 4194\d{4} bytes, over the limit of 4194304 \(raise "policy"/,
 	'huge policy: refused, logged with the limit');
 like(get($huge, '/'), qr/^HTTP\/1\.1 407 /, 'huge policy: bottle refused');
-unlike($t->read_file('error.log'), qr/store policy connection lost/,
+unlike(substr($t->read_file('error.log'), $from),
+	qr/store policy connection lost/,
 	'huge policy: store connection never lost');
 
 # routes: 50001 of them, 50000 allowed
