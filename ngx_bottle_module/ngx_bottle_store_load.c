@@ -268,7 +268,16 @@ ngx_bottle_store_load_batch(ngx_bottle_store_redis_t *sr, redisContext *c,
         }
 
         if (rc != NGX_OK) {
-            /* gone since the index was read */
+            if (r->type == REDIS_REPLY_ERROR) {
+                /* e.g. NOPERM: an ACL user without +hstrlen */
+                ngx_log_error(NGX_LOG_ERR, sr->log, 0,
+                              "bottle_policy: store %s: the fetch of \""
+                              BOTTLE_STORE_POLICY_PREFIX "%s\" failed: %*s",
+                              sr->name, slot->id,
+                              (size_t) ngx_min(r->len, 200), r->str);
+            }
+
+            /* gone since the index was read, or unreadable */
             slot->sr = NULL;
             continue;
         }

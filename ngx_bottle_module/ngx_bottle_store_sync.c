@@ -297,7 +297,15 @@ ngx_bottle_store_redis_fetched(redisAsyncContext *ac, void *r,
     }
 
     if (rc != NGX_OK) {
-        if (rc == NGX_ERROR) {
+        if (rc == NGX_ERROR && reply->type == REDIS_REPLY_ERROR) {
+            /* e.g. NOPERM: an ACL user without +hstrlen */
+            ngx_log_error(NGX_LOG_ERR, sr->log, 0,
+                          "bottle: policy store %s: the fetch of \""
+                          BOTTLE_STORE_POLICY_PREFIX "%s\" failed: %*s",
+                          sr->name, slot->id,
+                          (size_t) ngx_min(reply->len, 200), reply->str);
+
+        } else if (rc == NGX_ERROR) {
             ngx_log_error(NGX_LOG_ERR, sr->log, 0,
                           "bottle: policy store %s: \""
                           BOTTLE_STORE_POLICY_PREFIX "%s\" is not a hash",
