@@ -7,7 +7,8 @@
  * follows it is the command's, "policy put -- --odd-name.json");
  * -h/--help anywhere prints the manual.  Each command returns the exit
  * status itself (bottlectl.h): 0 ok, 1 refused, 2 usage, 3 store
- * unreachable, 4 a proposal answered already.
+ * unreachable, 4 a proposal answered already, 5 a write's outcome
+ * unknown.
  */
 
 #define _POSIX_C_SOURCE  200809L
@@ -65,6 +66,7 @@ static const char  bottlectl_manual[] =
 "    bottlectl [--store URL] policy put FILE|-\n"
 "    bottlectl [--store URL] policy get BOTTLE\n"
 "    bottlectl [--store URL] policy rm BOTTLE\n"
+"    bottlectl [--store URL] policy status WRITE-ID\n"
 "    bottlectl [--store URL | --policy FILE] [--json] bottles\n"
 "    bottlectl [--store URL] audit tail [-f] [--bottle BOTTLE] [-n N]\n"
 "    bottlectl [--store URL] firehose [--bottle BOTTLE] [-n N]\n"
@@ -105,10 +107,14 @@ static const char  bottlectl_manual[] =
 "        bottle object; - reads standard input) and write all its bottles\n"
 "        at once, or none.  A plaintext \"token\" is replaced by its\n"
 "        \"token_sha256\".  Prints \"<id> version <v>\" per bottle.\n"
+"        Bottles over the limits (--limits) are refused.\n"
 "    policy get BOTTLE\n"
 "        Print the bottle's stored JSON.\n"
 "    policy rm BOTTLE\n"
 "        Remove the bottle, its token digest and its first-contact set.\n"
+"    policy status WRITE-ID\n"
+"        Whether the put or rm of that write id (exit status 5) was\n"
+"        applied; once answered, a write not applied never will be.\n"
 "    bottles\n"
 "        One line per bottle, sorted by id: id, number of routes, version\n"
 "        (version \"-\" with --policy).\n"
@@ -192,6 +198,10 @@ static const char  bottlectl_manual[] =
 "        store (bottles, explain); policy put and rm refuse it.\n"
 "    --json\n"
 "        Machine-readable output (bottles, proposals, show, forges).\n"
+"    --limits LIMITS\n"
+"        Raise or lower the limits policy put enforces, as the gateway's\n"
+"        bottle_store_limits: \"policy=1m routes=4096 secret=16k\n"
+"        store=256m\" (the defaults; names not given keep theirs).\n"
 "    -h, --help\n"
 "        This manual.\n"
 "    --version\n"
@@ -203,6 +213,8 @@ static const char  bottlectl_manual[] =
 "        " BOTTLECTL_DEFAULT_STORE ".\n"
 "    BOTTLE_OPERATOR\n"
 "        Who answers, in the decision and the journal; else $USER@host.\n"
+"    BOTTLE_LIMITS\n"
+"        The limits when --limits is not given.\n"
 "\n"
 "EXIT STATUS\n"
 "    0   success\n"
@@ -212,6 +224,9 @@ static const char  bottlectl_manual[] =
 "    3   the store cannot be reached\n"
 "    4   the proposal was answered already (409): this answer changed\n"
 "        nothing, and is journalled as decision.late\n"
+"    5   outcome unknown: a policy put or rm was sent and the store did\n"
+"        not answer; bottlectl policy status WRITE-ID tells whether it\n"
+"        was applied\n"
 "\n"
 "EXAMPLES\n"
 "    bottlectl --store redis://:secret@10.0.0.5:6379/0 policy put team.json\n"
@@ -287,10 +302,11 @@ bottlectl_options(bottlectl_t *ctl, int *argc, char **argv, int *help,
 {
     int          i, n, rest;
     char         err[256];
-    const char  *v;
+    const char  *v, *limits;
 
     *help = 0;
     *version = 0;
+    limits = NULL;
     n = 1;
     rest = 0;
 
@@ -331,6 +347,17 @@ bottlectl_options(bottlectl_t *ctl, int *argc, char **argv, int *help,
             continue;
         }
 
+        if (strncmp(argv[i], "--limits", 8) == 0
+            && (argv[i][8] == '\0' || argv[i][8] == '='))
+        {
+            v = bottlectl_option_value(*argc, argv, &i, "--limits");
+            if (v == NULL) {
+                return BOTTLECTL_USAGE;
+            }
+            limits = v;
+            continue;
+        }
+
         if (strncmp(argv[i], "--policy", 8) == 0
             && (argv[i][8] == '\0' || argv[i][8] == '='))
         {
@@ -350,6 +377,21 @@ bottlectl_options(bottlectl_t *ctl, int *argc, char **argv, int *help,
 
     if (*help || *version) {
         return BOTTLECTL_OK;
+    }
+
+    bottle_limits_default(&ctl->limits);
+
+    if (limits == NULL) {
+        limits = getenv("BOTTLE_LIMITS");
+    }
+
+    if (limits
+        && bottle_limits_parse(&ctl->limits, limits, strlen(limits), err,
+                               sizeof(err))
+           != 0)
+    {
+        bottlectl_error("--limits: %s", err);
+        return BOTTLECTL_USAGE;
     }
 
     if (ctl->store == NULL) {

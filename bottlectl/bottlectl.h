@@ -18,6 +18,7 @@
 
 #include "bottle_audit.h"
 #include "bottle_decision.h"
+#include "bottle_limits.h"
 #include "bottle_policy.h"
 #include "bottle_proposal.h"
 #include "bottle_store.h"
@@ -35,6 +36,9 @@
 #define BOTTLECTL_ANSWERED      4   /* 409: the proposal was answered
                                        already; this answer changed
                                        nothing */
+#define BOTTLECTL_UNKNOWN       5   /* a write was sent but its outcome is
+                                       unknown: bottlectl policy status
+                                       WRITE-ID tells */
 
 #define BOTTLECTL_CONNECT_TIMEOUT   2   /* seconds */
 #define BOTTLECTL_COMMAND_TIMEOUT   5   /* seconds, but audit tail -f */
@@ -51,6 +55,7 @@ struct bottlectl_s {
     char                    url_text[BOTTLECTL_URL_LEN];  /* no password */
     const char             *policy;     /* --policy FILE, or NULL */
     int                     json;       /* --json */
+    bottle_limits_t         limits;     /* --limits, $BOTTLE_LIMITS */
     redisContext           *redis;      /* NULL until bottlectl_connect() */
 };
 
@@ -85,6 +90,24 @@ int bottlectl_command(bottlectl_t *ctl, redisReply **out, int argc,
 
 /* the store lost mid-command: the line and BOTTLECTL_UNREACHABLE */
 int bottlectl_lost(bottlectl_t *ctl);
+
+/*
+ * A write under a write id (bottle_store.h, "written once"): argv[0..1]
+ * are EVAL and the script.  0 with the reply in *out; when the reply was
+ * lost after the write may have been sent, the outcome is settled on a
+ * new connection: 0 with *out NULL and the record in settled (a string
+ * "applied\n..." or "void"; free()), or BOTTLECTL_UNREACHABLE when
+ * nothing was sent, or BOTTLECTL_UNKNOWN after the line that says which
+ * command tells.
+ */
+int bottlectl_write(bottlectl_t *ctl, const char *wid, redisReply **out,
+    char **settled, int argc, const char **argv, const size_t *argvlen);
+
+/* a new write id: BOTTLE_STORE_WRITE_ID_LEN hex digits; 0 or -1 */
+int bottlectl_write_id(char *wid);
+
+/* policy status WRITE-ID */
+int bottlectl_policy_status(bottlectl_t *ctl, const char *wid);
 
 /* "cannot reach the store URL: why", disconnected, BOTTLECTL_UNREACHABLE */
 int bottlectl_unreachable(bottlectl_t *ctl, const char *why);

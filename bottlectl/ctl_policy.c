@@ -36,14 +36,15 @@ int
 bottlectl_policy(bottlectl_t *ctl, int argc, char **argv)
 {
     if (argc != 3) {
-        return bottlectl_usage("policy put FILE|- | get BOTTLE | rm BOTTLE");
+        return bottlectl_usage("policy put FILE|- | get BOTTLE | rm BOTTLE "
+                               "| status WRITE-ID");
     }
 
     if (strcmp(argv[1], "put") != 0 && strcmp(argv[1], "get") != 0
-        && strcmp(argv[1], "rm") != 0)
+        && strcmp(argv[1], "rm") != 0 && strcmp(argv[1], "status") != 0)
     {
-        bottlectl_error("unknown policy command '%s' (put, get and rm are "
-                        "known)", argv[1]);
+        bottlectl_error("unknown policy command '%s' (put, get, rm and "
+                        "status are known)", argv[1]);
         return BOTTLECTL_USAGE;
     }
 
@@ -59,6 +60,10 @@ bottlectl_policy(bottlectl_t *ctl, int argc, char **argv)
 
     if (strcmp(argv[1], "get") == 0) {
         return bottlectl_policy_get(ctl, argv[2]);
+    }
+
+    if (strcmp(argv[1], "status") == 0) {
+        return bottlectl_policy_status(ctl, argv[2]);
     }
 
     return bottlectl_policy_rm(ctl, argv[2]);
@@ -153,21 +158,55 @@ bottlectl_policy_get(bottlectl_t *ctl, const char *id)
 }
 
 
+/* rm under a write id: an outcome lost with the reply is settled */
+
 static int
 bottlectl_policy_rm(bottlectl_t *ctl, const char *id)
 {
     int          rc;
+    char         wid[BOTTLE_STORE_WRITE_ID_LEN + 1], ttl[32], *settled;
+    size_t       len;
     long long    removed;
-    const char  *argv[4];
+    const char  *argv[6];
     redisReply  *r;
 
+    if (bottlectl_write_id(wid) != 0) {
+        bottlectl_error("cannot make a write id: /dev/urandom");
+        return BOTTLECTL_REFUSED;
+    }
+
+    snprintf(ttl, sizeof(ttl), "%d", BOTTLE_STORE_WRITE_TTL);
+
     argv[0] = "EVAL";
-    argv[1] = bottle_store_rm_script;
+    argv[1] = bottle_store_rm_once_script;
     argv[2] = "0";
     argv[3] = id;
+    argv[4] = wid;
+    argv[5] = ttl;
 
-    rc = bottlectl_command(ctl, &r, 4, argv, NULL);
+    rc = bottlectl_write(ctl, wid, &r, &settled, 6, argv, NULL);
     if (rc != BOTTLECTL_OK) {
+        return rc;
+    }
+
+    if (r == NULL) {
+        /* "applied\n<id> removed|none", or "void" (said already) */
+
+        rc = BOTTLECTL_UNREACHABLE;
+        len = strlen(settled);
+
+        if (strncmp(settled, "applied\n", 8) == 0) {
+            if (len > 8 && strcmp(settled + len - 8, " removed") == 0) {
+                printf("%s removed\n", id);
+                rc = BOTTLECTL_OK;
+
+            } else {
+                bottlectl_error("no bottle \"%s\"", id);
+                rc = BOTTLECTL_REFUSED;
+            }
+        }
+
+        free(settled);
         return rc;
     }
 
@@ -439,4 +478,68 @@ bottlectl_fetch_bottle(bottlectl_t *ctl, const char *id,
     }
 
     return BOTTLECTL_OK;
+}
+
+
+/*
+ * policy status WRITE-ID: the settle script (bottle_store.h) answers with
+ * the write's record, or voids the id so that it never applies later.
+ */
+
+int
+bottlectl_policy_status(bottlectl_t *ctl, const char *wid)
+{
+    int          rc;
+    char         ttl[32];
+    size_t       i;
+    const char  *argv[5];
+    redisReply  *r;
+
+    for (i = 0; wid[i]; i++) {
+        if (!((wid[i] >= '0' && wid[i] <= '9')
+              || (wid[i] >= 'a' && wid[i] <= 'f')))
+        {
+            break;
+        }
+    }
+
+    if (i != BOTTLE_STORE_WRITE_ID_LEN || wid[i] != '\0') {
+        bottlectl_error("a write id is %d lowercase hex digits",
+                        BOTTLE_STORE_WRITE_ID_LEN);
+        return BOTTLECTL_USAGE;
+    }
+
+    snprintf(ttl, sizeof(ttl), "%d", BOTTLE_STORE_WRITE_TTL);
+
+    argv[0] = "EVAL";
+    argv[1] = bottle_store_settle_script;
+    argv[2] = "0";
+    argv[3] = wid;
+    argv[4] = ttl;
+
+    rc = bottlectl_command(ctl, &r, 5, argv, NULL);
+    if (rc != BOTTLECTL_OK) {
+        return rc;
+    }
+
+    if (r->type != REDIS_REPLY_STRING) {
+        bottlectl_error("cannot read write %s: %s", wid,
+                        r->type == REDIS_REPLY_ERROR ? r->str
+                                                     : "unexpected reply");
+        freeReplyObject(r);
+        return BOTTLECTL_REFUSED;
+    }
+
+    if (r->len > 8 && strncmp(r->str, "applied\n", 8) == 0) {
+        printf("%s applied\n%.*s\n", wid, (int) r->len - 8, r->str + 8);
+        rc = BOTTLECTL_OK;
+
+    } else {
+        printf("%s not applied (and never will be)\n", wid);
+        rc = BOTTLECTL_REFUSED;
+    }
+
+    freeReplyObject(r);
+
+    return rc;
 }

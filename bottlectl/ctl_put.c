@@ -24,14 +24,17 @@
 typedef struct {
     const char         *id;         /* borrowed from the document */
     char               *json;       /* json_dumps(), free() */
+    size_t              len;
     char                digest[65];
 } bottlectl_put_t;
 
 
-static int bottlectl_put_prepare(bottlectl_put_t *put, json_t *bottle,
-    const bottle_t *parsed, const bottle_policy_t *p);
-static int bottlectl_put_eval(bottlectl_t *ctl, bottlectl_put_t *items,
-    size_t n);
+static int bottlectl_put_prepare(bottlectl_t *ctl, const char *name,
+    bottlectl_put_t *put, json_t *bottle, const bottle_t *parsed,
+    const bottle_policy_t *p);
+static int bottlectl_put_eval(bottlectl_t *ctl, const char *name,
+    bottlectl_put_t *items, size_t n);
+static int bottlectl_put_settled(bottlectl_t *ctl, const char *settled);
 
 
 int
@@ -88,14 +91,15 @@ bottlectl_policy_put(bottlectl_t *ctl, const char *file)
     for (i = 0; i < n; i++) {
         b = list ? json_array_get(list, i) : root;  /* borrowed */
 
-        if (bottlectl_put_prepare(&items[i], b, bottle_policy_at(p, i), p)
+        if (bottlectl_put_prepare(ctl, name, &items[i], b,
+                                  bottle_policy_at(p, i), p)
             != 0)
         {
             goto cleanup;
         }
     }
 
-    rc = bottlectl_put_eval(ctl, items, n);
+    rc = bottlectl_put_eval(ctl, name, items, n);
 
 cleanup:
 
@@ -120,15 +124,19 @@ cleanup:
 /*
  * The stored form of one bottle: its object, compact with sorted keys,
  * "token" replaced by "token_sha256" in lowercase hex (the parser's
- * digest, the one the gateway compares).
+ * digest, the one the gateway compares).  The limits are checked on it
+ * as the gateway checks them (bottle_limits.h), and on the token, which
+ * only bottlectl sees.
  */
 
 static int
-bottlectl_put_prepare(bottlectl_put_t *put, json_t *bottle,
-    const bottle_t *parsed, const bottle_policy_t *p)
+bottlectl_put_prepare(bottlectl_t *ctl, const char *name,
+    bottlectl_put_t *put, json_t *bottle, const bottle_t *parsed,
+    const bottle_policy_t *p)
 {
     size_t           i;
-    json_t          *copy;
+    char             err[512];
+    json_t          *copy, *token;
     const char      *id;
     const bottle_t  *b;
 
@@ -145,6 +153,20 @@ bottlectl_put_prepare(bottlectl_put_t *put, json_t *bottle,
 
     if (b == NULL) {
         bottlectl_error("a bottle without a valid id");
+        return -1;
+    }
+
+    token = json_object_get(bottle, "token");       /* borrowed */
+
+    if (bottle_limits_check_bottle(&ctl->limits, name, b, err, sizeof(err))
+        != 0
+        || (json_is_string(token)
+            && bottle_limits_check_secret(&ctl->limits, name, b->id.data,
+                                          "token", json_string_length(token),
+                                          err, sizeof(err))
+               != 0))
+    {
+        bottlectl_error("%s", err);
         return -1;
     }
 
@@ -180,22 +202,47 @@ bottlectl_put_prepare(bottlectl_put_t *put, json_t *bottle,
         return -1;
     }
 
+    put->len = strlen(put->json);
+
+    if (bottle_limits_check_policy(&ctl->limits, name, b->id.data, put->len,
+                                   err, sizeof(err))
+        != 0)
+    {
+        bottlectl_error("%s", err);
+        return -1;
+    }
+
     return 0;
 }
 
 
-/* EVAL put 0 n id json digest ...: one script, so all or none */
+/*
+ * EVAL put 0 n id json digest ... wid ttl store-max: one script, so all
+ * or none, once under its write id, and only if the store's total stays
+ * within the limit (measured by the script, atomically)
+ */
 
 static int
-bottlectl_put_eval(bottlectl_t *ctl, bottlectl_put_t *items, size_t n)
+bottlectl_put_eval(bottlectl_t *ctl, const char *name,
+    bottlectl_put_t *items, size_t n)
 {
     int           rc, argc;
-    char          count[32];
+    char          count[32], wid[BOTTLE_STORE_WRITE_ID_LEN + 1], ttl[32];
+    char          max[32], err[512];
+    char         *settled;
     size_t        i, *lens;
     const char  **argv, *msg;
     redisReply   *r;
 
-    argc = 4 + 3 * (int) n;
+    if (bottlectl_write_id(wid) != 0) {
+        bottlectl_error("cannot make a write id: /dev/urandom");
+        return BOTTLECTL_REFUSED;
+    }
+
+    snprintf(ttl, sizeof(ttl), "%d", BOTTLE_STORE_WRITE_TTL);
+    snprintf(max, sizeof(max), "%zu", ctl->limits.store);
+
+    argc = 7 + 3 * (int) n;
     argv = calloc((size_t) argc, sizeof(char *));
     lens = calloc((size_t) argc, sizeof(size_t));
 
@@ -209,7 +256,7 @@ bottlectl_put_eval(bottlectl_t *ctl, bottlectl_put_t *items, size_t n)
     snprintf(count, sizeof(count), "%zu", n);
 
     argv[0] = "EVAL";
-    argv[1] = bottle_store_put_script;
+    argv[1] = bottle_store_put_once_script;
     argv[2] = "0";
     argv[3] = count;
 
@@ -219,11 +266,15 @@ bottlectl_put_eval(bottlectl_t *ctl, bottlectl_put_t *items, size_t n)
         argv[6 + 3 * i] = items[i].digest;
     }
 
+    argv[argc - 3] = wid;
+    argv[argc - 2] = ttl;
+    argv[argc - 1] = max;
+
     for (i = 0; i < (size_t) argc; i++) {
         lens[i] = strlen(argv[i]);
     }
 
-    rc = bottlectl_command(ctl, &r, argc, argv, lens);
+    rc = bottlectl_write(ctl, wid, &r, &settled, argc, argv, lens);
 
     free(argv);
     free(lens);
@@ -232,11 +283,25 @@ bottlectl_put_eval(bottlectl_t *ctl, bottlectl_put_t *items, size_t n)
         return rc;
     }
 
+    if (r == NULL) {
+        rc = bottlectl_put_settled(ctl, settled);
+        free(settled);
+        return rc;
+    }
+
     if (r->type == REDIS_REPLY_ERROR) {
         /* a script's error_reply: "bottle "b": token: already ..." */
         msg = r->str;
         if (strncmp(msg, "ERR ", 4) == 0) {
             msg += 4;
+        }
+
+        if (strncmp(msg, "LIMIT ", 6) == 0) {
+            (void) bottle_limits_check_store(&ctl->limits, name, items[0].id,
+                                             (size_t) strtoull(msg + 6, NULL,
+                                                               10),
+                                             err, sizeof(err));
+            msg = err;
         }
         bottlectl_error("%s", msg);
         freeReplyObject(r);
@@ -254,6 +319,25 @@ bottlectl_put_eval(bottlectl_t *ctl, bottlectl_put_t *items, size_t n)
     }
 
     freeReplyObject(r);
+
+    return BOTTLECTL_OK;
+}
+
+
+/* the outcome of a write whose reply was lost: "applied\n<id> <v>..." */
+
+static int
+bottlectl_put_settled(bottlectl_t *ctl, const char *settled)
+{
+    (void) ctl;
+
+    if (strncmp(settled, "applied\n", 8) != 0) {
+        /* "void": bottlectl_write() said so */
+        return BOTTLECTL_UNREACHABLE;
+    }
+
+    /* the lines the reply would have printed: "<id> version <v>" */
+    printf("%s\n", settled + 8);
 
     return BOTTLECTL_OK;
 }

@@ -340,20 +340,91 @@ bottle_store_number(const char *s, size_t len, unsigned max, unsigned *out)
  * between two of its commands cannot happen.
  */
 
+#define BOTTLE_STORE_RM_LUA                                                   \
+    "local id = ARGV[1]\n" \
+    "local key = '" BOTTLE_STORE_POLICY_PREFIX "' .. id\n" \
+    "local digest = redis.call('HGET', key, '" BOTTLE_STORE_F_TOKEN "')\n" \
+    "local had = redis.call('HDEL', '" BOTTLE_STORE_BOTTLES "', id)\n" \
+    "if digest and redis.call('HGET', '" BOTTLE_STORE_TOKENS "', digest)" \
+    " == id then\n" \
+    "  redis.call('HDEL', '" BOTTLE_STORE_TOKENS "', digest)\n" \
+    "end\n" \
+    "redis.call('DEL', key, '" BOTTLE_STORE_CONTACTS_PREFIX "' .. id)\n" \
+    "if had == 1 or digest then\n" \
+    "  redis.call('PUBLISH', '" BOTTLE_STORE_CHANGES "', id .. ' 0')\n" \
+    "  return 1\n" \
+    "end\n" \
+    "return 0\n"
+
 const char  bottle_store_put_script[] = BOTTLE_STORE_PUT_LUA;
 
-const char  bottle_store_rm_script[] =
-    "local id = ARGV[1]\n"
-    "local key = '" BOTTLE_STORE_POLICY_PREFIX "' .. id\n"
-    "local digest = redis.call('HGET', key, '" BOTTLE_STORE_F_TOKEN "')\n"
-    "local had = redis.call('HDEL', '" BOTTLE_STORE_BOTTLES "', id)\n"
-    "if digest and redis.call('HGET', '" BOTTLE_STORE_TOKENS "', digest)"
-    " == id then\n"
-    "  redis.call('HDEL', '" BOTTLE_STORE_TOKENS "', digest)\n"
+const char  bottle_store_rm_script[] = BOTTLE_STORE_RM_LUA;
+
+
+#define BOTTLE_STORE_ONCE_HEAD(wid, ttl)                                      \
+    "local wkey = '" BOTTLE_STORE_WRITE_PREFIX "' .. " wid "\n"                \
+    "local ttl = tonumber(" ttl ")\n"                                         \
+    "local was = redis.call('GET', wkey)\n"                                   \
+    "if was then\n"                                                           \
+    "  return redis.error_reply('WRITTEN ' .. was)\n"                         \
     "end\n"
-    "redis.call('DEL', key, '" BOTTLE_STORE_CONTACTS_PREFIX "' .. id)\n"
-    "if had == 1 or digest then\n"
-    "  redis.call('PUBLISH', '" BOTTLE_STORE_CHANGES "', id .. ' 0')\n"
-    "  return 1\n"
+
+const char  bottle_store_put_once_script[] =
+    BOTTLE_STORE_ONCE_HEAD("ARGV[#ARGV - 2]", "ARGV[#ARGV - 1]")
+    "local n = tonumber(ARGV[1])\n"
+    "local skip, total = {}, 0\n"
+    "for i = 0, n - 1 do\n"
+    "  skip[ARGV[2 + 3 * i]] = true\n"
+    "  total = total + #ARGV[3 + 3 * i]\n"
     "end\n"
-    "return 0\n";
+    "for _, id in ipairs(redis.call('HKEYS', '" BOTTLE_STORE_BOTTLES "')) do\n"
+    "  if not skip[id] then\n"
+    "    total = total + redis.call('HSTRLEN', '" BOTTLE_STORE_POLICY_PREFIX
+    "' .. id, '" BOTTLE_STORE_F_JSON "')\n"
+    "  end\n"
+    "end\n"
+    "if total > tonumber(ARGV[#ARGV]) then\n"
+    "  return redis.error_reply('LIMIT ' .. total)\n"
+    "end\n"
+    "local function bottle_put(ARGV)\n"
+    BOTTLE_STORE_PUT_LUA
+    "end\n"
+    "local out = bottle_put(ARGV)\n"
+    "if out.err then\n"
+    "  return out\n"
+    "end\n"
+    "local rec = {'applied'}\n"
+    "for i = 1, #out do\n"
+    "  rec[#rec + 1] = ARGV[2 + 3 * (i - 1)] .. ' version ' .. out[i]\n"
+    "end\n"
+    "redis.call('SET', wkey, table.concat(rec, '\\n'), 'EX', ttl)\n"
+    "return out\n";
+
+const char  bottle_store_rm_once_script[] =
+    BOTTLE_STORE_ONCE_HEAD("ARGV[2]", "ARGV[3]")
+    "local function bottle_rm(ARGV)\n"
+    BOTTLE_STORE_RM_LUA
+    "end\n"
+    "local out = bottle_rm(ARGV)\n"
+    "redis.call('SET', wkey, 'applied\\n' .. ARGV[1] .. ' ' .."
+    " (out == 1 and 'removed' or 'none'), 'EX', ttl)\n"
+    "return out\n";
+
+const char  bottle_store_settle_script[] =
+    "local wkey = '" BOTTLE_STORE_WRITE_PREFIX "' .. ARGV[1]\n"
+    "local was = redis.call('GET', wkey)\n"
+    "if was then\n"
+    "  return was\n"
+    "end\n"
+    "redis.call('SET', wkey, 'void', 'EX', tonumber(ARGV[2]))\n"
+    "return 'void'\n";
+
+const char  bottle_store_fetch_script[] =
+    "local key = '" BOTTLE_STORE_POLICY_PREFIX "' .. ARGV[1]\n"
+    "local v = redis.call('HGET', key, '" BOTTLE_STORE_F_VERSION "')\n"
+    "local n = redis.call('HSTRLEN', key, '" BOTTLE_STORE_F_JSON "')\n"
+    "if n > tonumber(ARGV[2]) then\n"
+    "  return {n, v}\n"
+    "end\n"
+    "return {redis.call('HGET', key, '" BOTTLE_STORE_F_JSON "'), v}\n";
+

@@ -54,6 +54,11 @@ int bottle_store_url_is(const char *s);
 #define BOTTLE_STORE_CHANGES        "bottle:changes"    /* channel */
 #define BOTTLE_STORE_AUDIT          "bottle:audit"      /* stream */
 #define BOTTLE_STORE_CONTACTS_PREFIX  "bottle:contacts:"  /* + id: set */
+#define BOTTLE_STORE_WRITE_PREFIX   "bottle:write:"     /* + write id */
+
+/* how long a write id's outcome is kept, seconds (7 days) */
+#define BOTTLE_STORE_WRITE_TTL      604800
+#define BOTTLE_STORE_WRITE_ID_LEN   32      /* hex digits */
 
 /* the fields of a bottle's hash */
 #define BOTTLE_STORE_F_JSON         "json"
@@ -77,6 +82,33 @@ int bottle_store_url_is(const char *s);
  */
 extern const char  bottle_store_put_script[];
 extern const char  bottle_store_rm_script[];
+
+/*
+ * The same, written once under a write id (bottlectl): ARGV as above,
+ * then the write id and the TTL of its record, and for put the most bytes
+ * of JSON the store may hold (bottle_limits_t.store): past it, the error
+ * reply "LIMIT <total bytes>" and nothing is written.  A write id already
+ * recorded (applied, or settled as void) is an error reply "WRITTEN
+ * <record>" and nothing is written; else the write is applied and its
+ * outcome recorded under bottle:write:<wid>: "applied" then one line per
+ * bottle, "<id> version <v>" (put) or "<id> removed|none" (rm).
+ *
+ * settle: ARGV = write id, TTL.  The record of that write, or, when there
+ * is none, "void" recorded: a write id settled is never applied later.
+ * So a writer that lost its reply knows the outcome from the settle's
+ * answer, whatever order Redis runs the two in.
+ */
+extern const char  bottle_store_put_once_script[];
+extern const char  bottle_store_rm_once_script[];
+extern const char  bottle_store_settle_script[];
+
+/*
+ * The gateway's read of one bottle, its size checked in Redis first:
+ * ARGV = id, the most bytes of JSON to send.  Replies {json, version};
+ * {size, version} (size an integer) when the JSON is larger; {nil, nil}
+ * when there is no such bottle.
+ */
+extern const char  bottle_store_fetch_script[];
 
 /*
  * Parses a changes-channel message "<id> <version>" (version 0: removed).

@@ -36,6 +36,7 @@ typedef struct {
     ngx_bottle_store_t  *store;      /* the bottles, from either source */
     ngx_msec_t           stale_max;  /* bottle_store_stale_max */
     ngx_uint_t           scanners;   /* bottle_store_scanners */
+    bottle_limits_t      limits;     /* bottle_store_limits */
     ngx_shm_zone_t      *zone;       /* CONNECT records, safelist */
     ngx_shm_zone_t      *jar_zone;   /* the cookie jars */
     size_t               jar_size;   /* bottle_jar_zone */

@@ -26,6 +26,8 @@ static char *ngx_bottle_init_conf(ngx_cycle_t *cycle, void *conf);
 static char *ngx_bottle_policy_directive(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static void ngx_bottle_policy_cleanup(void *data);
+static char *ngx_bottle_limits_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 static char *ngx_bottle_scan_compile(ngx_conf_t *cf, ngx_bottle_conf_t *bcf);
 static void ngx_bottle_scan_db_cleanup(void *data);
 static void ngx_bottle_secrets_cleanup(void *data);
@@ -70,6 +72,13 @@ static ngx_command_t  ngx_bottle_commands[] = {
       0,
       offsetof(ngx_bottle_conf_t, stale_max),
       &ngx_bottle_stale_bounds },
+
+    { ngx_string("bottle_store_limits"),
+      NGX_MAIN_CONF|NGX_DIRECT_CONF|NGX_CONF_1MORE,
+      ngx_bottle_limits_directive,
+      0,
+      0,
+      NULL },
 
     { ngx_string("bottle_store_scanners"),
       NGX_MAIN_CONF|NGX_DIRECT_CONF|NGX_CONF_TAKE1,
@@ -204,6 +213,7 @@ ngx_bottle_create_conf(ngx_cycle_t *cycle)
     bcf->jar_bottle_max = NGX_CONF_UNSET_SIZE;
     bcf->stale_max = NGX_CONF_UNSET_MSEC;
     bcf->scanners = NGX_CONF_UNSET_UINT;
+    bottle_limits_default(&bcf->limits);
 
     return bcf;
 }
@@ -227,6 +237,42 @@ ngx_bottle_init_conf(ngx_cycle_t *cycle, void *conf)
     }
 
     return ngx_bottle_jar_init_conf(cycle, bcf);
+}
+
+
+/*
+ * bottle_store_limits policy=1m routes=4096 secret=16k store=256m: the
+ * words of bottlectl --limits (lib/bottle_limits.c).  Before
+ * bottle_policy, whose store the master reads at once.
+ */
+
+static char *
+ngx_bottle_limits_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_bottle_conf_t *bcf = conf;
+
+    char         err[256];
+    ngx_str_t   *value;
+    ngx_uint_t   i;
+
+    if (bcf->path.data) {
+        return "must come before bottle_policy";
+    }
+
+    value = cf->args->elts;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+        if (bottle_limits_parse(&bcf->limits, (char *) value[i].data,
+                                value[i].len, err, sizeof(err))
+            != 0)
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0, "%V: %s", &cmd->name,
+                               err);
+            return NGX_CONF_ERROR;
+        }
+    }
+
+    return NGX_CONF_OK;
 }
 
 
@@ -316,6 +362,9 @@ ngx_bottle_policy_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     if (policy == NULL) {
+        /* the master reads the store now (ngx_bottle_store_load.c) */
+        bcf->store->limits = bcf->limits;
+
         if (ngx_bottle_store_redis_conf(cf, bcf->store, &bcf->path)
             != NGX_CONF_OK)
         {

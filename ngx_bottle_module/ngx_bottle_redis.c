@@ -388,13 +388,25 @@ ngx_bottle_redis_timer(ngx_event_t *ev)
         return;
 
     case NGX_BOTTLE_REDIS_READY:
-        if (rd->pings >= 2) {
+
+        /*
+         * A store is alive while its bytes keep coming: a PONG queued
+         * behind a large reply is late, not lost.  Two pings unanswered
+         * with nothing read since the last tick is a store that stopped.
+         */
+
+        if (rd->pings >= 2 && !rd->progress) {
             ngx_bottle_redis_lost(rd, "no answer to PING");
             return;
         }
 
-        rd->pings++;
-        redisAsyncCommand(rd->ac, ngx_bottle_redis_pong, NULL, "PING");
+        rd->progress = 0;
+
+        if (rd->pings < 2) {
+            rd->pings++;
+            redisAsyncCommand(rd->ac, ngx_bottle_redis_pong, NULL, "PING");
+        }
+
         ngx_add_timer(&rd->timer, rd->ping);
         return;
 
@@ -512,6 +524,8 @@ ngx_bottle_redis_read(ngx_event_t *ev)
     ngx_bottle_redis_t  *rd = c->data;
 
     if (rd->ac) {
+        /* level-triggered: there is something to read */
+        rd->progress = 1;
         redisAsyncHandleRead(rd->ac);
     }
 }

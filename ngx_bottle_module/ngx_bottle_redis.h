@@ -48,6 +48,8 @@ struct ngx_bottle_redis_s {
     unsigned                   was_up:1;
     unsigned                   stopped:1;
     unsigned                   appending:1; /* no write event: _send() */
+    unsigned                   progress:1;  /* bytes came since the last
+                                               ping tick */
 };
 
 

@@ -12,6 +12,11 @@
 #include <ngx_thread_pool.h>
 #endif
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#define NGX_HAVE_MALLOC_TRIM  1
+#endif
+
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
@@ -63,6 +68,7 @@ ngx_bottle_store_create(ngx_pool_t *pool, bottle_scan_db_t *db,
 
     st->scan_db = db;
     st->log = log;
+    bottle_limits_default(&st->limits);
 
     return st;
 }
@@ -123,6 +129,7 @@ ngx_bottle_store_put(ngx_bottle_store_t *st, ngx_bottle_entry_t *e)
     e->listed = 1;
     st->count++;
     st->bytes += e->size;
+    st->json_bytes += e->json_len;
 }
 
 
@@ -141,6 +148,7 @@ ngx_bottle_store_remove(ngx_bottle_store_t *st, ngx_bottle_entry_t *e)
     e->listed = 0;
     st->count--;
     st->bytes -= e->size;
+    st->json_bytes -= e->json_len;
 
     ngx_bottle_entry_release(e);
 }
@@ -199,8 +207,39 @@ ngx_bottle_entry_free(ngx_bottle_entry_t *e)
         bottle_scan_secrets_free(e->secrets);
     }
 
+    ngx_bottle_store_freed(e->size);
+
     bottle_policy_free(e->policy);
     ngx_free(e);
+}
+
+
+/*
+ * Memory freed goes back to the system: glibc keeps the pages of freed
+ * chunks (the parse's, in the thread pool's arena, and the policy's) for
+ * the process until malloc_trim() returns them.  Once per
+ * NGX_BOTTLE_TRIM_BYTES freed, so that a removed or replaced large bottle
+ * leaves the worker's RSS where it was (docs/control-plane.md, "Limits").
+ */
+
+#define NGX_BOTTLE_TRIM_BYTES  (1024 * 1024)
+
+void
+ngx_bottle_store_freed(size_t size)
+{
+    static size_t  freed;
+
+    freed += size;
+
+    if (freed < NGX_BOTTLE_TRIM_BYTES) {
+        return;
+    }
+
+    freed = 0;
+
+#if (NGX_HAVE_MALLOC_TRIM)
+    (void) malloc_trim(0);
+#endif
 }
 
 

@@ -18,6 +18,7 @@
 #include <ngx_thread_pool.h>
 #endif
 
+#include "bottle_limits.h"
 #include "bottle_policy.h"
 #include "bottle_scan.h"
 #include "bottle_store.h"
@@ -46,6 +47,7 @@ struct ngx_bottle_entry_s {
     ngx_bottle_store_t      *store;
     uint64_t                 version;
     size_t                   size;          /* bytes, for the stats */
+    size_t                   json_len;      /* of its stored JSON */
     ngx_uint_t               refs;
     ngx_queue_t              waiters;       /* for the secrets */
     ngx_queue_t              lru;           /* in store->compiled */
@@ -65,6 +67,8 @@ struct ngx_bottle_store_s {
     ngx_rbtree_node_t        tokens_sentinel;
     ngx_uint_t               count;
     size_t                   bytes;         /* of listed entries */
+    size_t                   json_bytes;    /* their stored JSON */
+    bottle_limits_t          limits;        /* bottle_store_limits */
 
     /* the store's compiled scanners, least recently used first */
     ngx_queue_t              compiled;
@@ -130,6 +134,12 @@ ngx_int_t ngx_bottle_entry_secrets(ngx_bottle_entry_t *e,
 /* an entry that got its scanner another way (compiled before its swap) */
 void ngx_bottle_entry_compiled(ngx_bottle_entry_t *e,
     bottle_scan_secrets_t *secrets);
+
+/*
+ * size bytes were freed (an entry, a policy read): past a megabyte in
+ * all, the worker's free memory goes back to the system (malloc_trim)
+ */
+void ngx_bottle_store_freed(size_t size);
 
 /* the running cycle's store */
 ngx_bottle_store_t *ngx_bottle_store(void);

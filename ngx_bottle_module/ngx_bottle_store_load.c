@@ -20,7 +20,7 @@
 
 
 #define NGX_BOTTLE_LOAD_TIMEOUT  2      /* seconds, to connect and per reply */
-#define NGX_BOTTLE_LOAD_BATCH    512    /* HMGETs in flight */
+#define NGX_BOTTLE_LOAD_BATCH    512    /* fetches in flight */
 #define NGX_BOTTLE_LOAD_THREADS  8
 
 
@@ -110,6 +110,8 @@ ngx_bottle_store_redis_preload(ngx_conf_t *cf, ngx_bottle_store_redis_t *sr)
         }
     }
 
+    sr->pending = 0;
+
     ngx_free(slots);
     ngx_free(replies);
     freeReplyObject(index);
@@ -129,6 +131,8 @@ ngx_bottle_store_redis_preload(ngx_conf_t *cf, ngx_bottle_store_redis_t *sr)
 
 failed:
 
+    sr->pending = 0;
+
     for (i = 0; replies && i < n; i++) {
         if (replies[i]) {
             freeReplyObject(replies[i]);
@@ -144,7 +148,7 @@ failed:
     }
 
     freeReplyObject(index);
-    ngx_bottle_store_load_failed(cf, sr, c, "HMGET");
+    ngx_bottle_store_load_failed(cf, sr, c, "fetch");
 }
 
 
@@ -209,9 +213,10 @@ ngx_bottle_store_load_batch(ngx_bottle_store_redis_t *sr, redisContext *c,
     redisReply *index, size_t from, size_t n, ngx_bottle_slot_t *slots,
     redisReply **replies)
 {
-    size_t              i, argvlen[4];
-    u_char              key[NGX_BOTTLE_FETCH_KEY_LEN];
-    const char         *argv[4];
+    size_t              i, argvlen[5];
+    u_char              buf[NGX_BOTTLE_FETCH_BUF_LEN];
+    ngx_int_t           rc;
+    const char         *argv[5];
     redisReply         *id, *r;
     ngx_bottle_slot_t  *slot;
 
@@ -222,10 +227,10 @@ ngx_bottle_store_load_batch(ngx_bottle_store_redis_t *sr, redisContext *c,
             return NGX_ERROR;
         }
 
-        ngx_bottle_store_fetch_argv((u_char *) id->str, id->len, key, argv,
-                                    argvlen);
+        ngx_bottle_store_fetch_argv(sr, (u_char *) id->str, id->len, buf,
+                                    argv, argvlen);
 
-        if (redisAppendCommandArgv(c, 4, argv, argvlen) != REDIS_OK) {
+        if (redisAppendCommandArgv(c, 5, argv, argvlen) != REDIS_OK) {
             return NGX_ERROR;
         }
     }
@@ -238,17 +243,46 @@ ngx_bottle_store_load_batch(ngx_bottle_store_redis_t *sr, redisContext *c,
         replies[i] = r;
         slot = &slots[i];
 
-        if (ngx_bottle_store_fetch_reply(slot, r) != NGX_OK) {
-            /* gone since the index was read */
-            continue;
-        }
-
         /* kept with the reply until it is parsed */
 
         id = index->element[2 * i];
         slot->sr = sr;
         slot->id = (u_char *) id->str;
         slot->id_len = id->len;
+
+        rc = ngx_bottle_store_fetch_reply(slot, r);
+
+        if (rc == NGX_OK
+            && ngx_bottle_store_fetch_total(sr, slot, sr->pending) != NGX_OK)
+        {
+            /* past the store's limit: not kept, refused when applied */
+            rc = NGX_ABORT;
+        }
+
+        if (rc == NGX_ABORT) {
+            /* over a limit: refused when applied, slot->err says why */
+            slot->json = NULL;
+            freeReplyObject(r);
+            replies[i] = NULL;
+            continue;
+        }
+
+        if (rc != NGX_OK) {
+            if (r->type == REDIS_REPLY_ERROR) {
+                /* e.g. NOPERM: an ACL user without +hstrlen */
+                ngx_log_error(NGX_LOG_ERR, sr->log, 0,
+                              "bottle_policy: store %s: the fetch of \""
+                              BOTTLE_STORE_POLICY_PREFIX "%s\" failed: %*s",
+                              sr->name, slot->id,
+                              (size_t) ngx_min(r->len, 200), r->str);
+            }
+
+            /* gone since the index was read, or unreadable */
+            slot->sr = NULL;
+            continue;
+        }
+
+        sr->pending += slot->json_len;
     }
 
     return NGX_OK;

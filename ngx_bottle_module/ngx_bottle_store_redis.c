@@ -4,7 +4,9 @@
  * snapshot of the bottles and keeps it current:
  *
  *   - one connection SUBSCRIBEs to the changes channel; a message names a
- *     bottle, which is fetched again (HMGET) on the other connection;
+ *     bottle, which is fetched again (the fetch script: Redis measures it
+ *     first, and a bottle over bottle_store_limits is never sent) on the
+ *     other connection;
  *   - when either connection (re)connects, the index (HGETALL of the
  *     bottles hash) is compared with the snapshot: bottles gone are
  *     removed, bottles with another version fetched;

@@ -34,7 +34,7 @@ typedef struct {
     ngx_bottle_slot_state_e     state;
     ngx_uint_t                  generation;
 
-    /* a fetch: HMGET of one bottle */
+    /* a fetch: the fetch script of one bottle */
     u_char                     *id;         /* NUL-terminated */
     size_t                      id_len;
     char                       *json;
@@ -48,6 +48,7 @@ typedef struct {
     unsigned                    want_secrets:1;
     unsigned                    sync_end:1; /* the sync is done when this
                                                one is applied */
+    unsigned                    counted:1;  /* json_len in sr->pending */
 
     /* the index (is_sync): ids and versions, sorted by id */
     ngx_str_t                  *ids;
@@ -74,6 +75,8 @@ struct ngx_bottle_store_redis_s {
     ngx_queue_t                 slots;
     ngx_uint_t                  generation; /* of the connections */
     ngx_uint_t                  parsing;    /* a task is out */
+    size_t                      pending;    /* bytes of JSON read and not
+                                               applied yet */
 
     ngx_msec_t                  lost_at;    /* not fresh since then */
     unsigned                    fresh:1;
@@ -89,14 +92,26 @@ void ngx_bottle_store_redis_index(redisAsyncContext *ac, void *r,
 ngx_bottle_slot_t *ngx_bottle_store_redis_fetch(ngx_bottle_store_redis_t *sr,
     const u_char *id, size_t len);
 void ngx_bottle_store_redis_apply(ngx_bottle_store_redis_t *sr);
-/* HMGET of one bottle's json and version: into argv (key: its buffer) */
-#define NGX_BOTTLE_FETCH_KEY_LEN  (sizeof(BOTTLE_STORE_POLICY_PREFIX) + 255)
-void ngx_bottle_store_fetch_argv(const u_char *id, size_t len, u_char *key,
-    const char **argv, size_t *argvlen);
+/*
+ * The fetch script (bottle_store_fetch_script) of one bottle: its json
+ * and version, unless the json is over the policy limit.  Into argv (5
+ * of them; buf holds the limit).
+ */
+#define NGX_BOTTLE_FETCH_BUF_LEN  NGX_OFF_T_LEN
+void ngx_bottle_store_fetch_argv(ngx_bottle_store_redis_t *sr,
+    const u_char *id, size_t len, u_char *buf, const char **argv,
+    size_t *argvlen);
 /* its reply: NGX_OK (json, json_len, version set; json in the reply),
-   NGX_DECLINED (no such bottle), NGX_ERROR (not a bottle's hash) */
+   NGX_DECLINED (no such bottle), NGX_ABORT (over the limit: json NULL,
+   its size in json_len, the reason in slot->err), NGX_ERROR (not a
+   bottle's hash) */
 ngx_int_t ngx_bottle_store_fetch_reply(ngx_bottle_slot_t *slot,
     redisReply *reply);
+/* NGX_OK if the store's total stays within its limit with json_len bytes
+   more (held bytes of JSON not counted in the store yet included), else
+   NGX_DECLINED with the reason in slot->err */
+ngx_int_t ngx_bottle_store_fetch_total(ngx_bottle_store_redis_t *sr,
+    ngx_bottle_slot_t *slot, size_t held);
 
 /* in a thread: nothing of nginx */
 void ngx_bottle_store_redis_parse(ngx_bottle_slot_t *slot,

@@ -137,10 +137,10 @@ ngx_bottle_slot_t *
 ngx_bottle_store_redis_fetch(ngx_bottle_store_redis_t *sr, const u_char *id,
     size_t len)
 {
-    size_t              argvlen[4];
-    const char         *argv[4];
+    size_t              argvlen[5];
+    const char         *argv[5];
     ngx_bottle_slot_t  *slot;
-    u_char              key[NGX_BOTTLE_FETCH_KEY_LEN];
+    u_char              buf[NGX_BOTTLE_FETCH_BUF_LEN];
 
     if (len > 255) {
         return NULL;
@@ -157,10 +157,10 @@ ngx_bottle_store_redis_fetch(ngx_bottle_store_redis_t *sr, const u_char *id,
     slot->id_len = len;
     ngx_memcpy(slot->id, id, len);
 
-    ngx_bottle_store_fetch_argv(id, len, key, argv, argvlen);
+    ngx_bottle_store_fetch_argv(sr, id, len, buf, argv, argvlen);
 
     if (ngx_bottle_redis_command(&sr->cmd, ngx_bottle_store_redis_fetched,
-                                 slot, 4, argv, argvlen)
+                                 slot, 5, argv, argvlen)
         != NGX_OK)
     {
         ngx_free(slot);
@@ -173,26 +173,36 @@ ngx_bottle_store_redis_fetch(ngx_bottle_store_redis_t *sr, const u_char *id,
 }
 
 
+/*
+ * Redis measures the JSON before it sends it: a policy over the limit is
+ * never read, so neither its transfer nor its parse can delay the others
+ * or take a worker's memory.
+ */
+
 void
-ngx_bottle_store_fetch_argv(const u_char *id, size_t len, u_char *key,
-    const char **argv, size_t *argvlen)
+ngx_bottle_store_fetch_argv(ngx_bottle_store_redis_t *sr, const u_char *id,
+    size_t len, u_char *buf, const char **argv, size_t *argvlen)
 {
-    argv[0] = "HMGET";
-    argvlen[0] = 5;
-    argv[1] = (char *) key;
-    argvlen[1] = ngx_sprintf(key, BOTTLE_STORE_POLICY_PREFIX "%*s", len, id)
-                 - key;
-    argv[2] = BOTTLE_STORE_F_JSON;
-    argvlen[2] = sizeof(BOTTLE_STORE_F_JSON) - 1;
-    argv[3] = BOTTLE_STORE_F_VERSION;
-    argvlen[3] = sizeof(BOTTLE_STORE_F_VERSION) - 1;
+    argv[0] = "EVAL";
+    argvlen[0] = 4;
+    argv[1] = bottle_store_fetch_script;
+    argvlen[1] = ngx_strlen(bottle_store_fetch_script);
+    argv[2] = "0";
+    argvlen[2] = 1;
+    argv[3] = (char *) id;
+    argvlen[3] = len;
+    argv[4] = (char *) buf;
+    argvlen[4] = ngx_sprintf(buf, "%uz", sr->store->limits.policy) - buf;
 }
 
 
 ngx_int_t
 ngx_bottle_store_fetch_reply(ngx_bottle_slot_t *slot, redisReply *reply)
 {
-    redisReply  *json, *version;
+    char                       source[sizeof(BOTTLE_STORE_POLICY_PREFIX)
+                                      + 256];
+    redisReply                *json, *version;
+    ngx_bottle_store_redis_t  *sr;
 
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
         return NGX_ERROR;
@@ -200,6 +210,24 @@ ngx_bottle_store_fetch_reply(ngx_bottle_slot_t *slot, redisReply *reply)
 
     json = reply->element[0];
     version = reply->element[1];
+
+    slot->version = (version->type == REDIS_REPLY_STRING)
+                    ? (uint64_t) ngx_atoof((u_char *) version->str,
+                                           version->len)
+                    : 0;
+
+    if (json->type == REDIS_REPLY_INTEGER && json->integer >= 0) {
+        sr = slot->sr;
+        slot->json = NULL;
+        slot->json_len = (size_t) json->integer;
+
+        ngx_sprintf((u_char *) source, BOTTLE_STORE_POLICY_PREFIX "%s%Z",
+                    slot->id);
+        (void) bottle_limits_check_policy(&sr->store->limits, source,
+                                          (char *) slot->id, slot->json_len,
+                                          slot->err, sizeof(slot->err));
+        return NGX_ABORT;
+    }
 
     if (json->type != REDIS_REPLY_STRING) {
         return NGX_DECLINED;
@@ -209,12 +237,36 @@ ngx_bottle_store_fetch_reply(ngx_bottle_slot_t *slot, redisReply *reply)
 
     slot->json = json->str;
     slot->json_len = json->len;
-    slot->version = (version->type == REDIS_REPLY_STRING)
-                    ? (uint64_t) ngx_atoof((u_char *) version->str,
-                                           version->len)
-                    : 0;
 
     return NGX_OK;
+}
+
+
+ngx_int_t
+ngx_bottle_store_fetch_total(ngx_bottle_store_redis_t *sr,
+    ngx_bottle_slot_t *slot, size_t held)
+{
+    char                 source[sizeof(BOTTLE_STORE_POLICY_PREFIX) + 256];
+    size_t               total;
+    ngx_bottle_entry_t  *old;
+    ngx_bottle_store_t  *st;
+
+    st = sr->store;
+    old = ngx_bottle_store_get(st, slot->id, slot->id_len);
+
+    total = st->json_bytes - (old ? old->json_len : 0) + held
+            + slot->json_len;
+
+    if (total <= st->limits.store) {
+        return NGX_OK;
+    }
+
+    ngx_sprintf((u_char *) source, BOTTLE_STORE_POLICY_PREFIX "%s%Z",
+                slot->id);
+    (void) bottle_limits_check_store(&st->limits, source, (char *) slot->id,
+                                     total, slot->err, sizeof(slot->err));
+
+    return NGX_DECLINED;
 }
 
 
@@ -239,8 +291,21 @@ ngx_bottle_store_redis_fetched(redisAsyncContext *ac, void *r,
 
     rc = ngx_bottle_store_fetch_reply(slot, reply);
 
+    if (rc == NGX_ABORT) {
+        /* over the limit: refused as an invalid policy is */
+        goto done;
+    }
+
     if (rc != NGX_OK) {
-        if (rc == NGX_ERROR) {
+        if (rc == NGX_ERROR && reply->type == REDIS_REPLY_ERROR) {
+            /* e.g. NOPERM: an ACL user without +hstrlen */
+            ngx_log_error(NGX_LOG_ERR, sr->log, 0,
+                          "bottle: policy store %s: the fetch of \""
+                          BOTTLE_STORE_POLICY_PREFIX "%s\" failed: %*s",
+                          sr->name, slot->id,
+                          (size_t) ngx_min(reply->len, 200), reply->str);
+
+        } else if (rc == NGX_ERROR) {
             ngx_log_error(NGX_LOG_ERR, sr->log, 0,
                           "bottle: policy store %s: \""
                           BOTTLE_STORE_POLICY_PREFIX "%s\" is not a hash",
@@ -260,6 +325,13 @@ ngx_bottle_store_redis_fetched(redisAsyncContext *ac, void *r,
         goto done;
     }
 
+    /* what is held until applied counts in the store's total already */
+
+    if (ngx_bottle_store_fetch_total(sr, slot, sr->pending) != NGX_OK) {
+        slot->json = NULL;
+        goto done;
+    }
+
     /* the reply goes when this callback returns: the parse needs a copy */
 
     json = ngx_alloc(slot->json_len + 1, sr->log);
@@ -271,6 +343,8 @@ ngx_bottle_store_redis_fetched(redisAsyncContext *ac, void *r,
 
     ngx_memcpy(json, slot->json, slot->json_len + 1);
     slot->json = json;
+    slot->counted = 1;
+    sr->pending += slot->json_len;
 
     /* a bottle in use gets its scanner before it is swapped in */
     slot->want_secrets = (e && e->secrets) ? 1 : 0;
@@ -389,6 +463,11 @@ ngx_bottle_store_redis_parse(ngx_bottle_slot_t *slot, bottle_scan_db_t *db)
     bottle_policy_t *p;
     const bottle_t  *b;
 
+    if (slot->json == NULL) {
+        /* refused before it was read: the reason is in slot->err */
+        return;
+    }
+
     snprintf(source, sizeof(source), BOTTLE_STORE_POLICY_PREFIX "%s",
              (char *) slot->id);
 
@@ -430,7 +509,10 @@ ngx_bottle_store_redis_parse(ngx_bottle_slot_t *slot, bottle_scan_db_t *db)
     }
 
     if (bottle_policy_unsupported(p, slot->err, sizeof(slot->err)) != 0
-        || ngx_bottle_audit_check(p, slot->err, sizeof(slot->err)) != 0)
+        || ngx_bottle_audit_check(p, slot->err, sizeof(slot->err)) != 0
+        || bottle_limits_check_bottle(&slot->sr->store->limits, source, b,
+                                      slot->err, sizeof(slot->err))
+           != 0)
     {
         bottle_policy_free(p);
         return;
@@ -621,8 +703,18 @@ ngx_bottle_store_redis_apply_one(ngx_bottle_store_redis_t *sr,
         return;
     }
 
+    if (slot->policy != NULL
+        && ngx_bottle_store_fetch_total(sr, slot, 0) != NGX_OK)
+    {
+        bottle_policy_free(slot->policy);
+        slot->policy = NULL;
+    }
+
     if (slot->policy == NULL) {
-        /* fail closed: the bottle of a policy that does not parse goes */
+        /*
+         * fail closed: the bottle of a policy that does not parse, or is
+         * over a limit, goes; the others are served on
+         */
 
         ngx_log_error(NGX_LOG_ERR, sr->log, 0, "bottle_policy: %s", slot->err);
 
@@ -643,6 +735,7 @@ ngx_bottle_store_redis_apply_one(ngx_bottle_store_redis_t *sr,
         slot->secrets = NULL;
     }
     e->size = bottle_policy_bytes(e->policy) + sizeof(ngx_bottle_entry_t);
+    e->json_len = slot->json_len;
 
     ngx_bottle_store_put(st, e);
 
@@ -664,9 +757,14 @@ ngx_bottle_slot_free(ngx_bottle_slot_t *slot)
         ngx_free(slot->ids);
     }
 
+    if (slot->counted) {
+        slot->sr->pending -= slot->json_len;
+    }
+
     if (slot->json) {
         ngx_explicit_memzero(slot->json, slot->json_len);
         ngx_free(slot->json);
+        ngx_bottle_store_freed(slot->json_len);
     }
 
     if (slot->secrets) {
