@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gg_object.h"
 #include "gg_scan_int.h"
 
 
@@ -216,12 +217,12 @@ gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index)
 
 /* trees */
 
-/* one entry of a tree object, as its bytes say */
+/* one entry of a tree object, as its bytes say (gg_tree_next()) */
 typedef struct {
     const char         *mode;       /* octal digits */
     size_t              mlen;
     uint32_t            m;
-    const char         *name;       /* NUL-terminated in the object */
+    const char         *name;
     size_t              nlen;
     git_oid             id;
 } gg_entry_t;
@@ -280,10 +281,12 @@ static int
 gg_tree_read(gg_ctx_t *c, git_odb_object **obj, gg_entry_t **out, size_t *n,
     const git_oid *id, int sort)
 {
-    char         hex[GIT_OID_HEXSZ + 1];
-    size_t       cap, len;
-    gg_entry_t  *e, *ne;
-    const char  *p, *end, *sp, *nul;
+    int               rc;
+    char              hex[GIT_OID_HEXSZ + 1];
+    size_t            cap, len;
+    gg_entry_t       *e, *ne;
+    const char       *p, *end;
+    gg_tree_entry_t   te;
 
     *obj = NULL;
     *out = NULL;
@@ -306,15 +309,7 @@ gg_tree_read(gg_ctx_t *c, git_odb_object **obj, gg_entry_t **out, size_t *n,
     e = NULL;
     cap = 0;
 
-    while (p < end) {
-        sp = memchr(p, ' ', (size_t) (end - p));
-        nul = sp ? memchr(sp, '\0', (size_t) (end - sp)) : NULL;
-        if (sp == NULL || nul == NULL || sp == p || sp - p > 7
-            || (size_t) (end - nul - 1) < GIT_OID_RAWSZ)
-        {
-            goto malformed;
-        }
-
+    while ((rc = gg_tree_next(&te, &p, end)) == 1) {
         if (*n == cap) {
             cap = cap ? cap * 2 : 64;
             ne = realloc(e, cap * sizeof(*e));
@@ -326,22 +321,17 @@ gg_tree_read(gg_ctx_t *c, git_odb_object **obj, gg_entry_t **out, size_t *n,
             e = ne;
         }
 
-        ne = &e[*n];
-        ne->mode = p;
-        ne->mlen = (size_t) (sp - p);
-        ne->m = 0;
-        for (; p < sp; p++) {
-            if (*p < '0' || *p > '7') {
-                free(e);
-                goto malformed;
-            }
-            ne->m = ne->m * 8 + (uint32_t) (*p - '0');
-        }
-        ne->name = sp + 1;
-        ne->nlen = (size_t) (nul - sp - 1);
-        git_oid_fromraw(&ne->id, (const unsigned char *) nul + 1);
-        p = nul + 1 + GIT_OID_RAWSZ;
-        (*n)++;
+        ne = &e[(*n)++];
+        ne->mode = te.mode;
+        ne->mlen = te.mlen;
+        ne->m = te.m;
+        ne->name = te.name;
+        ne->nlen = te.nlen;
+        git_oid_fromraw(&ne->id, te.oid);
+    }
+
+    if (rc < 0) {
+        goto malformed;
     }
 
     if (sort && *n > 1) {
@@ -426,8 +416,9 @@ gg_bad_mode(gg_ctx_t *c, const gg_entry_t *e)
  * path in the parent's tree; NULL: none) with the same mode, name and
  * object: its path scanned, a file read (gg_delta()), a tree walked; a
  * tree of a name the old tree has not, with nothing changed beneath it
- * (an empty one), has its path scanned alone.  Every name a new tree holds is so scanned; only mode
- * 160000 (a gitlink) is not read.  Recursive, GG_TREE_DEPTH at most.
+ * (an empty one), has its path scanned alone.  Every name a new tree
+ * holds is so scanned; only mode 160000 (a gitlink) is not read.
+ * Recursive, GG_TREE_DEPTH levels below the commit's tree at most.
  */
 static int
 gg_walk(gg_ctx_t *c, const git_oid *oid, const git_oid *id, int depth)
@@ -546,61 +537,17 @@ gg_tree(gg_ctx_t *c, const git_oid *ptree, const git_oid *tree)
 
 /* commits and tags, from their raw bytes */
 
-/*
- * One header entry of a commit or a tag: a line and its continuation
- * lines (those starting with a space), up to *p; the message starts after
- * the first empty line.  0 at the header's end (*msg set).
- */
-static int
-gg_header_next(const char **p, const char *end, const char **s,
-    size_t *len, const char **msg)
-{
-    const char  *q, *nl;
-
-    q = *p;
-    if (q >= end || *q == '\n') {
-        *msg = q < end ? q + 1 : end;
-        return 0;
-    }
-
-    *s = q;
-    do {
-        nl = memchr(q, '\n', (size_t) (end - q));
-        q = nl ? nl + 1 : end;
-    } while (q < end && *q == ' ');
-
-    *len = (size_t) (q - *s);
-    *p = q;
-    return 1;
-}
-
-
 /* "<key> <hex of id>\n", exactly */
 static int
-gg_header_is(const char *s, size_t len, const char *key, const git_oid *id)
+gg_header_id(const char *s, size_t len, const char *key, const git_oid *id)
 {
-    size_t  klen;
-    char    hex[GIT_OID_HEXSZ + 1];
+    char  hex[GIT_OID_HEXSZ + 1];
 
-    klen = strlen(key);
-    if (id == NULL || len != klen + 1 + GIT_OID_HEXSZ + 1
-        || memcmp(s, key, klen) != 0 || s[klen] != ' '
-        || s[len - 1] != '\n')
-    {
+    if (id == NULL) {
         return 0;
     }
     git_oid_tostr(hex, sizeof(hex), id);
-    return memcmp(s + klen + 1, hex, GIT_OID_HEXSZ) == 0;
-}
-
-
-static int
-gg_prefix(const char *s, size_t len, const char *key)
-{
-    size_t  klen;
-
-    klen = strlen(key);
-    return len >= klen && memcmp(s, key, klen) == 0;
+    return gg_header_is(s, len, key, hex);
 }
 
 
@@ -632,12 +579,12 @@ gg_commit_raw(gg_ctx_t *c, const git_commit *commit, const char *p,
     while (rc == 0 && gg_header_next(&p, end, &s, &elen, &msg)) {
 
         if (canon && s == end - len
-            && gg_header_is(s, elen, "tree", git_commit_tree_id(commit)))
+            && gg_header_id(s, elen, "tree", git_commit_tree_id(commit)))
         {
             continue;
         }
         if (canon && np < git_commit_parentcount(commit)
-            && gg_header_is(s, elen, "parent",
+            && gg_header_id(s, elen, "parent",
                             git_commit_parent_id(commit, (unsigned) np)))
         {
             np++;
@@ -645,10 +592,10 @@ gg_commit_raw(gg_ctx_t *c, const git_commit *commit, const char *p,
         }
         canon = 0;
 
-        if (!author && gg_prefix(s, elen, "author ")) {
+        if (!author && gg_header_prefix(s, elen, "author ")) {
             author = 1;
             rc = gg_simple(c, GG_F_AUTHOR, s, elen);
-        } else if (!committer && gg_prefix(s, elen, "committer ")) {
+        } else if (!committer && gg_header_prefix(s, elen, "committer ")) {
             committer = 1;
             rc = gg_simple(c, GG_F_COMMITTER, s, elen);
         } else if (gg_buf_add(&h, s, elen) != 0) {
@@ -829,7 +776,9 @@ gg_tag(gg_ctx_t *c, const git_tag *tag, const git_oid *id, size_t index,
     while (rc == 0 && gg_header_next(&p, end, &s, &elen, &msg)) {
         k++;
 
-        if (k == 1 && gg_header_is(s, elen, "object", git_tag_target_id(tag))) {
+        if (k == 1
+            && gg_header_id(s, elen, "object", git_tag_target_id(tag)))
+        {
             continue;
         }
         if (k == 2 && elen == type.len && memcmp(s, type.data, elen) == 0) {
@@ -837,7 +786,7 @@ gg_tag(gg_ctx_t *c, const git_tag *tag, const git_oid *id, size_t index,
         }
         k = 3;
 
-        if (!named && gg_prefix(s, elen, "tag ")) {
+        if (!named && gg_header_prefix(s, elen, "tag ")) {
             named = 1;
             fd.kind = GG_F_TAG_NAME;
             fd.data = s;
@@ -849,7 +798,7 @@ gg_tag(gg_ctx_t *c, const git_tag *tag, const git_oid *id, size_t index,
                 fd.name = NULL;
             }
 
-        } else if (!tagger && gg_prefix(s, elen, "tagger ")) {
+        } else if (!tagger && gg_header_prefix(s, elen, "tagger ")) {
             tagger = 1;
             fd.kind = GG_F_TAGGER;
             fd.data = s;

@@ -389,10 +389,26 @@ sub raw_tag {
 # (each to a ref of its own: none is a fast-forward of another)
 my $nref = 0;
 
+# the forge's log once the last push's lines are written
+sub forge_log_settled {
+	my $n = @{forge_log($t)};
+	for (1 .. 20) {
+		sleep 0.25;
+		my $m = @{forge_log($t)};
+		return $m if $m == $n;
+		$n = $m;
+	}
+	return $n;
+}
+
+sub on_forge {
+	return (run_git($t, $gd, 'cat-file', '-e', $_[0]))[0] == 0;
+}
+
 sub gate_refused {
 	my ($name, $src, $ref, $rule, $where, $port) = @_;
 	$ref .= '-' . ++$nref if $ref eq 'refs/heads/raw';
-	my $nlog = @{forge_log($t)};
+	my $nlog = forge_log_settled();
 	my $c = forge_connections($t);
 	my $refs = forge_refs($t, 'acme/widgets');
 	my ($rc, $out) = agent('writer', wd('work', $port ? { base =>
@@ -401,9 +417,10 @@ sub gate_refused {
 	isnt($rc, 0, "$name: push refused");
 	like($out, qr/^remote: git-gate refused this push \(rule: \Q$rule\E\)\s*\nremote:   where: $where/m,
 		"$name: remote: names the rule and where") or diag($out);
-	ok(@{forge_log($t)} == $nlog && forge_connections($t) == $c
-		&& join(',', %{forge_refs($t, 'acme/widgets')}) eq join(',', %$refs),
-		"$name: the forge saw no request");
+	ok(forge_log_settled() == $nlog && forge_connections($t) == $c
+		&& join(',', %{forge_refs($t, 'acme/widgets')}) eq join(',', %$refs)
+		&& !on_forge($src),
+		"$name: the forge saw no request, has not the object");
 }
 
 my $tok_blob = raw_object('blob', "t=$GHP\n");
@@ -436,14 +453,16 @@ for my $case (
 # bytes after a NUL in a commit: the gate's fsck (receive.fsckObjects)
 # refuses them (nulInCommit) before the scan
 {
-	my $nlog = @{forge_log($t)};
+	my $nlog = forge_log_settled();
 	my $c = forge_connections($t);
+	my $nul = raw_commit(msg => "fix\0$CANARY\n");
 	my ($rc, $out) = agent('writer', wd('work'), 'push', 'origin',
-		raw_commit(msg => "fix\0$CANARY\n") . ':refs/heads/raw-nul');
+		"$nul:refs/heads/raw-nul");
 	isnt($rc, 0, 'a commit message with bytes after a NUL: refused');
 	like($out, qr/^remote: .*nulInCommit/m,
 		'a commit message with bytes after a NUL: remote: says why');
-	ok(@{forge_log($t)} == $nlog && forge_connections($t) == $c,
+	ok(forge_log_settled() == $nlog && forge_connections($t) == $c
+		&& !on_forge($nul),
 		'a commit message with bytes after a NUL: the forge saw no request');
 }
 
