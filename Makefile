@@ -288,6 +288,14 @@ $(BUILD)/fuzz/gg_pack_fuzz: fuzz/gg_pack_fuzz.c fuzz/fuzz.h \
 	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< $(GG_PACK_SRCS) \
 	    -ldeflate
 
+# git-gate's raw object readers (tree entries, header lines): their own
+# source
+$(BUILD)/fuzz/gg_object_fuzz: fuzz/gg_object_fuzz.c fuzz/fuzz.h \
+                              gitgate-helper/gg_object.c \
+                              gitgate-helper/gg_object.h
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< gitgate-helper/gg_object.c
+
 # git-gate's line matcher and the rule it feeds: the helper's sources,
 # libbottle's, libgit2 (linked, not called)
 $(BUILD)/fuzz/gg_lmatch_fuzz: fuzz/gg_lmatch_fuzz.c fuzz/fuzz.h $(GG_SRCS) \

@@ -250,8 +250,10 @@ gg_where(gg_ctx_t *c, const gg_field_t *fd, uint64_t start, char *buf,
 
     case GG_F_TAG_MESSAGE:
     case GG_F_TAGGER:
+    case GG_F_TAG_HEADER:
         snprintf(buf, len, "tag %s %s", fd->name ? fd->name : "(withheld)",
-                 fd->kind == GG_F_TAGGER ? "tagger" : "message");
+                 fd->kind == GG_F_TAGGER ? "tagger"
+                 : fd->kind == GG_F_TAG_HEADER ? "header" : "message");
         return;
 
     default:
@@ -408,44 +410,18 @@ gg_simple(gg_ctx_t *c, int kind, const char *data, size_t len)
 }
 
 
-/* "name <email>" of a signature, as the field fd */
+/* a refusal of the push that no field's match made (bad_filemode) */
 int
-gg_sig(gg_ctx_t *c, gg_field_t *fd, const git_signature *sig)
-{
-    int       rc;
-    gg_buf_t  b;
-
-    if (sig == NULL) {
-        return 0;
-    }
-
-    memset(&b, 0, sizeof(b));
-    if (gg_buf_add(&b, sig->name, strlen(sig->name)) != 0
-        || gg_buf_add(&b, " <", 2) != 0
-        || gg_buf_add(&b, sig->email, strlen(sig->email)) != 0
-        || gg_buf_add(&b, ">", 1) != 0)
-    {
-        free(b.data);
-        snprintf(c->err, c->errlen, "out of memory");
-        return -1;
-    }
-
-    fd->data = b.data;
-    fd->len = b.len;
-    rc = gg_field(c, fd);
-    free(b.data);
-    return rc < 0 ? -1 : 0;
-}
-
-
-int
-gg_identity(gg_ctx_t *c, int kind, const git_signature *sig)
+gg_refusal(gg_ctx_t *c, const char *rule, const char *where)
 {
     gg_field_t  fd;
 
     memset(&fd, 0, sizeof(fd));
-    fd.kind = kind;
-    return gg_sig(c, &fd, sig);
+    if (gg_add_finding(c, &fd, 0, 0, GG_REFUSE, rule, where) != 0) {
+        snprintf(c->err, c->errlen, "out of memory");
+        return -1;
+    }
+    return 0;
 }
 
 

@@ -8,12 +8,17 @@
  * What is scanned, one scanner field each:
  *
  *   ref       the name of every created or updated ref
- *   commit    message (raw), author and committer ("name <email>"), extra
- *             header lines (encoding, gpgsig, anything a tool added), the
- *             path of every added or modified file, and its added lines:
- *             against the first parent, the whole tree for a root commit
- *   tag       annotated tags: name, message, tagger; a tag of a blob or a
- *             tree, or a ref set to one, scans that blob or tree whole
+ *   commit    its raw object's bytes: the message (all after the first
+ *             empty line), the first author and committer lines, every
+ *             other header line (only its own tree and parents' ids left
+ *             out); the path of every changed tree entry (an empty tree's
+ *             too) and a file's added lines: against the first parent,
+ *             the whole tree for a root commit; a tree entry of a mode git
+ *             does not write refuses (bad_filemode) unless
+ *             GITGATE_FILEMODES=scan
+ *   tag       annotated tags, raw: name, tagger, other header lines,
+ *             message; a tag of a blob or a tree, or a ref set to one,
+ *             scans that blob or tree whole
  *
  * Findings carry the rule and where it was found, never the value; a name
  * (ref, path, tag) that itself matched is withheld from every "where".

@@ -23,6 +23,9 @@
 #define GG_CACHE            32
 #define GG_CACHE_BLOB       (8 * 1024 * 1024)
 #define GG_ALLOW_MARKER     "gitleaks:allow"
+/* levels of trees below a commit's the walk reads (one call each); one
+ * more refuses the push */
+#define GG_TREE_DEPTH       2048
 
 /* what a field is, for its "where" */
 enum {
@@ -35,7 +38,8 @@ enum {
     GG_F_FILE,
     GG_F_TAG_NAME,
     GG_F_TAG_MESSAGE,
-    GG_F_TAGGER
+    GG_F_TAGGER,
+    GG_F_TAG_HEADER
 };
 
 
@@ -151,6 +155,12 @@ typedef struct {
 
 typedef struct {
     git_repository     *repo;
+    git_odb            *odb;        /* commits, tags, trees: raw bytes */
+    int                 filemodes;  /* GITGATE_FILEMODES=scan: a file of
+                                       a mode git does not write is read
+                                       as any other (else refused) */
+    gg_buf_t            path;       /* the tree walk's, NUL-terminated */
+    size_t              nfile;      /* changed entries of this tree */
     bottle_scan_t      *s;
     bottle_generic_t   *gen;        /* generic assignments, in files */
     gg_report_t        *r;
@@ -196,8 +206,8 @@ typedef struct {
 /* one field scanned, its findings recorded: matches or -1 */
 int gg_field(gg_ctx_t *c, gg_field_t *fd);
 int gg_simple(gg_ctx_t *c, int kind, const char *data, size_t len);
-int gg_sig(gg_ctx_t *c, gg_field_t *fd, const git_signature *sig);
-int gg_identity(gg_ctx_t *c, int kind, const git_signature *sig);
+/* a refusal that is no scanner match (bad_filemode): 0 or -1 */
+int gg_refusal(gg_ctx_t *c, const char *rule, const char *where);
 
 int gg_buf_add(gg_buf_t *b, const void *data, size_t len);
 /* a run (or ctx line) from pos of the new file on, its number not

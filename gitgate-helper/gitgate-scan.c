@@ -9,7 +9,9 @@
  * (refused too: git refuses on any non-zero status).  Refusals are
  * written to stderr, which git shows the pusher as "remote: " lines; they
  * name the rule and where, never the value.  A scan that cannot run
- * refuses with rule "internal".
+ * refuses with rule "internal".  GITGATE_FILEMODES, GITGATE_BLOB_TIMEOUT
+ * and GITGATE_PACK_CACHE_MB are read from the environment, as the gate's
+ * hook reads its FastCGI parameters (docs/gitgate.md).
  */
 
 #include <stdio.h>

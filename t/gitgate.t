@@ -78,12 +78,29 @@ my $sock = "$d/gate-fcgi.sock";
 my $GATE = gitgate_fastcgi($sock, GITGATE_DIR => "$d/gate",
 	GITGATE_STORE => $redis->{url},
 	GITGATE_REFRESH => 0);
+# the same gate, its operator allowing odd file modes (read as files)
+my $MP = port(8095);
+my $GATE_MODES = gitgate_fastcgi($sock, GITGATE_DIR => "$d/gate",
+	GITGATE_STORE => $redis->{url},
+	GITGATE_REFRESH => 0, GITGATE_FILEMODES => 'scan');
 my $GATE_FILES = gitgate_fastcgi($sock, GITGATE_DIR => "$d/gate-files",
 	GITGATE_POLICY => "$d/gate-policy.json",
 	GITGATE_FORGES => "$d/gate-forges.json");
 
 $t->write_file_expand('nginx.conf', gitgate_conf(policy => $redis->{url}, port => $GP, gate => $GATE,
 	servers => <<"EOF"));
+# GITGATE_FILEMODES=scan
+server {
+    listen 127.0.0.1:$MP;
+    client_max_body_size 0;
+
+    location / {
+        bottle_attribute git;
+
+$GATE_MODES
+    }
+}
+
 # a file-source gate: the policy and the forges from files
 server {
     listen 127.0.0.1:$FP;
@@ -127,7 +144,7 @@ my $connected = Test::Bottle::bottlectl($t, $redis, 'forge', 'connect',
 	'--token-file', "$d/forge-token", '--account', 'gate-bot');
 my $forges = Test::Bottle::bottlectl($t, $redis, 'forges');
 
-$t->run()->plan(87);
+$t->run()->plan(122);
 
 ###############################################################################
 
@@ -319,6 +336,160 @@ refused_push('base64 of a held secret in a file', sub {
 	@{journal()};
 ok($ev && $ev->{rule} && !grep({ defined $_->{ref} } @{$ev->{refs}}),
 	'journal: refused push, rule, no ref names');
+
+###############################################################################
+# issue 26: hand-made objects (git hash-object --literally) are read byte
+# for byte: odd tree modes, commit header lines after committer, bytes
+# after a NUL, tag header lines; the forge gets no request for any
+
+my $nraw = 0;
+
+sub raw_object {
+	my ($type, $bytes) = @_;
+	my $f = "raw" . ++$nraw;
+	$t->write_file($f, $bytes);
+	my (undef, $id) = run_git($t, wd('work'), 'hash-object', '-t', $type,
+		'--literally', '-w', "$d/$f");
+	chomp $id;
+	return $id;
+}
+
+# $head's tree and one more file, in git's order
+sub tree_plus {
+	my ($mode, $name, $blob) = @_;
+	my (undef, $ls) = run_git($t, wd('work'), 'ls-tree', $head);
+	my @e = map { /^0*(\d+) \w+ ([0-9a-f]+)\t(.*)$/ ? [ $1, $3, $2 ] : () }
+		split /\n/, $ls;
+	push @e, [ $mode, $name, $blob ];
+	@e = sort { ($a->[0] =~ /^4/ ? "$a->[1]/" : $a->[1])
+		cmp ($b->[0] =~ /^4/ ? "$b->[1]/" : $b->[1]) } @e;
+	return raw_object('tree', join('', map { "$_->[0] $_->[1]\0"
+		. pack('H*', $_->[2]) } @e));
+}
+
+my $RAW_ID = 'Agent <agent@bottle.test> 1700000000 +0000';
+
+sub raw_commit {
+	my (%o) = @_;
+	my $tree = $o{tree} // head_of('work', "$head^{tree}");
+	return raw_object('commit', "tree $tree\nparent $head\n"
+		. "author $RAW_ID\n" . ($o{committer} // "committer $RAW_ID\n")
+		. ($o{extra} // '') . "\n" . ($o{msg} // "hand-made\n"));
+}
+
+sub raw_tag {
+	my ($name, $extra, $msg) = @_;
+	return raw_object('tag', "object $head\ntype commit\ntag $name\n"
+		. "tagger $RAW_ID\n$extra\n$msg");
+}
+
+# gate_refused($name, $src, $ref, $rule, $where[, $port]): the push of $src
+# to $ref refused, rule and where on "remote:" lines, the forge's log and
+# refs as they were
+# (each to a ref of its own: none is a fast-forward of another)
+my $nref = 0;
+
+# the forge's log once the last push's lines are written
+sub forge_log_settled {
+	my $n = @{forge_log($t)};
+	for (1 .. 20) {
+		sleep 0.25;
+		my $m = @{forge_log($t)};
+		return $m if $m == $n;
+		$n = $m;
+	}
+	return $n;
+}
+
+sub on_forge {
+	return (run_git($t, $gd, 'cat-file', '-e', $_[0]))[0] == 0;
+}
+
+sub gate_refused {
+	my ($name, $src, $ref, $rule, $where, $port) = @_;
+	$ref .= '-' . ++$nref if $ref eq 'refs/heads/raw';
+	my $nlog = forge_log_settled();
+	my $c = forge_connections($t);
+	my $refs = forge_refs($t, 'acme/widgets');
+	my ($rc, $out) = agent('writer', wd('work', $port ? { base =>
+		"http://x:$TOK{writer}\@127.0.0.1:$port/github.com/" } : {}),
+		'push', 'origin', "$src:$ref");
+	isnt($rc, 0, "$name: push refused");
+	like($out, qr/^remote: git-gate refused this push \(rule: \Q$rule\E\)\s*\nremote:   where: $where/m,
+		"$name: remote: names the rule and where") or diag($out);
+	ok(forge_log_settled() == $nlog && forge_connections($t) == $c
+		&& join(',', %{forge_refs($t, 'acme/widgets')}) eq join(',', %$refs)
+		&& !on_forge($src),
+		"$name: the forge saw no request, has not the object");
+}
+
+my $tok_blob = raw_object('blob', "t=$GHP\n");
+my $clean_blob = raw_object('blob', "nothing to see\n");
+
+for my $mode (qw/ 100664 100600 /) {
+	gate_refused("a token in a file of mode $mode",
+		raw_commit(tree => tree_plus($mode, 'cfg.txt', $tok_blob)),
+		'refs/heads/raw', 'bad_filemode',
+		"commit [0-9a-f]{12} file cfg.txt: mode $mode");
+}
+
+for my $case (
+	[ 'a continuation of the committer line', committer =>
+		"committer $RAW_ID\n $GHP\n", 'github_pat_classic', 'committer' ],
+	[ 'a parent header after committer', extra => "parent $HELD\n",
+		'held_secret:DB_PASSWORD', 'header' ],
+	[ 'an author header after committer', extra => "author $EGRESS\n",
+		'egress_token:API', 'header' ],
+	[ 'a tree header after committer', extra => "tree $CANARY\n",
+		'canary', 'header' ],
+	[ 'an unknown header', extra => "x-note $GHP\n", 'github_pat_classic',
+		'header' ])
+{
+	my ($name, $part, $bytes, $rule, $where) = @$case;
+	gate_refused("a commit with $name", raw_commit($part => $bytes),
+		'refs/heads/raw', $rule, "commit [0-9a-f]{12} $where");
+}
+
+# bytes after a NUL in a commit: the gate's fsck (receive.fsckObjects)
+# refuses them (nulInCommit) before the scan
+{
+	my $nlog = forge_log_settled();
+	my $c = forge_connections($t);
+	my $nul = raw_commit(msg => "fix\0$CANARY\n");
+	my ($rc, $out) = agent('writer', wd('work'), 'push', 'origin',
+		"$nul:refs/heads/raw-nul");
+	isnt($rc, 0, 'a commit message with bytes after a NUL: refused');
+	like($out, qr/^remote: .*nulInCommit/m,
+		'a commit message with bytes after a NUL: remote: says why');
+	ok(forge_log_settled() == $nlog && forge_connections($t) == $c
+		&& !on_forge($nul),
+		'a commit message with bytes after a NUL: the forge saw no request');
+}
+
+gate_refused('a tag with a header after tagger',
+	raw_tag('vx1', "x-extra $CANARY\n", "release\n"), 'refs/tags/vx1',
+	'canary', 'tag vx1 header');
+gate_refused('a tag with message bytes after a NUL',
+	raw_tag('vx2', '', "release\0$HELD\n"), 'refs/tags/vx2',
+	'held_secret:DB_PASSWORD', 'tag vx2 message');
+
+# the operator allows odd modes (GITGATE_FILEMODES=scan): read as files
+
+{
+	my $clean = raw_commit(tree => tree_plus('100664', 'cfg.txt', $clean_blob));
+	my ($rc, $out) = agent('writer', wd('work', { base =>
+		"http://x:$TOK{writer}\@127.0.0.1:$MP/github.com/" }), 'push',
+		'origin', "$clean:refs/heads/modes");
+	is($rc, 0, 'GITGATE_FILEMODES=scan: a clean file of mode 100664 pushed')
+		or diag($out);
+	is(forge_refs($t, 'acme/widgets')->{'refs/heads/modes'}, $clean,
+		'GITGATE_FILEMODES=scan: the forge has it');
+}
+
+gate_refused('GITGATE_FILEMODES=scan: a token in a file of mode 100664',
+	raw_commit(tree => tree_plus('100664', 'cfg.txt', $tok_blob)),
+	'refs/heads/raw', 'github_pat_classic',
+	'commit [0-9a-f]{12} file cfg.txt line 1', $MP);
 
 ###############################################################################
 # grants

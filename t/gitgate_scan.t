@@ -24,6 +24,7 @@ BEGIN { use FindBin; chdir($FindBin::Bin); }
 use lib 'lib';
 use Test::Nginx;
 
+use Digest::SHA qw//;
 use MIME::Base64 qw/ encode_base64 /;
 use POSIX qw//;
 
@@ -161,7 +162,7 @@ sub start {
 
 ###############################################################################
 
-$t->plan(60);
+$t->plan(115);
 
 # a clean push: several commits and an annotated tag
 
@@ -361,6 +362,290 @@ git($W, 'tag', '-f', '-a', '-m', 'a blob', 'vb', $blob);
 refused(git_push('refs/tags/vb'), 'held_secret:DB_PASSWORD',
 	'blob [0-9a-f]{12} file \(the blob itself\) line 1', 'a tag of a blob: scanned');
 git($W, 'tag', '-d', 'vb');
+
+# hand-made objects (issue 26): git hash-object --literally writes any
+# bytes, so every shape below is one a hostile agent can push
+
+my $nraw = 0;
+
+sub raw_object {
+	my ($type, $bytes) = @_;
+	my $f = "$d/raw" . ++$nraw;
+	open my $fh, '>:raw', $f or die "$f: $!";
+	print $fh $bytes;
+	close $fh;
+	return git($W, 'hash-object', '-t', $type, '--literally', '-w', $f);
+}
+
+# raw_tree([mode, name, id], ...): the entries as given, in that order
+sub raw_tree {
+	return raw_object('tree', join('', map { "$_->[0] $_->[1]\0"
+		. pack('H*', $_->[2]) } @_));
+}
+
+sub raw_blob { return raw_object('blob', $_[0]); }
+
+my $ID = 'Agent <agent@bottle.test> 1700000000 +0000';
+
+# a commit on main as the remote has it; $extra: header lines after the
+# committer line (each ending in "\n"), $msg: every byte after the
+# empty line
+sub raw_commit {
+	my (%o) = @_;
+	my $parent = git($W, 'rev-parse', 'refs/remotes/r/main');
+	my $tree = $o{tree} // git($W, 'rev-parse', 'refs/remotes/r/main^{tree}');
+	return raw_object('commit', "tree $tree\nparent $parent\n"
+		. ($o{author} // "author $ID\n")
+		. ($o{committer} // "committer $ID\n")
+		. ($o{extra} // '') . "\n" . ($o{msg} // "hand-made\n"));
+}
+
+my $main_tree = git($W, 'rev-parse', 'refs/remotes/r/main^{tree}');
+# (ls-tree writes a tree's mode 040000, its object 40000)
+my @main_entries = map { /^0*(\d+) \w+ ([0-9a-f]+)\t(.*)$/ ? [ $1, $3, $2 ] : () }
+	split /\n/, git($W, 'ls-tree', 'refs/remotes/r/main');
+
+# main's tree with more entries, in git's order (a tree's name sorts as
+# name/)
+sub main_plus {
+	my @e = (@main_entries, @_);
+	return raw_tree(sort { ($a->[0] =~ /^0?4/ ? "$a->[1]/" : $a->[1])
+		cmp ($b->[0] =~ /^0?4/ ? "$b->[1]/" : $b->[1]) } @e);
+}
+
+my $clean_blob = raw_blob("nothing to see\n");
+my $tok_blob = raw_blob("t=$GHP\n");
+my $nraw_ref = 0;
+
+# raw_receive($new, $ref, @objects): a pack of just these objects sent to
+# receive-pack as a push of $new to the new $ref; its output
+sub raw_receive {
+	my ($new, $ref, @objects) = @_;
+	$t->write_file('objects.list', join("\n", @objects) . "\n");
+	my $pack = `cd '$W' && git pack-objects -q --stdout < '$d/objects.list'`;
+	my $cmd = ('0' x 40) . " $new $ref\0report-status\n";
+	my $req = sprintf('%04x', length($cmd) + 4) . $cmd . '0000' . $pack;
+	open my $fh, '>:raw', "$d/receive.in" or die;
+	print $fh $req;
+	close $fh;
+	my $out = `cd '$d' && git receive-pack '$R' < '$d/receive.in' 2>&1`;
+	$all .= $out;
+	return $out;
+}
+
+sub raw_push {
+	my ($sha) = @_;
+	return git_push("$sha:refs/heads/raw-" . ++$nraw_ref);
+}
+
+# 1. tree entry modes: only 160000 is a gitlink; a mode git does not
+# write is refused (rule bad_filemode), naming the path and the mode
+
+for my $mode (qw/ 100664 100600 100000 644 0 /) {
+	my $c = raw_commit(tree => main_plus([ $mode, 'cfg.txt', $clean_blob ]));
+	refused(raw_push($c), 'bad_filemode',
+		"commit [0-9a-f]{12} file cfg.txt: mode $mode\\s",
+		"a file of mode $mode: refused, naming the path and the mode");
+}
+
+for my $mode (qw/ 100664 100600 /) {
+	my $c = raw_commit(tree => main_plus([ $mode, 'cfg.txt', $tok_blob ]));
+	my $r = raw_push($c);
+	refused($r, 'bad_filemode', "commit [0-9a-f]{12} file cfg.txt: mode $mode",
+		"a token in a file of mode $mode: refused");
+	ok(!on_remote($c), "mode $mode: the commit is not in the remote");
+}
+
+my $c_dir = raw_commit(tree => main_plus([ '040000', 'conf',
+	raw_tree([ '100644', 'a.txt', $clean_blob ]) ]));
+refused(raw_push($c_dir), 'bad_filemode', "commit [0-9a-f]{12} file conf: mode 040000",
+	'a tree of mode 040000 (zero-padded): refused');
+
+my $c_wh = raw_commit(tree => main_plus([ '100664', "k-$CANARY.txt", $clean_blob ]));
+$r = raw_push($c_wh);
+refused($r, 'canary', 'commit [0-9a-f]{12} path of changed file 1 \(withheld\)',
+	'an odd mode on a path holding the canary: the path matched');
+like($r->{out}, qr/rule: bad_filemode\)\s*\n.*where: commit [0-9a-f]{12} changed file 1 \(path withheld\): mode 100664/,
+	'and the mode refused, the path withheld');
+
+# GITGATE_FILEMODES=scan: such files are read like any other
+
+$t->write_file('remote.git/hooks/pre-receive', "#!/bin/sh\n"
+	. "GITGATE_FILEMODES=scan exec '$SCAN' --policy '$d/policy.json' --bottle b1\n");
+
+for my $mode (qw/ 100664 100600 100000 /) {
+	my $c = raw_commit(tree => main_plus([ $mode, 'cfg.txt', $clean_blob ]));
+	$r = raw_push($c);
+	is($r->{rc}, 0, "GITGATE_FILEMODES=scan: a clean file of mode $mode pushed")
+		or diag($r->{out});
+	$c = raw_commit(tree => main_plus([ $mode, 'cfg.txt', $tok_blob ]));
+	refused(raw_push($c), 'github_pat_classic',
+		'commit [0-9a-f]{12} file cfg.txt line 1',
+		"GITGATE_FILEMODES=scan: a token in a file of mode $mode: refused");
+}
+
+# git takes mode 644 for a gitlink and sends no object for it: read all
+# the same, the push is refused when there is none to read
+$r = raw_push(raw_commit(tree => main_plus([ '644', 'cfg.txt', $tok_blob ])));
+like($r->{out}, qr/rule: internal\)\s*\n.*why: object [0-9a-f]{12} is missing/,
+	'GITGATE_FILEMODES=scan: mode 644 and no object sent: refused');
+
+$t->write_file('remote.git/hooks/pre-receive', "#!/bin/sh\n"
+	. "GITGATE_FILEMODES=bogus exec '$SCAN' --policy '$d/policy.json' --bottle b1\n");
+$r = raw_push(raw_commit(msg => "clean\n"));
+like($r->{out}, qr/rule: internal\)\s*\n.*GITGATE_FILEMODES is neither refuse nor scan/,
+	'GITGATE_FILEMODES of another value: refused, saying so');
+hook("$d/policy.json");
+
+# a mode and an object that disagree, duplicate names, odd names, names
+# only a new tree holds: refused or read, never skipped
+
+$r = raw_push(raw_commit(tree => main_plus([ '100644', 'f.txt',
+	raw_tree([ '100644', 'a.txt', $tok_blob ]) ])));
+like($r->{out}, qr/rule: internal\)\s*\n.*is not a file/,
+	'mode 100644 naming a tree: refused');
+# (git push will not send that one: a pack of the objects, straight to
+# receive-pack)
+my $bad_tree = raw_commit(tree => main_plus([ '40000', 'd', $tok_blob ]));
+my $bt = git($W, 'rev-parse', "$bad_tree^{tree}");
+$r = raw_receive($bad_tree, 'refs/heads/raw-bt', $bad_tree, $bt, $tok_blob);
+like($r, qr/rule: internal\)\s*\n.*is in a tree as a directory but is not a tree/,
+	'mode 40000 naming a blob: refused');
+ok(!on_remote($bad_tree), 'mode 40000 naming a blob: not in the remote');
+
+refused(raw_push(raw_commit(tree => main_plus([ '100644', 'dup.txt', $clean_blob ],
+	[ '100644', 'dup.txt', $tok_blob ]))), 'github_pat_classic',
+	'commit [0-9a-f]{12} file dup.txt line 1',
+	'two entries of one name: the second is read too');
+
+my $empty = raw_object('tree', '');
+refused(raw_push(raw_commit(tree => main_plus([ '40000', "e-$CANARY", $empty ]))),
+	'canary', 'commit [0-9a-f]{12} path of changed file 1 \(withheld\)',
+	'the canary as the name of an empty tree: refused');
+
+my $sub = raw_tree([ '100644', 'x.txt', $clean_blob ]);
+my $sub_parent = raw_commit(tree => main_plus([ '40000', 'sub', $sub ]));
+$r = git_push("$sub_parent:refs/heads/sub");
+is($r->{rc}, 0, 'a clean subtree: pushed') or diag($r->{out});
+my $renamed = raw_object('commit', "tree " . main_plus([ '40000', "s-$HELD", $sub ])
+	. "\nparent $sub_parent\nauthor $ID\ncommitter $ID\n\nrename\n");
+refused(git_push("$renamed:refs/heads/sub"), 'held_secret:DB_PASSWORD',
+	'commit [0-9a-f]{12} path of changed file 1 \(withheld\)',
+	'a tree equal to the parent\'s but for its name: the name is read');
+
+refused(raw_push(raw_commit(tree => main_plus([ '100644', "a\nb\x01\xff$GHP", $clean_blob ]))),
+	'github_pat_classic', 'commit [0-9a-f]{12} path of changed file 1 \(withheld\)',
+	'a name with a newline and odd bytes: read');
+
+# 2. commits: every byte of their raw object
+
+for my $case (
+	[ 'a continuation of the committer line', committer =>
+		"committer $ID\n $GHP\n", 'github_pat_classic', 'committer' ],
+	[ 'a parent header after committer', extra => "parent $HELD\n",
+		'held_secret:DB_PASSWORD', 'header' ],
+	[ 'an author header after committer', extra => "author $EGRESS\n",
+		'egress_token:API', 'header' ],
+	[ 'a tree header after committer', extra => "tree $GHP\n",
+		'github_pat_classic', 'header' ],
+	[ 'a second committer header', extra => "committer $CANARY\n",
+		'canary', 'header' ],
+	[ 'an unknown header', extra => "x-note $GHP\n", 'github_pat_classic',
+		'header' ],
+	[ 'a continuation of an encoding header', extra =>
+		"encoding UTF-8\n $HELD\n", 'held_secret:DB_PASSWORD', 'header' ],
+	[ 'message bytes after a NUL', msg => "fix\0$CANARY\n", 'canary',
+		'message' ],
+	[ 'a message that is a NUL and a token', msg => "\0$GHP",
+		'github_pat_classic', 'message' ])
+{
+	my ($name, $part, $bytes, $rule, $where) = @$case;
+	my $c = raw_commit($part => $bytes);
+	refused(raw_push($c), $rule, "commit [0-9a-f]{12} $where",
+		"a commit with $name: refused, where $where");
+	ok(!on_remote($c), "$name: the commit is not in the remote");
+}
+
+# (libgit2 does not parse an author line with a continuation: refused)
+$r = raw_push(raw_commit(author => "author $ID\n $CANARY\n"));
+like($r->{out}, qr/rule: internal\)\s*\n.*why: cannot read object/,
+	'a commit with a continuation of the author line: refused');
+
+$r = raw_push(raw_commit(extra => "encoding UTF-8\nx-tool ok\n",
+	msg => "plain\0binary tail\n"));
+is($r->{rc}, 0, 'a clean commit with extra headers and a NUL: accepted')
+	or diag($r->{out});
+
+# 3. annotated tags: every byte of their raw object
+
+my $tag_target = git($W, 'rev-parse', 'refs/remotes/r/main');
+my $ntag = 0;
+
+sub raw_tag {
+	my ($extra, $msg) = @_;
+	my $name = 'vr' . ++$ntag;
+	my $tag = raw_object('tag', "object $tag_target\ntype commit\n"
+		. "tag $name\ntagger $ID\n$extra\n$msg");
+	return ($name, git_push("$tag:refs/tags/$name"));
+}
+
+for my $case (
+	[ 'an extra header after tagger', "x-extra $CANARY\n", "release\n",
+		'canary', 'header' ],
+	[ 'a second tagger header', "tagger $HELD\n", "release\n",
+		'held_secret:DB_PASSWORD', 'header' ],
+	[ 'a continuation of the tagger line', " $GHP\n", "release\n",
+		'github_pat_classic', 'tagger' ],
+	[ 'message bytes after a NUL', '', "release\0$CANARY\n", 'canary',
+		'message' ])
+{
+	my ($name, $extra, $msg, $rule, $where) = @$case;
+	my ($tname, $r) = raw_tag($extra, $msg);
+	refused($r, $rule, "tag $tname $where", "a tag with $name: refused");
+}
+
+my ($tn, $tr) = raw_tag("x-tool ok\n", "release\0tail\n");
+is($tr->{rc}, 0, 'a clean tag with an extra header and a NUL: accepted')
+	or diag($tr->{out});
+
+# a commit's tree and 2048 levels of trees below it are read; one more
+# refuses the push (the walk's bound, GG_TREE_DEPTH)
+
+sub nested {
+	my ($levels) = @_;
+	my $tree = raw_tree([ '100644', 'f.txt', $clean_blob ]);
+	# a tree object's id from its bytes, as git computes it
+	for (2 .. $levels) {
+		my $body = "40000 d\0" . pack('H*', $tree);
+		$tree = Digest::SHA::sha1_hex("tree " . length($body) . "\0$body");
+		push @{$_[1]}, $body;
+	}
+	return $tree;
+}
+
+for my $case ([ 2048, 0 ], [ 2049, 1 ]) {
+	my ($levels, $refuse) = @$case;
+	my @bodies;
+	my $top = nested($levels, \@bodies);
+	my @files = map { my $f = "$d/nest$_"; open my $fh, '>:raw', $f or die;
+		print $fh $bodies[$_]; close $fh; $f } 0 .. $#bodies;
+	my $pid = open(my $hp, '|-') // die;
+	if ($pid == 0) {
+		chdir($W) or POSIX::_exit(126);
+		open STDOUT, '>', '/dev/null';
+		exec('git', 'hash-object', '-t', 'tree', '--literally', '-w',
+			'--stdin-paths') or POSIX::_exit(127);
+	}
+	print $hp join("\n", @files) . "\n";
+	close $hp;
+	$r = raw_push(raw_commit(tree => main_plus([ '40000', 'deep', $top ])));
+	if ($refuse) {
+		like($r->{out}, qr/rule: internal\)\s*\n.*trees nested deeper than 2048/,
+			"$levels levels of trees: refused, saying so");
+	} else {
+		is($r->{rc}, 0, "$levels levels of trees: read") or diag($r->{out});
+	}
+}
 
 # a scan that cannot run refuses
 
