@@ -360,6 +360,7 @@ ngx_bottle_redis_hello(redisAsyncContext *ac, void *r, void *privdata)
 
     rd->was_up = 1;
     rd->failures = 0;
+    rd->heard = ngx_current_msec;
 
     rd->handler(rd, 1);
 }
@@ -372,6 +373,7 @@ ngx_bottle_redis_pong(redisAsyncContext *ac, void *r, void *privdata)
 
     if (rd && r) {
         rd->pings = 0;
+        rd->heard = ngx_current_msec;
     }
 }
 

@@ -175,6 +175,9 @@ void ngx_http_bottle_capture_cookies(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 ngx_int_t ngx_http_bottle_inject(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
+ngx_int_t ngx_http_bottle_conns_add(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+void ngx_http_bottle_conns_adopted(ngx_connection_t *c);
 ngx_int_t ngx_http_bottle_strip_args(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx, ngx_str_t *out);
 
