@@ -133,7 +133,7 @@ $t->run();
 redis_start($t, port => $RP, db => 2);
 wait_for(sub { $t->read_file('error.log') =~ /policy store \S+ read:/ }, 10);
 
-$t->plan(37);
+$t->plan(40);
 
 ###############################################################################
 
@@ -160,8 +160,8 @@ store_put($t, alice($ALICE, pass_route(), api_route(), other_route()),
 
 # a passthrough tunnel of each bottle, data flowing both ways
 
-my $a = echo_tunnel($ALICE);
-my $b = echo_tunnel($BOB);
+my $a = wait_for(sub { echo_tunnel($ALICE) }, 5);
+my $b = wait_for(sub { echo_tunnel($BOB) }, 5);
 ok($a && $b, 'passthrough tunnels open, data echoed');
 
 # the bottle removed: alice's tunnel closed, bob's open
@@ -177,6 +177,18 @@ is(grep({ /rule="revoked".*reason="the bottle was removed from the policy"/ }
 	'log: one line, bottle, host, rule, reason');
 like(proxy_request(8080, connect_req($PASS, $ALICE)), qr/^HTTP\/1\.1 407 /,
 	'a new CONNECT: 407');
+
+# a plain proxy connection kept alive, idle between requests: closed too
+
+store_put($t, alice($ALICE, pass_route(), plain_route()));
+my $plain = wait_for(sub { plain_session($ALICE) }, 5);
+ok($plain, 'plain keep-alive connection: a request served');
+$t0 = time();
+store_rm($t, 'alice');
+$gone = wait_eof($plain->{sock}, 5);
+ok(defined $gone && $gone - $t0 < 2, 'plain keep-alive connection: closed');
+is(grep({ /reason="the bottle was removed from the policy"/ }
+	revoked('alice', 'plain.allowed.test')), 1, 'log: plain connection');
 
 # the route removed: the tunnel to it closed, the bottle's others open
 
@@ -368,7 +380,7 @@ sub read_some {
 sub wait_eof {
 	my ($s, $max) = @_;
 	my $deadline = time() + $max;
-	return time() unless $s;
+	return undef unless $s;
 	while (time() <= $deadline) {
 		my $n = read_some($s, $deadline - time());
 		return time() if defined $n && $n eq '';
@@ -400,6 +412,17 @@ sub ssl_get {
 		$r .= $n;
 	}
 	return $r;
+}
+
+# a plain proxy connection, one request served on it, kept alive
+sub plain_session {
+	my ($token) = @_;
+	my $h = 'plain.allowed.test:' . port(8081);
+	my $s = proxy_session(8080);
+	$s->send("GET http://$h/keep HTTP/1.1\r\nHost: $h\r\n"
+		. 'Proxy-Authorization: ' . basic('agent', $token) . "\r\n\r\n");
+	my $r = $s->read_response() // '';
+	return $r =~ /^HTTP\/1\.1 200 / ? $s : undef;
 }
 
 sub get {
