@@ -359,6 +359,7 @@ ngx_bottle_hold_t *ngx_bottle_hold_create(ngx_str_t *bottle,
     ngx_str_t *host, ngx_log_t *log);
 ngx_int_t ngx_bottle_hold_start(ngx_bottle_hold_t *h);
 void ngx_bottle_hold_release(ngx_bottle_hold_t *h);
+void ngx_bottle_hold_release_as(ngx_bottle_hold_t *h, const char *reason);
 
 
 /*

@@ -114,6 +114,9 @@ struct ngx_http_bottle_ctx_s {
     void                    *dlp;        /* ngx_http_bottle_dlp_t */
     void                    *contact;    /* the first contact's */
     ngx_http_bottle_resume_pt  resume;   /* after an asynchronous step */
+    const char              *ended;      /* why it was ended from outside
+                                            (a revocation), for a held
+                                            request's withdrawal */
 };
 
 

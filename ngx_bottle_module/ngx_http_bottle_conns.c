@@ -122,6 +122,7 @@ ngx_http_bottle_conn_close(ngx_bottle_conn_t *bc)
     ngx_queue_t                 *q;
     ngx_connection_t            *c, *fc;
     ngx_http_request_t          *r;
+    ngx_http_bottle_ctx_t       *ctx;
     ngx_http_bottle_conn_req_t  *rq;
 
     c = bc->connection;
@@ -139,6 +140,13 @@ ngx_http_bottle_conn_close(ngx_bottle_conn_t *bc)
         rq = ngx_queue_data(q, ngx_http_bottle_conn_req_t, queue);
         r = rq->request;
         fc = r->connection;
+
+        ctx = ngx_http_get_module_ctx(r, ngx_http_bottle_module);
+
+        if (ctx) {
+            ctx->ended = "the policy no longer allows the request's "
+                         "connection (revoked)";
+        }
 
 #if (NGX_HTTP_V2)
         ended = (r->stream == NULL);

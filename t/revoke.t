@@ -45,6 +45,7 @@ daemon off;
 
 bottle_policy redis://127.0.0.1:$RP/2;
 bottle_store_stale_max 3s;
+bottle_supervise redis://127.0.0.1:$RP/2;
 
 events {
 }
@@ -133,7 +134,7 @@ $t->run();
 redis_start($t, port => $RP, db => 2);
 wait_for(sub { $t->read_file('error.log') =~ /policy store \S+ read:/ }, 10);
 
-$t->plan(40);
+$t->plan(46);
 
 ###############################################################################
 
@@ -145,6 +146,9 @@ sub api_route { { host => 'api.allowed.test', port => $AP, internal => $T,
 	methods => [ 'GET' ] } }
 sub plain_route { { host => 'plain.allowed.test', port => port(8081),
 	internal => $T } }
+sub held_route { { host => 'plain.allowed.test', port => port(8081),
+	internal => $T, methods => [ 'GET', 'POST' ],
+	dlp => { on_match => 'supervise' } } }
 sub other_route { { host => 'other.allowed.test', port => $AP,
 	internal => $T } }
 
@@ -189,6 +193,31 @@ $gone = wait_eof($plain->{sock}, 5);
 ok(defined $gone && $gone - $t0 < 2, 'plain keep-alive connection: closed');
 is(grep({ /reason="the bottle was removed from the policy"/ }
 	revoked('alice', 'plain.allowed.test')), 1, 'log: plain connection');
+
+# a request held for the operator (a token in its body): its bottle
+# removed, the request ends and its connection closes, its proposal is
+# withdrawn saying why, nothing reaches the upstream
+
+store_put($t, alice($ALICE, pass_route(), held_route()));
+wait_for(sub { get($ALICE, '/ready') }, qr/ 200 /, 5);
+my $nplain = @{upstream_requests($t, 'plain')};
+my $hs = held_post($ALICE);
+my $prop = wait_for(sub { (Test::Bottle::bottlectl($t, $t->{_bottle_redis}, 'proposals',
+	'--bottle', 'alice') =~ /^(\d+-[0-9a-f]{8}) /m)[0] }, 10);
+ok($prop, 'held: a proposal is pending');
+$t0 = time();
+store_rm($t, 'alice');
+$gone = wait_eof($hs, 5);
+ok(defined $gone && $gone - $t0 < 2, 'held request: its connection closed');
+like(wait_for(sub { redis_cli($t, 'HGET', "bottle:proposal:$prop", 'state') },
+	qr/expired/, 5), qr/^expired/, 'held: its proposal withdrawn');
+like(redis_cli($t, 'XRANGE', 'bottle:audit', '-', '+'),
+	qr/^\{[^\n]*"type":"decision\.resolved"[^\n]*"correlation_id":"\Q$prop\E"[^\n]*no longer allows[^\n]*revoked/m,
+	'held: the withdrawal says why');
+is(scalar @{upstream_requests($t, 'plain')}, $nplain,
+	'held: nothing reached the upstream');
+is(grep({ /reason="the bottle was removed from the policy"/ }
+	revoked('alice', 'plain.allowed.test')), 2, 'log: held request');
 
 # the route removed: the tunnel to it closed, the bottle's others open
 
@@ -423,6 +452,21 @@ sub plain_session {
 		. 'Proxy-Authorization: ' . basic('agent', $token) . "\r\n\r\n");
 	my $r = $s->read_response() // '';
 	return $r =~ /^HTTP\/1\.1 200 / ? $s : undef;
+}
+
+sub held_post {
+	my ($token) = @_;
+	my $h = 'plain.allowed.test:' . port(8081);
+	my $ghp = 'ghp_' . join('', map { ('A' .. 'Z', 'a' .. 'z', 0 .. 9)
+		[($_ * 11) % 62] } 1 .. 36);
+	my $body = "{\"note\": \"deploy with $ghp please\"}";
+	my $s = IO::Socket::IP->new(PeerAddr => '127.0.0.1',
+		PeerPort => port(8080)) or return undef;
+	$s->syswrite("POST http://$h/held HTTP/1.1\r\nHost: $h\r\n"
+		. 'Proxy-Authorization: ' . basic('agent', $token) . "\r\n"
+		. "Content-Type: application/json\r\n"
+		. 'Content-Length: ' . length($body) . "\r\n\r\n" . $body);
+	return $s;
 }
 
 sub get {
