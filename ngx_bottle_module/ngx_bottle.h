@@ -284,6 +284,8 @@ struct ngx_bottle_conn_s {
     void                    *data;       /* the close handler's */
     ngx_queue_t              requests;   /* http: requests in flight */
     ngx_uint_t              *alive;      /* zeroed when it is freed */
+    u_char                   id_buf[256];
+    u_char                   host_buf[256];
     u_char                   reason[BOTTLE_DECIDE_REASON_MAX + 1];
     size_t                   reason_len;
     unsigned                 has_digest:1;

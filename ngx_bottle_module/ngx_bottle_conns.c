@@ -116,38 +116,22 @@ ngx_int_t
 ngx_bottle_conn_set(ngx_bottle_conn_t *bc, ngx_bottle_entry_t *e,
     ngx_uint_t has_digest, ngx_str_t *host, in_port_t port)
 {
-    ngx_pool_t  *pool;
+    /*
+     * copies in the entry's own buffers: a plain connection's requests
+     * may name other hosts as often as the agent likes; an id or a host
+     * longer than any a route has (ids are shorter, hosts are DNS names)
+     * is kept cut, and decides nothing
+     */
 
-    pool = bc->connection->pool;
+    bc->id.data = bc->id_buf;
+    bc->id.len = ngx_min(e->bottle->id.len, sizeof(bc->id_buf));
+    ngx_memcpy(bc->id_buf, e->bottle->id.data, bc->id.len);
 
-    if (bc->id.len != e->bottle->id.len
-        || ngx_strncmp(bc->id.data, e->bottle->id.data, bc->id.len) != 0)
-    {
-        bc->id.data = ngx_pnalloc(pool, e->bottle->id.len);
-        if (bc->id.data == NULL) {
-            bc->id.len = 0;
-            return NGX_ERROR;
-        }
+    bc->host.data = bc->host_buf;
+    bc->host.len = host ? ngx_min(host->len, sizeof(bc->host_buf)) : 0;
 
-        bc->id.len = e->bottle->id.len;
-        ngx_memcpy(bc->id.data, e->bottle->id.data, bc->id.len);
-    }
-
-    if (host && host->len
-        && (bc->host.len != host->len
-            || ngx_strncmp(bc->host.data, host->data, host->len) != 0))
-    {
-        bc->host.data = ngx_pnalloc(pool, host->len);
-        if (bc->host.data == NULL) {
-            bc->host.len = 0;
-            return NGX_ERROR;
-        }
-
-        bc->host.len = host->len;
-        ngx_memcpy(bc->host.data, host->data, host->len);
-
-    } else if (host == NULL || host->len == 0) {
-        bc->host.len = 0;
+    if (bc->host.len) {
+        ngx_memcpy(bc->host_buf, host->data, bc->host.len);
     }
 
     bc->port = port;
