@@ -154,6 +154,15 @@ ngx_http_bottle_conn_close(ngx_bottle_conn_t *bc)
         ended = 1;
 #endif
 
+        /*
+         * as nginx terminates a request of a connection it closes: a
+         * reference of our own, so that the cleanups (the upstream's)
+         * cannot free it under its termination; the posted termination
+         * closes it
+         */
+
+        r->main->count++;
+
         ngx_http_finalize_request(r, NGX_HTTP_CLOSE);
         ngx_http_run_posted_requests(fc);
 

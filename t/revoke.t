@@ -134,7 +134,7 @@ $t->run();
 redis_start($t, port => $RP, db => 2);
 wait_for(sub { $t->read_file('error.log') =~ /policy store \S+ read:/ }, 10);
 
-$t->plan(46);
+$t->plan(48);
 
 ###############################################################################
 
@@ -194,6 +194,18 @@ ok(defined $gone && $gone - $t0 < 2, 'plain keep-alive connection: closed');
 is(grep({ /reason="the bottle was removed from the policy"/ }
 	revoked('alice', 'plain.allowed.test')), 1, 'log: plain connection');
 
+# a plain request in flight, its response streaming from the upstream:
+# it ends, its connection closes
+
+store_put($t, alice($ALICE, pass_route(), plain_route()));
+wait_for(sub { get($ALICE, '/ready') }, qr/ 200 /, 5);
+my $ps = plain_stream($ALICE);
+ok($ps, 'plain request in flight: its response started');
+$t0 = time();
+store_rm($t, 'alice');
+$gone = wait_eof($ps, 5);
+ok(defined $gone && $gone - $t0 < 2, 'plain request in flight: closed');
+
 # a request held for the operator (a token in its body): its bottle
 # removed, the request ends and its connection closes, its proposal is
 # withdrawn saying why, nothing reaches the upstream
@@ -217,7 +229,7 @@ like(redis_cli($t, 'XRANGE', 'bottle:audit', '-', '+'),
 is(scalar @{upstream_requests($t, 'plain')}, $nplain,
 	'held: nothing reached the upstream');
 is(grep({ /reason="the bottle was removed from the policy"/ }
-	revoked('alice', 'plain.allowed.test')), 2, 'log: held request');
+	revoked('alice', 'plain.allowed.test')), 3, 'log: held request');
 
 # the route removed: the tunnel to it closed, the bottle's others open
 
@@ -451,6 +463,24 @@ sub plain_session {
 	$s->send("GET http://$h/keep HTTP/1.1\r\nHost: $h\r\n"
 		. 'Proxy-Authorization: ' . basic('agent', $token) . "\r\n\r\n");
 	my $r = $s->read_response() // '';
+	return $r =~ /^HTTP\/1\.1 200 / ? $s : undef;
+}
+
+# a plain request whose response streams (events 100 ms apart for 20 s)
+sub plain_stream {
+	my ($token) = @_;
+	my $h = 'plain.allowed.test:' . port(8081);
+	my $s = IO::Socket::IP->new(PeerAddr => '127.0.0.1',
+		PeerPort => port(8080)) or return undef;
+	$s->syswrite("GET http://$h/sse?n=200&gap_ms=100 HTTP/1.1\r\n"
+		. "Host: $h\r\n"
+		. 'Proxy-Authorization: ' . basic('agent', $token) . "\r\n\r\n");
+	my $r = '';
+	while ($r !~ /data: event 1\b/) {
+		my $n = read_some($s, 3);
+		return undef unless defined $n && $n ne '';
+		$r .= $n;
+	}
 	return $r =~ /^HTTP\/1\.1 200 / ? $s : undef;
 }
 
