@@ -514,6 +514,8 @@ ngx_bottle_redis_read(ngx_event_t *ev)
     ngx_bottle_redis_t  *rd = c->data;
 
     if (rd->ac) {
+        /* bytes from the store (or its end): heard from now */
+        rd->heard = ngx_current_msec;
         redisAsyncHandleRead(rd->ac);
     }
 }
