@@ -74,7 +74,11 @@ static const bottle_rule_t  bottle_rules[BOTTLE_RULE_COUNT] = {
     { 503, "audit",
       "This bottle's first request to a host must be recorded in "
       "the audit journal first, and it could not be. Retrying "
-      "later may help; tell the operator if it persists." }
+      "later may help; tell the operator if it persists." },
+    { 403, "revoked",
+      "The policy that let this connection open changed: its bottle, "
+      "token or route was removed, or the gateway lost its policy "
+      "store. Connect again; ask the operator if it is refused." }
 };
 
 

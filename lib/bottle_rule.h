@@ -38,6 +38,7 @@ typedef enum {
     BOTTLE_RULE_ENCODING,
     BOTTLE_RULE_INTERNAL,
     BOTTLE_RULE_AUDIT,
+    BOTTLE_RULE_REVOKED,
     BOTTLE_RULE_COUNT
 } bottle_rule_e;
 

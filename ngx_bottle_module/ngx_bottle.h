@@ -11,6 +11,7 @@
 #include <ngx_core.h>
 
 #include "bottle_cookie.h"
+#include "bottle_decide.h"
 #include "bottle_ip.h"
 #include "bottle_policy.h"
 #include "bottle_proposal.h"
@@ -93,6 +94,7 @@ typedef bottle_rule_e  ngx_bottle_rule_e;
 #define NGX_BOTTLE_RULE_ENCODING        BOTTLE_RULE_ENCODING
 #define NGX_BOTTLE_RULE_INTERNAL        BOTTLE_RULE_INTERNAL
 #define NGX_BOTTLE_RULE_AUDIT           BOTTLE_RULE_AUDIT
+#define NGX_BOTTLE_RULE_REVOKED         BOTTLE_RULE_REVOKED
 
 
 /* bottle_rule_t, as nginx strings */
@@ -260,6 +262,53 @@ char *ngx_bottle_audit_expired(ngx_str_t *bottle, ngx_str_t *host,
 
 
 /*
+ * The worker's open agent connections (ngx_bottle_conns.c,
+ * docs/control-plane.md "Open connections"): each with what admitted it,
+ * decided again when the bottles change or the store is lost past its
+ * bound; close ends one that is no longer allowed (the log line is
+ * written before).  An entry lives in its connection's pool.
+ */
+
+typedef struct ngx_bottle_conn_s  ngx_bottle_conn_t;
+
+typedef void (*ngx_bottle_conn_close_pt)(ngx_bottle_conn_t *bc);
+
+struct ngx_bottle_conn_s {
+    ngx_queue_t              queue;      /* in the worker's list */
+    ngx_connection_t        *connection;
+    ngx_bottle_entry_t      *entry;      /* the bottle it was admitted as */
+    ngx_str_t                id;         /* its id, a copy */
+    u_char                   digest[32]; /* the token it came with */
+    ngx_str_t                host;       /* the target; empty: identity */
+    in_port_t                port;
+    ngx_bottle_conn_close_pt close;
+    void                    *data;       /* the close handler's */
+    ngx_queue_t              requests;   /* http: requests in flight */
+    ngx_uint_t              *alive;      /* zeroed when it is freed */
+    u_char                   id_buf[256];
+    u_char                   host_buf[256];
+    u_char                   reason[BOTTLE_DECIDE_REASON_MAX + 1];
+    size_t                   reason_len;
+    unsigned                 has_digest:1;
+    unsigned                 tunnel:1;   /* a CONNECT's target */
+    unsigned                 passthrough:1;
+    unsigned                 closed:1;
+};
+
+
+void ngx_bottle_conns_init_process(ngx_cycle_t *cycle);
+void ngx_bottle_conns_changed(void);
+ngx_bottle_conn_t *ngx_bottle_conn_add(ngx_connection_t *c,
+    ngx_bottle_entry_t *e, ngx_uint_t has_digest, ngx_str_t *host,
+    in_port_t port);
+ngx_int_t ngx_bottle_conn_set(ngx_bottle_conn_t *bc, ngx_bottle_entry_t *e,
+    ngx_uint_t has_digest, ngx_str_t *host, in_port_t port);
+ngx_bottle_conn_t *ngx_bottle_conn_find(ngx_connection_t *c);
+ngx_int_t ngx_bottle_conn_decide(ngx_bottle_conn_t *bc,
+    ngx_bottle_verdict_t *v);
+
+
+/*
  * Held requests (ngx_bottle_supervise.c, docs/dlp.md "Held requests"): a
  * DLP finding under on_match: supervise queues an egress-token-allow
  * proposal and waits for its decision or a timer, without blocking the
@@ -313,6 +362,7 @@ ngx_bottle_hold_t *ngx_bottle_hold_create(ngx_str_t *bottle,
     ngx_str_t *host, ngx_log_t *log);
 ngx_int_t ngx_bottle_hold_start(ngx_bottle_hold_t *h);
 void ngx_bottle_hold_release(ngx_bottle_hold_t *h);
+void ngx_bottle_hold_release_as(ngx_bottle_hold_t *h, const char *reason);
 
 
 /*

@@ -732,9 +732,18 @@ ngx_bottle_hold_stop(ngx_bottle_hold_t *h, const char *why)
 void
 ngx_bottle_hold_release(ngx_bottle_hold_t *h)
 {
+    ngx_bottle_hold_release_as(h, "the client went away while the request "
+                                  "was held");
+}
+
+
+/* the same, its withdrawal saying why the request ended (a revocation) */
+
+void
+ngx_bottle_hold_release_as(ngx_bottle_hold_t *h, const char *reason)
+{
     if (h->state != NGX_BOTTLE_HOLD_DONE) {
-        ngx_bottle_hold_withdraw(h, "the client went away while the request "
-                                    "was held");
+        ngx_bottle_hold_withdraw(h, reason);
         ngx_bottle_hold_stop(h, "the client went away");
     }
 

@@ -164,6 +164,8 @@ ngx_bottle_init_process(ngx_cycle_t *cycle)
 
     ngx_bottle_zone_held_reclaim(cycle);
 
+    ngx_bottle_conns_init_process(cycle);
+
     if (bcf->store && bcf->store->redis
         && ngx_bottle_store_redis_init_process(cycle, bcf->store) != NGX_OK)
     {

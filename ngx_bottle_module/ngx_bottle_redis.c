@@ -360,6 +360,7 @@ ngx_bottle_redis_hello(redisAsyncContext *ac, void *r, void *privdata)
 
     rd->was_up = 1;
     rd->failures = 0;
+    rd->heard = ngx_current_msec;
 
     rd->handler(rd, 1);
 }
@@ -372,6 +373,7 @@ ngx_bottle_redis_pong(redisAsyncContext *ac, void *r, void *privdata)
 
     if (rd && r) {
         rd->pings = 0;
+        rd->heard = ngx_current_msec;
     }
 }
 
@@ -526,6 +528,8 @@ ngx_bottle_redis_read(ngx_event_t *ev)
     if (rd->ac) {
         /* level-triggered: there is something to read */
         rd->progress = 1;
+        /* bytes from the store (or its end): heard from now */
+        rd->heard = ngx_current_msec;
         redisAsyncHandleRead(rd->ac);
     }
 }

@@ -44,6 +44,9 @@ struct ngx_bottle_redis_s {
     ngx_uint_t                 state;
     ngx_uint_t                 pings;       /* unanswered */
     ngx_uint_t                 failures;    /* attempts since last up */
+    ngx_msec_t                 heard;       /* the last bytes read, an
+                                               answer to a PING, or the
+                                               connection up */
     char                       errbuf[128];
     unsigned                   was_up:1;
     unsigned                   stopped:1;

@@ -130,6 +130,8 @@ ngx_bottle_store_put(ngx_bottle_store_t *st, ngx_bottle_entry_t *e)
     st->count++;
     st->bytes += e->size;
     st->json_bytes += e->json_len;
+    /* open connections are decided again against it */
+    ngx_bottle_conns_changed();
 }
 
 
@@ -149,6 +151,8 @@ ngx_bottle_store_remove(ngx_bottle_store_t *st, ngx_bottle_entry_t *e)
     st->count--;
     st->bytes -= e->size;
     st->json_bytes -= e->json_len;
+
+    ngx_bottle_conns_changed();
 
     ngx_bottle_entry_release(e);
 }
@@ -291,7 +295,19 @@ ngx_bottle_find_id(const u_char *id, size_t len, const char **reason)
 ngx_bottle_entry_t *
 ngx_bottle_find_token(const u_char *token, size_t len, const char **reason)
 {
-    u_char               digest[SHA256_DIGEST_LENGTH];
+    u_char  digest[SHA256_DIGEST_LENGTH];
+
+    SHA256(token, len, digest);
+
+    return ngx_bottle_find_digest(digest, reason);
+}
+
+
+/* the same, by the token's digest (an open connection decided again) */
+
+ngx_bottle_entry_t *
+ngx_bottle_find_digest(const u_char *digest, const char **reason)
+{
     ngx_bottle_entry_t  *found;
     ngx_bottle_store_t  *st;
 
@@ -300,8 +316,6 @@ ngx_bottle_find_token(const u_char *token, size_t len, const char **reason)
     }
 
     st = ngx_bottle_store();
-
-    SHA256(token, len, digest);
 
     found = NULL;
 

@@ -116,6 +116,8 @@ ngx_int_t ngx_bottle_entry_hold(ngx_bottle_entry_t *e, ngx_pool_t *pool);
  */
 ngx_bottle_entry_t *ngx_bottle_find_token(const u_char *token, size_t len,
     const char **reason);
+ngx_bottle_entry_t *ngx_bottle_find_digest(const u_char *digest,
+    const char **reason);
 ngx_bottle_entry_t *ngx_bottle_find_id(const u_char *id, size_t len,
     const char **reason);
 

@@ -40,6 +40,8 @@ static void ngx_bottle_store_redis_sync(ngx_bottle_store_redis_t *sr);
 static void ngx_bottle_store_redis_message(redisAsyncContext *ac, void *r,
     void *privdata);
 static void ngx_bottle_store_redis_cleanup(void *data);
+static ngx_msec_t ngx_bottle_store_redis_heard(ngx_bottle_store_redis_t *sr);
+static void ngx_bottle_store_redis_expire(ngx_event_t *ev);
 
 
 /*
@@ -138,6 +140,7 @@ ngx_int_t
 ngx_bottle_store_redis_init_process(ngx_cycle_t *cycle, ngx_bottle_store_t *st)
 {
     ngx_msec_t                 ping;
+    ngx_msec_int_t             left;
     ngx_bottle_store_redis_t  *sr = st->redis;
 
     sr->log = cycle->log;
@@ -146,6 +149,18 @@ ngx_bottle_store_redis_init_process(ngx_cycle_t *cycle, ngx_bottle_store_t *st)
 
     if (!sr->loaded) {
         sr->lost_at = ngx_current_msec;
+    }
+
+    sr->expire.handler = ngx_bottle_store_redis_expire;
+    sr->expire.data = sr;
+    sr->expire.log = cycle->log;
+    sr->expire.cancelable = 1;
+
+    if (sr->loaded) {
+        /* read by the master: served until the bound unless read again */
+        left = (ngx_msec_int_t) (sr->lost_at + sr->stale_max
+                                 - ngx_current_msec);
+        ngx_add_timer(&sr->expire, (ngx_msec_t) ngx_max(left + 1, 1));
     }
 
     /* a hung store is noticed within two pings */
@@ -191,18 +206,22 @@ ngx_bottle_store_redis_exit_process(ngx_bottle_store_t *st)
 static ngx_int_t
 ngx_bottle_store_redis_usable(ngx_bottle_store_t *st, const char **reason)
 {
+    ngx_msec_t                 since;
     ngx_bottle_store_redis_t  *sr = st->redis;
-
-    if (sr->fresh) {
-        return NGX_OK;
-    }
 
     if (!sr->loaded) {
         *reason = "the gateway has not read its policy from the store yet";
         return NGX_DECLINED;
     }
 
-    if ((ngx_msec_int_t) (ngx_current_msec - sr->lost_at)
+    /*
+     * the bound counts from the last time the store was heard from, not
+     * from when its loss was noticed (two unanswered pings later)
+     */
+
+    since = sr->fresh ? ngx_bottle_store_redis_heard(sr) : sr->lost_at;
+
+    if ((ngx_msec_int_t) (ngx_current_msec - since)
         <= (ngx_msec_int_t) sr->stale_max)
     {
         return NGX_OK;
@@ -263,14 +282,25 @@ ngx_bottle_store_redis_state(ngx_bottle_redis_t *rd, ngx_uint_t up)
 static void
 ngx_bottle_store_redis_stale(ngx_bottle_store_redis_t *sr)
 {
+    ngx_msec_int_t  left;
+
     if (sr->fresh) {
         sr->fresh = 0;
-        sr->lost_at = ngx_current_msec;
+        sr->lost_at = ngx_bottle_store_redis_heard(sr);
+
+        left = (ngx_msec_int_t) (sr->lost_at + sr->stale_max
+                                 - ngx_current_msec);
 
         ngx_log_error(NGX_LOG_WARN, sr->log, 0,
                       "bottle: policy store %s lost: serving the bottles "
-                      "read so far for at most %M ms", sr->name,
-                      sr->stale_max);
+                      "read so far for at most %M ms (last heard from "
+                      "%M ms ago)", sr->name,
+                      (ngx_msec_t) ngx_max(left, 0),
+                      (ngx_msec_t) (ngx_current_msec - sr->lost_at));
+
+        /* past the bound, open connections are decided again (and end) */
+
+        ngx_add_timer(&sr->expire, (ngx_msec_t) ngx_max(left + 1, 1));
     }
 
     /* what was asked on the old connections is answered by no one */
@@ -367,4 +397,39 @@ ngx_bottle_store_redis_message(redisAsyncContext *ac, void *r, void *privdata)
         ngx_bottle_redis_reset(&sr->cmd, "a fetch could not be sent");
         return;
     }
+}
+
+
+/* the last time the store answered: a PING's answer, or a whole read */
+
+static ngx_msec_t
+ngx_bottle_store_redis_heard(ngx_bottle_store_redis_t *sr)
+{
+    ngx_msec_t  heard;
+
+    heard = sr->cmd.heard;
+
+    if ((ngx_msec_int_t) (sr->fresh_at - heard) > 0) {
+        heard = sr->fresh_at;
+    }
+
+    return heard;
+}
+
+
+static void
+ngx_bottle_store_redis_expire(ngx_event_t *ev)
+{
+    ngx_bottle_store_redis_t  *sr = ev->data;
+
+    if (sr->fresh) {
+        return;
+    }
+
+    ngx_log_error(NGX_LOG_WARN, sr->log, 0,
+                  "bottle: policy store %s not heard from for %M ms: "
+                  "nothing is served, open connections are closed",
+                  sr->name, (ngx_msec_t) (ngx_current_msec - sr->lost_at));
+
+    ngx_bottle_conns_changed();
 }

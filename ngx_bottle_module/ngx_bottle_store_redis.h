@@ -78,7 +78,12 @@ struct ngx_bottle_store_redis_s {
     size_t                      pending;    /* bytes of JSON read and not
                                                applied yet */
 
-    ngx_msec_t                  lost_at;    /* not fresh since then */
+    ngx_msec_t                  lost_at;    /* last heard from, before a
+                                               loss: served until then
+                                               + stale_max */
+    ngx_msec_t                  fresh_at;   /* read whole, last */
+    ngx_event_t                 expire;     /* lost_at + stale_max: open
+                                               connections are ended */
     unsigned                    fresh:1;
     unsigned                    loaded:1;   /* read whole once */
     unsigned                    subscribed:1;

@@ -626,6 +626,11 @@ ngx_bottle_store_redis_apply(ngx_bottle_store_redis_t *sr)
 
                 sr->loaded = 1;
                 sr->fresh = 1;
+                sr->fresh_at = ngx_current_msec;
+
+                if (sr->expire.timer_set) {
+                    ngx_del_timer(&sr->expire);
+                }
             }
         }
     }

@@ -114,6 +114,9 @@ struct ngx_http_bottle_ctx_s {
     void                    *dlp;        /* ngx_http_bottle_dlp_t */
     void                    *contact;    /* the first contact's */
     ngx_http_bottle_resume_pt  resume;   /* after an asynchronous step */
+    const char              *ended;      /* why it was ended from outside
+                                            (a revocation), for a held
+                                            request's withdrawal */
 };
 
 
@@ -175,6 +178,9 @@ void ngx_http_bottle_capture_cookies(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 ngx_int_t ngx_http_bottle_inject(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
+ngx_int_t ngx_http_bottle_conns_add(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+void ngx_http_bottle_conns_adopted(ngx_connection_t *c);
 ngx_int_t ngx_http_bottle_strip_args(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx, ngx_str_t *out);
 

@@ -246,6 +246,8 @@ ngx_http_bottle_held_terminate(void *data)
 {
     ngx_http_bottle_held_t  *hd = data;
 
+    ngx_http_bottle_ctx_t  *ctx;
+
     if (!hd->waiting) {
         return;
     }
@@ -253,7 +255,17 @@ ngx_http_bottle_held_terminate(void *data)
     hd->waiting = 0;
     hd->r->main->blocked--;
 
-    ngx_bottle_hold_release(hd->hold);
+    /* a revocation says so in the withdrawal, else the client went */
+
+    ctx = ngx_http_get_module_ctx(hd->r, ngx_http_bottle_module);
+
+    if (ctx && ctx->ended) {
+        ngx_bottle_hold_release_as(hd->hold, ctx->ended);
+
+    } else {
+        ngx_bottle_hold_release(hd->hold);
+    }
+
     hd->hold = NULL;
 }
 

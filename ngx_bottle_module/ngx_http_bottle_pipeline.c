@@ -141,6 +141,12 @@ ngx_http_bottle_run(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
         return rc;
     }
 
+    /* its connection stays open until the policy no longer allows it */
+
+    if (ngx_http_bottle_conns_add(r, ctx) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     /*
      * The body is read whole before anything else is decided, so that DLP
      * sees all of the request before any credential is touched and before

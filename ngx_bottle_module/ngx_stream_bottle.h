@@ -57,6 +57,7 @@ typedef struct {
     ngx_event_t                  timer;
 
     ngx_bottle_verdict_t         verdict;
+    ngx_bottle_entry_t          *entry;      /* verdict.bottle's, held */
     const bottle_route_t        *route;
     in_port_t                    port;
 
@@ -86,6 +87,8 @@ ngx_int_t ngx_stream_bottle_answer(ngx_connection_t *c, ngx_str_t *status,
 ngx_int_t ngx_stream_bottle_send(ngx_connection_t *c, u_char *data,
     size_t len);
 ngx_int_t ngx_stream_bottle_adopt(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx);
+ngx_int_t ngx_stream_bottle_conns_add(ngx_stream_session_t *s,
     ngx_stream_bottle_ctx_t *ctx);
 ngx_int_t ngx_stream_bottle_first_contact(ngx_stream_session_t *s,
     ngx_stream_bottle_ctx_t *ctx, ngx_stream_bottle_next_pt next);

@@ -136,6 +136,9 @@ ngx_stream_bottle_adopt(ngx_stream_session_t *s, ngx_stream_bottle_ctx_t *ctx)
     /* the ClientHello waits in the socket: peeked, not read */
     c->read->ready = 1;
 
+    /* its entry in the worker's open connections is http's now */
+    ngx_http_bottle_conns_adopted(c);
+
     ngx_http_bottle_init_connection(c);
 
     return NGX_DONE;

@@ -502,6 +502,7 @@ ngx_stream_bottle_identify(ngx_stream_session_t *s,
     }
 
     ctx->verdict.bottle = e->bottle;
+    ctx->entry = e;
 
     if (ngx_bottle_client_ip(s->connection, &ip) != NGX_OK
         || !bottle_source_allowed(e->bottle, &ip))
@@ -648,6 +649,12 @@ ngx_stream_bottle_establish(ngx_stream_session_t *s,
     ngx_connection_t  *c;
 
     c = s->connection;
+
+    /* open until the policy no longer allows it (ngx_bottle_conns.c) */
+
+    if (ngx_stream_bottle_conns_add(s, ctx) != NGX_OK) {
+        return NGX_DONE;
+    }
 
     if (ngx_stream_bottle_send(c, ngx_stream_bottle_established,
                                sizeof(ngx_stream_bottle_established) - 1)
