@@ -206,12 +206,13 @@ supervise-asan:
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
 	    LD_OPT="-fsanitize=address,undefined" supervise
 
-unit: $(UNIT_BINS)
+unit: $(UNIT_BINS) $(BUILD)/unit/gg_ref_scan
 
 # git-gate's C unit tests (also built by `make asan`)
 .PHONY: unit-gitgate
 unit-gitgate: $(BUILD)/unit/gg_pack_test $(BUILD)/unit/gg_delta_test \
-              $(BUILD)/unit/gg_extent_test $(BUILD)/unit/gg_lmatch_test
+              $(BUILD)/unit/gg_extent_test $(BUILD)/unit/gg_lmatch_test \
+              $(BUILD)/unit/gg_ref_scan
 
 # git-gate's pack reader: its own sources, libdeflate, zlib (the test
 # builds packs); CC_OPT too, so `make BUILD=build-asan CC_OPT=... unit`
@@ -244,6 +245,13 @@ $(BUILD)/unit/gg_lmatch_test: t/unit/gg_lmatch_test.c $(GG_SRCS) $(GG_HDRS) \
                               t/unit/gg_added.h
 	@mkdir -p $(dir $@)
 	$(CC) $(GG_CFLAGS) $(LD_OPT) -o $@ $< $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
+
+# the differential check's reference detectors (t/gitgate_diff.t):
+# libbottle's scanner alone, no git-gate source
+$(BUILD)/unit/gg_ref_scan: t/unit/gg_ref_scan.c $(LIBBOTTLE) $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(UNIT_CFLAGS) $(CC_OPT) $(LD_OPT) -o $@ $< $(LIBBOTTLE) \
+	    $(LIB_LIBS)
 
 $(BUILD)/unit/%_test: t/unit/%_test.c $(LIBBOTTLE) $(LIB_HDRS) t/unit/tap.h
 	@mkdir -p $(dir $@)
