@@ -301,6 +301,15 @@ $(BUILD)/fuzz/gg_lmatch_fuzz: fuzz/gg_lmatch_fuzz.c fuzz/fuzz.h $(GG_SRCS) \
 	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< $(GG_SRCS) $(LIB_SRCS) \
 	    $(GG_LIBS)
 
+# the differential check of the push scan (issue 26): gg_scan_push()
+# against a reference that reads objects whole with libgit2's odb and
+# uses libbottle's scanner alone
+$(BUILD)/fuzz/gg_diff_fuzz: fuzz/gg_diff_fuzz.c fuzz/fuzz.h $(GG_SRCS) \
+                            $(GG_HDRS) $(LIB_SRCS) $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< $(GG_SRCS) $(LIB_SRCS) \
+	    $(GG_LIBS)
+
 # supervise-helper's JSON-RPC parser: its own source, libbottle (the
 # UTF-8 fix of its error messages) and jansson
 $(BUILD)/fuzz/supervise_rpc_fuzz: fuzz/supervise_rpc_fuzz.c fuzz/fuzz.h \
