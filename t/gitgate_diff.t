@@ -26,7 +26,7 @@
 #   GG_DIFF_SEED=N      the run's seed (printed; replays the run)
 #   GG_DIFF_CASES=N     random cases besides one of each hostile shape (8)
 #   GG_DIFF_SHAPES=a,b  only these shapes (random, mode, header, nulmsg,
-#                       tag, utf16, gzip, xdel, pem)
+#                       tag, utf16, gzip, xdel, pem, names)
 #   GG_DIFF_PACKS=a,b   only these pack shapes (plain, thin, repack,
 #                       fastimport)
 #   GG_DIFF_ONLY=N      only case N of the run (with its seed: a replay)
@@ -74,7 +74,7 @@ my $d = $t->testdir();
 
 my $SEED = $ENV{GG_DIFF_SEED} // (time() ^ ($$ << 8)) % 1000000007;
 my $NCASES = $ENV{GG_DIFF_CASES} // 8;
-my @HOSTILE = qw/ mode header nulmsg tag utf16 gzip xdel pem /;
+my @HOSTILE = qw/ mode header nulmsg tag utf16 gzip xdel pem names /;
 my @SHAPES = $ENV{GG_DIFF_SHAPES} ? split(/,/, $ENV{GG_DIFF_SHAPES})
 	: ('random', @HOSTILE);
 my @PACKS = $ENV{GG_DIFF_PACKS} ? split(/,/, $ENV{GG_DIFF_PACKS})
@@ -294,6 +294,8 @@ sub tree_of {
 		my $v = $h->{$name};
 		if (ref $v eq 'HASH') {
 			push @e, [ '40000', $name, tree_of($dir, $v), "$name/" ];
+		} elsif ($v->[0] eq '160000') {
+			push @e, [ $v->[0], $name, $v->[1], $name ];
 		} else {
 			push @e, [ $v->[0], $name, put($dir, 'blob', $v->[1]),
 				$name ];
@@ -602,7 +604,7 @@ sub repro {
 
 # one case: fresh repositories, a clean base pushed, then the shape's pushes
 
-my (%tally, @failed);
+my (%tally, @failed, $all);
 
 sub run_case {
 	my ($i, $shape, $packs) = @_;
@@ -644,8 +646,8 @@ sub run_case {
 
 	my $commit = sub {
 		my ($msg, $extra) = @_;
-		my $odd = grep { $_->[0] !~ /^(?:100644|100755|120000)$/ }
-			values %files;
+		my $odd = grep { ref $_ ne 'ARRAY'
+			|| $_->[0] !~ /^(?:100644|100755|120000)$/ } values %files;
 		my $c = $fi && !defined $extra && !$odd
 			? fi_commit($W, \%files, $head, $msg)
 			: mkcommit($W, mktree($W, \%files), $head, $msg, $extra);
@@ -749,6 +751,23 @@ sub run_case {
 				Compress::Zlib::compress($body) ];
 		}
 		$commit->("compressed\n");
+	} elsif ($shape eq 'names') {
+		# a secret in a tree entry's name: a file moved there (same
+		# blob), a gitlink, an empty tree
+		my $v = pick('ghp_' . rstr(36), 'glpat-' . rstr(20),
+			'AKIA' . rstr(16, join('', 'A' .. 'Z', 0 .. 9)), $CANARY,
+			$HELD, $EGRESS);
+		my $how = rnd(3);
+		if ($how == 0) {
+			my $p = pick(sort keys %lines);
+			$files{"moved/$v.txt"} = delete $files{$p};
+			delete $lines{$p};
+		} elsif ($how == 1) {
+			$files{"vendor/$v"} = [ '160000', rstr(40, '0123456789abcdef') ];
+		} else {
+			$files{"empty/$v"} = {};
+		}
+		$commit->("names $how\n", '');
 	} elsif ($shape eq 'xdel') {
 		my $tok = pick('ghp_' . rstr(36), 'glpat-' . rstr(20),
 			'AKIA' . rstr(16, join('', 'A' .. 'Z', 0 .. 9)));
@@ -780,6 +799,7 @@ sub run_case {
 			'--force', $packs eq 'thin' ? '--thin' : (), $R,
 			map { "$_->[1]:$_->[0]" } @$u);
 		$out .= $err;
+		$all .= $out;
 		my ($f, $more) = gate($out);
 		my @missed = grep { $rc == 0 || !matched($_, $f, $more) } @ref;
 		if (@missed) {
@@ -794,6 +814,8 @@ sub run_case {
 				grep { /^remote: / } split(/\n/, $out));
 		}
 	}
+	$report .= "the repositories: $W, $R (kept with TEST_NGINX_LEAVE=1)\n"
+		unless $ok;
 	return ($ok, $report);
 }
 
@@ -822,6 +844,10 @@ for my $i (0 .. $#cases) {
 
 diag(join(', ', map { "$_: " . ($tally{$_}{fail} // 0) . " of $tally{$_}{n}"
 	. " failed" } sort keys %tally));
+
+# the sanitizer build (GITGATE_SCAN=build-asan/gitgate-scan) leaves no report
+unlike($all // '', qr/ERROR: AddressSanitizer|runtime error:|LeakSanitizer/,
+	'no sanitizer errors');
 
 done_testing();
 
