@@ -13,9 +13,10 @@
  * must be in the gate's report: the rule, and where it lists one, the
  * same commit (and file).  A miss aborts with the finding and the field.
  *
- * GG_DIFF_FUZZ_OFF=mode,header,nul,tag,utf16,zlib,xdel leaves those
- * hostile shapes out of the generator (the holes issue 26 lists, while
- * they are open), to look for others.
+ * GG_DIFF_FUZZ_OFF=mode,header,nul,tag,utf16,zlib,xdel,name leaves those
+ * hostile shapes out of the generator (the holes issue 26 lists, and an
+ * empty directory named with a secret, while they are open), to look for
+ * others; GG_DIFF_FUZZ_DEBUG=1 prints every reference finding.
  */
 
 #define _GNU_SOURCE                 /* memmem, nftw */
@@ -48,6 +49,8 @@
 #define F_ZLIB     0x20
 #define F_XDEL     0x40
 #define F_PACK     0x80
+#define F_NAME     0x01             /* in the input's flags */
+#define OFF_NAME   0x100            /* in off: "name" */
 
 #define MAXFILES   6
 #define MAXOBJ     512
@@ -122,6 +125,7 @@ static char                    root[256];
 static unsigned long           iter;
 
 static file_t                  files[MAXFILES];
+static const char             *extra_name;
 static finding_t              *found;
 static size_t                  nfound, capfound;
 
@@ -236,10 +240,10 @@ write_tree(git_odb *odb, const char *prefix, git_oid *out)
 {
     int          i, j, k, n;
     size_t       pl;
-    char         names[MAXFILES][64], sub[128];
+    char         names[MAXFILES + 1][64], sub[128];
     const char  *rest;
-    git_oid      oids[MAXFILES];
-    int          isdir[MAXFILES];
+    git_oid      oids[MAXFILES + 1];
+    int          isdir[MAXFILES + 1];
     buf_t        raw = { 0 }, fb = { 0 };
 
     n = 0;
@@ -271,6 +275,14 @@ write_tree(git_odb *odb, const char *prefix, git_oid *out)
                                 GIT_OBJECT_BLOB) == 0);
             isdir[n] = -1 - i;
         }
+        n++;
+    }
+
+    /* a secret as the name of an empty directory, at the top */
+    if (prefix[0] == '\0' && extra_name != NULL) {
+        snprintf(names[n], sizeof(names[n]), "%s", extra_name);
+        CHECK(git_odb_write(&oids[n], odb, "", 0, GIT_OBJECT_TREE) == 0);
+        isdir[n] = 2;
         n++;
     }
 
@@ -904,6 +916,7 @@ init(void)
         off |= strstr(o, "utf16") ? F_UTF16 : 0;
         off |= strstr(o, "zlib") ? F_ZLIB : 0;
         off |= strstr(o, "xdel") ? F_XDEL : 0;
+        off |= strstr(o, "name") ? OFF_NAME : 0;
     }
 
     git_libgit2_init();
@@ -983,8 +996,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             edit(&in);
         }
         t += 60;
+        if (i == ncommits - 1 && (flags & F_NAME) && !(off & OFF_NAME)) {
+            extra_name = secrets[byte(&in) % 7];    /* the one-line ones */
+        }
         write_commit(&in, qodb, &head, &head, t);
     }
+    extra_name = NULL;
     tips[0] = head;
     refs[0] = "refs/heads/main";
     k = 1;
@@ -1078,6 +1095,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(gg_updates_parse(&u, input, strlen(input), err, sizeof(err)) == 0);
     memset(&rep, 0, sizeof(rep));
     setenv("GIT_QUARANTINE_PATH", q, 1);
+
+    if (getenv("GG_DIFF_FUZZ_DEBUG")) {
+        for (k = 0; k < nfound; k++) {
+            fprintf(stderr, "reference: %s in the %s %s %s\n", found[k].rule,
+                    found[k].kind, found[k].commit, found[k].path);
+        }
+    }
 
     if (gg_scan_push(&rep, repo, q, &u, sec, err, sizeof(err)) == 0) {
         for (k = 0; k < nfound; k++) {
