@@ -895,6 +895,13 @@ rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 
 
 static void
+rm_root(void)
+{
+    rmdir(root);                    /* empty unless a push was kept */
+}
+
+
+static void
 init(void)
 {
     char             err[256];
@@ -933,6 +940,7 @@ init(void)
     snprintf(root, sizeof(root), "%s/gg_diff_fuzz.XXXXXX",
              getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     CHECK(mkdtemp(root) != NULL);
+    atexit(rm_root);
 }
 
 
