@@ -752,34 +752,39 @@ sub run_case {
 		}
 		$commit->("compressed\n");
 	} elsif ($shape eq 'names') {
-		# a secret in a tree entry's name: a file moved there (same
-		# blob), a gitlink, an empty tree
-		my $v = pick('ghp_' . rstr(36), 'glpat-' . rstr(20),
+		# a secret in a tree entry's name, each of another rule: a file
+		# moved there (same blob), a gitlink, an empty tree
+		my @v = ('ghp_' . rstr(36), 'glpat-' . rstr(20),
 			'AKIA' . rstr(16, join('', 'A' .. 'Z', 0 .. 9)), $CANARY,
 			$HELD, $EGRESS);
-		my $how = rnd(3);
-		if ($how == 0) {
-			my $p = pick(sort keys %lines);
-			$files{"moved/$v.txt"} = delete $files{$p};
-			delete $lines{$p};
-		} elsif ($how == 1) {
-			$files{"vendor/$v"} = [ '160000', rstr(40, '0123456789abcdef') ];
-		} else {
-			$files{"empty/$v"} = {};
-		}
-		$commit->("names $how\n", '');
-	} elsif ($shape eq 'xdel') {
-		my $tok = pick('ghp_' . rstr(36), 'glpat-' . rstr(20),
-			'AKIA' . rstr(16, join('', 'A' .. 'Z', 0 .. 9)));
-		my $lead = rnd(2);
+		my @v3 = map { splice(@v, rnd(scalar @v), 1) } 1 .. 3;
 		my $p = pick(sort keys %lines);
-		my $at = rnd(scalar @{$lines{$p}} + 1);
-		splice(@{$lines{$p}}, $at, 0, $lead ? "x$tok" : "${tok}x");
-		$files{$p}[1] = joined($lines{$p});
+		$files{"moved/$v3[0].txt"} = delete $files{$p};
+		delete $lines{$p};
+		$files{"vendor/$v3[1]"} = [ '160000', rstr(40, '0123456789abcdef') ];
+		$files{"empty/$v3[2]"} = {};
+		$commit->("names\n", '');
+	} elsif ($shape eq 'xdel') {
+		# x<token> and <token>x pushed, then the x deleted
+		my @tok = ('ghp_' . rstr(36), 'glpat-' . rstr(20),
+			'AKIA' . rstr(16, join('', 'A' .. 'Z', 0 .. 9)));
+		splice(@tok, rnd(3), 1);
+		my @at;
+		for my $k (0, 1) {
+			my $p = pick(sort keys %lines);
+			my $at = rnd(scalar @{$lines{$p}} + 1);
+			splice(@{$lines{$p}}, $at, 0, $k ? "$tok[$k]x" : "x$tok[$k]");
+			$files{$p}[1] = joined($lines{$p});
+			push @at, [ $p, $at ];
+		}
 		$commit->("one\n");
 		push @pushes, [ [ 'refs/heads/main', $head ] ];
-		$lines{$p}[$at] = $tok;
-		$files{$p}[1] = joined($lines{$p});
+		for my $k (0, 1) {
+			my ($p) = @{$at[$k]};
+			$_ = $_ eq "x$tok[$k]" || $_ eq "$tok[$k]x" ? $tok[$k] : $_
+				for @{$lines{$p}};
+			$files{$p}[1] = joined($lines{$p});
+		}
 		$commit->("two\n");
 	}
 
