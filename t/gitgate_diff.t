@@ -690,26 +690,38 @@ sub run_case {
 			joined(\@l) ];
 		$commit->("odd mode\n", '');
 	} elsif ($shape eq 'header') {
-		my ($s) = secret();
-		my $v = $s->[0];
-		my $extra = pick(
-			"committer x <y> 1 +0000\n $v\n",
-			" $v\n",
-			"parent $v\n",
-			"author $v <a\@b> 1 +0000\n",
-			"tree $v\n",
-			"x-note $v\n",
-			"gpgsig -----BEGIN PGP SIGNATURE-----\n $v\n -----END PGP SIGNATURE-----\n",
-			"encoding UTF-8\nx-meta first\n continued $v\n");
+		# three of the header shapes, each with a value of another rule
+		my @v = ('ghp_' . rstr(36), 'glpat-' . rstr(20),
+			'AKIA' . rstr(16, join('', 'A' .. 'Z', 0 .. 9)), $CANARY,
+			$HELD, $EGRESS);
+		my @h = (
+			sub { "committer x <y> 1 +0000\n $_[0]\n" },
+			sub { " $_[0]\n" },
+			sub { "parent $_[0]\n" },
+			sub { "author $_[0] <a\@b> 1 +0000\n" },
+			sub { "tree $_[0]\n" },
+			sub { "x-note $_[0]\n" },
+			sub { "gpgsig -----BEGIN PGP SIGNATURE-----\n $_[0]\n"
+				. " -----END PGP SIGNATURE-----\n" },
+			sub { "encoding UTF-8\nx-meta first\n continued $_[0]\n" });
+		my $extra = '';
+		for my $i (1 .. 3) {
+			# the first one of the shapes issue 26 names
+			my $f = splice(@h, rnd($i == 1 ? 5 : scalar @h), 1);
+			$extra .= $f->(splice(@v, rnd(scalar @v), 1));
+		}
 		$random_commits->() if rnd(2);
 		$commit->("headers\n", $extra);
 	} elsif ($shape eq 'nulmsg') {
-		my ($s) = secret();
+		# (generic assignments are looked for in files only)
+		my ($s, $k) = secret();
+		($s, $k) = secret() while $k eq 'generic';
 		$commit->(pick('fix', 'release', '') . "\0" . join("\n", @$s)
 			. "\n", '');
 	} elsif ($shape eq 'tag') {
 		$random_commits->() if rnd(2);
-		my ($s) = secret();
+		my ($s, $k) = secret();
+		($s, $k) = secret() while $k eq 'generic';
 		my $v = join("\n", @$s);
 		my $name = 'v' . rnd(100);
 		my ($extra, $msg) = @{pick(
@@ -724,7 +736,10 @@ sub run_case {
 		git($W, 'update-ref', "refs/tags/$name", $tag);
 		push @pushes, [ [ "refs/tags/$name", $tag ] ];
 	} elsif ($shape eq 'utf16') {
-		my ($s) = secret();
+		# a token shape (the bottle's own values libbottle finds in
+		# UTF-16 already), then anything
+		my ($s, $k) = secret();
+		($s, $k) = secret() until $k =~ /^(?:github|gitlab|slack|aws|pem)$/;
 		my ($enc) = $files{'doc/u.txt'}[1] =~ /^\xff\xfe/ ? 'UTF-16LE'
 			: 'UTF-16BE';
 		my $text = Encode::decode($enc, substr($files{'doc/u.txt'}[1], 2));
@@ -741,7 +756,8 @@ sub run_case {
 		}
 		$commit->("utf-16\n");
 	} elsif ($shape eq 'gzip') {
-		my ($s) = secret();
+		my ($s, $k) = secret();
+		($s, $k) = secret() while $k eq 'generic';
 		my $body = joined([ @{rfile()}, @$s, @{rfile()} ]);
 		if (rnd(2)) {
 			$files{'data/x' . rnd(9) . '.gz'} = [ '100644',
