@@ -210,12 +210,13 @@ supervise-asan:
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \
 	    LD_OPT="-fsanitize=address,undefined" supervise
 
-unit: $(UNIT_BINS)
+unit: $(UNIT_BINS) $(BUILD)/unit/gg_ref_scan
 
 # git-gate's C unit tests (also built by `make asan`)
 .PHONY: unit-gitgate
 unit-gitgate: $(BUILD)/unit/gg_pack_test $(BUILD)/unit/gg_delta_test \
-              $(BUILD)/unit/gg_extent_test $(BUILD)/unit/gg_lmatch_test
+              $(BUILD)/unit/gg_extent_test $(BUILD)/unit/gg_lmatch_test \
+              $(BUILD)/unit/gg_ref_scan
 
 # git-gate's pack reader: its own sources, libdeflate, zlib (the test
 # builds packs); CC_OPT too, so `make BUILD=build-asan CC_OPT=... unit`
@@ -248,6 +249,13 @@ $(BUILD)/unit/gg_lmatch_test: t/unit/gg_lmatch_test.c $(GG_SRCS) $(GG_HDRS) \
                               t/unit/gg_added.h
 	@mkdir -p $(dir $@)
 	$(CC) $(GG_CFLAGS) $(LD_OPT) -o $@ $< $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
+
+# the differential check's reference detectors (t/gitgate_diff.t):
+# libbottle's scanner alone, no git-gate source
+$(BUILD)/unit/gg_ref_scan: t/unit/gg_ref_scan.c $(LIBBOTTLE) $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(UNIT_CFLAGS) $(CC_OPT) $(LD_OPT) -o $@ $< $(LIBBOTTLE) \
+	    $(LIB_LIBS)
 
 $(BUILD)/unit/%_test: t/unit/%_test.c $(LIBBOTTLE) $(LIB_HDRS) t/unit/tap.h
 	@mkdir -p $(dir $@)
@@ -301,6 +309,15 @@ $(BUILD)/fuzz/gg_object_fuzz: fuzz/gg_object_fuzz.c fuzz/fuzz.h \
 $(BUILD)/fuzz/gg_lmatch_fuzz: fuzz/gg_lmatch_fuzz.c fuzz/fuzz.h $(GG_SRCS) \
                               $(GG_HDRS) $(LIB_SRCS) $(LIB_HDRS) \
                               t/unit/gg_added.h
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< $(GG_SRCS) $(LIB_SRCS) \
+	    $(GG_LIBS)
+
+# the differential check of the push scan (issue 26): gg_scan_push()
+# against a reference that reads objects whole with libgit2's odb and
+# uses libbottle's scanner alone
+$(BUILD)/fuzz/gg_diff_fuzz: fuzz/gg_diff_fuzz.c fuzz/fuzz.h $(GG_SRCS) \
+                            $(GG_HDRS) $(LIB_SRCS) $(LIB_HDRS)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< $(GG_SRCS) $(LIB_SRCS) \
 	    $(GG_LIBS)
