@@ -543,14 +543,11 @@ gg_trim(gg_view_t *o, uint64_t og0, uint64_t og1, gg_view_t *d,
         return;
     }
 
-    /* forward from a line start of both: whole lines up to the last
-     * newline in common (the same byte in both) */
+    /* forward from a line start of both (og0 is one): whole lines up to
+     * the last newline in common (the same byte in both) */
     lim = b - a < og1 - og0 ? b - a : og1 - og0;
     p = gg_v_common(o, og0, d, a, lim);
     p = p > 0 && gg_v_rchr(d, a, a + p, &q) ? q + 1 - a : 0;
-    if (p > 0 && og0 > 0 && gg_v_byte(o, og0 - 1) != '\n') {
-        p = 0;
-    }
     a += p;
     og0 += p;
 
@@ -561,7 +558,7 @@ gg_trim(gg_view_t *o, uint64_t og0, uint64_t og1, gg_view_t *d,
     s = gg_v_rcommon(o, og1, d, b, lim);
     if (s > 0
         && ((b - s != a && gg_v_byte(d, b - s - 1) != '\n')
-            || (og1 - s > 0 && gg_v_byte(o, og1 - s - 1) != '\n')))
+            || (og1 - s != og0 && gg_v_byte(o, og1 - s - 1) != '\n')))
     {
         s = gg_v_chr(d, b - s, b, &q) ? b - (q + 1) : 0;
     }
@@ -666,10 +663,12 @@ gg_match_lines(gg_ctx_t *c, gg_view_t *o, gg_view_t *d)
         /* the whole lines inside: [u, e), each a whole line of the old
          * file too: the first starts a line in both files (else the
          * stretch's first line is the tail of a longer one in either, and
-         * stays added), a last one without newline ends both files */
+         * stays added; opos, where the last kept whole line ended, is a
+         * line start of the old file: no look there), a last one without
+         * newline ends both files */
         u = ns;
         if ((u > 0 && gg_v_byte(d, u - 1) != '\n')
-            || (m->o > 0 && gg_v_byte(o, m->o - 1) != '\n'))
+            || (m->o > 0 && m->o != opos && gg_v_byte(o, m->o - 1) != '\n'))
         {
             if (!gg_v_chr(d, u, ne, &q)) {
                 continue;
