@@ -247,6 +247,22 @@ gg_delta_lines(gg_ctx_t *c, const char *o, size_t olen, const char *d,
 }
 
 
+int
+gg_dlines(gg_ctx_t *c, const char *o, size_t olen, const char *d,
+    size_t nlen, const git_oid *oid, const git_oid *nid)
+{
+    int        rc;
+    gg_view_t  dv;
+
+    rc = gg_delta_lines(c, o, olen, d, nlen, oid, nid);
+    if (rc == 1) {
+        gg_view_buf(&dv, d, nlen);
+        gg_lines_number(c, &dv);
+    }
+    return rc;
+}
+
+
 /*
  * The added lines of two versions that share no pack source: git-gate's
  * own line matcher (gg_lmatch(): the common prefix and suffix, then lines

@@ -251,6 +251,12 @@ int gg_xread(gg_ctx_t *c, gg_blob_t *buf, const git_oid *oid);
  * 1, 0 or -1 as gg_xfile() */
 int gg_xlines(gg_ctx_t *c, const git_oid *oid, const git_oid *nid);
 
+/* the added lines of two versions, both read whole, from the pack's
+ * delta between them alone (gg_lines.c), into c->add and c->lines, each
+ * numbered (tests): 1, 0 when no delta relates them, or -1 */
+int gg_dlines(gg_ctx_t *c, const char *o, size_t olen, const char *d,
+    size_t nlen, const git_oid *oid, const git_oid *nid);
+
 /*
  * git-gate's line matcher (gg_lmatch.c): the stretches o[0, olen) and
  * d[0, nlen) have in common, whole lines, in d's order, into c->m (then

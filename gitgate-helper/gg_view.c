@@ -525,6 +525,11 @@ gg_lines_number(gg_ctx_t *c, gg_view_t *d)
  * where a 16-byte block of the base matches, so the bytes around a
  * change are often inserted, not copied).  They extend the kept
  * stretches in order in both files: as safe as the stretches themselves.
+ * og0 and og1 are line starts of the old file (gg_match_lines()), and a
+ * line counts only when its bytes are a WHOLE line of the old file there:
+ * from a line start of both files (a new line that is the tail of a
+ * longer old line, `abc` after `xabc`, stays added) to a newline of both
+ * (or, at the very end, to the end of both).
  */
 static void
 gg_trim(gg_view_t *o, uint64_t og0, uint64_t og1, gg_view_t *d,
@@ -538,16 +543,23 @@ gg_trim(gg_view_t *o, uint64_t og0, uint64_t og1, gg_view_t *d,
         return;
     }
 
+    /* forward from a line start of both (og0 is one): whole lines up to
+     * the last newline in common (the same byte in both) */
     lim = b - a < og1 - og0 ? b - a : og1 - og0;
     p = gg_v_common(o, og0, d, a, lim);
     p = p > 0 && gg_v_rchr(d, a, a + p, &q) ? q + 1 - a : 0;
     a += p;
     og0 += p;
 
+    /* back from a newline (or the end) of both: from the first point in
+     * the common bytes that starts a line in BOTH files on (past a
+     * newline in common, it does) */
     lim = b - a < og1 - og0 ? b - a : og1 - og0;
     s = gg_v_rcommon(o, og1, d, b, lim);
-    /* from a line start on */
-    if (s > 0 && b - s != a && gg_v_byte(d, b - s - 1) != '\n') {
+    if (s > 0
+        && ((b - s != a && gg_v_byte(d, b - s - 1) != '\n')
+            || (og1 - s != og0 && gg_v_byte(o, og1 - s - 1) != '\n')))
+    {
         s = gg_v_chr(d, b - s, b, &q) ? b - (q + 1) : 0;
     }
 
@@ -582,13 +594,21 @@ gg_match_cmp(const void *a, const void *b)
  * in both files are kept (greedily, along the new file), so the kept ones
  * are a common subsequence of the two files, like the matched lines of a
  * diff.  A line of the new file is unchanged only if it lies wholly
- * inside ONE kept stretch: its bytes, newline included, were in the old
- * file in one piece.  Every other line is added and scanned whole: a line
- * inserted, appended, or glued from two pieces of the old file (a token
- * split across two old lines and joined), a block moved or reordered
- * (stretches out of order are dropped), lines shuffled in the old file
- * and put in order in the new one.  A secret on a line counted unchanged
- * was in the old version, the same bytes on one line.
+ * inside ONE kept stretch AND its bytes there are a WHOLE line of the old
+ * file: they start at a line start of the old file (its offset 0 or past
+ * a newline) and end at its newline, or, for a last line without one, at
+ * the old file's end.  Inside a stretch only its first line (when the
+ * stretch starts at a line start of the new file) and a last line without
+ * newline need the look: any other line starts past a newline and ends at
+ * one, the same bytes in both.  Every other line is added and scanned
+ * whole: a line inserted, appended, glued from two pieces of the old file
+ * (a token split across two old lines and joined), the tail of a longer
+ * old line (`x<token>` with its `x` deleted), the head of one
+ * (`<token>x` with its `x` deleted, at the file's end), a block moved or
+ * reordered (stretches out of order are dropped), lines shuffled in the
+ * old file and put in order in the new one.  A secret on a line counted
+ * unchanged was in the old version, the same whole line, so a rule that
+ * wants a boundary before or after it found it there the same way.
  */
 int
 gg_match_lines(gg_ctx_t *c, gg_view_t *o, gg_view_t *d)
@@ -640,15 +660,24 @@ gg_match_lines(gg_ctx_t *c, gg_view_t *o, gg_view_t *d)
         ns = m->n;
         ne = m->n + m->len;
 
-        /* the whole lines inside: [u, e) */
+        /* the whole lines inside: [u, e), each a whole line of the old
+         * file too: the first starts a line in both files (else the
+         * stretch's first line is the tail of a longer one in either, and
+         * stays added; opos, where the last kept whole line ended, is a
+         * line start of the old file: no look there), a last one without
+         * newline ends both files */
         u = ns;
-        if (u > 0 && gg_v_byte(d, u - 1) != '\n') {
+        if ((u > 0 && gg_v_byte(d, u - 1) != '\n')
+            || (m->o > 0 && m->o != opos && gg_v_byte(o, m->o - 1) != '\n'))
+        {
             if (!gg_v_chr(d, u, ne, &q)) {
                 continue;
             }
             u = q + 1;
         }
-        if (ne == nlen && gg_v_byte(d, nlen - 1) != '\n') {
+        if (ne == nlen && gg_v_byte(d, nlen - 1) != '\n'
+            && m->o + m->len == o->len)
+        {
             e = nlen;
         } else {
             if (!gg_v_rchr(d, u, ne, &q)) {

@@ -162,7 +162,7 @@ sub start {
 
 ###############################################################################
 
-$t->plan(115);
+$t->plan(139);
 
 # a clean push: several commits and an annotated tag
 
@@ -707,6 +707,127 @@ git($W, 'checkout', '-q', 'int');
 $r = git_push('HEAD:refs/heads/int');
 is($r->{rc}, 0, 'the same push with the policy back: accepted')
 	or diag($r->{out});
+
+# a line counts as already on the forge only when the same WHOLE line was
+# (issue 26, item 4): a token made by deleting the character before it
+# (`x<token>` has none: the rule wants a boundary), by deleting the one
+# after it at the end of a file (`<token>x`: a 37th character), or by
+# splitting a line before it, is on a new line whose bytes are the tail
+# (or head) of an old line: scanned, refused.  Through each path the scan
+# takes: both versions whole (loose objects: the line matcher), the old
+# version stored on the new one (git's usual pack), the new one on the
+# old (a thin push, git fast-import, a smaller new version), a repack
+# --depth=50 of either side.
+
+my @FILL = map { "setting_$_ = value number $_ of the configuration\n" } 1 .. 80;
+
+# the file with line 41 (1-based) replaced, and @more appended
+sub conf {
+	my ($line, @more) = @_;
+	my @l = @FILL;
+	$l[40] = $line;
+	return join('', @l, @more);
+}
+
+# a file ending in $last, without a newline
+sub conf_tail { return join('', @FILL) . $_[0]; }
+
+# writes two commits on a fresh branch with git fast-import (each blob
+# stored as a delta of the one written before it: the new version on the
+# old); their ids
+sub fast_import {
+	my ($branch, $path, $v1, $v2) = @_;
+	my $base = git($W, 'rev-parse', 'refs/remotes/r/main');
+	my $s = '';
+	my $mark = 0;
+	my $from = $base;
+	for my $v ($v1, $v2) {
+		my $b = ++$mark;
+		my $cm = ++$mark;
+		$s .= "blob\nmark :$b\ndata " . length($v) . "\n$v\n";
+		$s .= "commit refs/heads/$branch\nmark :$cm\n"
+			. "committer Agent <agent\@bottle.test> 1700000000 +0000\n"
+			. "data 5\nedit\nfrom $from\nM 100644 :$b $path\n\n";
+		$from = ":$cm";
+	}
+	$t->write_file('fi.stream', $s);
+	system("git -C '$W' fast-import --quiet < '$d/fi.stream'") == 0
+		or die "fast-import failed\n";
+	git($W, 'checkout', '-q', '-f', $branch);
+	return (git($W, 'rev-parse', 'HEAD~1'), git($W, 'rev-parse', 'HEAD'));
+}
+
+# one push of two commits: v1 (no token) then v2 (the token made);
+# refused at the second commit, file, line
+sub one_push {
+	my ($name, $path, $v1, $v2, $line, %o) = @_;
+	my $br = "wl-$name";
+	my ($c1, $c2);
+	if ($o{fast_import}) {
+		($c1, $c2) = fast_import($br, $path, $v1, $v2);
+	} else {
+		start($br);
+		$c1 = commit('add', $path => $v1);
+		$c2 = commit('edit', $path => $v2);
+	}
+	git($W, 'repack', '-q', '-adf', '--depth=50', '--window=250')
+		if $o{repack};
+	my $r = git_push("HEAD:refs/heads/$br");
+	refused($r, 'github_pat_classic', 'commit ' . substr($c2, 0, 12)
+		. " file \Q$path\E line $line", "whole lines, one push: $name");
+	ok(!on_remote($c2), "whole lines, one push: $name: not on the remote");
+}
+
+# two pushes: v1 accepted (no token), then v2 refused
+sub two_pushes {
+	my ($name, $path, $v1, $v2, $line, %o) = @_;
+	my $br = "wl2-$name";
+	start($br);
+	commit('add', $path => $v1);
+	my $r = git_push("HEAD:refs/heads/$br");
+	is($r->{rc}, 0, "whole lines, two pushes: $name: the first passes (no "
+		. 'boundary, no token)') or diag($r->{out});
+	git($R, 'repack', '-q', '-adf', '--depth=50', '--window=250')
+		if $o{repack};
+	my $c2 = commit('edit', $path => $v2);
+	refused(git_push("HEAD:refs/heads/$br"), 'github_pat_classic', 'commit '
+		. substr($c2, 0, 12) . " file \Q$path\E line $line",
+		"whole lines, two pushes: $name: the second is refused");
+}
+
+my $LEAD1 = conf("x$GHP = 1\n");
+my $LEAD2 = conf("$GHP = 1\n");
+
+# loose objects (fewer than receive.unpackLimit): both versions read
+# whole, the line matcher
+one_push('lead-matcher', 'wl/a.txt', $LEAD1, $LEAD2, 41);
+two_pushes('lead-matcher', 'wl/b.txt', $LEAD1, $LEAD2, 41);
+
+# kept as packs: the versions' deltas and extents
+git($R, 'config', 'receive.unpackLimit', '1');
+# the new version bigger (a line appended): the old stored on it
+one_push('lead-old-on-new', 'wl/c.txt', $LEAD1, conf("$GHP = 1\n",
+	"appended = 1\n"), 41);
+# the new version smaller: stored on the old one
+one_push('lead-new-on-old', 'wl/d.txt', $LEAD1, $LEAD2, 41);
+one_push('lead-fast-import', 'wl/e.txt', $LEAD1, $LEAD2, 41,
+	fast_import => 1);
+one_push('lead-repack', 'wl/f.txt', $LEAD1, $LEAD2, 41, repack => 1);
+# a thin push: the new version a delta of the old one the remote has
+two_pushes('lead-thin', 'wl/g.txt', $LEAD1, $LEAD2, 41);
+two_pushes('lead-remote-repack', 'wl/h.txt', $LEAD1, $LEAD2, 41,
+	repack => 1);
+# CRLF lines
+two_pushes('lead-crlf', 'wl/i.txt', conf("x$GHP = 1\r\n"),
+	conf("$GHP = 1\r\n"), 41);
+# a line split before the token: its second half the tail of the old line
+two_pushes('split', 'wl/j.txt', conf("key_a$GHP = 1\n"),
+	conf("key_a\n$GHP = 1\n"), 42);
+# the character after the token deleted, the file's last line (no
+# newline): the new line the head of the old one
+one_push('trail', 'wl/k.txt', conf_tail("${GHP}x"), conf_tail($GHP), 81);
+two_pushes('trail', 'wl/l.txt', conf_tail("${GHP}x"), conf_tail($GHP), 81);
+git($R, 'config', '--unset', 'receive.unpackLimit');
 
 # never the value; the sanitizer build leaves no report
 

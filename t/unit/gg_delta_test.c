@@ -7,7 +7,10 @@
  * appended line, an inserted line, a line glued from two pieces of the old
  * version, a PEM key whose lines were shuffled in the old version and are
  * in order in the new one: found, on the right line; a token on an
- * unchanged line: not reported.  The new version stored on the old one
+ * unchanged line: not reported; a token made by deleting the character
+ * before it (`x<token>`: no token, the rule wants a boundary), its line
+ * the tail of an old one: found, whether the old version is the push's
+ * base or in the push.  The new version stored on the old one
  * (a thin pack's delta) and the old on the new (two commits in one push).
  * And a file whose object is missing: the scan fails, saying so.
  */
@@ -290,6 +293,39 @@ main(void)
     show(&r);
     gg_report_free(&r);
     free(l);
+    free(t);
+
+    /* x<token> on the forge, then the x deleted: the new line is the
+     * tail of the old one, and a line only counts as there when the same
+     * whole line was */
+    sh("cd %s/w && git checkout -q %s", dir, b);
+    l = copy_base(0);
+    snprintf(buf, sizeof(buf), "x%s = 1;\n", tok);
+    l[799] = buf;
+    write_file("a.txt", l, nbase);
+    t1 = commit("x and a token");
+    rc = push_scan(&r, b, t1, err, sizeof(err));
+    ok(rc == 0 && r.n == 0, "x<token>: no token (a boundary wanted)");
+    show(&r);
+    gg_report_free(&r);
+    snprintf(buf, sizeof(buf), "%s = 1;\n", tok);
+    write_file("a.txt", l, nbase);
+    t = commit("the x deleted");
+    rc = push_scan(&r, t1, t, err, sizeof(err));
+    ok(rc == 0 && r.delta_files == 1 && r.n == 1
+       && has(&r, "github_pat_classic", "file a.txt line 800"),
+       "the x deleted, pushed on its own (the new version on the old): "
+       "found at line 800");
+    show(&r);
+    gg_report_free(&r);
+    rc = push_scan(&r, b, t, err, sizeof(err));
+    ok(rc == 0 && r.n == 1 && has(&r, "github_pat_classic",
+                                  "file a.txt line 800"),
+       "x<token> and the x deleted in one push: found at line 800");
+    show(&r);
+    gg_report_free(&r);
+    free(l);
+    free(t1);
     free(t);
 
     /* a line changed far from the old token: nothing reported */

@@ -10,9 +10,16 @@
  * lines reported added, with their numbers and bytes, must hold every line
  * `git diff -U0` adds (a superset: the one-stretch rule may add lines a
  * diff would match, never the other way), each reported line the new
- * file's line of that number; appended, inserted, glued, moved and
- * shuffled PEM lines are reported; the extents cap makes the scan read
- * the versions whole instead.
+ * file's line of that number, and every line not reported a WHOLE line
+ * of the old version, in order (the same bytes, newline to newline);
+ * appended, inserted, glued, moved and shuffled PEM lines are reported,
+ * and lines that are the tail or head of a longer old line (a character
+ * deleted before a line's text or after it at the file's end, a line
+ * split, CRLF lines); the extents cap makes the scan read the versions
+ * whole instead.  The same pairs from the pack's delta between them
+ * alone, where one is stored on the other or both on one base
+ * (gg_dlines(), the scan's path when the extents cannot relate them):
+ * the same checks.
  */
 
 #define _GNU_SOURCE
@@ -35,8 +42,12 @@ static char      err[512];
 
 
 typedef struct {
-    size_t  pairs, extents, fallback, ref, extra, missing, badline;
+    size_t  pairs, extents, fallback, ref, extra, missing, badline,
+            unsafe, deltas;
 } stats_t;
+
+
+static gg_report_t  report;
 
 
 /* the start of each line of d (n of them) */
@@ -80,37 +91,54 @@ ref_added(const char *repo, const char *o, const char *n, unsigned char *ref,
 }
 
 
-/* one modified file: ours against git's diff; 1 when the extents did it */
+/*
+ * Whether the lines of the new version not in ours[1..nl] are each a
+ * whole line of the old version (the same bytes, newline included), in
+ * order: a subsequence of its lines.
+ */
 static int
-check_pair(const char *repo, const char *o, const char *n, stats_t *st)
+whole_lines(const char *od, size_t olen, const char *nd, size_t nlen,
+    const size_t *nat, size_t nl, const unsigned char *ours)
 {
-    int               rc;
-    char             *nd;
-    size_t            nlen, nl, *at, k, i, ln, nal;
-    git_oid           oid, nid;
-    unsigned char    *ref, *ours;
+    size_t   i, j, ol, *oat, len;
+
+    oat = line_index(od, olen, &ol);
+    j = 0;
+    for (i = 1; i <= nl; i++) {
+        if (ours[i]) {
+            continue;
+        }
+        len = nat[i] - nat[i - 1];
+        while (j < ol && (oat[j + 1] - oat[j] != len
+                          || memcmp(od + oat[j], nd + nat[i - 1], len) != 0))
+        {
+            j++;
+        }
+        if (j == ol) {
+            free(oat);
+            return 0;
+        }
+        j++;
+    }
+    (void) nlen;
+    free(oat);
+    return 1;
+}
+
+
+/* the lines c.add and c.lines report against git's diff and the old
+ * version */
+static void
+check_added(const char *o, const char *n, const char *od, size_t olen,
+    const char *nd, size_t nlen, const unsigned char *ref, const char *how,
+    stats_t *st)
+{
+    size_t            nl, *at, k, i, ln, nal;
+    unsigned char    *ours;
     gg_added_line_t  *al;
 
-    git_oid_fromstr(&oid, o);
-    git_oid_fromstr(&nid, n);
-    st->pairs++;
-    rc = gg_xlines(&c, &oid, &nid);
-    if (rc == 0) {
-        st->fallback++;
-        return 0;
-    }
-    if (rc < 0) {
-        printf("# %s..%s: %s\n", o, n, err);
-        st->badline++;
-        return -1;
-    }
-    st->extents++;
-
-    nd = sh_out(&nlen, "git -C %s cat-file blob %s", repo, n);
     at = line_index(nd, nlen, &nl);
-    ref = calloc(nl + 2, 1);
     ours = calloc(nl + 2, 1);
-    ref_added(repo, o, n, ref, nl);
 
     /* each line reported: the new file's line of its number, byte for
      * byte */
@@ -121,8 +149,8 @@ check_pair(const char *repo, const char *o, const char *n, stats_t *st)
             || memcmp(nd + at[ln - 1], al[k].p, al[k].len) != 0)
         {
             if (st->badline++ < 3) {
-                printf("# %s..%s: line %zu is not the new file's\n", o, n,
-                       ln);
+                printf("# %s..%s (%s): line %zu is not the new file's\n", o,
+                       n, how, ln);
             }
         } else if (!al[k].ctx) {
             ours[ln] = 1;
@@ -133,19 +161,80 @@ check_pair(const char *repo, const char *o, const char *n, stats_t *st)
     }
     free(al);
     for (i = 1; i <= nl; i++) {
-        st->ref += ref[i];
+        /* the counts are the extents' (the delta's: checked alone) */
+        if (how[0] == 'e') {
+            st->ref += ref[i];
+            st->extra += ours[i] && !ref[i];
+        }
         if (ref[i] && !ours[i]) {
             if (st->missing++ < 3) {
-                printf("# %s..%s: line %zu added, not reported\n", o, n, i);
+                printf("# %s..%s (%s): line %zu added, not reported\n", o,
+                       n, how, i);
             }
         }
-        st->extra += ours[i] && !ref[i];
     }
-    free(ref);
+    if (!whole_lines(od, olen, nd, nlen, at, nl, ours)) {
+        if (st->unsafe++ < 3) {
+            printf("# %s..%s (%s): a line not reported is no whole line of "
+                   "the old version in order\n", o, n, how);
+        }
+    }
     free(ours);
     free(at);
+}
+
+
+/* one modified file: ours against git's diff, from extents, then from
+ * the pack's delta alone; 1 when the extents did it */
+static int
+check_pair(const char *repo, const char *o, const char *n, stats_t *st)
+{
+    int             rc, xrc;
+    char           *nd, *od;
+    size_t          nlen, olen, nl, *at;
+    git_oid         oid, nid;
+    unsigned char  *ref;
+
+    git_oid_fromstr(&oid, o);
+    git_oid_fromstr(&nid, n);
+    st->pairs++;
+    nd = sh_out(&nlen, "git -C %s cat-file blob %s", repo, n);
+    od = sh_out(&olen, "git -C %s cat-file blob %s", repo, o);
+    if (nd == NULL || od == NULL) {
+        st->badline++;
+        free(nd);
+        free(od);
+        return -1;
+    }
+    at = line_index(nd, nlen, &nl);
+    free(at);
+    ref = calloc(nl + 2, 1);
+    ref_added(repo, o, n, ref, nl);
+
+    xrc = gg_xlines(&c, &oid, &nid);
+    if (xrc == 0) {
+        st->fallback++;
+    } else if (xrc < 0) {
+        printf("# %s..%s: %s\n", o, n, err);
+        st->badline++;
+    } else {
+        st->extents++;
+        check_added(o, n, od, olen, nd, nlen, ref, "extents", st);
+    }
+
+    /* the same two from the delta between them, both read whole */
+    rc = gg_dlines(&c, od, olen, nd, nlen, &oid, &nid);
+    if (rc == 1) {
+        st->deltas++;
+        check_added(o, n, od, olen, nd, nlen, ref, "delta", st);
+    } else if (rc < 0) {
+        printf("# %s..%s: %s\n", o, n, err);
+        st->badline++;
+    }
+    free(ref);
     free(nd);
-    return 1;
+    free(od);
+    return xrc;
 }
 
 
@@ -194,10 +283,13 @@ check_repo(const char *repo, const char *quarantine, const char *what,
     gg_pack_close(c.pack);
     c.pack = NULL;
 
-    printf("# %s: %zu files, %zu from extents (%zu read whole); %zu lines "
-           "added by git's diff, %zu more reported\n", what, st->pairs,
-           st->extents, st->fallback, st->ref, st->extra);
+    printf("# %s: %zu files, %zu from extents (%zu read whole), %zu from "
+           "a delta alone; %zu lines added by git's diff, %zu more "
+           "reported\n", what, st->pairs, st->extents, st->fallback,
+           st->deltas, st->ref, st->extra);
     ok(st->extents > 0, "%s: files from extents", what);
+    ok(st->unsafe == 0, "%s: every line not reported is a whole line of "
+       "the old version, in order (%zu files not)", what, st->unsafe);
     ok(st->missing == 0, "%s: every line git's diff adds is reported "
        "(%zu not)", what, st->missing);
     ok(st->badline == 0, "%s: every reported line is the new file's line "
@@ -344,6 +436,7 @@ main(void)
 
     c.err = err;
     c.errlen = sizeof(err);
+    c.r = &report;
 
     /* the base: 3000 lines; two pieces of a token on lines 100 and 200;
      * a PEM key's lines shuffled (header last) at 1000 */
@@ -403,6 +496,24 @@ main(void)
     put_file("a.txt", lines, nlines);
     commit("move");
 
+    /* lines that will be the tail or head of a longer old line: a
+     * character before a line's text, CRLF, a line to split, and c.txt's
+     * last line (no newline) with a character after it */
+    set_line(50, "xtail_of_line_51 = 1;\n");
+    set_line(60, "key_61tail_after_split = 1;\n");
+    set_line(70, "xcrlf_line_71 = 1;\r\n");
+    put_file("a.txt", lines, nlines);
+    put_file("c.txt", lines + 100, 200);
+    sh("printf 'last_line_of_c = 1;x' >> %s/w/c.txt", dir);
+    commit("longer lines");
+    set_line(50, "tail_of_line_51 = 1;\n");
+    set_line(60, "key_61\ntail_after_split = 1;\n");
+    set_line(70, "crlf_line_71 = 1;\r\n");
+    put_file("a.txt", lines, nlines);
+    put_file("c.txt", lines + 100, 200);
+    sh("printf 'last_line_of_c = 1;' >> %s/w/c.txt", dir);
+    commit("their tails and heads");
+
     /* then 30 commits of small edits to a.txt and b.txt: chains */
     seed = 7;
     for (i = 0; i < 30; i++) {
@@ -443,7 +554,7 @@ main(void)
 
     /* the same push's first pairs with the cap at 2 extents: read whole */
     if (gg_pack_open(&c.pack, repo, q, 0, err, sizeof(err)) == 0) {
-        b = sh_out(NULL, "git -C %s rev-parse %s~33:a.txt %s~32:a.txt", repo,
+        b = sh_out(NULL, "git -C %s rev-parse %s~35:a.txt %s~34:a.txt", repo,
                 t, t);
         git_oid_fromstr(&oid, b);
         git_oid_fromstr(&nid, b + 41);

@@ -10,16 +10,24 @@
  * - every stretch gg_lmatch() gives is in bounds, in order in both files,
  *   whole lines, and the same bytes in both (what gg_match_lines()
  *   trusts);
- * - safety: the lines reported unchanged, in order, each lie inside a line
- *   of the old file, in the same order (a subsequence); every reported
- *   line is the new file's line of that number, byte for byte;
+ * - safety: the lines reported unchanged, in order, are each a WHOLE line
+ *   of the old file (the same bytes, newline to newline), in the same
+ *   order (a subsequence); every reported line is the new file's line of
+ *   that number, byte for byte;
  * - against a reference LCS (a dynamic program over the lines): where
  *   the lines are unique and nothing moved, exactly the lines the LCS
  *   adds are added (no more, no fewer); with moves, as many; with
  *   duplicated lines, at most 1/64 more than the LCS's; with only
  *   duplicated lines (no anchor: the gap's exact LCS), no more;
  * - against `git diff --no-index -U0` on some of them: every line git
- *   adds is added.
+ *   adds is added;
+ * - gg_match_lines() alone, fed byte stretches that start and end
+ *   anywhere (as a delta's copies and the extents' shared bytes do) on
+ *   random texts edited byte by byte (a character deleted before or after
+ *   a line's text, newlines inserted and deleted, CRLF, no trailing
+ *   newline), over one buffer and over random extents: the same safety,
+ *   and the same lines either way; a line that is the tail or the head of
+ *   a longer old line is added.
  */
 
 #define _GNU_SOURCE
@@ -344,21 +352,9 @@ ours_added(const text_t *n, unsigned char *ours)
 }
 
 
-/* whether line x lies inside line y, at its end when it has a newline */
-static int
-l_inside(const line_t *x, const line_t *y)
-{
-    if (x->len > y->len) {
-        return 0;
-    }
-    if (x->len > 0 && x->p[x->len - 1] == '\n') {
-        return memcmp(y->p + y->len - x->len, x->p, x->len) == 0;
-    }
-    return memmem(y->p, y->len, x->p, x->len) != NULL;
-}
-
-
-/* the unchanged lines of n, in order, each inside a line of o, in order */
+/* the unchanged lines of n, in order, each a whole line of o (the same
+ * bytes, newline included; a last line without one only the old file's
+ * last line without one), in order */
 static int
 safe(const text_t *o, const text_t *n, const unsigned char *ours)
 {
@@ -369,7 +365,7 @@ safe(const text_t *o, const text_t *n, const unsigned char *ours)
         if (ours[i]) {
             continue;
         }
-        while (j < o->n && !l_inside(&n->l[i - 1], &o->l[j])) {
+        while (j < o->n && !l_eq(&n->l[i - 1], &o->l[j])) {
             j++;
         }
         if (j == o->n) {
@@ -660,6 +656,334 @@ repeat(const char *head, const char *line, size_t k, const char *tail,
 }
 
 
+/*
+ * gg_match_lines() alone, fed byte stretches as a delta's copies and the
+ * extents' shared bytes are: they start and end anywhere, mid-line in
+ * either file.  Texts of short lines over a few characters (so a line is
+ * often the tail or the head of another), edited byte by byte.
+ */
+
+/* lines of 0 to 5 characters of "abx", some CRLF, maybe no newline at
+ * the end; its length */
+static size_t
+r_text(char *b, size_t nl)
+{
+    size_t  i, k, n;
+
+    n = 0;
+    for (i = 0; i < nl; i++) {
+        for (k = rndn(6); k > 0; k--) {
+            b[n++] = "abx"[rndn(3)];
+        }
+        if (rndn(8) == 0) {
+            b[n++] = '\r';
+        }
+        b[n++] = '\n';
+    }
+    if (n > 0 && rndn(4) == 0) {
+        n--;
+    }
+    return n;
+}
+
+
+/* o edited into n (room for olen + 64): characters deleted (the one
+ * after a newline or before one too), inserted, newlines inserted
+ * (a line split) and deleted (lines joined), a piece moved */
+static size_t
+r_edit(const char *o, size_t olen, char *n)
+{
+    int     op, k;
+    size_t  len, at, i, a, l;
+    char    tmp[64];
+
+    memcpy(n, o, olen);
+    len = olen;
+    for (k = 1 + (int) rndn(4); k > 0; k--) {
+        op = (int) rndn(6);
+        at = rndn(len + 1);
+        if (op <= 1 && len > 0) {
+            /* delete a character; op 1: the first of a line or the last
+             * before its newline */
+            at = at < len ? at : len - 1;
+            if (op == 1 && rndn(2)) {
+                while (at > 0 && n[at - 1] != '\n') {
+                    at--;
+                }
+            } else if (op == 1) {
+                while (at + 1 < len && n[at] != '\n') {
+                    at++;
+                }
+                at -= at > 0 && n[at] == '\n';
+            }
+            if (at < len) {
+                memmove(n + at, n + at + 1, len - at - 1);
+                len--;
+            }
+        } else if (op == 2 && len < olen + 60) {
+            memmove(n + at + 1, n + at, len - at);
+            n[at] = "abx\n"[rndn(4)];
+            len++;
+        } else if (op == 3 && len > 0) {
+            /* a newline deleted: two lines joined */
+            for (i = at; i < len && n[i] != '\n'; i++) {
+                /* the next newline */
+            }
+            if (i < len) {
+                memmove(n + i, n + i + 1, len - i - 1);
+                len--;
+            }
+        } else if (op == 4 && len > 2) {
+            /* a piece moved */
+            a = rndn(len);
+            l = 1 + rndn(len - a < 16 ? len - a : 16);
+            if (l > len - a || l > sizeof(tmp)) {
+                continue;
+            }
+            memcpy(tmp, n + a, l);
+            memmove(n + a, n + a + l, (len - a) - l);
+            len -= l;
+            at = rndn(len + 1);
+            memmove(n + at + l, n + at, len - at);
+            memcpy(n + at, tmp, l);
+            len += l;
+        }
+    }
+    return len;
+}
+
+
+/* the stretches a delta might give: along the new file, at each point
+ * the longest run of the same bytes anywhere in the old file (the first
+ * found, or a random one of the longest), often cut at either end; some
+ * left out; a few out of order (gg_match_lines() drops those) */
+static void
+r_stretches(const char *o, size_t olen, const char *n, size_t nlen)
+{
+    size_t      i, j, k, best, bi, cut;
+    gg_match_t  *m;
+
+    c.nm = 0;
+    j = 0;
+    while (j < nlen) {
+        best = 0;
+        bi = 0;
+        for (i = 0; i < olen; i++) {
+            for (k = 0; i + k < olen && j + k < nlen && o[i + k] == n[j + k];
+                 k++)
+            {
+                /* common */
+            }
+            if (k > best || (k == best && k > 0 && rndn(3) == 0)) {
+                best = k;
+                bi = i;
+            }
+        }
+        if (best == 0 || rndn(10) == 0) {
+            j++;
+            continue;
+        }
+        if (c.nm + 2 > c.mcap) {
+            c.mcap = c.mcap ? 2 * c.mcap : 64;
+            c.m = realloc(c.m, c.mcap * sizeof(*c.m));
+        }
+        /* cut a little off either end, sometimes */
+        cut = best > 1 && rndn(3) == 0 ? rndn(best) : 0;
+        if (rndn(2)) {
+            bi += cut;
+            j += cut;
+        }
+        best -= cut;
+        m = &c.m[c.nm++];
+        m->o = bi;
+        m->n = j;
+        m->len = best;
+        j += best;
+    }
+    /* a couple of stretches swapped: out of order */
+    if (c.nm > 2 && rndn(4) == 0) {
+        gg_match_t  t;
+
+        i = rndn(c.nm - 1);
+        t = c.m[i];
+        c.m[i] = c.m[i + 1];
+        c.m[i + 1] = t;
+    }
+}
+
+
+/* a view of b[0, len) as random extents, each piece its own source */
+#define R_PIECES  64
+
+typedef struct {
+    gg_pobj_t     src[R_PIECES];
+    gg_pobj_t    *held[R_PIECES];
+    gg_ext_t      e[R_PIECES];
+    gg_extents_t  x;
+} r_ext_t;
+
+static void
+r_view(gg_view_t *v, r_ext_t *r, const char *b, size_t len)
+{
+    size_t  k, at, l;
+
+    memset(r, 0, sizeof(*r));
+    at = 0;
+    for (k = 0; at < len && k < R_PIECES; k++) {
+        l = k == R_PIECES - 1 ? len - at : 1 + rndn(len - at < 12 ? len - at
+                                                                   : 12);
+        r->src[k].data = (unsigned char *) b + at;
+        r->src[k].len = l;
+        r->held[k] = &r->src[k];
+        r->e[k].src = &r->src[k];
+        r->e[k].p = r->src[k].data;
+        r->e[k].soff = 0;
+        r->e[k].pos = at;
+        r->e[k].len = l;
+        at += l;
+    }
+    r->x.e = r->e;
+    r->x.n = k;
+    r->x.len = len;
+    r->x.held = r->held;
+    r->x.nheld = k;
+    gg_view_ext(v, &r->x);
+}
+
+
+typedef struct {
+    size_t  cases, unsafe, badline, differ, added, tails;
+} rstats_t;
+
+
+/* one pair through both views */
+static void
+r_check(const char *ob, size_t olen, const char *nb, size_t nlen,
+    rstats_t *st)
+{
+    size_t          i, nm;
+    text_t          on, nn;
+    r_ext_t        *ro, *rn;
+    gg_view_t       ov, dv;
+    gg_match_t     *save;
+    unsigned char  *ours, *ours2;
+
+    st->cases++;
+    t_split(&on, ob, olen);
+    t_split(&nn, nb, nlen);
+    ours = calloc(nn.n + 2, 1);
+    ours2 = calloc(nn.n + 2, 1);
+    ro = malloc(sizeof(*ro));
+    rn = malloc(sizeof(*rn));
+
+    r_stretches(ob, olen, nb, nlen);
+    nm = c.nm;
+    save = malloc((nm + 1) * sizeof(*save));
+    memcpy(save, c.m, nm * sizeof(*save));
+
+    gg_view_buf(&ov, ob, olen);
+    gg_view_buf(&dv, nb, nlen);
+    if (gg_match_lines(&c, &ov, &dv) != 0) {
+        st->badline++;
+        goto done;
+    }
+    gg_lines_number(&c, &dv);
+    st->badline += ours_added(&nn, ours);
+    if (!safe(&on, &nn, ours)) {
+        if (st->unsafe++ < 3) {
+            printf("# stretches, case %zu: an unchanged line is not a whole "
+                   "line of the old file, in order\n", st->cases);
+        }
+    }
+
+    /* the same over extents */
+    memcpy(c.m, save, nm * sizeof(*save));
+    c.nm = nm;
+    r_view(&ov, ro, ob, olen);
+    r_view(&dv, rn, nb, nlen);
+    if (gg_match_lines(&c, &ov, &dv) != 0) {
+        st->badline++;
+        goto done;
+    }
+    gg_lines_number(&c, &dv);
+    st->badline += ours_added(&nn, ours2);
+    for (i = 1; i <= nn.n; i++) {
+        st->added += ours[i];
+        if (ours[i] != ours2[i]) {
+            st->differ++;
+            break;
+        }
+    }
+
+    /* the lines that are the tail or head of an old line and no whole
+     * one: each added */
+    for (i = 1; i <= nn.n; i++) {
+        size_t  j;
+        int     whole, part;
+
+        whole = 0;
+        part = 0;
+        for (j = 0; j < on.n; j++) {
+            if (l_eq(&nn.l[i - 1], &on.l[j])) {
+                whole = 1;
+            } else if (nn.l[i - 1].len < on.l[j].len
+                       && (memcmp(on.l[j].p + on.l[j].len - nn.l[i - 1].len,
+                                  nn.l[i - 1].p, nn.l[i - 1].len) == 0
+                           || memcmp(on.l[j].p, nn.l[i - 1].p,
+                                     nn.l[i - 1].len) == 0))
+            {
+                part = 1;
+            }
+        }
+        if (part && !whole) {
+            st->tails++;
+            if (!ours[i]) {
+                st->unsafe++;
+            }
+        }
+    }
+
+done:
+
+    free(save);
+    free(ro);
+    free(rn);
+    free(ours);
+    free(ours2);
+    t_free(&on);
+    t_free(&nn);
+}
+
+
+static void
+r_run(void)
+{
+    int       i;
+    char      ob[512], nb[600];
+    size_t    olen, nlen;
+    rstats_t  st;
+
+    memset(&st, 0, sizeof(st));
+    for (i = 0; i < 20000; i++) {
+        olen = r_text(ob, rndn(40));
+        nlen = r_edit(ob, olen, nb);
+        r_check(ob, olen, nb, nlen, &st);
+    }
+    printf("# stretches anywhere: %zu pairs, %zu lines added, %zu lines "
+           "the tail or head of an old line and no whole one\n", st.cases,
+           st.added, st.tails);
+    ok(st.tails > 1000, "stretches anywhere: lines that are the tail or "
+       "head of an old line come up (%zu)", st.tails);
+    ok(st.unsafe == 0, "stretches anywhere: every unchanged line is a "
+       "whole line of the old file, in order; every tail or head of one "
+       "added (%zu pairs or lines not)", st.unsafe);
+    ok(st.badline == 0, "stretches anywhere: every reported line is the new "
+       "file's line of that number (%zu not)", st.badline);
+    ok(st.differ == 0, "stretches anywhere: the same lines over one buffer "
+       "and over extents (%zu pairs not)", st.differ);
+}
+
+
 int
 main(void)
 {
@@ -807,11 +1131,24 @@ main(void)
     pair_lit("a\0b\nc\0d\n", 8, "a\0c\nc\0d\n", 8, K_EXACT, 1, &st);
     pair_lit("a\r\nb\r\nc\r\n", 9, "a\r\nb\nc\r\n", 8, K_EXACT, 1, &st);
     pair_lit("k1\nk2\nk3\nk4\n", 12, "k1\nk2\nk3\nk4\nk5", 14, K_EXACT, 1, &st);
-    /* a line that is the end of a longer old line: gg_match_lines()
-     * keeps it (its bytes were there, on one line: gg_trim()), where git
-     * adds it; so not against git */
-    pair_lit("q\nxabc\n", 7, "q\nQ\nabc\n", 8, K_ANY, 0, &st);
-    report("empty files, no newline, NUL bytes, CRLF", &st, K_ANY);
+    /* a line that is the end of a longer old line (a character deleted
+     * before its text, a line split), the start of one (the character
+     * after deleted, the last line): added, as git adds it */
+    pair_lit("q\nxabc\n", 7, "q\nQ\nabc\n", 8, K_EXACT, 1, &st);
+    pair_lit("q\nxabc\nr\n", 9, "q\nabc\nr\n", 8, K_EXACT, 1, &st);
+    pair_lit("q\r\nxabc\r\nr\r\n", 12, "q\r\nabc\r\nr\r\n", 11, K_EXACT,
+             1, &st);
+    pair_lit("q\nabcx", 6, "q\nabc", 5, K_EXACT, 1, &st);
+    pair_lit("q\nabc\n", 6, "q\nabc", 5, K_EXACT, 1, &st);
+    pair_lit("q\nabc", 5, "q\nabc\n", 6, K_EXACT, 1, &st);
+    pair_lit("q\nkeyabc\nr\n", 11, "q\nkey\nabc\nr\n", 12, K_EXACT, 1, &st);
+    pair_lit("q\nkey\nabc\nr\n", 12, "q\nkeyabc\nr\n", 11, K_EXACT, 1, &st);
+    pair_lit("abc\n", 4, "bc\n", 3, K_EXACT, 1, &st);
+    pair_lit("abc", 3, "ab", 2, K_EXACT, 1, &st);
+    report("empty files, no newline, NUL bytes, CRLF, tails", &st,
+           K_EXACT);
+
+    r_run();
 
     /* the checks fail on a wrong stretch: one line off */
     lo = "one\ntwo\nthree\n";
