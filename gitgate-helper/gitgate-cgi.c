@@ -551,7 +551,9 @@ gg_backend(gg_ctx_t *ctx, const gg_request_t *req, const char *hooks,
         "CONTENT_LENGTH", "HTTP_CONTENT_ENCODING", "HTTP_GIT_PROTOCOL",
         "REMOTE_ADDR", "SERVER_PROTOCOL", "GITGATE_STORE", "GITGATE_POLICY",
         "GITGATE_FORGES", "GITGATE_GIT", "GITGATE_REFRESH",
-        "GITGATE_PACK_CACHE_MB", "GITGATE_BLOB_TIMEOUT", NULL
+        "GITGATE_PACK_CACHE_MB", "GITGATE_BLOB_TIMEOUT",
+        "GITGATE_SCAN_TIMEOUT", "GITGATE_SCAN_MEMORY_MB",
+        "GITGATE_DECODED_MAX_MB", "GITGATE_DECODED_RATIO", NULL
     };
 
     rel = ctx->repo_dir + strlen(ctx->conf.dir);
