@@ -513,8 +513,13 @@ gg_budget(gg_ctx_t *c)
         return -1;
     }
 
+    if (c->time_ms == 0 && c->mem_kb == 0) {
+        return 0;
+    }
+
+    now = gg_now_ms();
+
     if (c->time_ms) {
-        now = gg_now_ms();
         if (now - c->t0 > c->time_ms) {
             c->over = 1;
             snprintf(c->budget_why, sizeof(c->budget_why), "the scan ran "
@@ -526,7 +531,10 @@ gg_budget(gg_ctx_t *c)
         }
     }
 
-    if (!c->over && c->mem_kb) {
+    /* getrusage() is a system call: at most once a millisecond (a field
+     * of a few bytes after another), and after any longer field */
+    if (!c->over && c->mem_kb && now != c->mem_at) {
+        c->mem_at = now;
         peak = gg_peak_kb();
         if (peak > c->rss0 && peak - c->rss0 > c->mem_kb) {
             c->over = 1;

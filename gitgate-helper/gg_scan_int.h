@@ -210,6 +210,7 @@ typedef struct {
     uint64_t            rss0;       /* peak RSS then, KB */
     uint64_t            time_ms;    /* 0: none */
     uint64_t            mem_kb;     /* 0: none */
+    uint64_t            mem_at;     /* ms of its last check */
     int                 over;       /* over it: budget_why says which */
     char                budget_why[256];
     int                 oom;
