@@ -116,7 +116,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char       why[256];
     size_t     k;
     uint64_t   limit;
-    gg_buf_t   out;
+    gg_buf_t   out, meta;
 
     coding = gg_dec_coding(data, size);
     CHECK(coding == 0 || coding == GG_DEC_GZIP || coding == GG_DEC_ZLIB);
@@ -127,16 +127,19 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         }
         memset(&out, 0, sizeof(out));
+        memset(&meta, 0, sizeof(meta));
         limit = size * 100 < (1 << 20) ? size * 100 : (1 << 20);
         why[0] = '\0';
-        rc = gg_dec_stream(NULL, &out, data, size,
+        rc = gg_dec_stream(NULL, &out, &meta, data, size,
                            coding ? coding
                                   : (k == 0 ? GG_DEC_GZIP : GG_DEC_ZLIB),
                            limit, why, sizeof(why));
         CHECK(rc == 0 || rc == -1 || rc == -4 || rc == -3);
         CHECK(out.len <= limit);
+        CHECK(meta.len <= limit + 1);
         CHECK(rc == 0 || why[0] != '\0');
         free(out.data);
+        free(meta.data);
     }
 
     for (k = 0; k < 4; k++) {

@@ -9,9 +9,11 @@
  *               with libbottle's decoder (lib/bottle_coding.h, the egress
  *               DLP's), each stage bounded by the decoded-size cap and the
  *               ratio cap (times the blob's size), several gzip members
- *               in a row as one (a gzip header's fields are raw bytes of
- *               the blob, scanned there).  What it decodes to is looked
- *               at again, up to
+ *               in a row as one; the members' header fields (FNAME,
+ *               FCOMMENT, FEXTRA a line each, then the MTIME/XFL/OS bytes
+ *               of every member in one run) are a view of their own, as
+ *               DLP scans them.  What it decodes to is looked at again,
+ *               up to
  *               GG_DEC_STAGES codings deep.  Corrupt, truncated, bytes
  *               after the end, over a cap, nested deeper: the push is
  *               refused (rule "undecodable"), naming commit, file, why.
@@ -46,6 +48,8 @@
 typedef struct {
     gg_ctx_t           *c;
     gg_buf_t           *out;
+    gg_buf_t           *meta;       /* FNAME, FCOMMENT, FEXTRA, a line each */
+    gg_buf_t            fixed;      /* MTIME, XFL, OS of every member */
     uint64_t            limit;
     uint64_t            tick;
     int                 over;       /* 2: over the scan's budget */
@@ -108,17 +112,41 @@ gg_dec_sink(void *arg, const unsigned char *p, size_t len)
 }
 
 
+/* a gzip member's header: its fields a line each, its fixed bytes one
+ * run over every member (a value cut in 6-byte pieces is seen whole) */
+static int
+gg_dec_meta(void *arg, int part, const unsigned char *p, size_t len)
+{
+    gg_dsink_t  *s = arg;
+    gg_buf_t    *b;
+
+    if (s->meta->len + s->fixed.len + len + 2 > s->limit) {
+        s->over = 1;
+        return 1;
+    }
+    b = part == BOTTLE_CODING_META_FIXED ? &s->fixed : s->meta;
+    if (gg_buf_add(b, p, len) != 0
+        || (b == s->meta && gg_buf_add(b, "\n", 1) != 0))
+    {
+        return 1;
+    }
+    return 0;
+}
+
+
 /*
  * Decodes p[0, n) of coding (GG_DEC_GZIP, GG_DEC_ZLIB: several gzip
- * members in a row too) into out, limit bytes at most (c, if not NULL,
- * for the budget).  0; -1 corrupt or truncated (out: what came before),
+ * members in a row too) into out, its gzip headers into meta if not
+ * NULL (gg_dec_meta()), limit bytes at most each (c, if not NULL, for
+ * the budget).  0; -1 corrupt or truncated (out: what came before),
  * -4 over the limit, -2 over the budget, -3 out of memory; a reason in
  * why.  A gzip member's header fields are raw
  * bytes of what it is in, scanned there.
  */
 int
-gg_dec_stream(gg_ctx_t *c, gg_buf_t *out, const unsigned char *p, size_t n,
-    int coding, uint64_t limit, char *why, size_t whylen)
+gg_dec_stream(gg_ctx_t *c, gg_buf_t *out, gg_buf_t *meta,
+    const unsigned char *p, size_t n, int coding, uint64_t limit, char *why,
+    size_t whylen)
 {
     int                coding_lib, rc;
     gg_dsink_t         s;
@@ -128,13 +156,20 @@ gg_dec_stream(gg_ctx_t *c, gg_buf_t *out, const unsigned char *p, size_t n,
     memset(&s, 0, sizeof(s));
     s.c = c;
     s.out = out;
+    s.meta = meta;
     s.limit = limit;
+    if (meta != NULL) {
+        meta->len = 0;
+    }
 
     coding_lib = coding == GG_DEC_GZIP ? BOTTLE_CODING_GZIP
                                        : BOTTLE_CODING_DEFLATE;
 
     rc = bottle_decoder_create(&d, &coding_lib, 1, limit, NULL, gg_dec_sink,
                                &s);
+    if (rc == BOTTLE_CODING_OK && coding == GG_DEC_GZIP && meta != NULL) {
+        rc = bottle_decoder_meta(d, gg_dec_meta);
+    }
     if (rc == BOTTLE_CODING_OK) {
         rc = bottle_decoder_feed(d, p, n);
     }
@@ -142,6 +177,14 @@ gg_dec_stream(gg_ctx_t *c, gg_buf_t *out, const unsigned char *p, size_t n,
         rc = bottle_decoder_finish(d);
     }
     bottle_decoder_destroy(d);
+
+    if (rc == BOTTLE_CODING_OK && s.fixed.len
+        && (gg_buf_add(meta, s.fixed.data, s.fixed.len) != 0
+            || gg_buf_add(meta, "\n", 1) != 0))
+    {
+        rc = BOTTLE_CODING_ENOMEM;
+    }
+    free(s.fixed.data);
 
     if (rc == BOTTLE_CODING_OK) {
         return 0;
@@ -152,7 +195,7 @@ gg_dec_stream(gg_ctx_t *c, gg_buf_t *out, const unsigned char *p, size_t n,
         return -2;
     }
 
-    if (rc == BOTTLE_CODING_ELIMIT) {
+    if (rc == BOTTLE_CODING_ELIMIT || s.over == 1) {
         snprintf(why, whylen, "decodes to more than %llu bytes, the cap "
                  "(GITGATE_DECODED_MAX_MB, GITGATE_DECODED_RATIO)",
                  (unsigned long long) limit);
@@ -338,9 +381,9 @@ gg_dec_views(gg_ctx_t *c, const char *path, size_t index, const char *view,
     int depth)
 {
     int       coding, rc, oldok;
-    char      why[256], label[128];
+    char      why[256], label[128], hlabel[160];
     uint64_t  limit;
-    gg_buf_t  nb, ob;
+    gg_buf_t  nb, ob, nm, om;
 
     coding = gg_dec_coding((const unsigned char *) d, nlen);
 
@@ -361,9 +404,11 @@ gg_dec_views(gg_ctx_t *c, const char *path, size_t index, const char *view,
 
         memset(&nb, 0, sizeof(nb));
         memset(&ob, 0, sizeof(ob));
+        memset(&nm, 0, sizeof(nm));
+        memset(&om, 0, sizeof(om));
 
-        rc = gg_dec_stream(c, &nb, (const unsigned char *) d, nlen, coding,
-                           limit, why, sizeof(why));
+        rc = gg_dec_stream(c, &nb, &nm, (const unsigned char *) d, nlen,
+                           coding, limit, why, sizeof(why));
 
         if (rc == -1 && coding == GG_DEC_ZLIB
             && gg_dec_text((const unsigned char *) d, nlen))
@@ -393,12 +438,26 @@ gg_dec_views(gg_ctx_t *c, const char *path, size_t index, const char *view,
             oldok = o != NULL
                     && gg_dec_coding((const unsigned char *) o, olen)
                        == coding
-                    && gg_dec_stream(NULL, &ob, (const unsigned char *) o,
-                                     olen, coding, limit, why, sizeof(why))
+                    && gg_dec_stream(NULL, &ob, &om,
+                                     (const unsigned char *) o, olen, coding,
+                                     limit, why, sizeof(why))
                        == 0;
 
             rc = gg_dec_scan(c, path, index, label, ob.data, ob.len, oldok,
                              nb.data != NULL ? nb.data : "", nb.len);
+
+            /* the members' headers: raw bytes of the blob, but FEXTRA
+             * may hold UTF-16, and the fixed bytes are read together */
+            if (rc == 0 && nm.len) {
+                snprintf(hlabel, sizeof(hlabel), "%s header", label);
+                rc = gg_dec_scan(c, path, index, hlabel, om.data, om.len,
+                                 oldok && om.len, nm.data, nm.len);
+                if (rc == 0 && memchr(nm.data, '\0', nm.len) != NULL) {
+                    rc = gg_dec_u16(c, path, index, hlabel,
+                                    oldok && om.len ? om.data : NULL,
+                                    om.len, nm.data, nm.len);
+                }
+            }
 
             /* what it decoded to, decoded again (or as UTF-16) */
             if (rc == 0) {
@@ -411,6 +470,8 @@ gg_dec_views(gg_ctx_t *c, const char *path, size_t index, const char *view,
 
         free(nb.data);
         free(ob.data);
+        free(nm.data);
+        free(om.data);
 
         if (rc != 1) {
             return rc;

@@ -293,8 +293,9 @@ int gg_dec_wanted(const char *d, size_t nlen);
 /* the same for a version read as extents, none built */
 int gg_dec_wanted_ext(const gg_extents_t *x);
 int gg_dec_coding(const unsigned char *p, size_t n);
-int gg_dec_stream(gg_ctx_t *c, gg_buf_t *out, const unsigned char *p,
-    size_t n, int coding, uint64_t limit, char *why, size_t whylen);
+int gg_dec_stream(gg_ctx_t *c, gg_buf_t *out, gg_buf_t *meta,
+    const unsigned char *p, size_t n, int coding, uint64_t limit, char *why,
+    size_t whylen);
 size_t gg_u16_view(char *out, const unsigned char *p, size_t n, int be,
     size_t start);
 

@@ -165,7 +165,7 @@ sub start {
 
 ###############################################################################
 
-$t->plan(82);
+$t->plan(83);
 
 # a clean push: several commits and an annotated tag
 
@@ -458,6 +458,14 @@ commit('gzip members', 'w/m.gz' => gz("clean\n") . gz("k=$EGRESS\n"));
 refused(git_push('HEAD:refs/heads/gzmembers'), 'egress_token:API',
 	'commit [0-9a-f]{12} file w/m\.gz \(gzip\) line 2',
 	'decoded: an egress token in a gzip file\'s second member');
+
+start('gzextra');
+my $xf = u16('UTF-16LE', "k=$HELD");
+commit('gzip header', 'w/x.gz' => gz("clean\n",
+	ExtraField => "AB" . pack('v', length($xf)) . $xf));
+refused(git_push('HEAD:refs/heads/gzextra'), 'held_secret:DB_PASSWORD',
+	'commit [0-9a-f]{12} file w/x\.gz \(gzip header, UTF-16LE\) line 1',
+	'decoded: a held secret in UTF-16 in a gzip header\'s FEXTRA');
 
 start('gz4');
 commit('deep', 'w/four.gz' => gz(gz(gz(gz("x\n")))));
