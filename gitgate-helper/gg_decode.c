@@ -498,6 +498,7 @@ int
 gg_dec_wanted_ext(const gg_extents_t *x)
 {
     size_t          i, k, j;
+    gg_pobj_t      *src;
     unsigned char   head[3];
     const gg_ext_t  *e;
 
@@ -512,9 +513,22 @@ gg_dec_wanted_ext(const gg_extents_t *x)
         return 1;
     }
 
+    /*
+     * A NUL byte: each source looked at once (a push's versions are
+     * mostly the same few sources, many times over), an extent only when
+     * its source has one
+     */
     for (i = 0; i < x->n; i++) {
         e = &x->e[i];
-        if (e->len && memchr(e->p, '\0', (size_t) e->len) != NULL) {
+        src = e->src;
+        if (src != NULL && !(src->nul & 1)) {
+            src->nul = 1 | (src->len > src->dlen
+                            && memchr(src->data + src->dlen, '\0',
+                                      src->len - src->dlen) != NULL) << 1;
+        }
+        if ((src == NULL || (src->nul & 2)) && e->len
+            && memchr(e->p, '\0', (size_t) e->len) != NULL)
+        {
             return 1;
         }
     }

@@ -149,7 +149,7 @@ my $connected = Test::Bottle::bottlectl($t, $redis, 'forge', 'connect',
 	'--token-file', "$d/forge-token", '--account', 'gate-bot');
 my $forges = Test::Bottle::bottlectl($t, $redis, 'forges');
 
-$t->run()->plan(87 + 8 * 3 + 2 + 3 + 4);
+$t->run()->plan(87 + 8 * 3 + 2 + 3 + 4 + 1);
 
 ###############################################################################
 
@@ -558,6 +558,15 @@ is($rc, 0, 'decoded: clean UTF-16, gzip, zlib and binary files, and lines '
 	or diag($out);
 is(forge_refs($t, 'acme/widgets')->{'refs/heads/dec'}, head_of('work'),
 	'decoded: the push arrived on the forge');
+
+# a value added to the UTF-16 file (the push's thin pack: both versions
+# read as extents, the new one read whole for its views)
+$t->write_file('work/o16.txt', u16('UTF-16LE', "${u16old}line three\n"
+	. "k=$EGRESS\n"));
+run_git($t, wd('work'), 'commit', '-q', '-a', '-m', 'edit again');
+($rc, $out) = agent('writer', wd('work'), 'push', 'origin', 'dec');
+like($out, qr/^remote: git-gate refused this push \(rule: egress_token:API\)\s*\nremote:   where: commit [0-9a-f]{12} file o16\.txt \(UTF-16LE\) line 4/m,
+	'decoded: a value added to a modified UTF-16 file: refused, on its line');
 
 # the scan's budget (GITGATE_SCAN_MEMORY_MB 8 on this gate's server)
 

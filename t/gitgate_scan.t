@@ -165,7 +165,7 @@ sub start {
 
 ###############################################################################
 
-$t->plan(83);
+$t->plan(85);
 
 # a clean push: several commits and an annotated tag
 
@@ -625,6 +625,19 @@ commit('grow', 'src/a.c' => "int a;\nint b;\n" . ("int x;\n" x 2000)
 $r = git_push('HEAD:refs/heads/slow2');
 refused($r, 'github_pat_classic', 'commit [0-9a-f]{12} file src/a.c line 2003',
 	'a token in a modified file of a pushed pack: found, on its line');
+
+# a UTF-16 file in the packs, modified: its versions as extents (a thin
+# pack's delta on the remote's copy), the new one read whole for its views
+start('slow3');
+my $big16 = join('', map { "line $_ of a UTF-16 file\n" } 1 .. 2000);
+commit('utf-16', 'w/big16.txt' => u16('UTF-16LE', $big16));
+$r = git_push('HEAD:refs/heads/slow3');
+is($r->{rc}, 0, 'a big UTF-16 file in a pack: accepted') or diag($r->{out});
+git($R, 'repack', '-a', '-d', '-q');
+commit('edit', 'w/big16.txt' => u16('UTF-16LE', "${big16}k=$EGRESS\n"));
+refused(git_push('HEAD:refs/heads/slow3'), 'egress_token:API',
+	'commit [0-9a-f]{12} file w/big16\.txt \(UTF-16LE\) line 2001',
+	'a value appended to a UTF-16 file of a pushed pack: found, on its line');
 git($R, 'config', '--unset', 'receive.unpackLimit');
 hook("$d/policy.json");
 git($W, 'checkout', '-q', 'int');
