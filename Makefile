@@ -322,6 +322,14 @@ $(BUILD)/fuzz/gg_diff_fuzz: fuzz/gg_diff_fuzz.c fuzz/fuzz.h $(GG_SRCS) \
 	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< $(GG_SRCS) $(LIB_SRCS) \
 	    $(GG_LIBS)
 
+# git-gate's decoded views (gg_decode.c): the helper's sources, libbottle's
+# decoder, libgit2 (linked, not called)
+$(BUILD)/fuzz/gg_decode_fuzz: fuzz/gg_decode_fuzz.c fuzz/fuzz.h $(GG_SRCS) \
+                              $(GG_HDRS) $(LIB_SRCS) $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< $(GG_SRCS) $(LIB_SRCS) \
+	    $(GG_LIBS)
+
 # supervise-helper's JSON-RPC parser: its own source, libbottle (the
 # UTF-8 fix of its error messages) and jansson
 $(BUILD)/fuzz/supervise_rpc_fuzz: fuzz/supervise_rpc_fuzz.c fuzz/fuzz.h \

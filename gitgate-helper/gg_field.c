@@ -393,7 +393,26 @@ gg_field(gg_ctx_t *c, gg_field_t *fd)
         c->field = 0;
     }
 
+    /* the push's scan budget, after each field */
+    if (gg_budget(c) != 0) {
+        return -1;
+    }
+
     return found;
+}
+
+
+int
+gg_refuse(gg_ctx_t *c, const char *rule, const char *where)
+{
+    gg_field_t  fd;
+
+    memset(&fd, 0, sizeof(fd));
+    if (gg_add_finding(c, &fd, 0, 0, GG_REFUSE, rule, where) != 0) {
+        snprintf(c->err, c->errlen, "out of memory");
+        return -1;
+    }
+    return 0;
 }
 
 

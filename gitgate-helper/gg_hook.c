@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gg_hook.h"
 
@@ -96,6 +97,20 @@ gg_report_print(const gg_report_t *r)
                 "push them in smaller pushes\n", GG_MAX_FINDINGS,
                 GG_MAX_FINDINGS);
         return;
+    }
+
+    for (i = 0; i < r->n; i++) {
+        if (strcmp(r->f[i].rule, "scan_budget") == 0) {
+            fprintf(stderr, "git-gate: the push is over the scan's budget: "
+                    "push it in smaller pushes, or ask the operator\n");
+            return;
+        }
+        if (strcmp(r->f[i].rule, "undecodable") == 0) {
+            fprintf(stderr, "git-gate: a file that cannot be decoded within "
+                    "the caps is never passed unread: remove it or store it "
+                    "uncompressed\n");
+            break;
+        }
     }
 
     fprintf(stderr, "git-gate: remove the secret from the commits that "

@@ -61,6 +61,8 @@ typedef struct gg_pobj_s {
                                        per block (gg_view.c), or NULL */
     unsigned            pem;        /* the scan's: which bytes of a PEM
                                        header data holds (gg_view.c) */
+    unsigned            nul;        /* the scan's: 1 looked at, 2 a NUL
+                                       byte in its bytes (gg_decode.c) */
     size_t              dlen;       /* a delta's bytes (gg_pack_ext.c):
                                        its length; its inserts' literals
                                        follow, one after the other */

@@ -115,7 +115,7 @@ gg_read(const char **data, size_t *len, gg_pobj_t **po, gg_blob_t *buf,
 static int
 gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index)
 {
-    int          n, rc, fresh, packed;
+    int          n, rc, fresh, packed, xdone;
     size_t       nlen, olen;
     gg_blob_t   *oldb, *newb;
     gg_pobj_t   *npo, *opo;
@@ -142,14 +142,25 @@ gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index)
         return 0;
     }
 
+    if (gg_budget(c) != 0) {
+        return -1;
+    }
+
     /* a modified file in the packs: its added lines from both versions'
-     * extents, neither built (gg_xlines.c) */
+     * extents, neither built (gg_xlines.c); read whole below only for
+     * its decoded views (gg_decode.c), when it has any */
+    xdone = 0;
     if (d->status == GIT_DELTA_MODIFIED && gg_is_blob(d->old_file.mode)) {
+        c->dec = 0;
         rc = gg_xfile(c, n ? NULL : d->new_file.path, index,
                       &d->old_file.id, &d->new_file.id);
-        if (rc != 0) {
-            return rc < 0 ? -1 : 0;
+        if (rc < 0) {
+            return -1;
         }
+        if (rc == 1 && !c->dec) {
+            return 0;
+        }
+        xdone = rc == 1;
     }
 
     /* a blob git cat-file read before; else the packs, else git
@@ -201,9 +212,18 @@ gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index)
         }
     }
 
-    rc = gg_file(c, n ? NULL : d->new_file.path, index, od, olen, nd, nlen,
-                 &d->old_file.id, &d->new_file.id,
-                 (npo != NULL || packed) && opo != NULL);
+    rc = 0;
+    if (!xdone) {
+        rc = gg_file(c, n ? NULL : d->new_file.path, index, od, olen, nd,
+                     nlen, &d->old_file.id, &d->new_file.id,
+                     (npo != NULL || packed) && opo != NULL);
+    }
+
+    /* its decoded views: gzip/zlib data, UTF-16 text (gg_decode.c) */
+    if (rc == 0) {
+        rc = gg_decoded(c, n ? NULL : d->new_file.path, index, od, olen, nd,
+                        nlen);
+    }
 
     gg_pack_put(c->pack, npo);
     gg_pack_put(c->pack, opo);
@@ -893,6 +913,10 @@ gg_target(gg_ctx_t *c, git_revwalk *walk, const git_oid *oid, size_t index,
             if (rc == 0) {
                 rc = gg_file(c, "(the blob itself)", 1, NULL, 0, bd, blen,
                              NULL, NULL, 0);
+                if (rc == 0) {
+                    rc = gg_decoded(c, "(the blob itself)", 1, NULL, 0, bd,
+                                    blen);
+                }
                 gg_pack_put(c->pack, po);
             }
             break;
@@ -952,6 +976,7 @@ gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
     char               *withheld, *end;
     uint64_t            cache;
     const char         *env;
+    double              secs;
     unsigned long long  mb;
     size_t              i;
     git_oid             oid;
@@ -962,6 +987,7 @@ gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
 
     memset(out, 0, sizeof(*out));
     memset(&c, 0, sizeof(c));
+    gg_budget_start(&c);
     c.r = out;
     c.err = err;
     c.errlen = errlen;
@@ -1014,6 +1040,46 @@ gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
         mb = strtoull(env, &end, 10);
         if (*end == '\0' && mb <= 3600) {
             c.br->timeout_ms = (int) mb * 1000;
+        }
+    }
+
+    /*
+     * The push's budget (GITGATE_SCAN_TIMEOUT, seconds, fractions
+     * allowed, 0.001 to 86400, default 300; GITGATE_SCAN_MEMORY_MB, 1 to
+     * 1048576, default 2048: the growth of the process's peak RSS), and
+     * the decoded views' caps (GITGATE_DECODED_MAX_MB, 1 to 4096,
+     * default 64; GITGATE_DECODED_RATIO, 1 to 100000, default 100)
+     */
+    c.time_ms = GG_SCAN_TIMEOUT_MS;
+    env = getenv("GITGATE_SCAN_TIMEOUT");
+    if (env != NULL && ((*env >= '0' && *env <= '9') || *env == '.')) {
+        secs = strtod(env, &end);
+        if (*end == '\0' && secs >= 0.001 && secs <= 86400) {
+            c.time_ms = (uint64_t) (secs * 1000 + 0.5);
+        }
+    }
+    c.mem_kb = (uint64_t) GG_SCAN_MEMORY_MB << 10;
+    env = getenv("GITGATE_SCAN_MEMORY_MB");
+    if (env != NULL && *env >= '1' && *env <= '9') {
+        mb = strtoull(env, &end, 10);
+        if (*end == '\0' && mb <= (1ULL << 20)) {
+            c.mem_kb = mb << 10;
+        }
+    }
+    c.dec_max = GG_DEC_MAX;
+    env = getenv("GITGATE_DECODED_MAX_MB");
+    if (env != NULL && *env >= '1' && *env <= '9') {
+        mb = strtoull(env, &end, 10);
+        if (*end == '\0' && mb <= 4096) {
+            c.dec_max = mb << 20;
+        }
+    }
+    c.dec_ratio = GG_DEC_RATIO;
+    env = getenv("GITGATE_DECODED_RATIO");
+    if (env != NULL && *env >= '1' && *env <= '9') {
+        mb = strtoull(env, &end, 10);
+        if (*end == '\0' && mb <= 100000) {
+            c.dec_ratio = mb;
         }
     }
 
@@ -1123,6 +1189,11 @@ gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
     rc = 0;
 
 cleanup:
+
+    /* over the budget: a refusal that says which, not a failure */
+    if (rc != 0 && c.over) {
+        rc = gg_refuse(&c, GG_RULE_BUDGET, c.budget_why);
+    }
 
     if (c.s) {
         bottle_scan_release(c.s);

@@ -27,6 +27,21 @@
  * more refuses the push */
 #define GG_TREE_DEPTH       2048
 
+/* decoded views (gg_decode.c): the codings found at a blob's start, how
+ * many stacked, the caps' defaults (GITGATE_DECODED_MAX_MB, each stage;
+ * GITGATE_DECODED_RATIO, times the blob's size) */
+#define GG_DEC_GZIP         1
+#define GG_DEC_ZLIB         2
+#define GG_DEC_STAGES       3
+#define GG_DEC_MAX          (64ULL * 1024 * 1024)
+#define GG_DEC_RATIO        100
+#define GG_RULE_UNDECODABLE "undecodable"
+
+/* the push's scan budget (GITGATE_SCAN_TIMEOUT s, GITGATE_SCAN_MEMORY_MB) */
+#define GG_SCAN_TIMEOUT_MS  (300 * 1000)
+#define GG_SCAN_MEMORY_MB   2048
+#define GG_RULE_BUDGET      "scan_budget"
+
 /* what a field is, for its "where" */
 enum {
     GG_F_REF = 0,
@@ -197,6 +212,17 @@ typedef struct {
     gg_buf_t            tmp;        /* a line over extents */
     gg_lmatch_t         lm;         /* the line matcher's (gg_lmatch()) */
     size_t              xmax;       /* extents per version, 0: GG_EXT_MAX */
+    int                 dec;        /* gg_xfile(): the new version wants
+                                       decoded views (gg_dec_wanted()) */
+    uint64_t            dec_max;    /* decoded bytes a stage, at most */
+    uint64_t            dec_ratio;  /* times the blob's size, at most */
+    uint64_t            t0;         /* the budget: start, ms */
+    uint64_t            rss0;       /* peak RSS then, KB */
+    uint64_t            time_ms;    /* 0: none */
+    uint64_t            mem_kb;     /* 0: none */
+    uint64_t            mem_at;     /* ms of its last check */
+    int                 over;       /* over it: budget_why says which */
+    char                budget_why[256];
     int                 oom;
     char               *err;
     size_t              errlen;
@@ -266,6 +292,32 @@ int gg_dlines(gg_ctx_t *c, const char *o, size_t olen, const char *d,
 int gg_lmatch(gg_ctx_t *c, const char *o, size_t olen, const char *d,
     size_t nlen);
 void gg_lmatch_free(gg_lmatch_t *lm);
+
+/* a finding of the push that is no match: rule, where; 0 or -1 */
+int gg_refuse(gg_ctx_t *c, const char *rule, const char *where);
+
+/*
+ * Decoded views (gg_decode.c): d's (the new version's; o the old one's,
+ * NULL for a new file) gzip/zlib data and UTF-16 text, scanned as fields
+ * of path; what cannot be decoded within the caps a finding of rule
+ * GG_RULE_UNDECODABLE.  0, or -1 (error, or over the budget).
+ */
+int gg_decoded(gg_ctx_t *c, const char *path, size_t index, const char *o,
+    size_t olen, const char *d, size_t nlen);
+/* 1 when d has views to scan: a compressed stream at 0, a NUL byte */
+int gg_dec_wanted(const char *d, size_t nlen);
+/* the same for a version read as extents, none built */
+int gg_dec_wanted_ext(const gg_extents_t *x);
+int gg_dec_coding(const unsigned char *p, size_t n);
+int gg_dec_stream(gg_ctx_t *c, gg_buf_t *out, gg_buf_t *meta,
+    const unsigned char *p, size_t n, int coding, uint64_t limit, char *why,
+    size_t whylen);
+size_t gg_u16_view(char *out, const unsigned char *p, size_t n, int be,
+    size_t start);
+
+/* the budget: started, then checked (0, or -1 with c->over and c->err) */
+void gg_budget_start(gg_ctx_t *c);
+int gg_budget(gg_ctx_t *c);
 
 /* views (gg_view.c) */
 void gg_view_buf(gg_view_t *v, const char *d, size_t len);

@@ -424,6 +424,9 @@ gg_xfile(gg_ctx_t *c, const char *path, size_t index, const git_oid *oid,
     c->r->files++;
     c->r->delta_files++;
     c->r->extent_files++;
+    /* decoded views (gg_decode.c) read both versions whole: only a new
+     * version that has any (a compressed stream, a NUL byte) */
+    c->dec = gg_dec_wanted_ext(&c->xn);
     /* scanned while the extents are held: a finding's line number is
      * counted through them */
     rc = gg_added_field(c, path, index, &d) < 0 ? -1 : 1;

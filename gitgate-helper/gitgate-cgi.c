@@ -552,7 +552,8 @@ gg_backend(gg_ctx_t *ctx, const gg_request_t *req, const char *hooks,
         "REMOTE_ADDR", "SERVER_PROTOCOL", "GITGATE_STORE", "GITGATE_POLICY",
         "GITGATE_FORGES", "GITGATE_GIT", "GITGATE_REFRESH",
         "GITGATE_PACK_CACHE_MB", "GITGATE_BLOB_TIMEOUT", "GITGATE_FILEMODES",
-        NULL
+        "GITGATE_SCAN_TIMEOUT", "GITGATE_SCAN_MEMORY_MB",
+        "GITGATE_DECODED_MAX_MB", "GITGATE_DECODED_RATIO", NULL
     };
 
     rel = ctx->repo_dir + strlen(ctx->conf.dir);

@@ -36,6 +36,9 @@ use Test::Nginx;
 use Test::Bottle;
 use Test::Bottle::Gateway;
 
+use Compress::Zlib qw//;
+use Encode qw//;
+use IO::Compress::Gzip qw//;
 use MIME::Base64 qw/ encode_base64 /;
 use POSIX qw/ WNOHANG /;
 use Time::HiRes qw/ sleep time /;
@@ -87,6 +90,12 @@ my $GATE_FILES = gitgate_fastcgi($sock, GITGATE_DIR => "$d/gate-files",
 	GITGATE_POLICY => "$d/gate-policy.json",
 	GITGATE_FORGES => "$d/gate-forges.json");
 
+my $BP = port(8095);
+my $GATE_BUDGET = gitgate_fastcgi($sock, GITGATE_DIR => "$d/gate-budget",
+	GITGATE_STORE => $redis->{url},
+	GITGATE_REFRESH => 0,
+	GITGATE_SCAN_MEMORY_MB => 8);
+
 $t->write_file_expand('nginx.conf', gitgate_conf(policy => $redis->{url}, port => $GP, gate => $GATE,
 	servers => <<"EOF"));
 # GITGATE_FILEMODES=scan
@@ -111,11 +120,24 @@ server {
 $GATE_FILES
     }
 }
+
+# a gate with a small scan budget (GITGATE_SCAN_MEMORY_MB)
+server {
+    listen 127.0.0.1:$BP;
+    client_max_body_size 0;
+
+    location / {
+        bottle_attribute git;
+
+$GATE_BUDGET
+    }
+}
 EOF
 
 gitgate_fcgiwrap($t, $sock, children => 4);
 
 mkdir "$d/gate";
+mkdir "$d/gate-budget";
 
 my $w = forge_repo($t, 'acme/widgets', commits => 2);
 forge_repo($t, 'acme/docs', commits => 1);
@@ -144,7 +166,7 @@ my $connected = Test::Bottle::bottlectl($t, $redis, 'forge', 'connect',
 	'--token-file', "$d/forge-token", '--account', 'gate-bot');
 my $forges = Test::Bottle::bottlectl($t, $redis, 'forges');
 
-$t->run()->plan(122);
+$t->run()->plan(156);
 
 ###############################################################################
 
@@ -331,6 +353,48 @@ refused_push('held secret in an identity', sub {
 refused_push('base64 of a held secret in a file', sub {
 	commit_file('b.txt', encode_base64($HELD));
 }, 'held_secret:DB_PASSWORD');
+
+# decoded views (issue 26, item 6): UTF-16 text, gzip and zlib data; what
+# cannot be decoded is refused with its reason, the forge sees nothing
+
+sub gz {
+	my ($data) = @_;
+	my $out;
+	IO::Compress::Gzip::gzip(\$data => \$out, Minimal => 1) or die "gzip\n";
+	return $out;
+}
+
+sub u16 { return Encode::encode($_[0], $_[1]); }
+
+refused_push('a token in a UTF-16LE file with a BOM', sub {
+	commit_file('u16le.txt', u16('UTF-16LE', "\x{feff}a\nt=$GHP\n"));
+}, 'github_pat_classic');
+like($all, qr/^remote:   where: commit [0-9a-f]{12} file u16le\.txt \(UTF-16LE\) line 2/m,
+	'UTF-16LE: remote: names the file and its view');
+refused_push('the canary in a UTF-16BE file, no BOM', sub {
+	commit_file('u16be.txt', u16('UTF-16BE', "\x{e9}t\x{e9}\n$CANARY\n"));
+}, 'canary');
+refused_push('a held secret in UTF-16LE at an odd offset', sub {
+	commit_file('odd.bin', "\x01" . u16('UTF-16LE', "k=$HELD\n"));
+}, 'held_secret:DB_PASSWORD');
+refused_push('the canary in a .gz blob', sub {
+	commit_file('n.txt.gz', gz("x\n$CANARY\n"));
+}, 'canary');
+refused_push('a held secret in a zlib stream', sub {
+	commit_file('d.z', Compress::Zlib::compress("v=$HELD\n"));
+}, 'held_secret:DB_PASSWORD');
+refused_push('a token in gzip inside gzip', sub {
+	commit_file('two.gz', gz(gz("t=$GHP\n")));
+}, 'github_pat_classic');
+refused_push('a gzip bomb over the ratio', sub {
+	commit_file('bomb.gz', gz("\0" x (4 << 20)));
+}, 'undecodable');
+like($all, qr/^remote:   where: commit [0-9a-f]{12} file bomb\.gz \(gzip: decodes to more than \d+ bytes, the cap/m,
+	'gzip bomb: remote: says why');
+refused_push('a truncated gzip', sub {
+	my $z = gz(join('', map { "line $_\n" } 1 .. 300));
+	commit_file('cut.gz', substr($z, 0, length($z) - 10));
+}, 'undecodable');
 
 ($ev) = grep { $_->{type} eq 'git.push' && $_->{verdict} eq 'refused' }
 	@{journal()};
@@ -631,6 +695,72 @@ is(forge_refs($t, 'acme/widgets')->{'refs/heads/main'}, head_of('files'),
 	"http://x:$TOK{reader}\@127.0.0.1:$FP/github.com/" }), 'push', 'origin',
 	'main');
 like($out, qr/repo_read_only/, 'file source: a read grant refuses a push');
+
+###############################################################################
+# decoded views that pass: clean UTF-16, gzip, binary files; a modified gzip
+# and UTF-16 file whose old version, with a held secret, the forge has
+
+($rc, $out) = agent('writer', wd('work'), 'fetch', '-q', 'origin');
+run_git($t, wd('work'), 'checkout', '-q', '-B', 'dec', 'origin/main');
+my $u16old = "\x{feff}v=$HELD\nline two\n";
+my $gzold = "v=$HELD\nline two\n";
+$t->write_file('work/o16.txt', u16('UTF-16LE', $u16old));
+$t->write_file('work/o.gz', gz($gzold));
+run_git($t, wd('work'), 'add', 'o16.txt', 'o.gz');
+run_git($t, wd('work'), 'commit', '-q', '-m', 'seeded on the forge');
+# on the forge behind the gate's back
+($rc, $out) = run_git($t, wd('work'), 'push', '-q', $w->{path},
+	'dec:refs/heads/dec');
+is($rc, 0, 'decoded: old versions with a held secret seeded on the forge')
+	or diag($out);
+($rc, $out) = agent('writer', wd('work'), 'fetch', '-q', 'origin');
+$t->write_file('work/o16.txt', u16('UTF-16LE', "${u16old}line three\n"));
+$t->write_file('work/o.gz', gz("${gzold}line three\n"));
+$t->write_file('work/clean16.txt', u16('UTF-16BE', "hello \x{4e16}\n"));
+$t->write_file('work/clean.gz', gz("just text\n" x 20));
+$t->write_file('work/clean.z', Compress::Zlib::compress("plain\n"));
+$t->write_file('work/rand.bin', join('', map { chr(($_ * 7919 + 13) % 256) }
+	1 .. 50000));
+run_git($t, wd('work'), 'add', '-A');
+run_git($t, wd('work'), 'commit', '-q', '-m', 'edit');
+($rc, $out) = agent('writer', wd('work'), 'push', 'origin', 'dec');
+is($rc, 0, 'decoded: clean UTF-16, gzip, zlib and binary files, and lines '
+	. 'added to a UTF-16 and a gzip file that held a value: accepted')
+	or diag($out);
+is(forge_refs($t, 'acme/widgets')->{'refs/heads/dec'}, head_of('work'),
+	'decoded: the push arrived on the forge');
+
+# a value added to the UTF-16 file (the push's thin pack: both versions
+# read as extents, the new one read whole for its views)
+$t->write_file('work/o16.txt', u16('UTF-16LE', "${u16old}line three\n"
+	. "k=$EGRESS\n"));
+run_git($t, wd('work'), 'commit', '-q', '-a', '-m', 'edit again');
+($rc, $out) = agent('writer', wd('work'), 'push', 'origin', 'dec');
+like($out, qr/^remote: git-gate refused this push \(rule: egress_token:API\)\s*\nremote:   where: commit [0-9a-f]{12} file o16\.txt \(UTF-16LE\) line 4/m,
+	'decoded: a value added to a modified UTF-16 file: refused, on its line');
+
+# the scan's budget (GITGATE_SCAN_MEMORY_MB 8 on this gate's server)
+
+($rc, $out) = agent('writer', { base =>
+	"http://x:$TOK{writer}\@127.0.0.1:$BP/github.com/" }, 'clone', '-q',
+	$URL, 'budget');
+is($rc, 0, 'budget: clone') or diag($out);
+$t->write_file('budget/big.txt', join('', map { "line $_ of the text\n" }
+	1 .. 800000));
+run_git($t, wd('budget'), 'add', 'big.txt');
+run_git($t, wd('budget'), 'commit', '-q', '-m', 'big');
+sub refs_now {
+	my $r = forge_refs($t, 'acme/widgets');
+	return join(',', map { "$_=$r->{$_}" } sort keys %$r);
+}
+my $frefs = refs_now();
+($rc, $out) = agent('writer', wd('budget', { base =>
+	"http://x:$TOK{writer}\@127.0.0.1:$BP/github.com/" }), 'push', 'origin',
+	'HEAD:refs/heads/budget');
+isnt($rc, 0, 'budget: a push over GITGATE_SCAN_MEMORY_MB refused');
+like($out, qr/^remote: git-gate refused this push \(rule: scan_budget\)\s*\nremote:   where: the scan ran over its memory budget of 8 MB \(GITGATE_SCAN_MEMORY_MB\)/m,
+	'budget: remote: says which budget and its value');
+is(refs_now(), $frefs, 'budget: the forge got nothing');
 
 ###############################################################################
 # the operator disconnects the forge; other kinds of forge are refused

@@ -25,6 +25,10 @@ use lib 'lib';
 use Test::Nginx;
 
 use Digest::SHA qw//;
+use Compress::Zlib qw//;
+use Encode qw//;
+use IO::Compress::Gzip qw//;
+use IO::Compress::Zip qw//;
 use MIME::Base64 qw/ encode_base64 /;
 use POSIX qw//;
 
@@ -162,7 +166,7 @@ sub start {
 
 ###############################################################################
 
-$t->plan(139);
+$t->plan(164);
 
 # a clean push: several commits and an annotated tag
 
@@ -646,6 +650,211 @@ for my $case ([ 2048, 0 ], [ 2049, 1 ]) {
 		is($r->{rc}, 0, "$levels levels of trees: read") or diag($r->{out});
 	}
 }
+# decoded views (issue 26, item 6): UTF-16 text, gzip and zlib data inside
+# blobs are read decoded; what cannot be decoded is refused, never passed
+
+sub u16 { return Encode::encode($_[0], $_[1]); }
+
+sub png {
+	my ($seed) = @_;
+	my $chunk = sub {
+		my ($type, $data) = @_;
+		return pack('N', length($data)) . $type . $data
+			. pack('N', Compress::Zlib::crc32($type . $data));
+	};
+	my $raw = join('', map { "\x00" . join('', map { chr(($_ * $seed
+		+ $seed * 31) % 251) } 1 .. 96) } 1 .. 32);
+	return "\x89PNG\r\n\x1a\n"
+		. $chunk->('IHDR', pack('NNCCCCC', 32, 32, 8, 2, 0, 0, 0))
+		. $chunk->('IDAT', Compress::Zlib::compress($raw))
+		. $chunk->('IEND', '');
+}
+
+sub zipped {
+	my (%files) = @_;
+	my $out;
+	my $z = IO::Compress::Zip->new(\$out, Name => 'x', Minimal => 1);
+	my $first = 1;
+	for my $name (sort keys %files) {
+		$z->newStream(Name => $name, Minimal => 1) unless $first;
+		$first = 0;
+		$z->print($files{$name});
+	}
+	$z->close();
+	return $out;
+}
+
+sub gz {
+	my ($data, %o) = @_;
+	my $out;
+	IO::Compress::Gzip::gzip(\$data => \$out, Minimal => !%o, %o)
+		or die "gzip\n";
+	return $out;
+}
+
+my $TEXT = "first line\nTOKEN = \"$GHP\"\nlast line\n";
+
+start('u16le');
+commit('utf-16', 'w/u16le.txt' => u16('UTF-16LE', "\x{feff}$TEXT"));
+refused(git_push('HEAD:refs/heads/u16le'), 'github_pat_classic',
+	'commit [0-9a-f]{12} file w/u16le\.txt \(UTF-16LE\) line 2',
+	'decoded: a token in a UTF-16LE file with a BOM: refused, the view named');
+
+start('u16be');
+commit('utf-16', 'w/u16be.txt' => u16('UTF-16BE', "caf\x{e9} \x{1F600}\n"
+	. "canary: $CANARY\n"));
+refused(git_push('HEAD:refs/heads/u16be'), 'canary',
+	'commit [0-9a-f]{12} file w/u16be\.txt \(UTF-16BE\) line 2',
+	'decoded: the canary in a UTF-16BE file, no BOM, non-ASCII before it');
+
+start('u16odd');
+commit('utf-16', 'w/u16odd.bin' => "\x07" . u16('UTF-16LE', "k=$HELD\n"));
+refused(git_push('HEAD:refs/heads/u16odd'), 'held_secret:DB_PASSWORD',
+	'commit [0-9a-f]{12} file w/u16odd\.bin \(UTF-16LE from byte 1\) line 1',
+	'decoded: a held secret in UTF-16LE from an odd offset');
+
+start('gz');
+commit('gzip', 'w/notes.txt.gz' => gz("a\nb\nthe canary $CANARY\n"));
+refused(git_push('HEAD:refs/heads/gz'), 'canary',
+	'commit [0-9a-f]{12} file w/notes\.txt\.gz \(gzip\) line 3',
+	'decoded: the canary inside a .gz blob');
+
+start('zlib');
+commit('zlib', 'w/data.z' => Compress::Zlib::compress("v=$HELD\n"));
+refused(git_push('HEAD:refs/heads/zlib'), 'held_secret:DB_PASSWORD',
+	'commit [0-9a-f]{12} file w/data\.z \(zlib\) line 1',
+	'decoded: a held secret inside a zlib stream');
+
+start('gzgz');
+commit('gzip in gzip', 'w/two.gz' => gz(gz($TEXT)));
+refused(git_push('HEAD:refs/heads/gzgz'), 'github_pat_classic',
+	'commit [0-9a-f]{12} file w/two\.gz \(gzip, gzip\) line 2',
+	'decoded: a token in gzip inside gzip');
+
+start('gzu16');
+commit('utf-16 in gzip', 'w/u.gz' => gz(u16('UTF-16LE', $TEXT)));
+refused(git_push('HEAD:refs/heads/gzu16'), 'github_pat_classic',
+	'commit [0-9a-f]{12} file w/u\.gz \(gzip, UTF-16LE\) line 2',
+	'decoded: a token in UTF-16 inside gzip');
+
+start('gzmembers');
+commit('gzip members', 'w/m.gz' => gz("clean\n") . gz("k=$EGRESS\n"));
+refused(git_push('HEAD:refs/heads/gzmembers'), 'egress_token:API',
+	'commit [0-9a-f]{12} file w/m\.gz \(gzip\) line 2',
+	'decoded: an egress token in a gzip file\'s second member');
+
+start('gzextra');
+my $xf = u16('UTF-16LE', "k=$HELD");
+commit('gzip header', 'w/x.gz' => gz("clean\n",
+	ExtraField => "AB" . pack('v', length($xf)) . $xf));
+refused(git_push('HEAD:refs/heads/gzextra'), 'held_secret:DB_PASSWORD',
+	'commit [0-9a-f]{12} file w/x\.gz \(gzip header, UTF-16LE\) line 1',
+	'decoded: a held secret in UTF-16 in a gzip header\'s FEXTRA');
+
+start('gz4');
+commit('deep', 'w/four.gz' => gz(gz(gz(gz("x\n")))));
+refused(git_push('HEAD:refs/heads/gz4'), 'undecodable',
+	'commit [0-9a-f]{12} file w/four\.gz \(gzip, gzip, gzip, gzip: '
+	. 'compressed more than 3 times over\)',
+	'decoded: four gzip stages: refused, undecodable');
+
+start('bomb');
+commit('bomb', 'w/bomb.gz' => gz("\0" x (4 << 20)));
+refused(git_push('HEAD:refs/heads/bomb'), 'undecodable',
+	'commit [0-9a-f]{12} file w/bomb\.gz \(gzip: decodes to more than \d+ '
+	. 'bytes, the cap',
+	'decoded: a gzip bomb over the ratio: refused, undecodable');
+
+my $gzc = gz(join('', map { "line $_ of some text\n" } 1 .. 400));
+my $corrupt = $gzc;
+substr($corrupt, 20, 8) = "\xff" x 8;
+start('gzbad');
+commit('corrupt', 'w/bad.gz' => $corrupt);
+refused(git_push('HEAD:refs/heads/gzbad'), 'undecodable',
+	'commit [0-9a-f]{12} file w/bad\.gz \(gzip: ',
+	'decoded: corrupt gzip data: refused, undecodable');
+
+start('gzcut');
+commit('truncated', 'w/cut.gz' => substr($gzc, 0, length($gzc) - 9));
+refused(git_push('HEAD:refs/heads/gzcut'), 'undecodable',
+	'commit [0-9a-f]{12} file w/cut\.gz \(gzip: ',
+	'decoded: truncated gzip: refused, undecodable');
+
+start('zcut');
+commit('truncated', 'w/cut.z' => substr(Compress::Zlib::compress($TEXT
+	x 20), 0, 30));
+refused(git_push('HEAD:refs/heads/zcut'), 'undecodable',
+	'commit [0-9a-f]{12} file w/cut\.z \(zlib: ',
+	'decoded: a truncated zlib stream: refused, undecodable');
+
+start('declean');
+commit('clean binaries', 'w/clean16.txt' => u16('UTF-16LE', "\x{feff}hello\n"
+	. "w\x{f6}rld \x{4e16}\x{754c}\n"),
+	'w/clean.gz' => gz("just text\n" x 50),
+	'w/clean.z' => Compress::Zlib::compress("plain\n"),
+	'w/pic.png' => png(7), 'w/lib.jar' => zipped('META-INF/MANIFEST.MF'
+		=> "Manifest-Version: 1.0\n", 'a/B.class' => "\xca\xfe\xba\xbe\0\0"
+		. join('', map { chr($_ % 256) } 0 .. 2000)),
+	'w/doc.pdf' => "%PDF-1.4\n1 0 obj << /Length 40 /Filter /FlateDecode >>\n"
+		. "stream\n" . Compress::Zlib::compress("BT /F1 12 Tf (hello) Tj ET")
+		. "\nendstream endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n",
+	'w/reg.txt' => "HKEY_LOCAL_MACHINE\\Software\n",
+	'w/x.txt' => "x^2 + y^2\n",
+	'w/rand.bin' => join('', map { chr(($_ * 7919 + 13) % 256) } 1 .. 70000));
+$r = git_push('HEAD:refs/heads/declean');
+is($r->{rc}, 0, 'decoded: clean UTF-16, gzip and zlib files, a PNG, a jar, '
+	. 'a PDF, random bytes, text starting like a zlib header: accepted')
+	or diag($r->{out});
+
+# a modified UTF-16 or gzip file whose old version is on the remote with
+# the value: the decoded added lines alone are scanned
+
+start('decold');
+my $u16old = "\x{feff}v=$HELD\nline two\n";
+my $gzold = "v=$HELD\nline two\n";
+commit('old', 'w/o16.txt' => u16('UTF-16LE', $u16old),
+	'w/o.gz' => gz($gzold));
+git($R, 'fetch', '-q', $W, 'refs/heads/decold:refs/heads/decold');
+commit('edit', 'w/o16.txt' => u16('UTF-16LE', "${u16old}line three\n"),
+	'w/o.gz' => gz("${gzold}line three\n"));
+$r = git_push('HEAD:refs/heads/decold');
+is($r->{rc}, 0, 'decoded: a UTF-16 and a gzip file with an old held value, '
+	. 'a line added: accepted') or diag($r->{out});
+commit('edit', 'w/o.gz' => gz("${gzold}line three\nk=$EGRESS\n"));
+refused(git_push('HEAD:refs/heads/decold'), 'egress_token:API',
+	'commit [0-9a-f]{12} file w/o\.gz \(gzip\) line 4',
+	'decoded: a value added to that gzip file: refused, on its line');
+
+# the push's scan budget: time and memory, each refused saying which
+
+$t->write_file('remote.git/hooks/pre-receive', "#!/bin/sh\n"
+	. "GITGATE_SCAN_TIMEOUT=0.001 exec '$SCAN' --policy '$d/policy.json' "
+	. "--bottle b1\n");
+start('budget');
+commit('big', 'w/big.txt' => join('', map { "line $_ of the text\n" }
+	1 .. 800000));
+$r = git_push('HEAD:refs/heads/budget');
+like($r->{out}, qr/rule: scan_budget\)\s*\n.*where: the scan ran over its time budget of 0\.001 s \(GITGATE_SCAN_TIMEOUT\)/,
+	'budget: a scan over GITGATE_SCAN_TIMEOUT is refused, saying so');
+isnt($r->{rc}, 0, 'budget: the push over the time budget fails');
+
+$t->write_file('remote.git/hooks/pre-receive', "#!/bin/sh\n"
+	. "GITGATE_SCAN_MEMORY_MB=8 exec '$SCAN' --policy '$d/policy.json' "
+	. "--bottle b1\n");
+$r = git_push('HEAD:refs/heads/budget');
+like($r->{out}, qr/rule: scan_budget\)\s*\n.*where: the scan ran over its memory budget of 8 MB \(GITGATE_SCAN_MEMORY_MB\) at commit [0-9a-f]{12}: \d+ MB/,
+	'budget: a scan over GITGATE_SCAN_MEMORY_MB is refused, saying so');
+like($r->{out}, qr/push it in smaller pushes/, 'budget: and what to do');
+start('budget-small');
+commit('small', 'w/small.txt' => "a small file\n");
+$r = git_push('HEAD:refs/heads/budget-small');
+is($r->{rc}, 0, 'budget: a small push within GITGATE_SCAN_MEMORY_MB=8: '
+	. 'accepted') or diag($r->{out});
+git($W, 'checkout', '-q', 'budget');
+hook("$d/policy.json");
+$r = git_push('HEAD:refs/heads/budget');
+is($r->{rc}, 0, 'budget: the same push within the default budget: accepted')
+	or diag($r->{out});
 
 # a scan that cannot run refuses
 
@@ -700,6 +909,19 @@ commit('grow', 'src/a.c' => "int a;\nint b;\n" . ("int x;\n" x 2000)
 $r = git_push('HEAD:refs/heads/slow2');
 refused($r, 'github_pat_classic', 'commit [0-9a-f]{12} file src/a.c line 2003',
 	'a token in a modified file of a pushed pack: found, on its line');
+
+# a UTF-16 file in the packs, modified: its versions as extents (a thin
+# pack's delta on the remote's copy), the new one read whole for its views
+start('slow3');
+my $big16 = join('', map { "line $_ of a UTF-16 file\n" } 1 .. 2000);
+commit('utf-16', 'w/big16.txt' => u16('UTF-16LE', $big16));
+$r = git_push('HEAD:refs/heads/slow3');
+is($r->{rc}, 0, 'a big UTF-16 file in a pack: accepted') or diag($r->{out});
+git($R, 'repack', '-a', '-d', '-q');
+commit('edit', 'w/big16.txt' => u16('UTF-16LE', "${big16}k=$EGRESS\n"));
+refused(git_push('HEAD:refs/heads/slow3'), 'egress_token:API',
+	'commit [0-9a-f]{12} file w/big16\.txt \(UTF-16LE\) line 2001',
+	'a value appended to a UTF-16 file of a pushed pack: found, on its line');
 git($R, 'config', '--unset', 'receive.unpackLimit');
 hook("$d/policy.json");
 git($W, 'checkout', '-q', 'int');
