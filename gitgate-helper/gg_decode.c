@@ -289,7 +289,7 @@ gg_dec_refuse(gg_ctx_t *c, const char *path, size_t index, const char *view,
         snprintf(where, sizeof(where), "%s %s changed file %zu (%s: %s)",
                  c->obj_kind, c->obj, index, view, why);
     }
-    return gg_refuse(c, GG_RULE_UNDECODABLE, where);
+    return gg_refusal(c, GG_RULE_UNDECODABLE, where);
 }
 
 

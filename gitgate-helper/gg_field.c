@@ -403,20 +403,6 @@ gg_field(gg_ctx_t *c, gg_field_t *fd)
 
 
 int
-gg_refuse(gg_ctx_t *c, const char *rule, const char *where)
-{
-    gg_field_t  fd;
-
-    memset(&fd, 0, sizeof(fd));
-    if (gg_add_finding(c, &fd, 0, 0, GG_REFUSE, rule, where) != 0) {
-        snprintf(c->err, c->errlen, "out of memory");
-        return -1;
-    }
-    return 0;
-}
-
-
-int
 gg_simple(gg_ctx_t *c, int kind, const char *data, size_t len)
 {
     gg_field_t  fd;
@@ -429,7 +415,8 @@ gg_simple(gg_ctx_t *c, int kind, const char *data, size_t len)
 }
 
 
-/* a refusal of the push that no field's match made (bad_filemode) */
+/* a refusal of the push that no field's match made (bad_filemode,
+ * undecodable, scan_budget) */
 int
 gg_refusal(gg_ctx_t *c, const char *rule, const char *where)
 {

@@ -1192,7 +1192,7 @@ cleanup:
 
     /* over the budget: a refusal that says which, not a failure */
     if (rc != 0 && c.over) {
-        rc = gg_refuse(&c, GG_RULE_BUDGET, c.budget_why);
+        rc = gg_refusal(&c, GG_RULE_BUDGET, c.budget_why);
     }
 
     if (c.s) {

@@ -232,7 +232,8 @@ typedef struct {
 /* one field scanned, its findings recorded: matches or -1 */
 int gg_field(gg_ctx_t *c, gg_field_t *fd);
 int gg_simple(gg_ctx_t *c, int kind, const char *data, size_t len);
-/* a refusal that is no scanner match (bad_filemode): 0 or -1 */
+/* a refusal that is no scanner match (bad_filemode, undecodable,
+ * scan_budget): rule, where; 0 or -1 */
 int gg_refusal(gg_ctx_t *c, const char *rule, const char *where);
 
 int gg_buf_add(gg_buf_t *b, const void *data, size_t len);
@@ -292,9 +293,6 @@ int gg_dlines(gg_ctx_t *c, const char *o, size_t olen, const char *d,
 int gg_lmatch(gg_ctx_t *c, const char *o, size_t olen, const char *d,
     size_t nlen);
 void gg_lmatch_free(gg_lmatch_t *lm);
-
-/* a finding of the push that is no match: rule, where; 0 or -1 */
-int gg_refuse(gg_ctx_t *c, const char *rule, const char *where);
 
 /*
  * Decoded views (gg_decode.c): d's (the new version's; o the old one's,
