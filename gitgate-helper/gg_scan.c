@@ -1186,6 +1186,13 @@ gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
         goto cleanup;
     }
 
+    /* the budget once more, its memory look not skipped: the last field
+     * may have come within the millisecond of the look before it */
+    c.mem_at = 0;
+    if (gg_budget(&c) != 0) {
+        goto cleanup;
+    }
+
     rc = 0;
 
 cleanup:

@@ -90,7 +90,7 @@ my $GATE_FILES = gitgate_fastcgi($sock, GITGATE_DIR => "$d/gate-files",
 	GITGATE_POLICY => "$d/gate-policy.json",
 	GITGATE_FORGES => "$d/gate-forges.json");
 
-my $BP = port(8095);
+my $BP = port(8096);
 my $GATE_BUDGET = gitgate_fastcgi($sock, GITGATE_DIR => "$d/gate-budget",
 	GITGATE_STORE => $redis->{url},
 	GITGATE_REFRESH => 0,
