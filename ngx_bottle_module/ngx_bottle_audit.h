@@ -1,7 +1,8 @@
 
 /*
- * The audit journal's insides, shared by its two files: the queue
- * (ngx_bottle_audit.c) and first contacts (ngx_bottle_audit_contact.c).
+ * The audit journal's insides, shared by its three files: the queue
+ * (ngx_bottle_audit.c), the events built (ngx_bottle_audit_event.c) and
+ * first contacts (ngx_bottle_audit_contact.c).
  * The rest of the module sees only what ngx_bottle.h declares.
  */
 
