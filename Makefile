@@ -316,11 +316,12 @@ $(BUILD)/fuzz/gg_lmatch_fuzz: fuzz/gg_lmatch_fuzz.c fuzz/fuzz.h $(GG_SRCS) \
 # the differential check of the push scan (issue 26): gg_scan_push()
 # against a reference that reads objects whole with libgit2's odb and
 # uses libbottle's scanner alone
-$(BUILD)/fuzz/gg_diff_fuzz: fuzz/gg_diff_fuzz.c fuzz/fuzz.h $(GG_SRCS) \
+$(BUILD)/fuzz/gg_diff_fuzz: fuzz/gg_diff_fuzz.c fuzz/gg_diff_ref.c \
+                            fuzz/gg_diff.h fuzz/fuzz.h $(GG_SRCS) \
                             $(GG_HDRS) $(LIB_SRCS) $(LIB_HDRS)
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< $(GG_SRCS) $(LIB_SRCS) \
-	    $(GG_LIBS)
+	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< fuzz/gg_diff_ref.c \
+	    $(GG_SRCS) $(LIB_SRCS) $(GG_LIBS)
 
 # git-gate's decoded views (gg_decode.c): the helper's sources, libbottle's
 # decoder, libgit2 (linked, not called)
