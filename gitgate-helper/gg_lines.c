@@ -6,7 +6,8 @@
  * stretches in common either way go through gg_match_lines() (gg_view.c),
  * which adds the unchanged lines that may go on a secret of theirs (a PEM
  * block's, gg_opener()).  Each file is scanned as one field
- * by gg_field.c; the walk that finds the files is gg_scan.c's.
+ * by gg_field.c; the walk that finds the files is gg_raw.c's (the trees
+ * of gg_scan.c's commits and refs).
  */
 
 #define _GNU_SOURCE                 /* memrchr */

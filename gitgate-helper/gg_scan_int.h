@@ -1,5 +1,6 @@
 /*
- * git-gate's push scanner, internal: the walk (gg_scan.c), a file's added
+ * git-gate's push scanner, internal: the walk (gg_scan.c), the trees,
+ * commits and tags read from their raw bytes (gg_raw.c), a file's added
  * lines (gg_lines.c) and the fields and findings (gg_field.c) share these.
  */
 
@@ -237,6 +238,20 @@ int gg_simple(gg_ctx_t *c, int kind, const char *data, size_t len);
 int gg_refusal(gg_ctx_t *c, const char *rule, const char *where);
 
 int gg_buf_add(gg_buf_t *b, const void *data, size_t len);
+
+/* one added or modified entry: its path, then its added lines
+ * (gg_scan.c); 0 or -1 */
+int gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index);
+
+/* the raw objects (gg_raw.c), each 0 or -1: every changed entry of tree
+ * against ptree (NULL: every entry); a commit, its tree against its
+ * first parent's; an annotated tag of ref update index (withheld: the
+ * ref's name matched, no name in its fields' "where") */
+int gg_tree(gg_ctx_t *c, const git_oid *ptree, const git_oid *tree);
+int gg_commit(gg_ctx_t *c, const git_oid *oid);
+int gg_tag(gg_ctx_t *c, const git_tag *tag, const git_oid *id, size_t index,
+    int withheld);
+
 /* a run (or ctx line) from pos of the new file on, its number not
  * counted (gg_v_lineno() when a finding needs it) */
 int gg_line_at(gg_ctx_t *c, uint64_t pos, int ctx);
