@@ -32,6 +32,7 @@ static void ngx_bottle_audit_unlist(ngx_cycle_t *cycle,
 static ngx_int_t ngx_bottle_audit_init_process(ngx_cycle_t *cycle);
 static void ngx_bottle_audit_exit_process(ngx_cycle_t *cycle);
 static void ngx_bottle_audit_state(ngx_bottle_redis_t *rd, ngx_uint_t up);
+static void ngx_bottle_audit_contact_forget(ngx_bottle_audit_entry_t *e);
 static void ngx_bottle_audit_drop_head(void);
 static void ngx_bottle_audit_flush(void);
 static void ngx_bottle_audit_send_truncation(void);
@@ -496,12 +497,29 @@ ngx_bottle_audit_push(bottle_audit_event_t *e, ngx_bottle_contact_t *ct,
 }
 
 
+/* an entry's first contact out of the worker's cache, unless acknowledged */
+static void
+ngx_bottle_audit_contact_forget(ngx_bottle_audit_entry_t *e)
+{
+    ngx_str_t                 id, host;
+    ngx_bottle_audit_host_t  *h;
+
+    id.data = e->key;
+    id.len = e->id_len;
+    host.data = e->key + e->id_len;
+    host.len = e->host_len;
+
+    h = ngx_bottle_audit_cache(&id, &host, 0);
+    if (h && !h->acked) {
+        ngx_bottle_audit_cache_forget(h);
+    }
+}
+
+
 static void
 ngx_bottle_audit_drop_head(void)
 {
-    ngx_str_t                  id, host;
     ngx_bottle_audit_t        *a = &ngx_bottle_audit;
-    ngx_bottle_audit_host_t   *h;
     ngx_bottle_audit_entry_t  *e;
 
     e = &a->ring[a->head % a->cap];
@@ -516,16 +534,7 @@ ngx_bottle_audit_drop_head(void)
 
     if (e->key) {
         /* a later request of the pair runs the script again */
-        id.data = e->key;
-        id.len = e->id_len;
-        host.data = e->key + e->id_len;
-        host.len = e->host_len;
-
-        h = ngx_bottle_audit_cache(&id, &host, 0);
-        if (h && !h->acked) {
-            ngx_bottle_audit_cache_forget(h);
-        }
-
+        ngx_bottle_audit_contact_forget(e);
         ngx_free(e->key);
     }
 
@@ -821,17 +830,8 @@ ngx_bottle_audit_take_back(ngx_bottle_audit_entry_t *e, redisReply *reply)
     const char               *argv[3];
     size_t                    argvlen[3];
     ngx_bottle_audit_t       *a = &ngx_bottle_audit;
-    ngx_bottle_audit_host_t  *h;
 
-    id.data = e->key;
-    id.len = e->id_len;
-    host.data = e->key + e->id_len;
-    host.len = e->host_len;
-
-    h = ngx_bottle_audit_cache(&id, &host, 0);
-    if (h && !h->acked) {
-        ngx_bottle_audit_cache_forget(h);
-    }
+    ngx_bottle_audit_contact_forget(e);
 
     if (reply->type == REDIS_REPLY_STRING) {
         ngx_log_error(NGX_LOG_WARN, a->log, 0,
