@@ -194,10 +194,12 @@ for (1 .. 5) {
 }
 is(scalar keys %acked, 5, 'required: first contacts acknowledged');
 
-# the replica stopped: a first contact the primary has alone is not
-# acknowledged (WAIT 1 times out), and the request is refused
+# the replica stopped, and its link cut (what the primary sent before
+# would still be read from the socket): a first contact the primary has
+# alone is not acknowledged (WAIT 1 times out), and the request is refused
 
 kill 'STOP', $rb;
+cli($PA, 'CLIENT', 'KILL', 'TYPE', 'replica');
 my $r = carol($host);
 like($r, qr/^HTTP\/1\.1 503 .*X-Bottle-Rule: audit/s,
 	'required, no replica: refused');
