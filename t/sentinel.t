@@ -116,6 +116,43 @@ sub carol {
 		. "Connection: close\r\n\r\n") // '';
 }
 
+# supervise-helper on the sentinel URL: an MCP initialize for a bottle,
+# which the helper looks up in the store (its status code)
+
+my $HELPER = $ENV{SUPERVISE_HELPER} // "$FindBin::Bin/../build/supervise-helper";
+$HELPER = "$FindBin::Bin/../$HELPER" if $HELPER !~ m!^/!;
+
+sub helper {
+	my $d = $t->testdir();
+	$t->run_daemon(sub {
+		open STDIN, '<', '/dev/null';
+		open STDOUT, '>>', "$d/helper.stderr";
+		open STDERR, '>&', \*STDOUT;
+		exec($HELPER, '--listen', "unix:$d/helper.sock",
+			'--store', $SURL) or die "exec: $!\n";
+	});
+	for (1 .. 100) {
+		last if -S "$d/helper.sock";
+		sleep 0.05;
+	}
+}
+
+sub initialize {
+	my ($bottle) = @_;
+	my $d = $t->testdir();
+	open my $fh, '-|', 'curl', '-s', '-o', '/dev/null', '-w', '%{http_code}',
+		'--max-time', '20', '--unix-socket', "$d/helper.sock",
+		'-H', 'Accept: application/json, text/event-stream',
+		'-H', 'Content-Type: application/json', '-H', "X-Bottle-Id: $bottle",
+		'--data-binary', '{"jsonrpc":"2.0","id":1,"method":"initialize",'
+		. '"params":{"protocolVersion":"2025-06-18","capabilities":{},'
+		. '"clientInfo":{"name":"t","version":"1"}}}',
+		'http://supervise/' or die "curl: $!\n";
+	my $status = <$fh> // '';
+	close $fh;
+	return $status;
+}
+
 sub contacts {
 	my ($port) = @_;
 	my %seen;
@@ -163,7 +200,7 @@ while (time() < $deadline) {
 $t->{_bottle_redis} = { port => $PA, url => $SURL, name => 'redis',
 	pid => $pa };
 
-$t->run()->plan(14);
+$t->run()->plan(16);
 
 store_setup($t, { port => $PA }, $P1, $ALICE);
 
@@ -182,6 +219,9 @@ store_put($t,
 
 like(wait_for(sub { get($ALICE, '/') }, qr/ 200 /), qr/^HTTP\/1\.1 200 /,
 	'bottlectl through the sentinels: alice served');
+
+helper();
+is(initialize('alice'), 200, 'supervise-helper through the sentinels');
 
 # first contacts acknowledged before the failover
 
@@ -259,6 +299,7 @@ store_put($t, { id => 'bob', token => $BOB,
 	routes => [ { host => '127.0.0.1', port => $P1 } ] });
 like(wait_for(sub { get($BOB, '/') }, qr/ 200 /), qr/^HTTP\/1\.1 200 /,
 	'a bottle put after the failover: served');
+is(initialize('bob'), 200, 'supervise-helper: on the new primary');
 
 # every acknowledged first contact is in the promoted replica's journal
 
