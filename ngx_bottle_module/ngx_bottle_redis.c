@@ -445,7 +445,9 @@ ngx_bottle_redis_hello(redisAsyncContext *ac, void *r, void *privdata)
         ngx_add_timer(&rd->timer, rd->ping);
     }
 
-    if (!rd->was_up || rd->failures) {
+    /* through Sentinel, every connection names its primary: it may move */
+
+    if (!rd->was_up || rd->failures || rd->url->nsentinels) {
         if (rd->url->nsentinels) {
             ngx_log_error(NGX_LOG_NOTICE, rd->log, 0,
                           "bottle: store %s connection up%s, primary "

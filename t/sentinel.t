@@ -200,7 +200,7 @@ while (time() < $deadline) {
 $t->{_bottle_redis} = { port => $PA, url => $SURL, name => 'redis',
 	pid => $pa };
 
-$t->run()->plan(16);
+$t->run()->plan(20);
 
 store_setup($t, { port => $PA }, $P1, $ALICE);
 
@@ -323,6 +323,32 @@ unlike($r, qr/X-Bottle-Rule: audit/, 'required: acknowledged after');
 ok(contacts($PB)->{"127.0.0.$host"}, 'required: in the new journal');
 
 # bottlectl reads through the sentinels too
+
+# a failover asked of Sentinel: the old primary stays up, demoted to a
+# replica (Sentinel closes its clients); the gateway follows to the old
+# one promoted again, and no READONLY reaches an agent
+
+my $from = length($t->read_file('error.log'));
+cli($PS[1], 'SENTINEL', 'FAILOVER', 'bottlestore');
+my $back = qr/connection up again, primary "bottlestore" at 127\.0\.0\.1:$PA/;
+my $asked = time();
+like(wait_for(sub { substr($t->read_file('error.log'), $from) }, $back, 30),
+	$back, 'asked failover: gateway on the new primary');
+diag(sprintf('asked failover: gateway on the new primary %.2f s after '
+	. 'the request', time() - $asked));
+$t->{_bottle_redis}{port} = $PA;
+
+store_put($t, { id => 'dave', token => 'dave-token-0123456789',
+	routes => [ { host => '127.0.0.1', port => $P1 } ] });
+like(wait_for(sub { get('dave-token-0123456789', '/') }, qr/ 200 /, 30),
+	qr/^HTTP\/1\.1 200 /, 'asked failover: a bottle put after it served');
+
+$host++;
+$r = wait_for(sub { carol($host++) }, qr/^HTTP\/1\.1 (200|502) /, 20);
+unlike($r, qr/X-Bottle-Rule: audit/,
+	'asked failover: a required first contact acknowledged');
+unlike(substr($t->read_file('error.log'), $from), qr/READONLY.*refused an event|refused an event.*READONLY/,
+	'asked failover: no journal event refused READONLY');
 
 like(Test::Bottle::bottlectl($t, $t->{_bottle_redis}, 'policy', 'get', 'bob'),
 	qr/"id"\s*:\s*"bob"/, 'bottlectl get: the new primary');
