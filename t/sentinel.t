@@ -200,7 +200,7 @@ while (time() < $deadline) {
 $t->{_bottle_redis} = { port => $PA, url => $SURL, name => 'redis',
 	pid => $pa };
 
-$t->run()->plan(20);
+$t->run()->plan(21);
 
 store_setup($t, { port => $PA }, $P1, $ALICE);
 
@@ -344,9 +344,19 @@ like(wait_for(sub { get('dave-token-0123456789', '/') }, qr/ 200 /, 30),
 	qr/^HTTP\/1\.1 200 /, 'asked failover: a bottle put after it served');
 
 $host++;
-$r = wait_for(sub { carol($host++) }, qr/^HTTP\/1\.1 (200|502) /, 20);
+$r = wait_for(sub {
+	my $r = carol($host);
+	($r =~ /X-Bottle-Rule: audit/ ? $refused{$host} : $acked{$host}) = 1;
+	$host++;
+	return $r;
+}, qr/^HTTP\/1\.1 (200|502) /, 20);
 unlike($r, qr/X-Bottle-Rule: audit/,
 	'asked failover: a required first contact acknowledged');
+
+$new = contacts($PA);
+@lost = grep { !$new->{"127.0.0.$_"} } sort { $a <=> $b } keys %acked;
+is("@lost", '', 'asked failover: no acknowledged first contact lost ('
+	. (keys %acked) . ' acknowledged, ' . (keys %refused) . ' refused)');
 unlike(substr($t->read_file('error.log'), $from), qr/READONLY.*refused an event|refused an event.*READONLY/,
 	'asked failover: no journal event refused READONLY');
 
