@@ -615,9 +615,14 @@ ngx_bottle_redis_lost(ngx_bottle_redis_t *rd, const char *why)
     }
 
     if (rd->url->nsentinels) {
-        /* whatever went, a sentinel says where the primary is now */
+        /*
+         * whatever went, a sentinel says where the primary is now: the
+         * one that named a primary that served asked first, the next one
+         * when this one failed or named a primary that did not (it may
+         * not have heard of a failover yet)
+         */
 
-        if (rd->asking || rd->primary[0] == '\0') {
+        if (!was_ready) {
             rd->sentinel = (rd->sentinel + 1) % rd->url->nsentinels;
         }
 
