@@ -7,7 +7,10 @@
 # agents make requests: the gateway serves its snapshot, attaches to the
 # promoted replica within the failover's time + 2 s (printed), applies a
 # change bottlectl makes through the sentinels after the failover, and no
-# first contact acknowledged to a delivery: "required" request is lost.
+# first contact acknowledged to a delivery: "required" request is lost
+# (WAIT 1: with the replica's link cut, such a request is refused).
+# supervise-helper follows too; then a failover asked of Sentinel, and a
+# primary made a replica by hand (READONLY, then ROLE) are followed.
 
 ###############################################################################
 
@@ -200,14 +203,14 @@ while (time() < $deadline) {
 $t->{_bottle_redis} = { port => $PA, url => $SURL, name => 'redis',
 	pid => $pa };
 
-$t->run()->plan(21);
+$t->run()->plan(24);
 
 store_setup($t, { port => $PA }, $P1, $ALICE);
 
 ###############################################################################
 
-like(wait_for(sub { $t->read_file('error.log') }, qr/primary "bottlestore" at 127\.0\.0\.1:$PA/),
-	qr/store \S+ connection up, primary "bottlestore" at 127\.0\.0\.1:$PA/,
+ok(wait_for(sub { $t->read_file('error.log') }, qr/primary "bottlestore" at 127\.0\.0\.1:$PA/)
+	=~ qr/store \S+ connection up, primary "bottlestore" at 127\.0\.0\.1:$PA/,
 	'gateway: the primary a sentinel named');
 
 store_put($t,
@@ -243,7 +246,7 @@ cli($PA, 'CLIENT', 'KILL', 'TYPE', 'replica');
 my $r = carol($host);
 like($r, qr/^HTTP\/1\.1 503 .*X-Bottle-Rule: audit/s,
 	'required, no replica: refused');
-like($t->read_file('error.log'),
+ok($t->read_file('error.log') =~
 	qr/host="127\.0\.0\.$host" rule="audit" status=503 reason="[^"]*no replica acknowledged it in time"/,
 	'required, no replica: the reason logged');
 ($r =~ /X-Bottle-Rule: audit/ ? $refused{$host} : $acked{$host}) = 1;
@@ -360,8 +363,8 @@ my $from = length($t->read_file('error.log'));
 cli($PS[1], 'SENTINEL', 'FAILOVER', 'bottlestore');
 my $back = qr/connection up again, primary "bottlestore" at 127\.0\.0\.1:$PA/;
 my $asked = time();
-like(wait_for(sub { substr($t->read_file('error.log'), $from) }, $back, 30),
-	$back, 'asked failover: gateway on the new primary');
+ok(wait_for(sub { substr($t->read_file('error.log'), $from) }, $back, 30)
+	=~ $back, 'asked failover: gateway on the new primary');
 diag(sprintf('asked failover: gateway on the new primary %.2f s after '
 	. 'the request', time() - $asked));
 $t->{_bottle_redis}{port} = $PA;
@@ -387,6 +390,28 @@ is("@lost", '', 'asked failover: no acknowledged first contact lost ('
 	. (keys %acked) . ' acknowledged, ' . (keys %refused) . ' refused)');
 unlike(substr($t->read_file('error.log'), $from), qr/READONLY.*refused an event|refused an event.*READONLY/,
 	'asked failover: no journal event refused READONLY');
+
+# the primary made a replica behind the sentinels' back (of nothing that
+# answers): the journal's next write is answered READONLY, the connection
+# goes, and a primary that ROLE says is a replica is not taken; once it is
+# a primary again, the gateway is back on it
+
+$from = length($t->read_file('error.log'));
+cli($PA, 'REPLICAOF', '127.0.0.1', '1');
+proxy_request(8080, "GET http://127.0.0.9:$P1/ HTTP/1.1\r\n"
+	. "Host: 127.0.0.9:$P1\r\n"
+	. 'Proxy-Authorization: ' . basic('agent', $ALICE) . "\r\n"
+	. "Connection: close\r\n\r\n");
+my $ro = qr/store audit connection lost \(the primary is not writable \(READONLY or LOADING\)\)/;
+ok(wait_for(sub { substr($t->read_file('error.log'), $from) }, $ro, 10)
+	=~ $ro, 'READONLY: the journal connection dropped');
+my $role = qr/127\.0\.0\.1:$PA is not the primary any more/;
+ok(wait_for(sub { substr($t->read_file('error.log'), $from) }, $role, 10)
+	=~ $role, 'a replica by ROLE: not taken');
+cli($PA, 'REPLICAOF', 'NO', 'ONE');
+my $again = qr/is not the primary any more(?s:.*)store audit connection up again, primary "bottlestore" at 127\.0\.0\.1:$PA/;
+ok(wait_for(sub { substr($t->read_file('error.log'), $from) }, $again, 10)
+	=~ $again, 'a primary again: the gateway back on it');
 
 like(Test::Bottle::bottlectl($t, $t->{_bottle_redis}, 'policy', 'get', 'bob'),
 	qr/"id"\s*:\s*"bob"/, 'bottlectl get: the new primary');
