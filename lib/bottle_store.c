@@ -19,12 +19,21 @@ static int bottle_store_number(const char *s, size_t len, unsigned max,
     unsigned *out);
 static int bottle_store_unix(bottle_store_url_t *u, const char *s,
     char *err, size_t errlen);
+static int bottle_store_userinfo(bottle_store_url_t *u, const char **p,
+    const char *slash, char *err, size_t errlen);
+static int bottle_store_hostport(const char *p, const char *end, char *out,
+    unsigned *port, char *err, size_t errlen);
+static int bottle_store_sentinel(bottle_store_url_t *u, const char *s,
+    char *err, size_t errlen);
+static int bottle_store_query(bottle_store_url_t *u, const char *q,
+    int sentinel, char *err, size_t errlen);
 
 
 int
 bottle_store_url_is(const char *s)
 {
-    return strncmp(s, "redis://", 8) == 0 || strncmp(s, "unix:", 5) == 0;
+    return strncmp(s, "redis://", 8) == 0 || strncmp(s, "unix:", 5) == 0
+           || strncmp(s, "redis-sentinel://", 17) == 0;
 }
 
 
@@ -32,7 +41,7 @@ int
 bottle_store_url_parse(bottle_store_url_t *u, const char *s, char *err,
     size_t errlen)
 {
-    const char  *p, *end, *at, *colon, *host, *host_end, *slash;
+    const char  *p, *end, *slash;
 
     memset(u, 0, sizeof(*u));
     u->port = 6379;
@@ -41,10 +50,15 @@ bottle_store_url_parse(bottle_store_url_t *u, const char *s, char *err,
         return bottle_store_unix(u, s + 5, err, errlen);
     }
 
+    if (strncmp(s, "redis-sentinel://", 17) == 0) {
+        return bottle_store_sentinel(u, s + 17, err, errlen);
+    }
+
     if (strncmp(s, "redis://", 8) != 0) {
         return bottle_errf(err, errlen,
-                                 "a store is \"redis://host[:port][/db]\" or "
-                                 "\"unix:/path\"");
+                                 "a store is \"redis://host[:port][/db]\", "
+                                 "\"redis-sentinel://host[:port],.../name\" "
+                                 "or \"unix:/path\"");
     }
 
     p = s + 8;
@@ -55,83 +69,11 @@ bottle_store_url_parse(bottle_store_url_t *u, const char *s, char *err,
         slash = end;
     }
 
-    /* credentials: the last '@' before the path (a password may hold '@'
-       only percent-encoded, but be lenient with the split) */
-
-    at = NULL;
-    for (const char *q = p; q < slash; q++) {
-        if (*q == '@') {
-            at = q;
-        }
-    }
-
-    if (at) {
-        colon = memchr(p, ':', (size_t) (at - p));
-
-        if (colon == NULL) {
-            return bottle_errf(err, errlen,
-                                     "credentials are \"[user]:password@\"");
-        }
-
-        if (bottle_store_decode(u->user, sizeof(u->user), p,
-                                (size_t) (colon - p)) != 0
-            || bottle_store_decode(u->password, sizeof(u->password),
-                                   colon + 1, (size_t) (at - colon - 1)) != 0)
-        {
-            return bottle_errf(err, errlen,
-                                     "bad user name or password (too long or "
-                                     "bad percent-encoding)");
-        }
-
-        u->has_password = 1;
-        p = at + 1;
-    }
-
-    /* host[:port] */
-
-    if (*p == '[') {
-        host = p + 1;
-        host_end = memchr(host, ']', (size_t) (slash - host));
-        if (host_end == NULL) {
-            return bottle_errf(err, errlen, "no \"]\" after the IPv6 "
-                                     "address");
-        }
-        p = host_end + 1;
-
-    } else {
-        host = p;
-        host_end = memchr(host, ':', (size_t) (slash - host));
-        if (host_end == NULL) {
-            host_end = slash;
-        }
-        p = host_end;
-    }
-
-    if (host_end == host || (size_t) (host_end - host) > BOTTLE_STORE_HOST_MAX)
+    if (bottle_store_userinfo(u, &p, slash, err, errlen) != 0
+        || bottle_store_hostport(p, slash, u->host, &u->port, err, errlen)
+           != 0)
     {
-        return bottle_errf(err, errlen, "no host, or a host too long");
-    }
-
-    /* unsigned: a byte over 0x7f is refused whatever char's sign */
-
-    for (const unsigned char *q = (const unsigned char *) host;
-         q < (const unsigned char *) host_end; q++)
-    {
-        if (*q <= ' ' || *q >= 0x7f || *q == '@' || *q == '?' || *q == '#') {
-            return bottle_errf(err, errlen, "bad character in the host");
-        }
-    }
-
-    memcpy(u->host, host, (size_t) (host_end - host));
-
-    if (p < slash) {
-        if (*p != ':'
-            || bottle_store_number(p + 1, (size_t) (slash - p - 1), 65535,
-                                   &u->port) != 0
-            || u->port == 0)
-        {
-            return bottle_errf(err, errlen, "bad port");
-        }
+        return -1;
     }
 
     if (slash < end) {
@@ -148,6 +90,206 @@ bottle_store_url_parse(bottle_store_url_t *u, const char *s, char *err,
 }
 
 
+/*
+ * "[[user]:password@]": the last '@' before the path (a password may hold
+ * '@' only percent-encoded, but be lenient with the split); *p moves past
+ */
+
+static int
+bottle_store_userinfo(bottle_store_url_t *u, const char **p,
+    const char *slash, char *err, size_t errlen)
+{
+    const char  *at, *colon;
+
+    at = NULL;
+    for (const char *q = *p; q < slash; q++) {
+        if (*q == '@') {
+            at = q;
+        }
+    }
+
+    if (at == NULL) {
+        return 0;
+    }
+
+    colon = memchr(*p, ':', (size_t) (at - *p));
+
+    if (colon == NULL) {
+        return bottle_errf(err, errlen,
+                                 "credentials are \"[user]:password@\"");
+    }
+
+    if (bottle_store_decode(u->user, sizeof(u->user), *p,
+                            (size_t) (colon - *p)) != 0
+        || bottle_store_decode(u->password, sizeof(u->password),
+                               colon + 1, (size_t) (at - colon - 1)) != 0)
+    {
+        return bottle_errf(err, errlen,
+                                 "bad user name or password (too long or "
+                                 "bad percent-encoding)");
+    }
+
+    u->has_password = 1;
+    *p = at + 1;
+
+    return 0;
+}
+
+
+/* "host[:port]" or "[v6][:port]" from p to end; *port kept if not given */
+
+static int
+bottle_store_hostport(const char *p, const char *end, char *out,
+    unsigned *port, char *err, size_t errlen)
+{
+    const char  *host, *host_end;
+
+    if (p >= end) {
+        return bottle_errf(err, errlen, "no host, or a host too long");
+    }
+
+    if (*p == '[') {
+        host = p + 1;
+        host_end = memchr(host, ']', (size_t) (end - host));
+        if (host_end == NULL) {
+            return bottle_errf(err, errlen, "no \"]\" after the IPv6 "
+                                     "address");
+        }
+        p = host_end + 1;
+
+    } else {
+        host = p;
+        host_end = memchr(host, ':', (size_t) (end - host));
+        if (host_end == NULL) {
+            host_end = end;
+        }
+        p = host_end;
+    }
+
+    if (host_end == host || (size_t) (host_end - host) > BOTTLE_STORE_HOST_MAX)
+    {
+        return bottle_errf(err, errlen, "no host, or a host too long");
+    }
+
+    /* unsigned: a byte over 0x7f is refused whatever char's sign */
+
+    for (const unsigned char *q = (const unsigned char *) host;
+         q < (const unsigned char *) host_end; q++)
+    {
+        if (*q <= ' ' || *q >= 0x7f || *q == '@' || *q == '?' || *q == '#'
+            || *q == ',' || *q == '/')
+        {
+            return bottle_errf(err, errlen, "bad character in the host");
+        }
+    }
+
+    memcpy(out, host, (size_t) (host_end - host));
+    out[host_end - host] = '\0';
+
+    if (p < end) {
+        if (*p != ':'
+            || bottle_store_number(p + 1, (size_t) (end - p - 1), 65535,
+                                   port) != 0
+            || *port == 0)
+        {
+            return bottle_errf(err, errlen, "bad port");
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * "[[user]:password@]host[:port][,host[:port]...]/master[?db=N]
+ * [&sentinel_user=U][&sentinel_password=P]"
+ */
+
+static int
+bottle_store_sentinel(bottle_store_url_t *u, const char *s, char *err,
+    size_t errlen)
+{
+    size_t               n;
+    const char          *p, *slash, *comma, *q;
+    bottle_store_node_t *node;
+
+    p = s;
+
+    slash = strchr(p, '/');
+    if (slash == NULL) {
+        return bottle_errf(err, errlen, "a Sentinel URL ends in "
+                                 "\"/name\", the primary's name");
+    }
+
+    if (bottle_store_userinfo(u, &p, slash, err, errlen) != 0) {
+        return -1;
+    }
+
+    while (p < slash) {
+        if (u->nsentinels == BOTTLE_STORE_SENTINELS_MAX) {
+            return bottle_errf(err, errlen, "more than %d sentinels",
+                                     BOTTLE_STORE_SENTINELS_MAX);
+        }
+
+        comma = memchr(p, ',', (size_t) (slash - p));
+        if (comma == NULL) {
+            comma = slash;
+        }
+
+        node = &u->sentinel[u->nsentinels];
+        node->port = BOTTLE_STORE_SENTINEL_PORT;
+
+        if (bottle_store_hostport(p, comma, node->host, &node->port, err,
+                                  errlen)
+            != 0)
+        {
+            return -1;
+        }
+
+        u->nsentinels++;
+        p = (comma < slash) ? comma + 1 : slash;
+
+        if (comma + 1 == slash) {
+            return bottle_errf(err, errlen, "no host, or a host too long");
+        }
+    }
+
+    if (u->nsentinels == 0) {
+        return bottle_errf(err, errlen, "no sentinel");
+    }
+
+    q = strchr(slash, '?');
+    n = q ? (size_t) (q - slash - 1) : strlen(slash + 1);
+
+    if (n == 0 || n > BOTTLE_STORE_MASTER_MAX) {
+        return bottle_errf(err, errlen, "no primary's name, or a name too "
+                                 "long");
+    }
+
+    for (size_t i = 0; i < n; i++) {
+        char  c = slash[1 + i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+              || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+        {
+            return bottle_errf(err, errlen, "bad character in the "
+                                     "primary's name");
+        }
+    }
+
+    memcpy(u->master, slash + 1, n);
+
+    if (bottle_store_query(u, q, 1, err, errlen) != 0) {
+        return -1;
+    }
+
+    u->host[0] = '\0';
+    u->port = 0;
+
+    return 0;
+}
+
+
 /* "/path[?db=N][&user=U][&password=P]" */
 
 static int
@@ -155,7 +297,7 @@ bottle_store_unix(bottle_store_url_t *u, const char *s, char *err,
     size_t errlen)
 {
     size_t       n;
-    const char  *q, *amp, *eq;
+    const char  *q;
 
     u->is_unix = 1;
     u->port = 0;
@@ -173,6 +315,39 @@ bottle_store_unix(bottle_store_url_t *u, const char *s, char *err,
 
     memcpy(u->path, s, n);
 
+    return bottle_store_query(u, q, 0, err, errlen);
+}
+
+
+static int
+bottle_store_param(const char *q, size_t n, const char *name)
+{
+    size_t  len = strlen(name);
+
+    return n > len && q[len] == '=' && memcmp(q, name, len) == 0;
+}
+
+
+/*
+ * The query from its '?' (q NULL: none): db, and user and password for a
+ * unix socket, or sentinel_user and sentinel_password for Sentinel
+ */
+
+static int
+bottle_store_query(bottle_store_url_t *u, const char *q, int sentinel,
+    char *err, size_t errlen)
+{
+    int          *has;
+    size_t        n, cap;
+    char         *user, *password;
+    const char   *amp, *eq, *pw_name;
+
+    user = sentinel ? u->sentinel_user : u->user;
+    password = sentinel ? u->sentinel_password : u->password;
+    has = sentinel ? &u->has_sentinel_password : &u->has_password;
+    cap = sizeof(u->user);
+    pw_name = sentinel ? "sentinel_password" : "password";
+
     while (q && *q) {
         q++;
         amp = strchr(q, '&');
@@ -183,37 +358,44 @@ bottle_store_unix(bottle_store_url_t *u, const char *s, char *err,
             return bottle_errf(err, errlen, "bad query parameter");
         }
 
-        if ((size_t) (eq - q) == 2 && memcmp(q, "db", 2) == 0) {
+        if (bottle_store_param(q, n, "db")) {
             if (bottle_store_number(eq + 1, n - 3, 1000000, &u->db) != 0) {
                 return bottle_errf(err, errlen, "bad db");
             }
 
-        } else if ((size_t) (eq - q) == 4 && memcmp(q, "user", 4) == 0) {
-            if (bottle_store_decode(u->user, sizeof(u->user), eq + 1, n - 5)
+        } else if (bottle_store_param(q, n, sentinel ? "sentinel_user"
+                                                     : "user"))
+        {
+            if (bottle_store_decode(user, cap, eq + 1,
+                                    n - (size_t) (eq + 1 - q))
                 != 0)
             {
                 return bottle_errf(err, errlen, "bad user name");
             }
 
-        } else if ((size_t) (eq - q) == 8 && memcmp(q, "password", 8) == 0) {
-            if (bottle_store_decode(u->password, sizeof(u->password), eq + 1,
-                                    n - 9)
+        } else if (bottle_store_param(q, n, pw_name)) {
+            if (bottle_store_decode(password, cap, eq + 1,
+                                    n - (size_t) (eq + 1 - q))
                 != 0)
             {
                 return bottle_errf(err, errlen, "bad password");
             }
 
-            u->has_password = 1;
+            *has = 1;
 
         } else {
-            return bottle_errf(err, errlen, "unknown query parameter "
-                                     "(db, user and password are known)");
+            return bottle_errf(err, errlen, sentinel
+                                     ? "unknown query parameter (db, "
+                                       "sentinel_user and sentinel_password "
+                                       "are known)"
+                                     : "unknown query parameter "
+                                       "(db, user and password are known)");
         }
 
         q = amp;
     }
 
-    if (u->user[0] && !u->has_password) {
+    if (user[0] && !*has) {
         return bottle_errf(err, errlen, "a user needs a password");
     }
 
@@ -224,6 +406,33 @@ bottle_store_unix(bottle_store_url_t *u, const char *s, char *err,
 void
 bottle_store_url_print(const bottle_store_url_t *u, char *buf, size_t size)
 {
+    int       n;
+    size_t    len;
+    unsigned  i;
+
+    if (u->nsentinels) {
+        len = 0;
+        n = snprintf(buf, size, "redis-sentinel://");
+
+        for (i = 0; n >= 0 && (size_t) n < size - len && i < u->nsentinels;
+             i++)
+        {
+            len += (size_t) n;
+            n = snprintf(buf + len, size - len, "%s%s%s%s:%u", i ? "," : "",
+                         strchr(u->sentinel[i].host, ':') ? "[" : "",
+                         u->sentinel[i].host,
+                         strchr(u->sentinel[i].host, ':') ? "]" : "",
+                         u->sentinel[i].port);
+        }
+
+        if (n >= 0 && (size_t) n < size - len) {
+            len += (size_t) n;
+            snprintf(buf + len, size - len, "/%s?db=%u", u->master, u->db);
+        }
+
+        return;
+    }
+
     if (u->is_unix) {
         snprintf(buf, size, "unix:%s?db=%u", u->path, u->db);
         return;
@@ -232,6 +441,15 @@ bottle_store_url_print(const bottle_store_url_t *u, char *buf, size_t size)
     snprintf(buf, size, "redis://%s%s%s:%u/%u",
              strchr(u->host, ':') ? "[" : "", u->host,
              strchr(u->host, ':') ? "]" : "", u->port, u->db);
+}
+
+
+int
+bottle_store_reply_demoted(const char *str, size_t len)
+{
+    return (len >= 8 && memcmp(str, "READONLY", 8) == 0)
+           || (len >= 7 && memcmp(str, "LOADING", 7) == 0)
+           || (len >= 10 && memcmp(str, "MASTERDOWN", 10) == 0);
 }
 
 

@@ -16,6 +16,14 @@
 #define BOTTLE_STORE_HOST_MAX      255
 #define BOTTLE_STORE_PATH_MAX      107     /* sun_path less its NUL */
 #define BOTTLE_STORE_CRED_MAX      255
+#define BOTTLE_STORE_SENTINELS_MAX 8
+#define BOTTLE_STORE_MASTER_MAX    63
+#define BOTTLE_STORE_SENTINEL_PORT 26379
+
+typedef struct {
+    char            host[BOTTLE_STORE_HOST_MAX + 1];    /* unbracketed */
+    unsigned        port;
+} bottle_store_node_t;
 
 typedef struct {
     int             is_unix;
@@ -26,6 +34,15 @@ typedef struct {
     char            password[BOTTLE_STORE_CRED_MAX + 1];    /* "" none */
     int             has_password;
     unsigned        db;                     /* SELECT, 0 if not given */
+
+    /* redis-sentinel:// (nsentinels 0 otherwise): host and port above
+       unused, user and password the primary's */
+    unsigned        nsentinels;
+    bottle_store_node_t  sentinel[BOTTLE_STORE_SENTINELS_MAX];
+    char            master[BOTTLE_STORE_MASTER_MAX + 1];
+    char            sentinel_user[BOTTLE_STORE_CRED_MAX + 1];
+    char            sentinel_password[BOTTLE_STORE_CRED_MAX + 1];
+    int             has_sentinel_password;
 } bottle_store_url_t;
 
 /*
@@ -38,7 +55,10 @@ typedef struct {
 int bottle_store_url_parse(bottle_store_url_t *u, const char *s,
     char *err, size_t errlen);
 
-/* the URL without credentials, for logs: "redis://host:port/db" */
+/*
+ * the URL without credentials, for logs: "redis://host:port/db", or
+ * "redis-sentinel://host:port,host:port/master?db=N"
+ */
 void bottle_store_url_print(const bottle_store_url_t *u, char *buf,
     size_t size);
 
@@ -132,10 +152,21 @@ struct redisContext;
  * timeout (command_s; 0: none), AUTH [user] password and SELECT db.  0
  * with the context in *out, or -1 with one line in err that never
  * repeats the password (*out NULL).
+ *
+ * A Sentinel URL: the sentinels are asked in turn for the primary
+ * (SENTINEL get-master-addr-by-name, each bounded by connect_s), and the
+ * address one gives is used once ROLE says it is a master.
  */
 int bottle_store_connect(struct redisContext **out,
     const bottle_store_url_t *u, int connect_s, int command_s, char *err,
     size_t errlen);
+
+/*
+ * 1 if an error reply says the server is not (or not yet) a writable
+ * primary: READONLY, LOADING, MASTERDOWN; a client of a Sentinel URL
+ * reconnects through the sentinels when it sees one.
+ */
+int bottle_store_reply_demoted(const char *str, size_t len);
 
 
 #endif /* BOTTLE_STORE_H */

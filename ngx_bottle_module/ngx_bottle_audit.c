@@ -32,7 +32,6 @@ static void ngx_bottle_audit_unlist(ngx_cycle_t *cycle,
 static ngx_int_t ngx_bottle_audit_init_process(ngx_cycle_t *cycle);
 static void ngx_bottle_audit_exit_process(ngx_cycle_t *cycle);
 static void ngx_bottle_audit_state(ngx_bottle_redis_t *rd, ngx_uint_t up);
-static void ngx_bottle_audit_contact_forget(ngx_bottle_audit_entry_t *e);
 static void ngx_bottle_audit_drop_head(void);
 static void ngx_bottle_audit_flush(void);
 static void ngx_bottle_audit_send_truncation(void);
@@ -498,7 +497,7 @@ ngx_bottle_audit_push(bottle_audit_event_t *e, ngx_bottle_contact_t *ct,
 
 
 /* an entry's first contact out of the worker's cache, unless acknowledged */
-static void
+void
 ngx_bottle_audit_contact_forget(ngx_bottle_audit_entry_t *e)
 {
     ngx_str_t                 id, host;
@@ -630,6 +629,19 @@ ngx_bottle_audit_flush(void)
 
         a->sent++;
         a->inflight++;
+
+        /* through Sentinel, a replica's copy before the acknowledgement */
+
+        e->waiting = 0;
+        e->written = 0;
+
+        if (e->key && e->deadline && !e->abandoned
+            && a->rd.url->nsentinels
+            && ngx_bottle_audit_wait_send(e, a->sent - 1) != NGX_OK)
+        {
+            ngx_bottle_redis_reset(&a->rd, "a command could not be sent");
+            return;
+        }
     }
 }
 
@@ -726,10 +738,8 @@ static void
 ngx_bottle_audit_reply(redisAsyncContext *ac, void *r, void *privdata)
 {
     uint64_t                   seq = (uintptr_t) privdata;
-    ngx_str_t                  id, host;
     redisReply                *reply = r;
     ngx_bottle_audit_t        *a = &ngx_bottle_audit;
-    ngx_bottle_audit_host_t   *h;
     ngx_bottle_audit_entry_t  *e;
 
     a->inflight--;
@@ -775,23 +785,54 @@ ngx_bottle_audit_reply(redisAsyncContext *ac, void *r, void *privdata)
                               "the audit journal could not record the first "
                               "contact: no acknowledgement in time");
 
+    } else if (e->key && e->waiting) {
+        /* ngx_bottle_audit_waited() goes on */
+        e->written = 1;
+        return;
+
     } else if (e->key) {
-        id.data = e->key;
-        id.len = e->id_len;
-        host.data = e->key + e->id_len;
-        host.len = e->host_len;
-
-        h = ngx_bottle_audit_cache(&id, &host, 1);
-        if (h) {
-            h->acked = 1;
-        }
-
-        ngx_free(e->key);
-        ngx_bottle_audit_wake(a->head, NGX_OK, NULL);
+        ngx_bottle_audit_acked(e);
 
     } else {
         ngx_bottle_audit_wake(a->head, NGX_OK, NULL);
     }
+
+    ngx_bottle_audit_next();
+}
+
+
+void
+ngx_bottle_audit_acked(ngx_bottle_audit_entry_t *e)
+{
+    ngx_str_t                 id, host;
+    ngx_bottle_audit_host_t  *h;
+    ngx_bottle_audit_t       *a = &ngx_bottle_audit;
+
+    id.data = e->key;
+    id.len = e->id_len;
+    host.data = e->key + e->id_len;
+    host.len = e->host_len;
+
+    h = ngx_bottle_audit_cache(&id, &host, 1);
+    if (h) {
+        h->acked = 1;
+    }
+
+    ngx_free(e->key);
+    e->key = NULL;
+    ngx_bottle_audit_wake(a->head, NGX_OK, NULL);
+}
+
+
+/* the head is done with: the next one */
+
+void
+ngx_bottle_audit_next(void)
+{
+    ngx_bottle_audit_t        *a = &ngx_bottle_audit;
+    ngx_bottle_audit_entry_t  *e;
+
+    e = &a->ring[a->head % a->cap];
 
     free(e->json);
     ngx_memzero(e, sizeof(ngx_bottle_audit_entry_t));

@@ -50,6 +50,9 @@ typedef struct {
     int64_t                    at;         /* ms, when queued */
     int64_t                    deadline;   /* ms; 0: none (best effort) */
     unsigned                   abandoned:1; /* its request was refused */
+    unsigned                   waiting:1;  /* a WAIT follows its EVAL */
+    unsigned                   written:1;  /* the EVAL said so; the WAIT
+                                              is awaited */
 } ngx_bottle_audit_entry_t;
 
 
@@ -118,6 +121,18 @@ void ngx_bottle_audit_abandon(uint64_t seq);
 ngx_bottle_audit_host_t *ngx_bottle_audit_cache(ngx_str_t *id,
     ngx_str_t *host, ngx_uint_t create);
 void ngx_bottle_audit_cache_forget(ngx_bottle_audit_host_t *h);
+
+/* the head's first contact acknowledged, or written: the next one */
+void ngx_bottle_audit_acked(ngx_bottle_audit_entry_t *e);
+void ngx_bottle_audit_next(void);
+void ngx_bottle_audit_contact_forget(ngx_bottle_audit_entry_t *e);
+
+/*
+ * A Sentinel store (ngx_bottle_audit_wait.c): a required first contact is
+ * acknowledged once a replica has it, "WAIT 1 <ms left>" after its EVAL
+ */
+ngx_int_t ngx_bottle_audit_wait_send(ngx_bottle_audit_entry_t *e,
+    uint64_t seq);
 
 
 #endif /* _NGX_BOTTLE_AUDIT_H_INCLUDED_ */

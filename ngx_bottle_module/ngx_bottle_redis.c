@@ -17,16 +17,32 @@
 enum {
     NGX_BOTTLE_REDIS_IDLE = 0,
     NGX_BOTTLE_REDIS_CONNECTING,
-    NGX_BOTTLE_REDIS_HELLO,         /* AUTH / SELECT sent */
+    NGX_BOTTLE_REDIS_HELLO,         /* AUTH / SELECT (/ ROLE) sent */
     NGX_BOTTLE_REDIS_READY
 };
 
 #define NGX_BOTTLE_REDIS_CONNECT_TIMEOUT  2000
 #define NGX_BOTTLE_REDIS_BACKOFF_MIN      100
 #define NGX_BOTTLE_REDIS_BACKOFF_MAX      2000
+/* through sentinels: a failover is found by asking again soon */
+#define NGX_BOTTLE_REDIS_BACKOFF_SENTINEL  500
 
 
+/* hiredis's reply functions, and the same noting READONLY and LOADING */
+static redisReplyObjectFunctions  *ngx_bottle_redis_fns;
+static redisReplyObjectFunctions   ngx_bottle_redis_watch_fns;
+
+
+static ngx_int_t ngx_bottle_redis_resolve_one(ngx_pool_t *pool,
+    const char *host, ngx_uint_t port, ngx_str_t *addr);
 static void ngx_bottle_redis_connect(ngx_bottle_redis_t *rd);
+static void ngx_bottle_redis_ask(redisAsyncContext *ac);
+static void ngx_bottle_redis_told(redisAsyncContext *ac, void *r,
+    void *privdata);
+static ngx_int_t ngx_bottle_redis_role(ngx_bottle_redis_t *rd,
+    redisReply *reply);
+static void *ngx_bottle_redis_string(const redisReadTask *task, char *str,
+    size_t len);
 static void ngx_bottle_redis_connected(const redisAsyncContext *ac,
     int status);
 static void ngx_bottle_redis_disconnected(const redisAsyncContext *ac,
@@ -49,17 +65,50 @@ static void ngx_bottle_redis_cleanup(void *privdata);
 
 
 ngx_int_t
-ngx_bottle_redis_resolve(ngx_pool_t *pool, const bottle_store_url_t *url,
+ngx_bottle_redis_resolve(ngx_pool_t *pool, bottle_store_url_t *url,
     ngx_str_t *addr)
 {
-    u_char     *p;
-    ngx_url_t   u;
+    u_char      *p;
+    ngx_str_t    a;
+    ngx_uint_t   i;
 
     ngx_str_set(addr, "");
 
     if (url->is_unix) {
         return NGX_OK;
     }
+
+    if (url->nsentinels == 0) {
+        return ngx_bottle_redis_resolve_one(pool, url->host, url->port, addr);
+    }
+
+    for (i = 0; i < url->nsentinels; i++) {
+        if (ngx_bottle_redis_resolve_one(pool, url->sentinel[i].host,
+                                         url->sentinel[i].port, &a)
+            != NGX_OK)
+        {
+            /* the callers' messages name url->host */
+            ngx_cpystrn((u_char *) url->host,
+                        (u_char *) url->sentinel[i].host,
+                        sizeof(url->host));
+            return NGX_ERROR;
+        }
+
+        p = ngx_cpymem(url->sentinel[i].host, a.data,
+                       ngx_min(a.len, BOTTLE_STORE_HOST_MAX));
+        *p = '\0';
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_bottle_redis_resolve_one(ngx_pool_t *pool, const char *host,
+    ngx_uint_t port, ngx_str_t *addr)
+{
+    u_char     *p;
+    ngx_url_t   u;
 
     ngx_memzero(&u, sizeof(ngx_url_t));
 
@@ -69,9 +118,8 @@ ngx_bottle_redis_resolve(ngx_pool_t *pool, const bottle_store_url_t *url,
     }
 
     u.url.data = p;
-    u.url.len = ngx_sprintf(p, ngx_strchr(url->host, ':') ? "[%s]:%ui"
-                                                          : "%s:%ui",
-                            url->host, (ngx_uint_t) url->port)
+    u.url.len = ngx_sprintf(p, ngx_strchr(host, ':') ? "[%s]:%ui" : "%s:%ui",
+                            host, port)
                 - p;
 
     if (ngx_parse_url(pool, &u) != NGX_OK || u.naddrs == 0) {
@@ -208,12 +256,24 @@ ngx_bottle_redis_connect(ngx_bottle_redis_t *rd)
      * would resolve a name with getaddrinfo(), which blocks
      */
 
+    rd->asking = 0;
+
     if (rd->url->is_unix) {
         ac = redisAsyncConnectUnix(rd->url->path);
 
-    } else {
+    } else if (rd->url->nsentinels == 0) {
         ac = redisAsyncConnect((const char *) rd->addr.data,
                                (int) rd->url->port);
+
+    } else if (rd->primary[0] == '\0') {
+        /* a sentinel's host was resolved to an address in place */
+        rd->asking = 1;
+        ac = redisAsyncConnect(rd->url->sentinel[rd->sentinel].host,
+                               (int) rd->url->sentinel[rd->sentinel].port);
+
+    } else {
+        /* an address: ngx_bottle_redis_told() took no name */
+        ac = redisAsyncConnect(rd->primary, (int) rd->primary_port);
     }
 
     if (ac == NULL || ac->err) {
@@ -261,6 +321,20 @@ ngx_bottle_redis_connect(ngx_bottle_redis_t *rd)
     ac->ev.delWrite = ngx_bottle_redis_del_write;
     ac->ev.cleanup = ngx_bottle_redis_cleanup;
 
+    if (rd->url->nsentinels && !rd->asking) {
+        /* a primary demoted answers READONLY to a write: note it */
+
+        if (ngx_bottle_redis_fns == NULL) {
+            ngx_bottle_redis_fns = ac->c.reader->fn;
+            ngx_bottle_redis_watch_fns = *ngx_bottle_redis_fns;
+            ngx_bottle_redis_watch_fns.createString = ngx_bottle_redis_string;
+        }
+
+        ac->c.reader->fn = &ngx_bottle_redis_watch_fns;
+        ac->c.reader->privdata = rd;
+        rd->demoted = 0;
+    }
+
     redisAsyncSetConnectCallback(ac, ngx_bottle_redis_connected);
     redisAsyncSetDisconnectCallback(ac, ngx_bottle_redis_disconnected);
 
@@ -294,6 +368,11 @@ ngx_bottle_redis_connected(const redisAsyncContext *cac, int status)
     }
 
     rd->state = NGX_BOTTLE_REDIS_HELLO;
+
+    if (rd->asking) {
+        ngx_bottle_redis_ask(ac);
+        return;
+    }
 
     if (rd->url->has_password) {
         argc = 0;
@@ -335,9 +414,23 @@ ngx_bottle_redis_hello(redisAsyncContext *ac, void *r, void *privdata)
         return;
     }
 
-    if (ngx_strcmp(privdata, "SELECT") != 0
-        || rd->state != NGX_BOTTLE_REDIS_HELLO)
+    if (rd->state != NGX_BOTTLE_REDIS_HELLO) {
+        return;
+    }
+
+    if (rd->url->nsentinels && ngx_strcmp(privdata, "SELECT") == 0) {
+        /* the one a sentinel named may have been demoted since */
+        redisAsyncCommand(ac, ngx_bottle_redis_hello, (void *) "ROLE",
+                          "ROLE");
+        return;
+    }
+
+    if (ngx_strcmp(privdata, (rd->url->nsentinels ? "ROLE" : "SELECT")) != 0)
     {
+        return;
+    }
+
+    if (rd->url->nsentinels && ngx_bottle_redis_role(rd, reply) != NGX_OK) {
         return;
     }
 
@@ -352,10 +445,21 @@ ngx_bottle_redis_hello(redisAsyncContext *ac, void *r, void *privdata)
         ngx_add_timer(&rd->timer, rd->ping);
     }
 
-    if (!rd->was_up || rd->failures) {
-        ngx_log_error(NGX_LOG_NOTICE, rd->log, 0,
-                      "bottle: store %s connection up%s",
-                      rd->role, rd->was_up ? " again" : "");
+    /* through Sentinel, every connection names its primary: it may move */
+
+    if (!rd->was_up || rd->failures || rd->url->nsentinels) {
+        if (rd->url->nsentinels) {
+            ngx_log_error(NGX_LOG_NOTICE, rd->log, 0,
+                          "bottle: store %s connection up%s, primary "
+                          "\"%s\" at %s:%ui", rd->role,
+                          rd->was_up ? " again" : "", rd->url->master,
+                          rd->primary, rd->primary_port);
+
+        } else {
+            ngx_log_error(NGX_LOG_NOTICE, rd->log, 0,
+                          "bottle: store %s connection up%s",
+                          rd->role, rd->was_up ? " again" : "");
+        }
     }
 
     rd->was_up = 1;
@@ -471,6 +575,7 @@ ngx_bottle_redis_detach(ngx_bottle_redis_t *rd, redisAsyncContext *ac)
 static void
 ngx_bottle_redis_lost(ngx_bottle_redis_t *rd, const char *why)
 {
+    ngx_msec_t          max;
     ngx_uint_t          was_ready;
     redisAsyncContext  *ac;
 
@@ -509,13 +614,31 @@ ngx_bottle_redis_lost(ngx_bottle_redis_t *rd, const char *why)
                        rd->role, why);
     }
 
+    if (rd->url->nsentinels) {
+        /*
+         * whatever went, a sentinel says where the primary is now: the
+         * one that named a primary that served asked first, the next one
+         * when this one failed or named a primary that did not (it may
+         * not have heard of a failover yet)
+         */
+
+        if (!was_ready) {
+            rd->sentinel = (rd->sentinel + 1) % rd->url->nsentinels;
+        }
+
+        rd->primary[0] = '\0';
+        rd->asking = 0;
+    }
+
     if (rd->stopped || ngx_exiting || ngx_quit || ngx_terminate) {
         return;
     }
 
     ngx_add_timer(&rd->timer, rd->backoff);
 
-    rd->backoff = ngx_min(rd->backoff * 2, NGX_BOTTLE_REDIS_BACKOFF_MAX);
+    max = rd->url->nsentinels ? NGX_BOTTLE_REDIS_BACKOFF_SENTINEL
+                              : NGX_BOTTLE_REDIS_BACKOFF_MAX;
+    rd->backoff = ngx_min(rd->backoff * 2, max);
 }
 
 
@@ -531,6 +654,11 @@ ngx_bottle_redis_read(ngx_event_t *ev)
         /* bytes from the store (or its end): heard from now */
         rd->heard = ngx_current_msec;
         redisAsyncHandleRead(rd->ac);
+
+        if (rd->demoted && rd->ac) {
+            ngx_bottle_redis_lost(rd, "the primary is not writable "
+                                      "(READONLY or LOADING)");
+        }
     }
 }
 
@@ -628,6 +756,144 @@ ngx_bottle_redis_cleanup(void *privdata)
 
     c->fd = (ngx_socket_t) -1;
     ngx_free_connection(c);
+}
+
+
+/* on a sentinel: its AUTH, then where the primary is */
+
+static void
+ngx_bottle_redis_ask(redisAsyncContext *ac)
+{
+    int                  argc;
+    const char          *argv[3];
+    ngx_bottle_redis_t  *rd = ac->data;
+
+    if (rd->url->has_sentinel_password) {
+        argc = 0;
+        argv[argc++] = "AUTH";
+
+        if (rd->url->sentinel_user[0]) {
+            argv[argc++] = rd->url->sentinel_user;
+        }
+
+        argv[argc++] = rd->url->sentinel_password;
+
+        redisAsyncCommandArgv(ac, ngx_bottle_redis_hello,
+                              (void *) "sentinel AUTH", argc, argv, NULL);
+    }
+
+    redisAsyncCommand(ac, ngx_bottle_redis_told, NULL,
+                      "SENTINEL get-master-addr-by-name %s", rd->url->master);
+}
+
+
+/*
+ * The sentinel's answer: an address and a port, taken only as an address
+ * (a name would be resolved by a blocking getaddrinfo()).  The sentinel's
+ * connection goes, the primary's is made.
+ */
+
+static void
+ngx_bottle_redis_told(redisAsyncContext *ac, void *r, void *privdata)
+{
+    u_char               buf[sizeof(struct in6_addr)];
+    ngx_int_t            port;
+    redisReply          *reply = r, *host;
+    ngx_bottle_redis_t  *rd = ac->data;
+
+    if (rd == NULL || reply == NULL) {
+        return;
+    }
+
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2
+        || reply->element[0]->type != REDIS_REPLY_STRING
+        || reply->element[1]->type != REDIS_REPLY_STRING)
+    {
+        ngx_snprintf((u_char *) rd->errbuf, sizeof(rd->errbuf) - 1,
+                     "sentinel %s:%ui knows no primary \"%s\"%Z",
+                     rd->url->sentinel[rd->sentinel].host,
+                     (ngx_uint_t) rd->url->sentinel[rd->sentinel].port,
+                     rd->url->master);
+        ngx_bottle_redis_lost(rd, rd->errbuf);
+        return;
+    }
+
+    host = reply->element[0];
+    port = ngx_atoi((u_char *) reply->element[1]->str,
+                    reply->element[1]->len);
+
+    if (host->len == 0 || host->len >= sizeof(rd->primary)
+        || port <= 0 || port > 65535
+        || (inet_pton(AF_INET, host->str, buf) != 1
+            && inet_pton(AF_INET6, host->str, buf) != 1))
+    {
+        ngx_snprintf((u_char *) rd->errbuf, sizeof(rd->errbuf) - 1,
+                     "sentinel %s:%ui gave no address for \"%s\"%Z",
+                     rd->url->sentinel[rd->sentinel].host,
+                     (ngx_uint_t) rd->url->sentinel[rd->sentinel].port,
+                     rd->url->master);
+        ngx_bottle_redis_lost(rd, rd->errbuf);
+        return;
+    }
+
+    ngx_memcpy(rd->primary, host->str, host->len);
+    rd->primary[host->len] = '\0';
+    rd->primary_port = (ngx_uint_t) port;
+
+    /* the sentinel's context is freed once this callback returns */
+
+    rd->ac = NULL;
+    rd->asking = 0;
+    rd->state = NGX_BOTTLE_REDIS_IDLE;
+    ngx_bottle_redis_detach(rd, ac);
+    redisAsyncFree(ac);
+
+    if (rd->timer.timer_set) {
+        ngx_del_timer(&rd->timer);
+    }
+
+    ngx_bottle_redis_connect(rd);
+}
+
+
+static ngx_int_t
+ngx_bottle_redis_role(ngx_bottle_redis_t *rd, redisReply *reply)
+{
+    redisReply  *role;
+
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements > 0) {
+        role = reply->element[0];
+
+        if (role->type == REDIS_REPLY_STRING && role->len == 6
+            && ngx_strncmp(role->str, "master", 6) == 0)
+        {
+            return NGX_OK;
+        }
+    }
+
+    ngx_snprintf((u_char *) rd->errbuf, sizeof(rd->errbuf) - 1,
+                 "%s:%ui is not the primary any more%Z", rd->primary,
+                 rd->primary_port);
+    ngx_bottle_redis_lost(rd, rd->errbuf);
+
+    return NGX_ERROR;
+}
+
+
+/* hiredis's string reply, an error reply of a demoted primary noted */
+
+static void *
+ngx_bottle_redis_string(const redisReadTask *task, char *str, size_t len)
+{
+    ngx_bottle_redis_t  *rd = task->privdata;
+
+    if (rd && task->type == REDIS_REPLY_ERROR
+        && bottle_store_reply_demoted(str, len))
+    {
+        rd->demoted = 1;
+    }
+
+    return ngx_bottle_redis_fns->createString(task, str, len);
 }
 
 

@@ -53,17 +53,27 @@ struct ngx_bottle_redis_s {
     unsigned                   appending:1; /* no write event: _send() */
     unsigned                   progress:1;  /* bytes came since the last
                                                ping tick */
+
+    /* a Sentinel URL: the primary a sentinel named ("": ask one) */
+    ngx_uint_t                 sentinel;    /* the one asked next */
+    ngx_uint_t                 asked;       /* in this round */
+    char                       primary[NGX_SOCKADDR_STRLEN + 1];
+    ngx_uint_t                 primary_port;
+    unsigned                   asking:1;    /* connected to a sentinel */
+    unsigned                   demoted:1;   /* a READONLY or LOADING
+                                               reply was read */
 };
 
 
 /*
- * At configuration: the address of url's host (""" for a unix socket),
- * NUL-terminated, for ngx_bottle_redis_t.addr; hiredis would resolve the
- * name with a blocking getaddrinfo() in the worker.  NGX_ERROR if it does
- * not resolve.
+ * At configuration: the address of url's host ("" for a unix socket or a
+ * Sentinel URL), NUL-terminated, for ngx_bottle_redis_t.addr; hiredis
+ * would resolve the name with a blocking getaddrinfo() in the worker.  A
+ * Sentinel URL's sentinels are resolved in place: each host becomes its
+ * first address.  NGX_ERROR if one does not resolve.
  */
 ngx_int_t ngx_bottle_redis_resolve(ngx_pool_t *pool,
-    const bottle_store_url_t *url, ngx_str_t *addr);
+    bottle_store_url_t *url, ngx_str_t *addr);
 
 ngx_int_t ngx_bottle_redis_start(ngx_bottle_redis_t *rd);
 void ngx_bottle_redis_stop(ngx_bottle_redis_t *rd);

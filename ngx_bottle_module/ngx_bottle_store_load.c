@@ -41,6 +41,8 @@ static ngx_int_t ngx_bottle_store_load_batch(ngx_bottle_store_redis_t *sr,
 static void ngx_bottle_store_load_parse(ngx_bottle_store_redis_t *sr,
     ngx_bottle_slot_t *slots, ngx_uint_t n);
 static void *ngx_bottle_store_load_thread(void *data);
+static redisContext *ngx_bottle_store_load_sentinel(ngx_conf_t *cf,
+    ngx_bottle_store_redis_t *sr);
 static void ngx_bottle_store_load_failed(ngx_conf_t *cf,
     ngx_bottle_store_redis_t *sr, redisContext *c, const char *what);
 
@@ -159,6 +161,10 @@ ngx_bottle_store_load_connect(ngx_conf_t *cf, ngx_bottle_store_redis_t *sr)
     redisReply      *r;
     redisContext    *c;
 
+    if (sr->url.nsentinels) {
+        return ngx_bottle_store_load_sentinel(cf, sr);
+    }
+
     tv.tv_sec = NGX_BOTTLE_LOAD_TIMEOUT;
     tv.tv_usec = 0;
 
@@ -201,6 +207,30 @@ ngx_bottle_store_load_connect(ngx_conf_t *cf, ngx_bottle_store_redis_t *sr)
     }
 
     freeReplyObject(r);
+
+    return c;
+}
+
+
+/* through the sentinels, as bottlectl does: here blocking is allowed */
+
+static redisContext *
+ngx_bottle_store_load_sentinel(ngx_conf_t *cf, ngx_bottle_store_redis_t *sr)
+{
+    char           err[512];
+    redisContext  *c;
+
+    if (bottle_store_connect(&c, &sr->url, NGX_BOTTLE_LOAD_TIMEOUT,
+                             NGX_BOTTLE_LOAD_TIMEOUT, err, sizeof(err))
+        != 0)
+    {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "bottle_policy: store %s could not be read now "
+                           "(connect: %s): the workers read it when it "
+                           "answers, and resolve no bottle until then",
+                           sr->name, err);
+        return NULL;
+    }
 
     return c;
 }

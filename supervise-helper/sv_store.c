@@ -109,6 +109,16 @@ sv_store_read(char *err, size_t errlen, const char *fmt, ...)
         r = redisvCommand(c, fmt, ap);
         va_end(ap);
 
+        /* through Sentinel, a primary demoted since: ask again */
+
+        if (r && sv_conf.store.nsentinels && r->type == REDIS_REPLY_ERROR
+            && bottle_store_reply_demoted(r->str, r->len) && try == 0)
+        {
+            freeReplyObject(r);
+            sv_store_lost();
+            continue;
+        }
+
         if (r) {
             return r;
         }
