@@ -43,9 +43,50 @@ int bottlectl_chain_link(char out[BOTTLE_AUDIT_HEX_LEN],
     const bottlectl_entry_t *e);
 
 
+/* ctl_forward_out.c: where audit forward ships the chain */
+
+typedef enum {
+    BOTTLECTL_OUT_FILE = 0,
+    BOTTLECTL_OUT_SYSLOG,
+    BOTTLECTL_OUT_HTTP
+} bottlectl_out_kind_e;
+
+typedef struct {
+    bottlectl_out_kind_e    kind;
+    const char             *path;           /* file */
+    unsigned long long      max_size;       /* file: rotated past it */
+    const char             *url;            /* http */
+    int                     fd;             /* syslog */
+    char                    host[256];      /* syslog: our host name */
+} bottlectl_out_t;
+
+/* --to parsed and the socket connected; 0, or -1 after a line */
+int bottlectl_out_open(bottlectl_out_t *o, const char *to);
+void bottlectl_out_close(bottlectl_out_t *o);
+
+/* lines delivered and acknowledged (fsync'd, sent, 2xx); 0 or -1 */
+int bottlectl_out_send(bottlectl_out_t *o, const char *batch, size_t len);
+
+
+/* ctl_forward.c */
+
+int bottlectl_audit_forward(bottlectl_t *ctl, int argc, char **argv);
+
+/* the signed text of a checkpoint: "bottle-audit-checkpoint 1 seq hash
+ * time"; its length */
+size_t bottlectl_checkpoint_text(char *buf, size_t size, uint64_t seq,
+    const char *hash, const char *time);
+
+
 /* ctl_verify.c */
 
 int bottlectl_audit_verify(bottlectl_t *ctl, int argc, char **argv);
+
+
+/* ctl_against.c: verify --against FILE --pubkey PUB */
+
+int bottlectl_verify_against(bottlectl_t *ctl, const char *file,
+    const char *pubkey);
 
 
 #endif /* BOTTLECTL_CHAIN_H */

@@ -59,6 +59,10 @@ bottlectl_audit(bottlectl_t *ctl, int argc, char **argv)
         return bottlectl_audit_verify(ctl, argc, argv);
     }
 
+    if (argc >= 2 && strcmp(argv[1], "forward") == 0) {
+        return bottlectl_audit_forward(ctl, argc, argv);
+    }
+
     rc = bottlectl_tail_args(&t, argc, argv);
     if (rc != BOTTLECTL_OK) {
         return rc;
@@ -101,7 +105,8 @@ bottlectl_tail_args(bottlectl_tail_t *t, int argc, char **argv)
     const char  *v;
 
     static const char  usage[] =
-        "audit tail [-f] [--bottle BOTTLE] [-n N] | audit verify [--from ID]";
+        "audit tail [-f] [--bottle BOTTLE] [-n N] | audit verify ... | "
+        "audit forward ...";
 
     t->n = 10;
 

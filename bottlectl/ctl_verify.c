@@ -30,6 +30,8 @@
 
 typedef struct {
     const char         *from;           /* --from, or NULL */
+    const char         *against;        /* --against FILE, or NULL */
+    const char         *pubkey;         /* --pubkey FILE */
 
     uint64_t            head_seq;       /* bottle:audit:chain */
     char                head_hash[BOTTLE_AUDIT_HEX_LEN];
@@ -120,6 +122,10 @@ bottlectl_audit_verify(bottlectl_t *ctl, int argc, char **argv)
         return rc;
     }
 
+    if (v.against) {
+        return bottlectl_verify_against(ctl, v.against, v.pubkey);
+    }
+
     return BOTTLECTL_OK;
 }
 
@@ -131,11 +137,15 @@ bottlectl_verify_args(bottlectl_verify_t *v, int argc, char **argv)
     const char **to;
 
     static const char  usage[] =
-        "audit verify [--from ID]";
+        "audit verify [--from ID] [--against FILE --pubkey PUBKEY]";
 
     for (i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--from") == 0) {
             to = &v->from;
+        } else if (strcmp(argv[i], "--against") == 0) {
+            to = &v->against;
+        } else if (strcmp(argv[i], "--pubkey") == 0) {
+            to = &v->pubkey;
         } else {
             bottlectl_error("unknown option '%s'", argv[i]);
             return bottlectl_usage(usage);
@@ -153,6 +163,11 @@ bottlectl_verify_args(bottlectl_verify_t *v, int argc, char **argv)
     {
         bottlectl_error("invalid --from '%s': a stream id", v->from);
         return BOTTLECTL_USAGE;
+    }
+
+    if ((v->against == NULL) != (v->pubkey == NULL)) {
+        bottlectl_error("--against and --pubkey go together");
+        return bottlectl_usage(usage);
     }
 
     return BOTTLECTL_OK;
