@@ -252,7 +252,7 @@ sub forward_bg {
 	my $pid = fork() // die "fork: $!\n";
 	if ($pid == 0) {
 		open STDOUT, '>>', "$d/bg.out";
-		open STDERR, '>>', "$d/bg.err";
+		open STDERR, '>>', "$d/bg-stderr.log";
 		exec($BOTTLECTL, 'audit', 'forward', @args) or POSIX::_exit(127);
 	}
 	return $pid;
