@@ -5,9 +5,11 @@
  * chain hashes 72 bytes per event (two blocks), never a whole event: that
  * is the writer's digest, computed outside Redis.  Defines
  *   bottle_sha256(s): the SHA-256 of a string, 64 lowercase hex digits
- *   bottle_chain_append(max, arg): arg a chained argument; XADD (never
- *     throws: the reply or the error table, as redis.pcall), the head
- *     moved, the stream trimmed to max ("" or nil: not trimmed).
+ *   bottle_chain_append(max, arg): arg a chained argument; the head
+ *     moved and the entry XADDed, or neither (never throws: the id, or
+ *     the error table as redis.pcall returns it); then, best effort, the
+ *     stream trimmed to max ("" or nil: not trimmed) and the checkpoint
+ *     of what was trimmed kept.
  */
 
 #ifndef BOTTLE_AUDIT_CHAIN_LUA_H
@@ -98,30 +100,37 @@
     "  end\n"                                                                 \
     "  local h = bottle_sha256(bottle_unhex(prev) .. table.concat(be)"        \
     " .. bottle_unhex(string.sub(arg, 1, 64)))\n"                             \
+    "  local ok = redis.pcall('HSET', '" BOTTLE_STORE_AUDIT_CHAIN "', '"      \
+    BOTTLE_AUDIT_F_SEQ "', s, '" BOTTLE_AUDIT_F_HASH "', h)\n"                \
+    "  if type(ok) == 'table' and ok.err then return ok end\n"                \
     "  local id = redis.pcall('XADD', '" BOTTLE_STORE_AUDIT "', '*',"         \
     " 'event', string.sub(arg, 66), '" BOTTLE_AUDIT_F_SEQ "', s, 'prev',"     \
     " prev, '" BOTTLE_AUDIT_F_HASH "', h)\n"                                  \
-    "  if type(id) == 'table' and id.err then return id end\n"                \
-    "  redis.call('HSET', '" BOTTLE_STORE_AUDIT_CHAIN "', '"                  \
-    BOTTLE_AUDIT_F_SEQ "', s, '" BOTTLE_AUDIT_F_HASH "', h)\n"                \
+    "  if type(id) == 'table' and id.err then\n"                              \
+    "    redis.pcall('HSET', '" BOTTLE_STORE_AUDIT_CHAIN "', '"               \
+    BOTTLE_AUDIT_F_SEQ "', c[1] or '0', '" BOTTLE_AUDIT_F_HASH "', prev)\n"   \
+    "    return id\n"                                                         \
+    "  end\n"                                                                 \
     "  max = tonumber(max)\n"                                                 \
-    "  if max and max > 0 then\n"                                             \
-    "    local n = redis.call('XLEN', '" BOTTLE_STORE_AUDIT "')\n"            \
-    "    if n > max + " BOTTLE_AUDIT_TRIM_SLACK_S " then\n"                   \
-    "      local old = redis.call('XRANGE', '" BOTTLE_STORE_AUDIT "', '-',"   \
+    "  local n = max and max > 0 and redis.pcall('XLEN', '"                   \
+    BOTTLE_STORE_AUDIT "')\n"                                                 \
+    "  if type(n) == 'number' and n > max + " BOTTLE_AUDIT_TRIM_SLACK_S       \
+    " then\n"                                                                 \
+    "    local old = redis.pcall('XRANGE', '" BOTTLE_STORE_AUDIT "', '-',"    \
     " '+', 'COUNT', n - max)\n"                                               \
-    "      local f, ts, th = old[#old][2]\n"                                  \
-    "      for i = 1, #f - 1, 2 do\n"                                         \
-    "        if f[i] == '" BOTTLE_AUDIT_F_SEQ "' then ts = f[i + 1]\n"        \
-    "        elseif f[i] == '" BOTTLE_AUDIT_F_HASH "' then th = f[i + 1]"     \
-    " end\n"                                                                  \
-    "      end\n"                                                             \
-    "      if ts and th then\n"                                               \
-    "        redis.call('HSET', '" BOTTLE_STORE_AUDIT_CHAIN "', '"            \
+    "    local f, ts, th = type(old) == 'table' and old[#old]"                \
+    " and old[#old][2] or {}\n"                                               \
+    "    for i = 1, #f - 1, 2 do\n"                                           \
+    "      if f[i] == '" BOTTLE_AUDIT_F_SEQ "' then ts = f[i + 1]\n"          \
+    "      elseif f[i] == '" BOTTLE_AUDIT_F_HASH "' then th = f[i + 1] end\n" \
+    "    end\n"                                                               \
+    "    if ts and th then\n"                                                 \
+    "      ok = redis.pcall('HSET', '" BOTTLE_STORE_AUDIT_CHAIN "', '"        \
     BOTTLE_AUDIT_F_TRIMMED_SEQ "', ts, '" BOTTLE_AUDIT_F_TRIMMED_HASH         \
     "', th)\n"                                                                \
+    "      if not (type(ok) == 'table' and ok.err) then\n"                    \
+    "        redis.pcall('XTRIM', '" BOTTLE_STORE_AUDIT "', 'MAXLEN', max)\n" \
     "      end\n"                                                             \
-    "      redis.call('XTRIM', '" BOTTLE_STORE_AUDIT "', 'MAXLEN', max)\n"    \
     "    end\n"                                                               \
     "  end\n"                                                                 \
     "  return id\n"                                                           \
