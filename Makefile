@@ -425,8 +425,25 @@ uninstall:
 # nginx and mitmproxy, on loopback (bench/README.md); BENCH_QUICK=1 for a
 # short smoke run
 .PHONY: bench
-bench: module ctl
+bench: module ctl bench-journal
 	python3 bench/run.py
+
+# journal events/s of one writer, the chained append against a plain XADD
+# in the same run (bench/journal_bench.c, bench/README.md)
+BENCH_JOURNAL_EVENTS ?= 100000
+.PHONY: bench-journal
+bench-journal: $(BUILD)/journal_bench
+	@dir=$$(mktemp -d /tmp/journal-bench.XXXXXX); \
+	redis-server --port 0 --unixsocket $$dir/r.sock --save '' \
+	    --appendonly no --dir $$dir --logfile $$dir/r.log & pid=$$!; \
+	for i in $$(seq 50); do [ -S $$dir/r.sock ] && break; sleep 0.1; done; \
+	$(BUILD)/journal_bench $$dir/r.sock $(BENCH_JOURNAL_EVENTS) 3; \
+	rc=$$?; kill $$pid; wait $$pid 2>/dev/null; rm -rf $$dir; exit $$rc
+
+$(BUILD)/journal_bench: bench/journal_bench.c $(LIBBOTTLE) $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(UNIT_CFLAGS) -O2 -o $@ bench/journal_bench.c $(LIBBOTTLE) \
+	    $(LIB_LIBS)
 
 clean:
 	rm -rf $(BUILD) build-asan

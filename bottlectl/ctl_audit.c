@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "bottlectl.h"
+#include "bottlectl_chain.h"
 
 
 #define BOTTLECTL_AUDIT_BATCH  256
@@ -53,6 +54,14 @@ bottlectl_audit(bottlectl_t *ctl, int argc, char **argv)
     bottlectl_tail_t  t;
 
     memset(&t, 0, sizeof(t));
+
+    if (argc >= 2 && strcmp(argv[1], "verify") == 0) {
+        return bottlectl_audit_verify(ctl, argc, argv);
+    }
+
+    if (argc >= 2 && strcmp(argv[1], "forward") == 0) {
+        return bottlectl_audit_forward(ctl, argc, argv);
+    }
 
     rc = bottlectl_tail_args(&t, argc, argv);
     if (rc != BOTTLECTL_OK) {
@@ -95,7 +104,9 @@ bottlectl_tail_args(bottlectl_tail_t *t, int argc, char **argv)
     char        *end;
     const char  *v;
 
-    static const char  usage[] = "audit tail [-f] [--bottle BOTTLE] [-n N]";
+    static const char  usage[] =
+        "audit tail [-f] [--bottle BOTTLE] [-n N] | audit verify ... | "
+        "audit forward ...";
 
     t->n = 10;
 

@@ -13,6 +13,7 @@
 #include <hiredis/hiredis.h>
 #include <jansson.h>
 
+#include "bottle_audit_chain.h"
 #include "bottle_forge.h"
 #include "bottle_store.h"
 #include "gg_gate.h"
@@ -465,11 +466,10 @@ gg_journal(gg_store_t *s, const char *json, size_t len, char *err,
         return -1;
     }
 
-    r = redisCommand(s->redis, "XADD %s MAXLEN ~ %s * event %b",
-                     BOTTLE_STORE_AUDIT, GG_AUDIT_MAXLEN, json, len);
+    r = bottle_audit_append(s->redis, GG_AUDIT_MAXLEN, json, len);
 
     if (r == NULL || r->type == REDIS_REPLY_ERROR) {
-        snprintf(err, errlen, "failure '%s': XADD: %s", s->name,
+        snprintf(err, errlen, "failure '%s': journal: %s", s->name,
                  r ? r->str : s->redis->errstr);
         if (r) {
             freeReplyObject(r);

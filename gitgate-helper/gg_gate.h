@@ -103,7 +103,8 @@ struct redisContext *gg_store_redis(gg_store_t *s);
 int gg_store_sismember(int *out, gg_store_t *s, const char *key,
     const char *member, char *err, size_t errlen);
 
-/* XADD bottle:audit MAXLEN ~ ... * event <json>; 0, or -1 and err */
+/* the event appended to the journal's hash chain (bottle_audit_append());
+ * 0, or -1 and err */
 int gg_journal(gg_store_t *s, const char *json, size_t len, char *err,
     size_t errlen);
 

@@ -15,6 +15,7 @@
 #include <openssl/rand.h>
 
 #include "bottle_audit.h"
+#include "bottle_audit_chain_lua.h"
 #include "bottle_diff.h"
 #include "bottle_store.h"
 
@@ -42,6 +43,7 @@ static const char *const  bottle_audit_types[BOTTLE_AUDIT_NTYPES] = {
 
 
 const char  bottle_audit_contact_script[] =
+    BOTTLE_AUDIT_CHAIN_LUA
     "if ARGV[5] and ARGV[5] ~= '0' then\n"
     "  local t = redis.call('TIME')\n"
     "  if tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)"
@@ -51,8 +53,13 @@ const char  bottle_audit_contact_script[] =
     "end\n"
     "if redis.call('SADD', '" BOTTLE_STORE_CONTACTS_PREFIX "' .. ARGV[1],"
     " ARGV[2]) == 1 then\n"
-    "  return redis.call('XADD', '" BOTTLE_STORE_AUDIT "', 'MAXLEN', '~',"
-    " ARGV[3], '*', 'event', ARGV[4])\n"
+    "  local id = bottle_chain_append(ARGV[3], ARGV[4])\n"
+    "  if type(id) == 'table' and id.err then\n"
+    "    redis.call('SREM', '" BOTTLE_STORE_CONTACTS_PREFIX "' .. ARGV[1],"
+    " ARGV[2])\n"
+    "    return redis.error_reply(id.err)\n"
+    "  end\n"
+    "  return id\n"
     "end\n"
     "return 0\n";
 

@@ -3,8 +3,9 @@
  * events"), for every producer: the gateway's egress side, the decisions
  * on proposals (bottlectl, docs/control-plane.md "Proposals and
  * decisions"), git-gate and supervise later.  An event is built from a struct
- * into compact JSON; the producer queues it and writes it to the
- * bottle:audit stream (XADD, or the first-contact script below).
+ * into compact JSON; the producer queues it and appends it to the
+ * bottle:audit stream's hash chain (bottle_audit_chain.h: the append
+ * script, the first-contact script below, the proposal scripts).
  *
  * No hiredis and no nginx here: callers bring their own connection.
  */
@@ -159,13 +160,15 @@ int bottle_audit_random_id(char out[BOTTLE_AUDIT_RANDOM_LEN]);
 /*
  * EVAL script, no KEYS: first contact, once per (bottle, host) across
  * every gateway.  ARGV = bottle id, host, the stream's MAXLEN (about),
- * the event's JSON, and a deadline: epoch ms (Redis's clock), "0" none.
+ * the event (a chained argument), and a deadline: epoch ms (Redis's
+ * clock), "0" none.
  * Past the deadline (a request that waited for its record and was
  * refused meanwhile: the contact did not happen) it writes nothing and
  * returns -1.  Else SADD bottle:contacts:<id> <host>; only if it was
- * added, XADD bottle:audit MAXLEN ~ <max> * event <json>.  Returns the
- * new entry's id, or 0 when the pair was already recorded: either is the
- * acknowledgement.
+ * added, the event appended to the journal's hash chain (the event a
+ * chained argument, bottle_audit_chain.h; trimmed to about <max>).
+ * Returns the new entry's id, or 0 when the pair was already recorded:
+ * either is the acknowledgement.
  */
 extern const char  bottle_audit_contact_script[];
 

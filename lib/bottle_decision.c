@@ -12,6 +12,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "bottle_audit_chain.h"
 #include "bottle_decision.h"
 #include "bottle_forge.h"
 #include "bottle_util.h"
@@ -32,7 +33,7 @@ bottle_decision_now(void)
 
 
 char *
-bottle_decision_event_json(bottle_audit_event_t *e, const char *producer,
+bottle_decision_event_arg(bottle_audit_event_t *e, const char *producer,
     size_t *len)
 {
     char  host[128], gw[160], id[256];
@@ -57,7 +58,7 @@ bottle_decision_event_json(bottle_audit_event_t *e, const char *producer,
         e->producer = producer ? producer : "bottlectl";
     }
 
-    return bottle_audit_json(e, len);
+    return bottle_audit_chained(e, len);
 }
 
 

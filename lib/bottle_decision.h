@@ -155,11 +155,12 @@ int bottle_decision_grant_check(bottle_proposal_kind_e kind,
 json_t *bottle_decision_launch(const json_t *proposal, const json_t *grant);
 
 /*
- * An audit event's JSON with its id, time and gateway ("<host name>:
- * <pid>") set, producer the given one unless set; malloc()ed, NULL if out
- * of memory.
+ * An audit event with its id, time and gateway ("<host name>:<pid>")
+ * set, producer the given one unless set, as a chained argument for the
+ * journal's scripts (bottle_audit_chain.h); malloc()ed, NULL if out of
+ * memory.
  */
-char *bottle_decision_event_json(bottle_audit_event_t *e,
+char *bottle_decision_event_arg(bottle_audit_event_t *e,
     const char *producer, size_t *len);
 
 /* ms since the epoch */

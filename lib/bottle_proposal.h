@@ -184,6 +184,9 @@ char *bottle_proposal_pretty(const json_t *o);
  * from its stored JSON: with "required", an event that cannot be
  * journalled (XADD fails) refuses the whole script, which then wrote
  * nothing; else the XADD's error is returned and the script goes on.
+ * Every event ARGV is a chained argument, "<SHA-256 hex>:<json>"
+ * (bottle_audit_chain.h: bottle_audit_chained(), bottle_audit_chain_arg()),
+ * appended to the journal's hash chain.
  *
  * propose: ARGV = id, bottle, kind, created ms, proposal JSON, the
  *   stream's MAXLEN (about), decision.proposed JSON, and optionally the

@@ -15,6 +15,7 @@
 #include <hiredis/hiredis.h>
 
 #include "bottle_audit.h"
+#include "bottle_audit_chain.h"
 #include "bottle_proposal.h"
 #include "bottle_util.h"
 
@@ -242,7 +243,7 @@ bottle_proposal_event(const json_t *p, const char *id, const char *bottle,
     e.justification.data = justification;
     e.justification.len = strlen(justification);
 
-    return bottle_audit_json(&e, &len);
+    return bottle_audit_chained(&e, &len);
 }
 
 

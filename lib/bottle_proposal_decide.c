@@ -14,6 +14,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "bottle_audit_chain.h"
 #include "bottle_decision.h"
 #include "bottle_diff.h"
 #include "bottle_forge.h"
@@ -605,19 +606,16 @@ bottle_decision_late(bottle_answer_t *a, const char *winner)
     e.lost_to_operator.data = wop;
     e.lost_to_operator.len = wop ? strlen(wop) : 0;
 
-    event = bottle_decision_event_json(&e, a->req->producer, &len);
+    event = bottle_decision_event_arg(&e, a->req->producer, &len);
 
     if (event) {
-        av[0] = "XADD";
-        av[1] = BOTTLE_STORE_AUDIT;
-        av[2] = "MAXLEN";
-        av[3] = "~";
-        av[4] = BOTTLE_DECISION_MAXLEN;
-        av[5] = "*";
-        av[6] = "event";
-        av[7] = event;
+        av[0] = "EVAL";
+        av[1] = bottle_audit_append_script;
+        av[2] = "0";
+        av[3] = BOTTLE_DECISION_MAXLEN;
+        av[4] = event;
 
-        if (bottle_decision_command(a->c, &r, 8, av, &st, err, sizeof(err))
+        if (bottle_decision_command(a->c, &r, 5, av, &st, err, sizeof(err))
             == 0)
         {
             if (r->type == REDIS_REPLY_ERROR) {
@@ -692,7 +690,7 @@ bottle_decision_resolved(bottle_answer_t *a,
         e.diff.len = chg->diff_len;
     }
 
-    return bottle_decision_event_json(&e, a->req->producer, &len);
+    return bottle_decision_event_arg(&e, a->req->producer, &len);
 }
 
 

@@ -5,6 +5,7 @@
  */
 
 #include "bottle_audit.h"
+#include "bottle_audit_chain_lua.h"
 #include "bottle_proposal.h"
 #include "bottle_store.h"
 #include "bottle_store_lua.h"
@@ -12,12 +13,14 @@
 
 /*
  * required(bottle): the bottle's stored audit.delivery is "required".
- * journal(bottle, max, event): XADD; "" when written (or no event), the
+ * journal(bottle, max, event): the chained append (event a chained
+ * argument, bottle_audit_chain.h); "" when written (or no event), the
  * error when not but the bottle does not require it, nil and the error
  * when it does.
  */
 
 #define BOTTLE_PROPOSAL_JOURNAL_LUA                                           \
+    BOTTLE_AUDIT_CHAIN_LUA                                                    \
     "local function required(b)\n"                                            \
     "  local j = redis.call('HGET', '" BOTTLE_STORE_POLICY_PREFIX "' .. b,"   \
     " '" BOTTLE_STORE_F_JSON "')\n"                                           \
@@ -28,8 +31,7 @@
     "end\n"                                                                   \
     "local function journal(b, max, ev)\n"                                    \
     "  if ev == '' then return '' end\n"                                      \
-    "  local r = redis.pcall('XADD', '" BOTTLE_STORE_AUDIT "', 'MAXLEN',"     \
-    " '~', max, '*', 'event', ev)\n"                                          \
+    "  local r = bottle_chain_append(max, ev)\n"                              \
     "  if type(r) == 'table' and r.err then\n"                                \
     "    if required(b) then return nil, r.err end\n"                         \
     "    return r.err\n"                                                      \

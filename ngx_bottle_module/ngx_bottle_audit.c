@@ -465,7 +465,7 @@ ngx_bottle_audit_push(bottle_audit_event_t *e, ngx_bottle_contact_t *ct,
 
     entry = &a->ring[a->tail % a->cap];
 
-    entry->json = bottle_audit_json(e, &entry->len);
+    entry->json = bottle_audit_chained(e, &entry->len);
     if (entry->json == NULL) {
         if (key) {
             ngx_free(key);
@@ -600,20 +600,14 @@ ngx_bottle_audit_flush(void)
                               - deadline;
 
         } else {
-            argv[argc] = "XADD";
+            argv[argc] = "EVAL";
             argvlen[argc++] = 4;
-            argv[argc] = BOTTLE_STORE_AUDIT;
-            argvlen[argc++] = sizeof(BOTTLE_STORE_AUDIT) - 1;
-            argv[argc] = "MAXLEN";
-            argvlen[argc++] = 6;
-            argv[argc] = "~";
+            argv[argc] = bottle_audit_append_script;
+            argvlen[argc++] = ngx_strlen(bottle_audit_append_script);
+            argv[argc] = "0";
             argvlen[argc++] = 1;
             argv[argc] = a->maxlen;
             argvlen[argc++] = ngx_strlen(a->maxlen);
-            argv[argc] = "*";
-            argvlen[argc++] = 1;
-            argv[argc] = "event";
-            argvlen[argc++] = 5;
             argv[argc] = e->json;
             argvlen[argc++] = e->len;
         }
@@ -652,8 +646,8 @@ ngx_bottle_audit_send_truncation(void)
     u_char                id[128];
     char                 *json;
     size_t                len;
-    const char           *argv[8];
-    size_t                argvlen[8];
+    const char           *argv[5];
+    size_t                argvlen[5];
     ngx_bottle_audit_t   *a = &ngx_bottle_audit;
     bottle_audit_event_t  e;
 
@@ -664,33 +658,27 @@ ngx_bottle_audit_send_truncation(void)
     e.first_dropped_ms = a->first_dropped;
     e.last_dropped_ms = a->last_dropped;
 
-    json = bottle_audit_json(&e, &len);
+    json = bottle_audit_chained(&e, &len);
     if (json == NULL) {
         return;
     }
 
-    argv[0] = "XADD";
-    argv[1] = BOTTLE_STORE_AUDIT;
-    argv[2] = "MAXLEN";
-    argv[3] = "~";
-    argv[4] = a->maxlen;
-    argv[5] = "*";
-    argv[6] = "event";
-    argv[7] = json;
+    argv[0] = "EVAL";
+    argv[1] = bottle_audit_append_script;
+    argv[2] = "0";
+    argv[3] = a->maxlen;
+    argv[4] = json;
 
     argvlen[0] = 4;
-    argvlen[1] = sizeof(BOTTLE_STORE_AUDIT) - 1;
-    argvlen[2] = 6;
-    argvlen[3] = 1;
-    argvlen[4] = ngx_strlen(a->maxlen);
-    argvlen[5] = 1;
-    argvlen[6] = 5;
-    argvlen[7] = len;
+    argvlen[1] = ngx_strlen(bottle_audit_append_script);
+    argvlen[2] = 1;
+    argvlen[3] = ngx_strlen(a->maxlen);
+    argvlen[4] = len;
 
     /* hiredis has copied the command when this returns */
 
     if (ngx_bottle_redis_command(&a->rd, ngx_bottle_audit_truncation_reply,
-                                 NULL, 8, argv, argvlen)
+                                 NULL, 5, argv, argvlen)
         == NGX_OK)
     {
         a->trunc = a->dropped;
@@ -868,27 +856,36 @@ ngx_bottle_audit_take_back(ngx_bottle_audit_entry_t *e, redisReply *reply)
 {
     u_char                   *set;
     ngx_str_t                 id, host;
-    const char               *argv[3];
-    size_t                    argvlen[3];
+    const char               *argv[4];
+    size_t                    argvlen[4];
     ngx_bottle_audit_t       *a = &ngx_bottle_audit;
 
     ngx_bottle_audit_contact_forget(e);
+
+    id.data = e->key;
+    id.len = e->id_len;
+    host.data = e->key + e->id_len;
+    host.len = e->host_len;
 
     if (reply->type == REDIS_REPLY_STRING) {
         ngx_log_error(NGX_LOG_WARN, a->log, 0,
                       "bottle: audit journal: the first contact of "
                       "bottle \"%V\" with \"%V\" was written after its "
                       "request was refused (the gateway's and Redis's "
-                      "clocks differ?); taken back", &id, &host);
+                      "clocks differ?); taken back if still the chain's "
+                      "newest event", &id, &host);
 
-        argv[0] = "XDEL";
+        /* out of the chain only where that leaves the chain whole */
+        argv[0] = "EVAL";
         argvlen[0] = 4;
-        argv[1] = BOTTLE_STORE_AUDIT;
-        argvlen[1] = sizeof(BOTTLE_STORE_AUDIT) - 1;
-        argv[2] = reply->str;
-        argvlen[2] = reply->len;
+        argv[1] = bottle_audit_takeback_script;
+        argvlen[1] = ngx_strlen(bottle_audit_takeback_script);
+        argv[2] = "0";
+        argvlen[2] = 1;
+        argv[3] = reply->str;
+        argvlen[3] = reply->len;
 
-        (void) ngx_bottle_redis_command(&a->rd, NULL, NULL, 3, argv,
+        (void) ngx_bottle_redis_command(&a->rd, NULL, NULL, 4, argv,
                                         argvlen);
 
         set = ngx_alloc(sizeof(BOTTLE_STORE_CONTACTS_PREFIX) - 1 + id.len,

@@ -17,6 +17,7 @@
 #include "ngx_bottle.h"
 #include "ngx_bottle_redis.h"
 #include "bottle_audit.h"
+#include "bottle_audit_chain.h"
 
 
 #define NGX_BOTTLE_AUDIT_QUEUE       10000
@@ -42,7 +43,7 @@ typedef struct {
 
 /* one event in the ring; key: for a first contact, the bottle and host */
 typedef struct {
-    char                      *json;       /* malloc()ed by jansson */
+    char                      *json;       /* chained argument, malloc()ed */
     size_t                     len;
     u_char                    *key;        /* id, then host; NULL: XADD */
     size_t                     id_len;

@@ -80,7 +80,8 @@ ngx_bottle_audit_finding(const bottle_t *bottle, ngx_str_t *host,
 
 /*
  * decision.proposed, for a producer that runs the propose script itself
- * (a held request): the event's JSON (free() it) and the stream's MAXLEN.
+ * (a held request): the event as a chained argument (bottle_audit_chain.h;
+ * free() it) and the stream's MAXLEN.
  */
 
 char *
@@ -110,7 +111,7 @@ ngx_bottle_audit_proposed(ngx_str_t *bottle, ngx_str_t *host,
 
     *maxlen = ngx_bottle_audit.maxlen;
 
-    return bottle_audit_json(&e, len);
+    return bottle_audit_chained(&e, len);
 }
 
 
@@ -150,7 +151,7 @@ ngx_bottle_audit_expired(ngx_str_t *bottle, ngx_str_t *host,
 
     *maxlen = ngx_bottle_audit.maxlen;
 
-    return bottle_audit_json(&e, len);
+    return bottle_audit_chained(&e, len);
 }
 
 

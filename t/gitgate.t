@@ -166,7 +166,7 @@ my $connected = Test::Bottle::bottlectl($t, $redis, 'forge', 'connect',
 	'--token-file', "$d/forge-token", '--account', 'gate-bot');
 my $forges = Test::Bottle::bottlectl($t, $redis, 'forges');
 
-$t->run()->plan(156);
+$t->run()->plan(157);
 
 ###############################################################################
 
@@ -671,6 +671,10 @@ is($rc, 0, 'required journal: push') or diag($out);
 is(join(' ', map { $_->{verdict} } grep { $_->{type} eq 'git.push'
 	&& $_->{bottle} eq 'strict' } @{journal()}), 'forwarding accepted',
 	'required journal: forwarding, then accepted');
+my $verified = eval { Test::Bottle::bottlectl($t, $redis, 'audit', 'verify') }
+	// $@;
+like($verified, qr/^audit verify: whole: \d+ events, seq 1\.\./m,
+	'journal: the pushes\' events in the hash chain, whole');
 
 ###############################################################################
 # a file-source gate: GITGATE_POLICY and GITGATE_FORGES

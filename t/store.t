@@ -46,7 +46,7 @@ my $P2 = port(8082);
 fake_upstream($t, port => $P1, name => 'one');
 fake_upstream($t, port => $P2, name => 'two', addr => '127.0.0.2');
 
-$t->run()->plan(32);
+$t->run()->plan(33);
 
 ###############################################################################
 
@@ -95,6 +95,9 @@ like(wait_for(sub { redis_cli($t, 'SCARD', 'bottle:contacts:alice') },
 like(redis_cli($t, 'XRANGE', 'bottle:audit', '-', '+'),
 	qr/"type":"egress\.refusal".*"bottle":"bob"/s,
 	'refusal recorded as the gateway user');
+like(eval { Test::Bottle::bottlectl($t, $t->{_bottle_redis}, 'audit',
+	'verify') } // $@, qr/^audit verify: whole: [1-9]\d* events, seq 1\.\./m,
+	'the gateway user\'s events in the hash chain, whole');
 
 # the canary: the bottle's scanner, compiled when first needed
 

@@ -13,6 +13,7 @@
 
 #include "tap.h"
 #include "bottle_audit.h"
+#include "bottle_audit_chain.h"
 
 
 #define S(s)  { (s), sizeof(s) - 1 }
@@ -280,13 +281,51 @@ test_script(void)
 
     ok(strstr(s, "redis.call('SADD', 'bottle:contacts:' .. ARGV[1], "
                  "ARGV[2]) == 1") != NULL, "script: SADD to the contacts set");
-    ok(strstr(s, "'XADD', 'bottle:audit', 'MAXLEN', '~', ARGV[3], '*', "
-                 "'event', ARGV[4]") != NULL,
-       "script: XADD only then, capped");
+    ok(strstr(s, "local id = bottle_chain_append(ARGV[3], ARGV[4])")
+       != NULL && strstr(s, "bottle_chain_append(ARGV[3]")
+                  > strstr(s, "'SADD'"),
+       "script: the chained append only then, capped");
+    ok(strncmp(s, bottle_audit_chain_lua, strlen(bottle_audit_chain_lua))
+       == 0, "script: includes the chain's Lua");
+    ok(strstr(s, "'XADD'") == strstr(bottle_audit_chain_lua, "'XADD'")
+          - bottle_audit_chain_lua + s
+       && strstr(strstr(s, "'XADD'") + 1, "'XADD'") == NULL,
+       "script: its one XADD is the chain's");
     ok(strstr(s, "redis.call('TIME')") != NULL
        && strstr(s, "> tonumber(ARGV[5]) then\n    return -1") != NULL
        && strstr(s, "return -1") < strstr(s, "'SADD'"),
        "script: past ARGV[5], the deadline, nothing written (-1)");
+}
+
+
+/* the chain's C half; the link's value is the one the Lua computed */
+static void
+test_chain(void)
+{
+    char         h[BOTTLE_AUDIT_HEX_LEN], *arg;
+    size_t       len;
+
+    static const char  zeros[] =
+        "0000000000000000000000000000000000000000000000000000000000000000";
+
+    bottle_audit_sha256_hex(h, "abc", 3);
+    ok(strcmp(h, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61"
+                 "f20015ad") == 0, "chain: SHA-256 of abc");
+
+    arg = bottle_audit_chain_arg("{\"a\":1}", 7, &len);
+    ok(arg && len == 65 + 7 && arg[64] == ':'
+       && strcmp(arg + 65, "{\"a\":1}") == 0,
+       "chain: the chained argument is <digest>:<json>");
+
+    ok(arg && (arg[64] = '\0', 1)
+       && bottle_audit_link(h, zeros, 1, arg) == 0
+       && strcmp(h, "d105cd8286ee5762f7295fc32a39cecc36f8b07eecb7b06f0a40fe"
+                    "04c09af3ed") == 0,
+       "chain: link of seq 1 as the script computed it");
+
+    ok(bottle_audit_link(h, "zz", 1, zeros) == -1, "chain: prev not hex");
+
+    free(arg);
 }
 
 
@@ -298,6 +337,7 @@ main(void)
     test_strings();
     test_helpers();
     test_script();
+    test_chain();
 
     return done_testing();
 }
