@@ -213,6 +213,10 @@ bottlectl_diff_bottle(bottlectl_t *ctl, const bottlectl_put_t *put,
 
     rc = BOTTLECTL_OK;
 
+    if (version[0] == '\0') {
+        snprintf(version, sizeof(version), "none");
+    }
+
     if (before == NULL) {
         printf("bottle \"%s\": added (routes: %zu)\n", put->id,
                json_array_size(json_object_get(after, "routes")));

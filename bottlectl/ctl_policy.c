@@ -243,6 +243,10 @@ bottlectl_policy_rm(bottlectl_t *ctl, const char *id,
 
     event = NULL;
 
+    if (before == NULL && version[0]) {
+        before = json_object();         /* listed, its JSON gone */
+    }
+
     if (before) {
         none = json_object();
 

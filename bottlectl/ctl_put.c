@@ -188,7 +188,7 @@ static int
 bottlectl_put_eval(bottlectl_t *ctl, const char *name,
     bottlectl_put_t *items, size_t n, const char *operator_name)
 {
-    int                   rc, argc;
+    int                   rc, argc, added;
     char                  count[32], wid[BOTTLE_STORE_WRITE_ID_LEN + 1];
     char                  ttl[32], max[32], err[512], (*versions)[32];
     char                 *settled, **events, jmsg[600];
@@ -232,9 +232,10 @@ bottlectl_put_eval(bottlectl_t *ctl, const char *name,
 
         after = json_loads(items[i].json, 0, NULL);
 
-        if (before == NULL) {
+        added = before == NULL;
+
+        if (added) {
             before = json_object();     /* a new bottle: all of it added */
-            versions[i][0] = '\0';
         }
 
         if (after == NULL || before == NULL
@@ -247,7 +248,7 @@ bottlectl_put_eval(bottlectl_t *ctl, const char *name,
             goto cleanup;
         }
 
-        if (versions[i][0] == '\0') {
+        if (added) {
             free(sum.summary);
             sum.summary = strdup("bottle added");
         }

@@ -20,6 +20,7 @@
 
 static int bottlectl_source_add(bottlectl_source_t *src, const char *text,
     size_t len, const char *name);
+static int bottlectl_source_again(bottlectl_source_t *src, const char *path);
 static json_t *bottlectl_routes(const json_t *bottle);
 static int bottlectl_summary_text(bottlectl_summary_t *s);
 
@@ -93,7 +94,52 @@ bottlectl_source_load(bottlectl_source_t *src, const char *path)
 
     bottle_policy_files_free(files, n);
 
-    return i == n ? BOTTLECTL_OK : BOTTLECTL_REFUSED;
+    if (i != n) {
+        return BOTTLECTL_REFUSED;
+    }
+
+    return bottlectl_source_again(src, path);
+}
+
+
+/*
+ * The files were read twice (by the gateway's loader, then for their
+ * objects): the objects are parsed again, so that what put stores is
+ * what was checked even if a file changed in between.
+ */
+
+static int
+bottlectl_source_again(bottlectl_source_t *src, const char *path)
+{
+    int      rc;
+    char    *text, err[1024];
+    json_t  *doc;
+
+    doc = json_pack("{s:O}", "bottles", src->bottles);
+    text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+
+    if (text == NULL) {
+        bottlectl_error("out of memory");
+        return BOTTLECTL_REFUSED;
+    }
+
+    bottle_policy_free(src->policy);
+
+    rc = bottle_policy_parse(&src->policy, text, strlen(text), path, err,
+                             sizeof(err))
+         || bottle_policy_unsupported(src->policy, err, sizeof(err));
+
+    /* it holds tokens and egress secrets */
+    memset(text, 0, strlen(text));
+    free(text);
+
+    if (rc != 0) {
+        bottlectl_error("%s", err);
+        return BOTTLECTL_REFUSED;
+    }
+
+    return BOTTLECTL_OK;
 }
 
 
@@ -427,7 +473,7 @@ bottlectl_stored(bottlectl_t *ctl, const char *id, json_t **json,
         if (r->type == REDIS_REPLY_STRING && k == 0) {
             snprintf(version, size, "%s", r->str);
 
-        } else if (r->type == REDIS_REPLY_STRING && version[0]) {
+        } else if (r->type == REDIS_REPLY_STRING) {
             *json = json_loadb(r->str, r->len, 0, NULL);
             if (*json == NULL) {
                 *json = json_object();  /* unreadable: all of it changes */
