@@ -41,7 +41,7 @@ if (!-x $BOTTLECTL) {
 }
 
 my $t = Test::Nginx->new()->has_daemon('redis-server')
-	->has_daemon('redis-cli')->plan(73);
+	->has_daemon('redis-cli')->plan(74);
 my $d = $t->testdir();
 my $json = JSON::PP->new;
 
@@ -307,5 +307,10 @@ my @errs = (
 );
 my @bad = grep { !prefixed(ctl(@$_)) } @errs;
 is(join(' | ', map { "@$_" } @bad), '', 'every error line starts "bottlectl: "');
+
+# sanitizers (BOTTLECTL=build-asan/bottlectl): every stderr is kept
+
+unlike($t->read_file('stderr.log'), qr/AddressSanitizer|runtime error|LeakSanitizer/,
+	'no sanitizer reports');
 
 ###############################################################################
