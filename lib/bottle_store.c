@@ -385,11 +385,11 @@ const char  bottle_store_rm_script[] = BOTTLE_STORE_RM_LUA;
     "  end\n"                                                                 \
     "end\n"                                                                   \
     "local function journal_ok()\n"                                           \
-    "  local t = redis.call('TYPE', '" BOTTLE_STORE_AUDIT "')\n"               \
+    "  local t = redis.call('TYPE', '" BOTTLE_STORE_AUDIT "')\n"              \
     "  t = type(t) == 'table' and t.ok or t\n"                                \
     "  if t ~= 'stream' and t ~= 'none' then\n"                               \
-    "    return redis.error_reply('JOURNAL " BOTTLE_STORE_AUDIT " is a ' .. t"  \
-    " .. ', not a stream: nothing written')\n"                                \
+    "    return redis.error_reply('JOURNAL " BOTTLE_STORE_AUDIT " is a '"     \
+    " .. t .. ', not a stream: nothing written')\n"                           \
     "  end\n"                                                                 \
     "end\n"                                                                   \
     "local function policy_journal(ev, v, max)\n"                             \
@@ -399,7 +399,7 @@ const char  bottle_store_rm_script[] = BOTTLE_STORE_RM_LUA;
     "    ev = string.sub(ev, 1, at - 1) .. ',\"new_version\":' .. v .. ','"   \
     " .. string.sub(ev, at + 17)\n"                                           \
     "  end\n"                                                                 \
-    "  redis.call('XADD', '" BOTTLE_STORE_AUDIT "', 'MAXLEN', '~', max, '*',"  \
+    "  redis.call('XADD', '" BOTTLE_STORE_AUDIT "', 'MAXLEN', '~', max, '*'," \
     " 'event', ev)\n"                                                         \
     "end\n"
 
