@@ -227,8 +227,10 @@ sv_wait_next(redisContext *c, int64_t retry)
 
     pthread_mutex_lock(&sv_wait_lock);
 
+    /* one fired already waits for its own call to pick it up */
+
     for (w = sv_waiters; w; w = w->next) {
-        if (w->deadline_ms < next) {
+        if (!w->fired && w->deadline_ms < next) {
             next = w->deadline_ms;
         }
     }
