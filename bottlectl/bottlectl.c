@@ -5,7 +5,8 @@
  *
  * Global options may stand anywhere before "--" (which is dropped: what
  * follows it is the command's, "policy put -- --odd-name.json");
- * -h/--help anywhere prints the manual.  Each command returns the exit
+ * -h/--help anywhere prints the manual, or after a command that command's
+ * part of it (bottlectl_help()).  Each command returns the exit
  * status itself (bottlectl.h): 0 ok, 1 refused, 2 usage, 3 store
  * unreachable, 4 a proposal answered already, 5 a write's outcome
  * unknown.
@@ -36,6 +37,9 @@ static int bottlectl_options(bottlectl_t *ctl, int *argc, char **argv,
     int *help, int *version);
 static const char *bottlectl_option_value(int argc, char **argv, int *i,
     const char *name);
+static int bottlectl_help(int argc, char **argv);
+static int bottlectl_help_match(const char *s, const char *cmd,
+    const char *sub);
 
 
 static const bottlectl_cmd_t  bottlectl_commands[] = {
@@ -63,10 +67,12 @@ static const char  bottlectl_manual[] =
 "    bottlectl - the operator CLI of ngx_bottle's Redis control plane\n"
 "\n"
 "SYNOPSIS\n"
-"    bottlectl [--store URL] policy put FILE|-\n"
+"    bottlectl [--store URL] policy put FILE|DIR|- [--operator NAME]\n"
 "    bottlectl [--store URL] policy get BOTTLE\n"
-"    bottlectl [--store URL] policy rm BOTTLE\n"
+"    bottlectl [--store URL] policy rm BOTTLE [--operator NAME]\n"
 "    bottlectl [--store URL] policy status WRITE-ID\n"
+"    bottlectl [--limits LIMITS] policy check FILE|DIR|-\n"
+"    bottlectl [--store URL] policy diff FILE|DIR|-\n"
 "    bottlectl [--store URL | --policy FILE] [--json] bottles\n"
 "    bottlectl [--store URL] audit tail [-f] [--bottle BOTTLE] [-n N]\n"
 "    bottlectl [--store URL] audit verify [--from ID]\n"
@@ -93,7 +99,8 @@ static const char  bottlectl_manual[] =
 "    bottlectl [--store URL] forge rm FORGE\n"
 "    bottlectl [--store URL] repo create --proposal ID [--note TEXT]\n"
 "    bottlectl [--store URL] [--json] forges\n"
-"    bottlectl -h | --help | --version\n"
+"    bottlectl [COMMAND [SUBCOMMAND]] -h | --help\n"
+"    bottlectl --version\n"
 "\n"
 "DESCRIPTION\n"
 "    Every gateway whose bottle_policy is a Redis store serves the bottles\n"
@@ -106,19 +113,35 @@ static const char  bottlectl_manual[] =
 "    stands, and every answer is journalled.\n"
 "\n"
 "COMMANDS\n"
-"    policy put FILE|-\n"
+"    policy put FILE|DIR|- [--operator NAME]\n"
 "        Validate a policy document (a {\"bottles\": [...]} document or one\n"
-"        bottle object; - reads standard input) and write all its bottles\n"
-"        at once, or none.  A plaintext \"token\" is replaced by its\n"
-"        \"token_sha256\".  Prints \"<id> version <v>\" per bottle.\n"
-"        Bottles over the limits (--limits) are refused.\n"
+"        bottle object; - reads standard input; a directory is read as the\n"
+"        gateway reads one: its *.json files by name) and write all its\n"
+"        bottles at once, or none.  A plaintext \"token\" is replaced by\n"
+"        its \"token_sha256\".  Prints \"<id> version <v>\" per bottle.\n"
+"        Bottles over the limits (--limits) are refused.  Bottles the\n"
+"        document does not name are left as they are.  Each bottle's\n"
+"        policy.changed event (operator, versions, what changed) is\n"
+"        journalled in the same write: no journal, no put.\n"
 "    policy get BOTTLE\n"
 "        Print the bottle's stored JSON.\n"
-"    policy rm BOTTLE\n"
-"        Remove the bottle, its token digest and its first-contact set.\n"
+"    policy rm BOTTLE [--operator NAME]\n"
+"        Remove the bottle, its token digest and its first-contact set;\n"
+"        journalled as policy.changed in the same write.\n"
 "    policy status WRITE-ID\n"
 "        Whether the put or rm of that write id (exit status 5) was\n"
 "        applied; once answered, a write not applied never will be.\n"
+"    policy check FILE|DIR|-\n"
+"        The gateway's parser and the limits of policy put (--limits) on\n"
+"        the document, without a store: one line \"<file>: bottle\n"
+"        \"<id>\": OK\" per valid bottle, the parser's line for each\n"
+"        error.  Nothing is written.  Exit 0 valid, 1 not.\n"
+"    policy diff FILE|DIR|-\n"
+"        What policy put would change, bottle by bottle: added, changed\n"
+"        (with a unified diff of the JSON, secrets redacted as show\n"
+"        redacts them), unchanged, and the stored bottles the document\n"
+"        does not name (kept).  Nothing is written.  Exit 0 no change,\n"
+"        1 changes, 2 an error, 3 the store cannot be reached.\n"
 "    bottles\n"
 "        One line per bottle, sorted by id: id, number of routes, version\n"
 "        (version \"-\" with --policy).\n"
@@ -221,7 +244,11 @@ static const char  bottlectl_manual[] =
 "        bottle_store_limits: \"policy=1m routes=4096 secret=16k\n"
 "        store=256m\" (the defaults; names not given keep theirs).\n"
 "    -h, --help\n"
-"        This manual.\n"
+"        This manual; after a command (policy put --help), that\n"
+"        command's synopsis and description only.\n"
+"    --operator NAME\n"
+"        Who puts or removes (policy put, policy rm), in the journal;\n"
+"        else as BOTTLE_OPERATOR below.\n"
 "    --version\n"
 "        The version.\n"
 "\n"
@@ -230,7 +257,8 @@ static const char  bottlectl_manual[] =
 "        The store when --store is not given; else\n"
 "        " BOTTLECTL_DEFAULT_STORE ".\n"
 "    BOTTLE_OPERATOR\n"
-"        Who answers, in the decision and the journal; else $USER@host.\n"
+"        Who answers or changes policy, in the decision and the journal;\n"
+"        else $USER@host.\n"
 "    BOTTLE_LIMITS\n"
 "        The limits when --limits is not given.\n"
 "\n"
@@ -271,8 +299,7 @@ main(int argc, char **argv)
     }
 
     if (help) {
-        fputs(bottlectl_manual, stdout);
-        return BOTTLECTL_OK;
+        return bottlectl_help(argc, argv);
     }
 
     if (version) {
@@ -453,6 +480,128 @@ bottlectl_option_value(int argc, char **argv, int *i, const char *name)
     (*i)++;
 
     return argv[*i];
+}
+
+
+/*
+ * -h after a command: the manual's SYNOPSIS lines and COMMANDS entries of
+ * that command (and subcommand), so the help and the manual are one
+ * text.  Without a known command, the whole manual.
+ */
+
+static int
+bottlectl_help(int argc, char **argv)
+{
+    int                     section, found, entry;
+    const char             *line, *end, *cmd, *sub;
+    const bottlectl_cmd_t  *c;
+
+    cmd = argc >= 2 ? argv[1] : NULL;
+    sub = argc >= 3 ? argv[2] : NULL;
+
+    for (c = bottlectl_commands; cmd && c->name; c++) {
+        if (strcmp(c->name, cmd) == 0) {
+            break;
+        }
+    }
+
+    if (cmd == NULL || c->name == NULL) {
+        fputs(bottlectl_manual, stdout);
+        return BOTTLECTL_OK;
+    }
+
+    /* a subcommand only when the manual has one of that name */
+
+    if (sub) {
+        found = 0;
+        for (line = bottlectl_manual; *line; line = end + 1) {
+            end = strchr(line, '\n');
+            if (strncmp(line, "    ", 4) == 0 && line[4] != ' '
+                && bottlectl_help_match(line + 4, cmd, sub))
+            {
+                found = 1;
+            }
+        }
+
+        if (!found) {
+            sub = NULL;
+        }
+    }
+
+    for (section = 0; section < 2; section++) {
+        fputs(section == 0 ? "SYNOPSIS\n" : "\nDESCRIPTION\n", stdout);
+
+        found = 0;
+        entry = 0;
+
+        for (line = bottlectl_manual; *line; line = end + 1) {
+            end = strchr(line, '\n');
+
+            if (line[0] != ' ' && line != end) {
+                /* a section's heading */
+                found = strncmp(line, section == 0 ? "SYNOPSIS\n"
+                                                   : "COMMANDS\n",
+                                (size_t) (end - line + 1)) == 0;
+                entry = 0;
+                continue;
+            }
+
+            if (!found) {
+                continue;
+            }
+
+            if (strncmp(line, "    ", 4) == 0 && line[4] != ' ') {
+                entry = section == 0
+                        ? strncmp(line + 4, "bottlectl ", 10) == 0
+                          && bottlectl_help_match(line + 14, cmd, sub)
+                        : bottlectl_help_match(line + 4, cmd, sub);
+
+            } else if (line == end) {
+                entry = 0;
+            }
+
+            if (entry) {
+                fwrite(line, 1, (size_t) (end - line + 1), stdout);
+            }
+        }
+    }
+
+    return BOTTLECTL_OK;
+}
+
+
+/* s, after any "[...]" options, starts with "cmd[ sub]" and a space or \n */
+
+static int
+bottlectl_help_match(const char *s, const char *cmd, const char *sub)
+{
+    size_t  len;
+
+    while (*s == '[') {
+        s = strchr(s, ']');
+        if (s == NULL) {
+            return 0;
+        }
+        s++;
+        while (*s == ' ') {
+            s++;
+        }
+    }
+
+    len = strlen(cmd);
+
+    if (strncmp(s, cmd, len) != 0 || (s[len] != ' ' && s[len] != '\n')) {
+        return 0;
+    }
+
+    if (sub == NULL) {
+        return 1;
+    }
+
+    s += len + 1;
+    len = strlen(sub);
+
+    return strncmp(s, sub, len) == 0 && (s[len] == ' ' || s[len] == '\n');
 }
 
 

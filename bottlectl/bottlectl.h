@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include <hiredis/hiredis.h>
+#include <jansson.h>
 
 #include "bottle_audit.h"
 #include "bottle_decision.h"
@@ -132,7 +133,77 @@ int bottlectl_fetch_bottle(bottlectl_t *ctl, const char *id,
 
 /* ctl_put.c */
 
-int bottlectl_policy_put(bottlectl_t *ctl, const char *file);
+int bottlectl_policy_put(bottlectl_t *ctl, const char *file,
+    const char *operator_name);
+
+/* one bottle as policy put stores it */
+typedef struct {
+    const char         *id;         /* borrowed from the document */
+    char               *json;       /* json_dumps(), free() */
+    size_t              len;
+    char                digest[65];
+} bottlectl_put_t;
+
+/*
+ * The stored form of one bottle of a document, checked against the
+ * limits: 0, or -1 after one line on stderr.
+ */
+int bottlectl_put_prepare(bottlectl_t *ctl, const char *name,
+    bottlectl_put_t *put, json_t *bottle, const bottle_t *parsed,
+    const bottle_policy_t *p);
+
+
+/* ctl_source.c: a policy document as policy put|check|diff read it */
+
+typedef struct {
+    bottle_policy_t    *policy;     /* the gateway's parse */
+    json_t             *bottles;    /* array of the bottles' objects */
+    char               *text;       /* "-": standard input, else NULL */
+    size_t              len;
+    const char         *name;       /* the file, dir or "stdin" */
+} bottlectl_source_t;
+
+/*
+ * FILE, a directory read as the gateway reads one (bottle_policy_load()),
+ * or "-" for standard input.  0, or BOTTLECTL_REFUSED after the parser's
+ * line on stderr; bottlectl_source_free() either way.
+ */
+int bottlectl_source_load(bottlectl_source_t *src, const char *path);
+void bottlectl_source_free(bottlectl_source_t *src);
+
+/*
+ * The bottle as stored, read at once: its version ("" none) and its
+ * object (*json NULL when none).  0 or an exit status after a line.
+ */
+int bottlectl_stored(bottlectl_t *ctl, const char *id, json_t **json,
+    char *version, size_t size);
+
+/* what changes from one stored bottle object to another (NULL: none) */
+typedef struct {
+    json_t             *added;      /* arrays of strings */
+    json_t             *removed;
+    json_t             *changed;
+    json_t             *fields;
+    char               *summary;    /* one line, malloc() */
+} bottlectl_summary_t;
+
+int bottlectl_summarize(bottlectl_summary_t *s, const json_t *before,
+    const json_t *after);
+void bottlectl_summary_free(bottlectl_summary_t *s);
+
+/*
+ * The policy.changed event of a put ("new_version":0, set by the store's
+ * script) or an rm; malloc()ed JSON, or NULL out of memory.
+ */
+char *bottlectl_policy_event(const char *bottle, const char *action,
+    const char *operator_name, const char *wid, long long old_version,
+    const bottlectl_summary_t *s);
+
+
+/* ctl_check.c: policy check, policy diff */
+
+int bottlectl_policy_check(bottlectl_t *ctl, const char *path);
+int bottlectl_policy_diff(bottlectl_t *ctl, const char *path);
 
 /* a file, or stdin for "-", whole (64 MiB at most); 0 or -1 after a line */
 int bottlectl_read(char **out, size_t *len, const char *file);

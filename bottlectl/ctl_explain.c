@@ -51,7 +51,6 @@ static int ctl_explain_refused(FILE *out, const bottle_decision_t *d,
     const char *route);
 static void ctl_explain_allowed(FILE *out, const bottle_route_t *route,
     ctl_explain_t *x);
-static void ctl_explain_usage(FILE *f);
 
 
 int
@@ -65,16 +64,9 @@ bottlectl_explain(bottlectl_t *ctl, int argc, char **argv)
     argc--;
     argv++;
 
-    if (argc == 1 && (strcmp(argv[0], "--help") == 0
-                      || strcmp(argv[0], "-h") == 0))
-    {
-        ctl_explain_usage(stdout);
-        return 0;
-    }
-
     if (argc < 3) {
-        ctl_explain_usage(stderr);
-        return 2;
+        return bottlectl_usage("explain BOTTLE METHOD URL "
+                               "[-H 'Name: value']...");
     }
 
     policy = NULL;
@@ -89,7 +81,7 @@ bottlectl_explain(bottlectl_t *ctl, int argc, char **argv)
     b = bottle_policy_find_id(policy, argv[0], strlen(argv[0]));
 
     if (b == NULL) {
-        fprintf(stderr, "cannot explain '%s': no such bottle\n", argv[0]);
+        bottlectl_error("cannot explain '%s': no such bottle", argv[0]);
         rc = 2;
 
     } else {
@@ -99,20 +91,6 @@ bottlectl_explain(bottlectl_t *ctl, int argc, char **argv)
     bottle_policy_free(policy);
 
     return rc;
-}
-
-
-static void
-ctl_explain_usage(FILE *f)
-{
-    fprintf(f,
-        "usage: bottlectl explain BOTTLE METHOD URL [-H 'Name: value']...\n"
-        "\n"
-        "The verdict the gateway would give this request of BOTTLE, and\n"
-        "the rule that decides it.  URL: https://host[:port]/path?query\n"
-        "(inside a CONNECT tunnel) or http://host[:port]/path?query (a\n"
-        "plain proxy request).  Exit status: 0 allowed, 1 refused, 2 usage\n"
-        "or error.\n");
 }
 
 
@@ -133,7 +111,7 @@ ctl_explain_bottle(FILE *out, FILE *err, const bottle_t *b, int argc,
     x.req.method_len = strlen(argv[0]);
 
     if (x.req.method_len == 0) {
-        fprintf(err, "cannot explain '': no method\n");
+        fprintf(err, "bottlectl: cannot explain '': no method\n");
         return 2;
     }
 
@@ -142,8 +120,8 @@ ctl_explain_bottle(FILE *out, FILE *err, const bottle_t *b, int argc,
             arg = argv[++i];
 
         } else if (strncmp(argv[i], "-H", 2) != 0 || argv[i][2] == '\0') {
-            fprintf(err, "cannot explain '%s': expected -H 'Name: value'\n",
-                    argv[i]);
+            fprintf(err, "bottlectl: cannot explain '%s': expected "
+                    "-H 'Name: value'\n", argv[i]);
             return 2;
 
         } else {
@@ -194,8 +172,8 @@ ctl_explain_url(ctl_explain_t *x, FILE *err, const char *url,
         p = url + 7;
 
     } else {
-        fprintf(err, "cannot explain '%s': the URL must be http:// or "
-                "https://\n", url);
+        fprintf(err, "bottlectl: cannot explain '%s': the URL must be "
+                "http:// or https://\n", url);
         return -1;
     }
 
@@ -210,8 +188,8 @@ ctl_explain_url(ctl_explain_t *x, FILE *err, const char *url,
     if (*p == '[') {
         q = memchr(p, ']', end - p);
         if (q == NULL) {
-            fprintf(err, "cannot explain '%s': no ']' after the IPv6 "
-                    "address\n", url);
+            fprintf(err, "bottlectl: cannot explain '%s': no ']' after "
+                    "the IPv6 address\n", url);
             return -1;
         }
 
@@ -305,14 +283,14 @@ ctl_explain_header(ctl_explain_t *x, FILE *err, const char *arg)
     if (colon == NULL || colon == arg
         || strcspn(arg, " \t") < (size_t) (colon - arg))
     {
-        fprintf(err, "cannot explain '%s': a header is 'Name: value'\n",
-                arg);
+        fprintf(err, "bottlectl: cannot explain '%s': a header is "
+                "'Name: value'\n", arg);
         return -1;
     }
 
     if (x->req.nheaders == CTL_EXPLAIN_HEADERS_MAX) {
-        fprintf(err, "cannot explain '%s': more than %d headers\n", arg,
-                CTL_EXPLAIN_HEADERS_MAX);
+        fprintf(err, "bottlectl: cannot explain '%s': more than %d "
+                "headers\n", arg, CTL_EXPLAIN_HEADERS_MAX);
         return -1;
     }
 
@@ -372,7 +350,7 @@ ctl_explain_run(FILE *out, const bottle_t *b, ctl_explain_t *x)
 
     scratch = malloc(bottle_decide_git_scratch(&x->req));
     if (scratch == NULL) {
-        fprintf(stderr, "cannot explain: out of memory\n");
+        fprintf(stderr, "bottlectl: cannot explain: out of memory\n");
         return 2;
     }
 

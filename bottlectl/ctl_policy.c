@@ -22,7 +22,8 @@ typedef struct {
 
 
 static int bottlectl_policy_get(bottlectl_t *ctl, const char *id);
-static int bottlectl_policy_rm(bottlectl_t *ctl, const char *id);
+static int bottlectl_policy_rm(bottlectl_t *ctl, const char *id,
+    const char *operator_name);
 static int bottlectl_get_json(bottlectl_t *ctl, const char *id,
     redisReply **out);
 static int bottlectl_bottles_store(bottlectl_t *ctl);
@@ -35,38 +36,89 @@ static int bottlectl_row_cmp(const void *a, const void *b);
 int
 bottlectl_policy(bottlectl_t *ctl, int argc, char **argv)
 {
-    if (argc != 3) {
-        return bottlectl_usage("policy put FILE|- | get BOTTLE | rm BOTTLE "
-                               "| status WRITE-ID");
+    int          i, n;
+    char        *args[2];
+    const char  *operator_name, *sub;
+
+    static const char  usage[] =
+        "policy put FILE|DIR|- [--operator NAME] | get BOTTLE "
+        "| rm BOTTLE [--operator NAME] | status WRITE-ID | check FILE|DIR|- "
+        "| diff FILE|DIR|-";
+
+    /* --operator NAME (put and rm) may stand anywhere after the command */
+
+    operator_name = NULL;
+    n = 0;
+
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--operator") == 0 && i + 1 < argc) {
+            operator_name = argv[++i];
+
+        } else if (strncmp(argv[i], "--operator=", 11) == 0) {
+            operator_name = argv[i] + 11;
+
+        } else if (n < 2) {
+            args[n++] = argv[i];
+
+        } else {
+            return bottlectl_usage(usage);
+        }
     }
 
-    if (strcmp(argv[1], "put") != 0 && strcmp(argv[1], "get") != 0
-        && strcmp(argv[1], "rm") != 0 && strcmp(argv[1], "status") != 0)
+    if (n != 2) {
+        return bottlectl_usage(usage);
+    }
+
+    sub = args[0];
+
+    if (strcmp(sub, "put") != 0 && strcmp(sub, "get") != 0
+        && strcmp(sub, "rm") != 0 && strcmp(sub, "status") != 0
+        && strcmp(sub, "check") != 0 && strcmp(sub, "diff") != 0)
     {
-        bottlectl_error("unknown policy command '%s' (put, get, rm and "
-                        "status are known)", argv[1]);
+        bottlectl_error("unknown policy command '%s' (put, get, rm, status, "
+                        "check and diff are known)", sub);
         return BOTTLECTL_USAGE;
+    }
+
+    if (operator_name
+        && (operator_name[0] == '\0'
+            || (strcmp(sub, "put") != 0 && strcmp(sub, "rm") != 0)))
+    {
+        bottlectl_error("--operator NAME is an option of policy put and "
+                        "policy rm");
+        return BOTTLECTL_USAGE;
+    }
+
+    if (operator_name == NULL) {
+        operator_name = bottlectl_operator();
+    }
+
+    if (strcmp(sub, "check") == 0) {
+        return bottlectl_policy_check(ctl, args[1]);
     }
 
     if (ctl->policy) {
-        bottlectl_error("policy %s works on the store, not on --policy",
-                        argv[1]);
+        bottlectl_error("policy %s works on the store, not on --policy", sub);
         return BOTTLECTL_USAGE;
     }
 
-    if (strcmp(argv[1], "put") == 0) {
-        return bottlectl_policy_put(ctl, argv[2]);
+    if (strcmp(sub, "put") == 0) {
+        return bottlectl_policy_put(ctl, args[1], operator_name);
     }
 
-    if (strcmp(argv[1], "get") == 0) {
-        return bottlectl_policy_get(ctl, argv[2]);
+    if (strcmp(sub, "diff") == 0) {
+        return bottlectl_policy_diff(ctl, args[1]);
     }
 
-    if (strcmp(argv[1], "status") == 0) {
-        return bottlectl_policy_status(ctl, argv[2]);
+    if (strcmp(sub, "get") == 0) {
+        return bottlectl_policy_get(ctl, args[1]);
     }
 
-    return bottlectl_policy_rm(ctl, argv[2]);
+    if (strcmp(sub, "status") == 0) {
+        return bottlectl_policy_status(ctl, args[1]);
+    }
+
+    return bottlectl_policy_rm(ctl, args[1], operator_name);
 }
 
 
@@ -158,17 +210,24 @@ bottlectl_policy_get(bottlectl_t *ctl, const char *id)
 }
 
 
-/* rm under a write id: an outcome lost with the reply is settled */
+/*
+ * rm under a write id, journalled in the same script (policy.changed): an
+ * outcome lost with the reply is settled
+ */
 
 static int
-bottlectl_policy_rm(bottlectl_t *ctl, const char *id)
+bottlectl_policy_rm(bottlectl_t *ctl, const char *id,
+    const char *operator_name)
 {
-    int          rc;
-    char         wid[BOTTLE_STORE_WRITE_ID_LEN + 1], ttl[32], *settled;
-    size_t       len;
-    long long    removed;
-    const char  *argv[6];
-    redisReply  *r;
+    int                   rc;
+    char                  wid[BOTTLE_STORE_WRITE_ID_LEN + 1], ttl[32];
+    char                  version[32], *settled, *event;
+    size_t                len;
+    json_t               *before, *none;
+    long long             removed;
+    const char           *argv[9];
+    redisReply           *r;
+    bottlectl_summary_t   sum;
 
     if (bottlectl_write_id(wid) != 0) {
         bottlectl_error("cannot make a write id: /dev/urandom");
@@ -177,14 +236,61 @@ bottlectl_policy_rm(bottlectl_t *ctl, const char *id)
 
     snprintf(ttl, sizeof(ttl), "%d", BOTTLE_STORE_WRITE_TTL);
 
+    rc = bottlectl_stored(ctl, id, &before, version, sizeof(version));
+    if (rc != BOTTLECTL_OK) {
+        return rc;
+    }
+
+    event = NULL;
+
+    if (before == NULL && version[0]) {
+        before = json_object();         /* listed, its JSON gone */
+    }
+
+    if (before) {
+        none = json_object();
+
+        if (none == NULL || bottlectl_summarize(&sum, before, none) != 0) {
+            json_decref(none);
+            json_decref(before);
+            bottlectl_error("out of memory");
+            return BOTTLECTL_REFUSED;
+        }
+
+        free(sum.summary);
+        sum.summary = strdup("bottle removed");
+        json_array_clear(sum.fields);
+
+        event = sum.summary
+                ? bottlectl_policy_event(id, "rm", operator_name, wid,
+                                         version[0]
+                                         ? strtoll(version, NULL, 10) : -1,
+                                         &sum)
+                : NULL;
+
+        bottlectl_summary_free(&sum);
+        json_decref(none);
+        json_decref(before);
+
+        if (event == NULL) {
+            bottlectl_error("out of memory");
+            return BOTTLECTL_REFUSED;
+        }
+    }
+
     argv[0] = "EVAL";
     argv[1] = bottle_store_rm_once_script;
     argv[2] = "0";
     argv[3] = id;
     argv[4] = wid;
     argv[5] = ttl;
+    argv[6] = version;
+    argv[7] = event ? event : "";
+    argv[8] = BOTTLECTL_AUDIT_MAXLEN;
 
-    rc = bottlectl_write(ctl, wid, &r, &settled, 6, argv, NULL);
+    rc = bottlectl_write(ctl, wid, &r, &settled, 9, argv, NULL);
+    free(event);
+
     if (rc != BOTTLECTL_OK) {
         return rc;
     }
@@ -208,6 +314,18 @@ bottlectl_policy_rm(bottlectl_t *ctl, const char *id)
 
         free(settled);
         return rc;
+    }
+
+    if (r->type == REDIS_REPLY_ERROR
+        && (strncmp(r->str, "JOURNAL ", 8) == 0
+            || strncmp(r->str, "CHANGED ", 8) == 0))
+    {
+        bottlectl_error("cannot remove bottle \"%s\": %s%s", id,
+                        r->str[0] == 'J' ? "cannot journal the policy "
+                                           "change: " : "",
+                        r->str + 8);
+        freeReplyObject(r);
+        return BOTTLECTL_REFUSED;
     }
 
     if (r->type != REDIS_REPLY_INTEGER) {

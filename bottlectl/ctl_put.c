@@ -1,7 +1,8 @@
 /*
- * bottlectl policy put FILE|-: validate a policy document with the
+ * bottlectl policy put FILE|DIR|-: validate a policy document with the
  * gateway's parser, then write every bottle in it with one EVAL of the put
- * script (all or none).  What is stored is the bottle's own JSON object,
+ * script (all or none), each bottle's policy.changed event in the same
+ * script.  What is stored is the bottle's own JSON object,
  * its plaintext "token" replaced by "token_sha256": the token itself never
  * reaches the store.
  */
@@ -21,66 +22,32 @@
 #define BOTTLECTL_POLICY_MAX  (64 * 1024 * 1024)    /* bytes read at most */
 
 
-typedef struct {
-    const char         *id;         /* borrowed from the document */
-    char               *json;       /* json_dumps(), free() */
-    size_t              len;
-    char                digest[65];
-} bottlectl_put_t;
-
-
-static int bottlectl_put_prepare(bottlectl_t *ctl, const char *name,
-    bottlectl_put_t *put, json_t *bottle, const bottle_t *parsed,
-    const bottle_policy_t *p);
 static int bottlectl_put_eval(bottlectl_t *ctl, const char *name,
-    bottlectl_put_t *items, size_t n);
+    bottlectl_put_t *items, size_t n, const char *operator_name);
 static int bottlectl_put_settled(bottlectl_t *ctl, const char *settled);
 
 
 int
-bottlectl_policy_put(bottlectl_t *ctl, const char *file)
+bottlectl_policy_put(bottlectl_t *ctl, const char *file,
+    const char *operator_name)
 {
-    int               rc;
-    char             *text, err[1024];
-    size_t            len, i, n;
-    json_t           *root, *list, *b;
-    json_error_t      jerr;
-    const char       *name;
-    bottle_policy_t  *p;
-    bottlectl_put_t  *items;
+    int                  rc;
+    size_t               i, n;
+    bottlectl_put_t     *items;
+    bottlectl_source_t   src;
 
-    text = NULL;
-    root = NULL;
-    p = NULL;
     items = NULL;
     n = 0;
 
-    if (bottlectl_read(&text, &len, file) != 0) {
-        return BOTTLECTL_REFUSED;
-    }
-
-    name = strcmp(file, "-") == 0 ? "stdin" : file;
-    rc = BOTTLECTL_REFUSED;
-
     /* the gateway's own checks, and its messages */
 
-    if (bottle_policy_parse(&p, text, len, name, err, sizeof(err)) != 0
-        || bottle_policy_unsupported(p, err, sizeof(err)) != 0)
-    {
-        bottlectl_error("%s", err);
+    rc = bottlectl_source_load(&src, file);
+    if (rc != BOTTLECTL_OK) {
         goto cleanup;
     }
 
-    /* the parser accepted it, so it is an object with valid bottles */
-
-    root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (root == NULL) {
-        bottlectl_error("%s: invalid JSON", name);
-        goto cleanup;
-    }
-
-    list = json_object_get(root, "bottles");        /* borrowed */
-    n = list ? json_array_size(list) : 1;
+    rc = BOTTLECTL_REFUSED;
+    n = json_array_size(src.bottles);
 
     items = calloc(n ? n : 1, sizeof(bottlectl_put_t));
     if (items == NULL) {
@@ -89,17 +56,17 @@ bottlectl_policy_put(bottlectl_t *ctl, const char *file)
     }
 
     for (i = 0; i < n; i++) {
-        b = list ? json_array_get(list, i) : root;  /* borrowed */
-
-        if (bottlectl_put_prepare(ctl, name, &items[i], b,
-                                  bottle_policy_at(p, i), p)
+        if (bottlectl_put_prepare(ctl, src.name, &items[i],
+                                  json_array_get(src.bottles, i),
+                                  bottle_policy_at(src.policy, i),
+                                  src.policy)
             != 0)
         {
             goto cleanup;
         }
     }
 
-    rc = bottlectl_put_eval(ctl, name, items, n);
+    rc = bottlectl_put_eval(ctl, src.name, items, n, operator_name);
 
 cleanup:
 
@@ -108,14 +75,7 @@ cleanup:
     }
 
     free(items);
-    json_decref(root);
-    bottle_policy_free(p);
-
-    if (text) {
-        /* it may hold tokens and egress secrets */
-        memset(text, 0, len);
-        free(text);
-    }
+    bottlectl_source_free(&src);
 
     return rc;
 }
@@ -129,7 +89,7 @@ cleanup:
  * only bottlectl sees.
  */
 
-static int
+int
 bottlectl_put_prepare(bottlectl_t *ctl, const char *name,
     bottlectl_put_t *put, json_t *bottle, const bottle_t *parsed,
     const bottle_policy_t *p)
@@ -217,22 +177,26 @@ bottlectl_put_prepare(bottlectl_t *ctl, const char *name,
 
 
 /*
- * EVAL put 0 n id json digest ... wid ttl store-max: one script, so all
- * or none, once under its write id, and only if the store's total stays
- * within the limit (measured by the script, atomically)
+ * EVAL put 0 n (id json digest)... (version event)... wid ttl store-max
+ * audit-max: one script, so all or none, once under its write id, only
+ * if the store's total stays within the limit (measured by the script,
+ * atomically), and journalled in the same script: one policy.changed
+ * event per bottle, built against the version it names.
  */
 
 static int
 bottlectl_put_eval(bottlectl_t *ctl, const char *name,
-    bottlectl_put_t *items, size_t n)
+    bottlectl_put_t *items, size_t n, const char *operator_name)
 {
-    int           rc, argc;
-    char          count[32], wid[BOTTLE_STORE_WRITE_ID_LEN + 1], ttl[32];
-    char          max[32], err[512];
-    char         *settled;
-    size_t        i, *lens;
-    const char  **argv, *msg;
-    redisReply   *r;
+    int                   rc, argc, added;
+    char                  count[32], wid[BOTTLE_STORE_WRITE_ID_LEN + 1];
+    char                  ttl[32], max[32], err[512], (*versions)[32];
+    char                 *settled, **events, jmsg[600];
+    size_t                i, *lens;
+    json_t               *before, *after;
+    const char          **argv, *msg;
+    redisReply           *r;
+    bottlectl_summary_t   sum;
 
     if (bottlectl_write_id(wid) != 0) {
         bottlectl_error("cannot make a write id: /dev/urandom");
@@ -242,15 +206,70 @@ bottlectl_put_eval(bottlectl_t *ctl, const char *name,
     snprintf(ttl, sizeof(ttl), "%d", BOTTLE_STORE_WRITE_TTL);
     snprintf(max, sizeof(max), "%zu", ctl->limits.store);
 
-    argc = 7 + 3 * (int) n;
+    argc = 8 + 5 * (int) n;
     argv = calloc((size_t) argc, sizeof(char *));
     lens = calloc((size_t) argc, sizeof(size_t));
+    events = calloc(n + 1, sizeof(char *));
+    versions = calloc(n + 1, sizeof(*versions));
 
-    if (argv == NULL || lens == NULL) {
-        free(argv);
-        free(lens);
+    rc = BOTTLECTL_REFUSED;
+    r = NULL;
+    settled = NULL;
+
+    if (argv == NULL || lens == NULL || events == NULL || versions == NULL) {
         bottlectl_error("out of memory");
-        return BOTTLECTL_REFUSED;
+        goto cleanup;
+    }
+
+    /* each bottle's event, against the version stored now */
+
+    for (i = 0; i < n; i++) {
+        rc = bottlectl_stored(ctl, items[i].id, &before, versions[i],
+                              sizeof(versions[i]));
+        if (rc != BOTTLECTL_OK) {
+            goto cleanup;
+        }
+
+        after = json_loads(items[i].json, 0, NULL);
+
+        added = before == NULL;
+
+        if (added) {
+            before = json_object();     /* a new bottle: all of it added */
+        }
+
+        if (after == NULL || before == NULL
+            || bottlectl_summarize(&sum, before, after) != 0)
+        {
+            json_decref(before);
+            json_decref(after);
+            bottlectl_error("out of memory");
+            rc = BOTTLECTL_REFUSED;
+            goto cleanup;
+        }
+
+        if (added) {
+            free(sum.summary);
+            sum.summary = strdup("bottle added");
+        }
+
+        events[i] = sum.summary
+                    ? bottlectl_policy_event(items[i].id, "put",
+                                             operator_name, wid,
+                                             versions[i][0]
+                                             ? strtoll(versions[i], NULL, 10)
+                                             : -1, &sum)
+                    : NULL;
+
+        bottlectl_summary_free(&sum);
+        json_decref(before);
+        json_decref(after);
+
+        if (events[i] == NULL) {
+            bottlectl_error("out of memory");
+            rc = BOTTLECTL_REFUSED;
+            goto cleanup;
+        }
     }
 
     snprintf(count, sizeof(count), "%zu", n);
@@ -264,11 +283,14 @@ bottlectl_put_eval(bottlectl_t *ctl, const char *name,
         argv[4 + 3 * i] = items[i].id;
         argv[5 + 3 * i] = items[i].json;
         argv[6 + 3 * i] = items[i].digest;
+        argv[4 + 3 * n + 2 * i] = versions[i];
+        argv[5 + 3 * n + 2 * i] = events[i];
     }
 
-    argv[argc - 3] = wid;
-    argv[argc - 2] = ttl;
-    argv[argc - 1] = max;
+    argv[argc - 4] = wid;
+    argv[argc - 3] = ttl;
+    argv[argc - 2] = max;
+    argv[argc - 1] = BOTTLECTL_AUDIT_MAXLEN;
 
     for (i = 0; i < (size_t) argc; i++) {
         lens[i] = strlen(argv[i]);
@@ -276,6 +298,14 @@ bottlectl_put_eval(bottlectl_t *ctl, const char *name,
 
     rc = bottlectl_write(ctl, wid, &r, &settled, argc, argv, lens);
 
+cleanup:
+
+    for (i = 0; events && i < n; i++) {
+        free(events[i]);
+    }
+
+    free(events);
+    free(versions);
     free(argv);
     free(lens);
 
@@ -294,6 +324,17 @@ bottlectl_put_eval(bottlectl_t *ctl, const char *name,
         msg = r->str;
         if (strncmp(msg, "ERR ", 4) == 0) {
             msg += 4;
+        }
+
+        if (strncmp(msg, "CHANGED ", 8) == 0) {
+            snprintf(jmsg, sizeof(jmsg), "%s; nothing written (run it "
+                     "again)", msg + 8);
+            msg = jmsg;
+
+        } else if (strncmp(msg, "JOURNAL ", 8) == 0) {
+            snprintf(jmsg, sizeof(jmsg), "cannot journal the policy change: "
+                     "%s", msg + 8);
+            msg = jmsg;
         }
 
         if (strncmp(msg, "LIMIT ", 6) == 0) {

@@ -28,6 +28,9 @@ static int bottle_audit_fields(json_t *o, const bottle_audit_event_t *e);
 static int bottle_audit_decision(json_t *o, const bottle_audit_event_t *e);
 static int bottle_audit_set_diff(json_t *o, const bottle_audit_str_t *s);
 static int bottle_audit_git_push(json_t *o, const bottle_audit_event_t *e);
+static int bottle_audit_policy(json_t *o, const bottle_audit_event_t *e);
+static int bottle_audit_set_list(json_t *o, const char *key,
+    const bottle_audit_list_t *l);
 
 
 static const char *const  bottle_audit_types[BOTTLE_AUDIT_NTYPES] = {
@@ -38,7 +41,8 @@ static const char *const  bottle_audit_types[BOTTLE_AUDIT_NTYPES] = {
     "decision.proposed",
     "decision.resolved",
     "decision.late",
-    "git.push"
+    "git.push",
+    "policy.changed"
 };
 
 
@@ -171,6 +175,9 @@ bottle_audit_fields(json_t *o, const bottle_audit_event_t *e)
     case BOTTLE_AUDIT_GIT_PUSH:
         return bottle_audit_git_push(o, e);
 
+    case BOTTLE_AUDIT_POLICY_CHANGED:
+        return bottle_audit_policy(o, e);
+
     default:
         return -1;
     }
@@ -206,6 +213,66 @@ bottle_audit_git_push(json_t *o, const bottle_audit_event_t *e)
     return bottle_audit_set_str(o, "verdict", &e->verdict, 1)
            || bottle_audit_set_str(o, "rule", &e->rule, 1)
            || bottle_audit_set_str(o, "reason", &e->reason, 1);
+}
+
+
+/* policy.changed; a version < 0 is null */
+
+static int
+bottle_audit_policy(json_t *o, const bottle_audit_event_t *e)
+{
+    return bottle_audit_set_str(o, "operator", &e->operator_name, 1)
+           || bottle_audit_set_str(o, "operator_action", &e->operator_action,
+                                   1)
+           || json_object_set_new(o, "old_version", e->old_version < 0
+                                  ? json_null()
+                                  : json_integer(e->old_version))
+           || json_object_set_new(o, "new_version", e->new_version < 0
+                                  ? json_null()
+                                  : json_integer(e->new_version))
+           || bottle_audit_set_str(o, "summary", &e->summary, 1)
+           || bottle_audit_set_list(o, "routes_added", &e->routes_added)
+           || bottle_audit_set_list(o, "routes_removed", &e->routes_removed)
+           || bottle_audit_set_list(o, "routes_changed", &e->routes_changed)
+           || bottle_audit_set_list(o, "fields_changed", &e->fields_changed);
+}
+
+
+static int
+bottle_audit_set_list(json_t *o, const char *key,
+    const bottle_audit_list_t *l)
+{
+    size_t              i;
+    json_t             *a, *tmp;
+    bottle_audit_str_t  s;
+
+    a = json_array();
+    if (a == NULL || json_object_set_new(o, key, a) != 0) {
+        return -1;
+    }
+
+    tmp = json_object();
+    if (tmp == NULL) {
+        return -1;
+    }
+
+    /* each item sanitised and cut as every string of an event is */
+
+    for (i = 0; i < l->n; i++) {
+        s.data = l->items[i];
+        s.len = strlen(l->items[i]);
+
+        if (bottle_audit_set_str(tmp, "s", &s, 1) != 0
+            || json_array_append(a, json_object_get(tmp, "s")) != 0)
+        {
+            json_decref(tmp);
+            return -1;
+        }
+    }
+
+    json_decref(tmp);
+
+    return 0;
 }
 
 

@@ -38,6 +38,7 @@ typedef enum {
     BOTTLE_AUDIT_RESOLVED,              /* decision.resolved */
     BOTTLE_AUDIT_LATE,                  /* decision.late */
     BOTTLE_AUDIT_GIT_PUSH,              /* git.push */
+    BOTTLE_AUDIT_POLICY_CHANGED,        /* policy.changed */
     BOTTLE_AUDIT_NTYPES
 } bottle_audit_type_e;
 
@@ -56,6 +57,13 @@ typedef struct {
     bottle_audit_str_t   old_id;
     bottle_audit_str_t   new_id;
 } bottle_audit_ref_t;
+
+
+/* a list of strings (policy.changed) */
+typedef struct {
+    const char *const   *items;
+    size_t               n;
+} bottle_audit_list_t;
 
 
 typedef struct {
@@ -128,6 +136,20 @@ typedef struct {
     const bottle_audit_ref_t  *refs;
     size_t               nrefs;
     bottle_audit_str_t   verdict;
+
+    /*
+     * policy.changed (producer "bottlectl"): operator, operator_action
+     * ("put", "rm"), old_version and new_version (-1: null, the bottle
+     * was new or is removed), summary (one line), routes_added,
+     * routes_removed, routes_changed (hosts) and fields_changed (the
+     * bottle's other top-level keys).
+     */
+    int64_t              old_version;
+    int64_t              new_version;
+    bottle_audit_list_t  routes_added;
+    bottle_audit_list_t  routes_removed;
+    bottle_audit_list_t  routes_changed;
+    bottle_audit_list_t  fields_changed;
 } bottle_audit_event_t;
 
 

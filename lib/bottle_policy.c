@@ -598,6 +598,25 @@ bottle_list_path(char ***out, size_t *nout, const char *path, char *err,
 
 
 int
+bottle_policy_files(char ***out, size_t *n, const char *path, char *err,
+    size_t errlen)
+{
+    return bottle_list_path(out, n, path, err, errlen);
+}
+
+
+void
+bottle_policy_files_free(char **files, size_t n)
+{
+    while (files != NULL && n > 0) {
+        free(files[--n]);
+    }
+
+    free(files);
+}
+
+
+int
 bottle_policy_load(bottle_policy_t **out, const char *path, char *err,
     size_t errlen)
 {

@@ -185,6 +185,16 @@ typedef struct bottle_policy_s  bottle_policy_t;
 
 
 /*
+ * The files bottle_policy_load() reads for path, in its order: path
+ * itself, or a directory's "*.json" files sorted by name, dot files
+ * skipped.  0 with malloc()ed paths (bottle_policy_files_free()), or -1
+ * and one line in err.
+ */
+int bottle_policy_files(char ***out, size_t *n, const char *path, char *err,
+    size_t errlen);
+void bottle_policy_files_free(char **files, size_t n);
+
+/*
  * Loads a JSON file, or every "*.json" file in a directory (sorted by
  * name, dot files skipped).  On failure returns -1 and writes one line to
  * err: "<file>: bottle \"<id>\": <field path>: <reason>".  Secret values

@@ -587,9 +587,45 @@ const char  bottle_store_rm_script[] = BOTTLE_STORE_RM_LUA;
     "  return redis.error_reply('WRITTEN ' .. was)\n"                         \
     "end\n"
 
+/*
+ * policy.changed (bottle_store.h): each bottle's stored version must
+ * still be the one its event was built against, and the journal must be
+ * writable, before anything is written; the event's "new_version":0 is
+ * the version the put gives.
+ */
+
+#define BOTTLE_STORE_POLICY_JOURNAL_LUA                                       \
+    "local function unchanged(id, want)\n"                                    \
+    "  local v = redis.call('HGET', '" BOTTLE_STORE_BOTTLES "', id) or ''\n"  \
+    "  if v ~= want then\n"                                                   \
+    "    return redis.error_reply('CHANGED bottle \"' .. id .. '\" changed'"  \
+    " .. ' meanwhile (version ' .. (v == '' and 'none' or v) .. ')')\n"       \
+    "  end\n"                                                                 \
+    "end\n"                                                                   \
+    "local function journal_ok()\n"                                           \
+    "  local t = redis.call('TYPE', '" BOTTLE_STORE_AUDIT "')\n"              \
+    "  t = type(t) == 'table' and t.ok or t\n"                                \
+    "  if t ~= 'stream' and t ~= 'none' then\n"                               \
+    "    return redis.error_reply('JOURNAL " BOTTLE_STORE_AUDIT " is a '"     \
+    " .. t .. ', not a stream: nothing written')\n"                           \
+    "  end\n"                                                                 \
+    "end\n"                                                                   \
+    "local function policy_journal(ev, v, max)\n"                             \
+    "  if ev == '' then return end\n"                                         \
+    "  local at = string.find(ev, ',\"new_version\":0,', 1, true)\n"          \
+    "  if at and v then\n"                                                    \
+    "    ev = string.sub(ev, 1, at - 1) .. ',\"new_version\":' .. v .. ','"   \
+    " .. string.sub(ev, at + 17)\n"                                           \
+    "  end\n"                                                                 \
+    "  redis.call('XADD', '" BOTTLE_STORE_AUDIT "', 'MAXLEN', '~', max, '*'," \
+    " 'event', ev)\n"                                                         \
+    "end\n"
+
 const char  bottle_store_put_once_script[] =
-    BOTTLE_STORE_ONCE_HEAD("ARGV[#ARGV - 2]", "ARGV[#ARGV - 1]")
+    BOTTLE_STORE_ONCE_HEAD("ARGV[#ARGV - 3]", "ARGV[#ARGV - 2]")
+    BOTTLE_STORE_POLICY_JOURNAL_LUA
     "local n = tonumber(ARGV[1])\n"
+    "local ev0 = 2 + 3 * n\n"
     "local skip, total = {}, 0\n"
     "for i = 0, n - 1 do\n"
     "  skip[ARGV[2 + 3 * i]] = true\n"
@@ -601,9 +637,15 @@ const char  bottle_store_put_once_script[] =
     "' .. id, '" BOTTLE_STORE_F_JSON "')\n"
     "  end\n"
     "end\n"
-    "if total > tonumber(ARGV[#ARGV]) then\n"
+    "if total > tonumber(ARGV[#ARGV - 1]) then\n"
     "  return redis.error_reply('LIMIT ' .. total)\n"
     "end\n"
+    "for i = 0, n - 1 do\n"
+    "  local e = unchanged(ARGV[2 + 3 * i], ARGV[ev0 + 2 * i])\n"
+    "  if e then return e end\n"
+    "end\n"
+    "local je = journal_ok()\n"
+    "if je then return je end\n"
     "local function bottle_put(ARGV)\n"
     BOTTLE_STORE_PUT_LUA
     "end\n"
@@ -614,16 +656,23 @@ const char  bottle_store_put_once_script[] =
     "local rec = {'applied'}\n"
     "for i = 1, #out do\n"
     "  rec[#rec + 1] = ARGV[2 + 3 * (i - 1)] .. ' version ' .. out[i]\n"
+    "  policy_journal(ARGV[ev0 + 2 * (i - 1) + 1], out[i], ARGV[#ARGV])\n"
     "end\n"
     "redis.call('SET', wkey, table.concat(rec, '\\n'), 'EX', ttl)\n"
     "return out\n";
 
 const char  bottle_store_rm_once_script[] =
     BOTTLE_STORE_ONCE_HEAD("ARGV[2]", "ARGV[3]")
+    BOTTLE_STORE_POLICY_JOURNAL_LUA
+    "local e = unchanged(ARGV[1], ARGV[4]) or journal_ok()\n"
+    "if e then return e end\n"
     "local function bottle_rm(ARGV)\n"
     BOTTLE_STORE_RM_LUA
     "end\n"
     "local out = bottle_rm(ARGV)\n"
+    "if out == 1 then\n"
+    "  policy_journal(ARGV[5], nil, ARGV[6])\n"
+    "end\n"
     "redis.call('SET', wkey, 'applied\\n' .. ARGV[1] .. ' ' .."
     " (out == 1 and 'removed' or 'none'), 'EX', ttl)\n"
     "return out\n";

@@ -104,10 +104,21 @@ extern const char  bottle_store_put_script[];
 extern const char  bottle_store_rm_script[];
 
 /*
- * The same, written once under a write id (bottlectl): ARGV as above,
- * then the write id and the TTL of its record, and for put the most bytes
- * of JSON the store may hold (bottle_limits_t.store): past it, the error
- * reply "LIMIT <total bytes>" and nothing is written.  A write id already
+ * The same, written once under a write id and journalled (bottlectl):
+ *
+ * put: ARGV as above, then per bottle its expected version (its
+ *   bottle:bottles entry, "" none) and its policy.changed event, then the
+ *   write id, the TTL of its record, the most bytes of JSON the store may
+ *   hold (bottle_limits_t.store; past it, the error reply "LIMIT <total
+ *   bytes>" and nothing is written) and the audit stream's MAXLEN.
+ * rm: ARGV = id, write id, TTL, expected version, event, MAXLEN.
+ *
+ * A bottle whose version is not the expected one is the error reply
+ * "CHANGED ..." (the event was built against another version); a
+ * bottle:audit that is not a stream is "JOURNAL ...": nothing written
+ * either way.  Else each changed bottle's event (an empty one is
+ * skipped) is added to bottle:audit in the same script, its first
+ * ',"new_version":0,' replaced by the version given.  A write id already
  * recorded (applied, or settled as void) is an error reply "WRITTEN
  * <record>" and nothing is written; else the write is applied and its
  * outcome recorded under bottle:write:<wid>: "applied" then one line per

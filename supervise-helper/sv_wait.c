@@ -2,7 +2,9 @@
  * Waiters for decisions.  A tools/call that queued a proposal suspends its
  * MHD connection (no thread waits for it); one subscriber thread, SUBSCRIBEd
  * to bottle:decisions, resumes the connection whose proposal was answered,
- * and every SV_WAIT_TICK_MS it resumes those whose time is up.  A resumed
+ * and sleeps exactly until the next waiter's deadline (woken through its
+ * pipe when a waiter is added), so a wait ends when its time is up, not
+ * on a polling tick.  A resumed
  * request reads the decision with the check script itself, so a message
  * is only a wake-up: a subscription lost and made again resumes every
  * waiter, and each checks the store.
@@ -29,8 +31,8 @@
 #include "supervise.h"
 
 
-#define SV_WAIT_TICK_MS     250
 #define SV_WAIT_RETRY_MS    1000    /* reconnect the subscriber */
+#define SV_WAIT_IDLE_MS     60000   /* the longest sleep, no waiter */
 
 
 static void *sv_wait_run(void *arg);
@@ -39,6 +41,8 @@ static void sv_wait_message(redisReply *m);
 static void sv_wait_fire(sv_waiter_t *w);
 static void sv_wait_expire(int all);
 static void sv_wait_unlist(sv_waiter_t *w);
+static int sv_wait_next(redisContext *c, int64_t retry);
+static void sv_wait_wake(void);
 
 
 static pthread_mutex_t  sv_wait_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -46,6 +50,7 @@ static sv_waiter_t     *sv_waiters;
 static pthread_t        sv_wait_thread;
 static int              sv_wait_pipe[2] = { -1, -1 };
 static int              sv_wait_running;
+static volatile int     sv_wait_stopping;
 
 
 int64_t
@@ -68,6 +73,8 @@ sv_wait_start(void)
     }
 
     fcntl(sv_wait_pipe[0], F_SETFL, O_NONBLOCK);
+    fcntl(sv_wait_pipe[1], F_SETFL, O_NONBLOCK);
+    sv_wait_stopping = 0;
     sv_wait_running = 1;
 
     if (pthread_create(&sv_wait_thread, NULL, sv_wait_run, NULL) != 0) {
@@ -87,7 +94,11 @@ sv_wait_stop(void)
         return;
     }
 
-    if (write(sv_wait_pipe[1], "x", 1) != 1) {
+    pthread_mutex_lock(&sv_wait_lock);
+    sv_wait_stopping = 1;
+    pthread_mutex_unlock(&sv_wait_lock);
+
+    if (write(sv_wait_pipe[1], "x", 1) != 1 && errno != EAGAIN) {
         sv_log("failure 'subscriber': cannot wake it");
     }
 
@@ -100,15 +111,16 @@ sv_wait_stop(void)
 
 
 /*
- * The subscriber: poll() on its socket and the stop pipe, at most a tick
- * at a time, so that timeouts are found within SV_WAIT_TICK_MS.  hiredis's
- * own blocking read is not used: a read timeout would break its context.
+ * The subscriber: poll() on its socket and the pipe (a waiter added, or
+ * stop) until the next deadline (sv_wait_next()).  hiredis's own blocking
+ * read is not used: a read timeout would break its context.
  */
 
 static void *
 sv_wait_run(void *arg)
 {
-    int             n, lost;
+    int             n, lost, stop;
+    char            drain[64];
     void           *reply;
     int64_t         retry;
     redisContext   *c;
@@ -136,14 +148,24 @@ sv_wait_run(void *arg)
         pfd[1].fd = c ? c->fd : -1;
         pfd[1].events = POLLIN;
 
-        n = poll(pfd, 2, SV_WAIT_TICK_MS);
+        n = poll(pfd, 2, sv_wait_next(c, retry));
 
         if (n < 0 && errno != EINTR) {
             sv_log("failure 'subscriber': poll: %s", strerror(errno));
         }
 
         if (n > 0 && (pfd[0].revents & POLLIN)) {
-            break;
+            while (read(sv_wait_pipe[0], drain, sizeof(drain)) > 0) {
+                /* a wake-up: the deadlines are computed again below */
+            }
+
+            pthread_mutex_lock(&sv_wait_lock);
+            stop = sv_wait_stopping;
+            pthread_mutex_unlock(&sv_wait_lock);
+
+            if (stop) {
+                break;
+            }
         }
 
         lost = 0;
@@ -185,6 +207,50 @@ sv_wait_run(void *arg)
     }
 
     return NULL;
+}
+
+
+/* ms until the next deadline (or the subscriber's retry), for poll() */
+
+static int
+sv_wait_next(redisContext *c, int64_t retry)
+{
+    int64_t       now, next;
+    sv_waiter_t  *w;
+
+    now = sv_now();
+    next = now + SV_WAIT_IDLE_MS;
+
+    if (c == NULL && retry < next) {
+        next = retry;
+    }
+
+    pthread_mutex_lock(&sv_wait_lock);
+
+    /* one fired already waits for its own call to pick it up */
+
+    for (w = sv_waiters; w; w = w->next) {
+        if (!w->fired && w->deadline_ms < next) {
+            next = w->deadline_ms;
+        }
+    }
+
+    pthread_mutex_unlock(&sv_wait_lock);
+
+    return next <= now ? 0 : (int) (next - now);
+}
+
+
+/* the subscriber computes its next deadline again */
+
+static void
+sv_wait_wake(void)
+{
+    if (sv_wait_running && write(sv_wait_pipe[1], "w", 1) != 1
+        && errno != EAGAIN)
+    {
+        sv_log("failure 'subscriber': cannot wake it");
+    }
 }
 
 
@@ -344,6 +410,9 @@ sv_wait_add(sv_waiter_t *w, const char *id, int64_t deadline_ms)
     w->listed = 1;
 
     pthread_mutex_unlock(&sv_wait_lock);
+
+    /* its deadline may be the next one */
+    sv_wait_wake();
 }
 
 
@@ -354,7 +423,8 @@ sv_wait_suspend(sv_waiter_t *w, void *connection)
 
     pthread_mutex_lock(&sv_wait_lock);
 
-    if (w->fired || !w->listed) {
+    if (w->fired || !w->listed || w->deadline_ms <= sv_now()) {
+        /* answered, or its time is up already: answer now */
         sv_wait_unlist(w);
         rc = 0;
 

@@ -124,15 +124,17 @@ is(ctl('--limits', 'routes=lots', 'bottles')->{rc}, 2, 'bad --limits: usage');
 
 ###############################################################################
 
-# a put sent to a Redis that stops (SIGSTOP) before it answers, resumed
-# while bottlectl waits: the outcome is settled and told, and is the truth
+# a put sent to a Redis that stops writing (CLIENT PAUSE WRITE: the put
+# reads the stored version for its journal event first) before it
+# answers, resumed while bottlectl waits: the outcome is settled and
+# told, and is the truth
 
 sub put_stopped {
 	my ($id, $resume) = @_;
 	my $file = policy("$id.json", { id => $id,
 		token => "$id-token-0123456789", routes => [] });
 
-	kill 'STOP', $r->{pid};
+	redis_cli($t, 'CLIENT', 'PAUSE', 60000, 'WRITE');
 	my $pid = fork() // die "fork: $!\n";
 	if ($pid == 0) {
 		my $res = ctl_run($t, 'policy', 'put', $file);
@@ -144,9 +146,9 @@ sub put_stopped {
 
 	my $start = time();
 	sleep $resume;
-	kill 'CONT', $r->{pid} if $resume;
+	redis_cli($t, 'CLIENT', 'UNPAUSE') if $resume;
 	waitpid($pid, 0);
-	kill 'CONT', $r->{pid};
+	redis_cli($t, 'CLIENT', 'UNPAUSE');
 	sleep 0.3;
 
 	my $res = JSON::PP->new->decode($t->read_file("$id.res"));

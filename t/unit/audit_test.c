@@ -132,6 +132,59 @@ test_git_push(void)
 }
 
 
+/* policy.changed: versions null or not, the lists, agent-safe strings */
+
+static void
+test_policy_changed(void)
+{
+    bottle_audit_event_t  e;
+
+    static const char *const  added[] = { "new.example", "bad\x01host" };
+    static const char *const  fields[] = { "audit" };
+
+    static const char  head[] =
+        "{\"v\":1,\"id\":\"gw:42-1796132929123-7\","
+        "\"time\":\"2026-12-01T13:48:49.123Z\",\"producer\":\"bottlectl\","
+        "\"type\":\"policy.changed\",\"gateway\":\"gw:42\","
+        "\"bottle\":\"alice\",\"host\":null,"
+        "\"correlation_id\":\"0123456789abcdef0123456789abcdef\",";
+
+    char  want[1024];
+
+    common(&e, BOTTLE_AUDIT_POLICY_CHANGED);
+    e.producer = "bottlectl";
+    e.host.data = NULL;
+    e.host.len = 0;
+    e.operator_name = (bottle_audit_str_t) S("ops \"ann\"");
+    e.operator_action = (bottle_audit_str_t) S("put");
+    e.old_version = 7;
+    e.new_version = 0;
+    e.summary = (bottle_audit_str_t) S("routes added: new.example");
+    e.routes_added.items = added;
+    e.routes_added.n = 2;
+    e.fields_changed.items = fields;
+    e.fields_changed.n = 1;
+
+    snprintf(want, sizeof(want), "%s\"operator\":\"ops \\\"ann\\\"\","
+             "\"operator_action\":\"put\",\"old_version\":7,"
+             "\"new_version\":0,\"summary\":\"routes added: new.example\","
+             "\"routes_added\":[\"new.example\",\"bad?host\"],"
+             "\"routes_removed\":[],\"routes_changed\":[],"
+             "\"fields_changed\":[\"audit\"]}", head);
+    is_str(build(&e), want, "policy.changed put: the store's script sets "
+           "\"new_version\":0, list items made printable");
+
+    e.operator_action = (bottle_audit_str_t) S("rm");
+    e.old_version = -1;
+    e.new_version = -1;
+    ok(strstr(build(&e), "\"old_version\":null,\"new_version\":null,")
+       != NULL, "policy.changed: a version < 0 is null");
+
+    is_str(bottle_audit_type_name(BOTTLE_AUDIT_POLICY_CHANGED),
+           "policy.changed", "policy.changed type name");
+}
+
+
 static void
 test_types(void)
 {
@@ -334,6 +387,7 @@ main(void)
 {
     test_types();
     test_git_push();
+    test_policy_changed();
     test_strings();
     test_helpers();
     test_script();
