@@ -2,8 +2,10 @@
  * The Lua every script that appends to the audit journal includes
  * (bottle_audit_chain.h): SHA-256 with Redis's `bit` library, 32-bit
  * operations on Lua numbers (doubles), sums wrapped by bit.tobit.  The
- * chain hashes 72 bytes per event (two blocks), never a whole event: that
- * is the writer's digest, computed outside Redis.  Defines
+ * chain hashes 72 bytes per event (two blocks); the event's digest is the
+ * writer's, computed outside Redis, except for policy.changed, whose
+ * version is known only inside the put's script (a few hundred bytes,
+ * once per bottle a put changes).  Defines
  *   bottle_sha256(s): the SHA-256 of a string, 64 lowercase hex digits
  *   bottle_chain_append(max, arg): arg a chained argument; the head
  *     moved and the entry XADDed, or neither (never throws: the id, or

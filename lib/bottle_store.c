@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "bottle_store.h"
+#include "bottle_audit_chain_lua.h"
 #include "bottle_store_lua.h"
 #include "bottle_util.h"
 
@@ -595,6 +596,7 @@ const char  bottle_store_rm_script[] = BOTTLE_STORE_RM_LUA;
  */
 
 #define BOTTLE_STORE_POLICY_JOURNAL_LUA                                       \
+    BOTTLE_AUDIT_CHAIN_LUA                                                    \
     "local function unchanged(id, want)\n"                                    \
     "  local v = redis.call('HGET', '" BOTTLE_STORE_BOTTLES "', id) or ''\n"  \
     "  if v ~= want then\n"                                                   \
@@ -617,8 +619,8 @@ const char  bottle_store_rm_script[] = BOTTLE_STORE_RM_LUA;
     "    ev = string.sub(ev, 1, at - 1) .. ',\"new_version\":' .. v .. ','"   \
     " .. string.sub(ev, at + 17)\n"                                           \
     "  end\n"                                                                 \
-    "  redis.call('XADD', '" BOTTLE_STORE_AUDIT "', 'MAXLEN', '~', max, '*'," \
-    " 'event', ev)\n"                                                         \
+    "  local r = bottle_chain_append(max, bottle_sha256(ev) .. ':' .. ev)\n" \
+    "  if type(r) == 'table' and r.err then error(r.err) end\n"               \
     "end\n"
 
 const char  bottle_store_put_once_script[] =
