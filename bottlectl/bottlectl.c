@@ -54,6 +54,7 @@ static const bottlectl_cmd_t  bottlectl_commands[] = {
     { "forge", bottlectl_forge },
     { "forges", bottlectl_forges },
     { "repo", bottlectl_repo },
+    { "status", bottlectl_status },
     { NULL, NULL }
 };
 
