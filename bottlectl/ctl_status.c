@@ -102,7 +102,7 @@ bottlectl_status(bottlectl_t *ctl, int argc, char **argv)
             json_object_set_new(json_object_get(out, "store"), "up",
                                 json_false());
             json_object_set_new(out, "ok", json_false());
-            json_dumpf(out, stdout, JSON_COMPACT | JSON_SORT_KEYS);
+            json_dumpf(out, stdout, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(6));
             fputc('\n', stdout);
 
         } else {
@@ -122,7 +122,7 @@ bottlectl_status(bottlectl_t *ctl, int argc, char **argv)
     bad = bottlectl_status_judge(out, expect);
 
     if (ctl->json) {
-        json_dumpf(out, stdout, JSON_COMPACT | JSON_SORT_KEYS);
+        json_dumpf(out, stdout, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(6));
         fputc('\n', stdout);
 
     } else {
@@ -762,9 +762,10 @@ bottlectl_status_print(json_t *out)
 
     store_version = bottlectl_status_i(p, "version");
 
-    printf("policy      version %lld  bottles %lld  counter %lld\n",
-           store_version, bottlectl_status_i(p, "bottles"),
-           bottlectl_status_i(p, "counter"));
+    bottlectl_status_num(age, sizeof(age), bottlectl_status_i(p, "counter"),
+                         "");
+    printf("policy      version %lld  bottles %lld  counter %s\n",
+           store_version, bottlectl_status_i(p, "bottles"), age);
 
     printf("proposals   %lld pending", bottlectl_status_i(pr, "pending"));
 
