@@ -64,7 +64,7 @@ sub alice {
 
 store_put($t, alice('GET'));
 
-$t->run()->plan(31);
+$t->run()->plan(33);
 
 $t->run_daemon(sub {
 	open STDIN, '<', '/dev/null';
@@ -149,6 +149,10 @@ ok(defined $g->{age_ms} && $g->{age_ms} <= 3000 && $g->{period_ms} == 1000,
 ok(defined $g->{uptime} && defined $g->{version} && $g->{host},
 	'gateway: uptime, version, host');
 
+my $pttl = redis_cli($t, 'PTTL', 'bottle:heartbeat:gateway:gw-test/0');
+ok($pttl > 50000 && $pttl <= 60000,
+	'gateway: its key expires 60 periods after it is written');
+
 is($s->{state}, 'up', 'supervise: up');
 is($s->{pid}, $sv, 'supervise: its pid');
 
@@ -226,9 +230,12 @@ cmp_ok($n1 - $n0, '<=', $ticks, 'requests: no store write per request');
 # supervise stopped: stale, then (its key gone) missing under --expect
 
 kill 'STOP', $sv;
+my $stopped = time();
 
 $res = status_until(sub { $_[0]{rc} != 0 });
 is($res->{rc}, 6, 'supervise stopped: exit 6');
+cmp_ok(time() - $stopped, '<', 7,
+	'supervise stopped: stale after 3 periods (and a status run)');
 like($res->{err}, qr/stale: supervise sv-test: its last heartbeat is \d+ s old/,
 	'supervise stopped: named stale');
 
