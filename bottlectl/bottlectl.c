@@ -9,7 +9,7 @@
  * part of it (bottlectl_help()).  Each command returns the exit
  * status itself (bottlectl.h): 0 ok, 1 refused, 2 usage, 3 store
  * unreachable, 4 a proposal answered already, 5 a write's outcome
- * unknown.
+ * unknown, 6 a component stale or missing (status).
  */
 
 #define _POSIX_C_SOURCE  200809L
@@ -58,6 +58,7 @@ static const bottlectl_cmd_t  bottlectl_commands[] = {
     { "forge", bottlectl_forge },
     { "forges", bottlectl_forges },
     { "repo", bottlectl_repo },
+    { "status", bottlectl_status },
     { NULL, NULL }
 };
 
@@ -99,6 +100,7 @@ static const char  bottlectl_manual[] =
 "    bottlectl [--store URL] forge rm FORGE\n"
 "    bottlectl [--store URL] repo create --proposal ID [--note TEXT]\n"
 "    bottlectl [--store URL] [--json] forges\n"
+"    bottlectl [--store URL] [--json] status [--expect KIND=N[,KIND=N]...]\n"
 "    bottlectl [COMMAND [SUBCOMMAND]] -h | --help\n"
 "    bottlectl --version\n"
 "\n"
@@ -229,6 +231,15 @@ static const char  bottlectl_manual[] =
 "    forges\n"
 "        One line per connected forge: name, kind, url, account.  The\n"
 "        token is never printed.\n"
+"    status [--expect KIND=N[,KIND=N]...]\n"
+"        The store's health (PING's round trip, role, replicas, memory),\n"
+"        its policy version, the pending proposals by kind and bottle,\n"
+"        and every gateway worker, supervise-helper and git-gate from\n"
+"        its heartbeat: state (up, stale past 3 periods, idle for\n"
+"        git-gate), age, the policy version it applied, bottles, seconds\n"
+"        since its last sync, pid, workers, uptime.  --expect names how\n"
+"        many must be up (gateway=N counts instances, supervise=N,\n"
+"        git-gate=N); a stale or missing component exits 6.\n"
 "\n"
 "OPTIONS\n"
 "    --store URL\n"
@@ -238,7 +249,8 @@ static const char  bottlectl_manual[] =
 "        Read bottles from a policy file or directory instead of the\n"
 "        store (bottles, explain); policy put and rm refuse it.\n"
 "    --json\n"
-"        Machine-readable output (bottles, proposals, show, forges).\n"
+"        Machine-readable output (bottles, proposals, show, forges,\n"
+"        status).\n"
 "    --limits LIMITS\n"
 "        Raise or lower the limits policy put enforces, as the gateway's\n"
 "        bottle_store_limits: \"policy=1m routes=4096 secret=16k\n"
@@ -273,6 +285,8 @@ static const char  bottlectl_manual[] =
 "    5   outcome unknown: a policy put or rm was sent and the store did\n"
 "        not answer; bottlectl policy status WRITE-ID tells whether it\n"
 "        was applied\n"
+"    6   status: a component is stale, or fewer are up than --expect\n"
+"        says\n"
 "\n"
 "EXAMPLES\n"
 "    bottlectl --store redis://:secret@10.0.0.5:6379/0 policy put team.json\n"
@@ -281,6 +295,7 @@ static const char  bottlectl_manual[] =
 "    bottlectl audit tail -f --bottle alice\n"
 "    bottlectl policy rm alice\n"
 "    bottlectl proposals -f\n"
+"    bottlectl status --expect gateway=2,supervise=1\n"
 "    bottlectl approve 1796133400101-5d55b7e2 --note 'for the release'\n";
 
 

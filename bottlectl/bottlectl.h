@@ -40,6 +40,8 @@
 #define BOTTLECTL_UNKNOWN       5   /* a write was sent but its outcome is
                                        unknown: bottlectl policy status
                                        WRITE-ID tells */
+#define BOTTLECTL_STALE         6   /* status: a component stale or
+                                       missing */
 
 #define BOTTLECTL_CONNECT_TIMEOUT   2   /* seconds */
 #define BOTTLECTL_COMMAND_TIMEOUT   5   /* seconds, but audit tail -f */
@@ -268,6 +270,11 @@ int bottlectl_decision_status(bottlectl_t *ctl,
 int bottlectl_forge(bottlectl_t *ctl, int argc, char **argv);
 int bottlectl_forges(bottlectl_t *ctl, int argc, char **argv);
 int bottlectl_repo(bottlectl_t *ctl, int argc, char **argv);
+
+
+/* ctl_status.c */
+
+int bottlectl_status(bottlectl_t *ctl, int argc, char **argv);
 
 
 /* ctl_explain.c */

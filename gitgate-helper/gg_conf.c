@@ -9,12 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include <hiredis/hiredis.h>
 #include <jansson.h>
 
 #include "bottle_audit_chain.h"
 #include "bottle_forge.h"
+#include "bottle_heartbeat.h"
 #include "bottle_store.h"
 #include "gg_gate.h"
 
@@ -26,11 +28,13 @@
 struct gg_store_s {
     redisContext       *redis;
     char                name[BOTTLE_STORE_HOST_MAX + 64];  /* no password */
+    int                 pending;    /* the heartbeat's reply, unread */
 };
 
 
 static int gg_store_command(gg_store_t *s, redisReply **out, int argc,
     const char **argv, char *err, size_t errlen);
+static void gg_store_drain(gg_store_t *s);
 static int gg_forge_file(gg_forge_t *out, const gg_conf_t *c,
     const char *forge, char *err, size_t errlen);
 static int gg_forge_set(gg_forge_t *out, const char *kind, size_t kind_len,
@@ -148,6 +152,10 @@ gg_store_close(gg_store_t *s)
 struct redisContext *
 gg_store_redis(gg_store_t *s)
 {
+    if (s) {
+        gg_store_drain(s);
+    }
+
     return s ? s->redis : NULL;
 }
 
@@ -181,7 +189,23 @@ gg_store_command(gg_store_t *s, redisReply **out, int argc,
 {
     redisReply  *r;
 
-    r = redisCommandArgv(s->redis, argc, argv, NULL);
+    if (s->pending) {
+        /* the heartbeat and this command go out in one write */
+        if (redisAppendCommandArgv(s->redis, argc, argv, NULL) != REDIS_OK) {
+            r = NULL;
+
+        } else {
+            gg_store_drain(s);
+
+            if (redisGetReply(s->redis, (void **) &r) != REDIS_OK) {
+                r = NULL;
+            }
+        }
+
+    } else {
+        r = redisCommandArgv(s->redis, argc, argv, NULL);
+    }
+
     if (r == NULL) {
         snprintf(err, errlen, "failure '%s': %s", s->name,
                  s->redis->errstr[0] ? s->redis->errstr : "no reply");
@@ -466,6 +490,8 @@ gg_journal(gg_store_t *s, const char *json, size_t len, char *err,
         return -1;
     }
 
+    gg_store_drain(s);
+
     r = bottle_audit_append(s->redis, GG_AUDIT_MAXLEN, json, len);
 
     if (r == NULL || r->type == REDIS_REPLY_ERROR) {
@@ -512,4 +538,80 @@ gg_ctx_free(gg_ctx_t *ctx)
     }
 
     gg_store_close(ctx->store);
+}
+
+
+/*
+ * The heartbeat (docs/control-plane.md, "Heartbeats"): git-gate runs per
+ * request, so each request's first store command carries its record,
+ * "bottle:heartbeat:git-gate:<host>", in the same write; its reply is
+ * read with that command's.  Its age says when git-gate last served a
+ * request: idle, not down.
+ */
+
+void
+gg_store_heartbeat(gg_store_t *s)
+{
+    char                 host[128], key[BOTTLE_HEARTBEAT_KEY_LEN], *json;
+    struct timeval       tv;
+    bottle_heartbeat_t   hb;
+
+    if (s == NULL || s->pending) {
+        return;
+    }
+
+    if (gethostname(host, sizeof(host)) != 0) {
+        strcpy(host, "git-gate");
+    }
+
+    host[sizeof(host) - 1] = '\0';
+
+    gettimeofday(&tv, NULL);
+
+    bottle_heartbeat_init(&hb);
+
+    hb.kind = BOTTLE_HEARTBEAT_GITGATE;
+    hb.id = host;
+    hb.host = host;
+    hb.instance = host;
+    hb.store = "up";
+    hb.pid = getpid();
+    hb.time_ms = (int64_t) tv.tv_sec * 1000 + tv.tv_usec / 1000;
+    hb.period_ms = 0;
+    hb.ttl_ms = bottle_heartbeat_ttl(0);
+
+    json = bottle_heartbeat_json(&hb);
+    if (json == NULL) {
+        return;
+    }
+
+    (void) bottle_heartbeat_key(key, BOTTLE_HEARTBEAT_GITGATE, host);
+
+    if (redisAppendCommand(s->redis, "SET %s %s PX %lld", key, json,
+                           (long long) hb.ttl_ms)
+        == REDIS_OK)
+    {
+        s->pending = 1;
+    }
+
+    free(json);
+}
+
+
+/* the heartbeat's reply, whatever it is */
+
+static void
+gg_store_drain(gg_store_t *s)
+{
+    void  *r;
+
+    if (!s->pending) {
+        return;
+    }
+
+    s->pending = 0;
+
+    if (redisGetReply(s->redis, &r) == REDIS_OK) {
+        freeReplyObject(r);
+    }
 }

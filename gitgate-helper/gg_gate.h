@@ -80,6 +80,9 @@ int gg_store_open(gg_store_t **out, const gg_conf_t *c, char *err,
     size_t errlen);
 void gg_store_close(gg_store_t *s);
 
+/* the request's heartbeat, sent with the next store command */
+void gg_store_heartbeat(gg_store_t *s);
+
 /*
  * The bottle's policy: HGET bottle:policy:<id> json, or the policy file.
  * *out holds the bottle (bottle_policy_find_id); -1 and err if there is

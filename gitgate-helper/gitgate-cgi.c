@@ -129,10 +129,15 @@ gg_cgi(void)
         goto cleanup;
     }
 
-    if (gg_store_open(&ctx.store, &ctx.conf, err, sizeof(err)) != 0
-        || gg_policy_load(&ctx.policy, &ctx.conf, ctx.store, ctx.bottle_id,
-                          err, sizeof(err)) != 0)
-    {
+    rc = gg_store_open(&ctx.store, &ctx.conf, err, sizeof(err));
+
+    if (rc == 0) {
+        gg_store_heartbeat(ctx.store);
+        rc = gg_policy_load(&ctx.policy, &ctx.conf, ctx.store, ctx.bottle_id,
+                            err, sizeof(err));
+    }
+
+    if (rc != 0) {
         fprintf(stderr, "gitgate-cgi: bottle \"%s\": %s\n", ctx.bottle_id,
                 err);
         gg_refuse(&req, "git-gate: the bottle's policy cannot be read "

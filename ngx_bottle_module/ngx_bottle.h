@@ -44,6 +44,8 @@ typedef struct {
     size_t               jar_bottle_max;  /* bottle_jar_bottle_max */
     bottle_scan_db_t    *scan_db;    /* vendor rules, for every bottle */
     bottle_scan_secrets_t   *inbound;    /* no secrets: response scans */
+    ngx_msec_t           heartbeat;  /* bottle_heartbeat, 0: off */
+    ngx_str_t            heartbeat_id;   /* its id=, "": the host name */
 } ngx_bottle_conf_t;
 
 
@@ -191,6 +193,12 @@ ngx_int_t ngx_bottle_zone_pair_key(ngx_pool_t *pool, ngx_str_t *id,
 ngx_int_t ngx_bottle_zone_safelist(ngx_slab_pool_t **shpool,
     ngx_rbtree_t **tree);
 ngx_int_t ngx_bottle_zone_safelist_grow(size_t size);
+
+/* ngx_bottle_heartbeat.c */
+char *ngx_bottle_heartbeat_directive(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+ngx_int_t ngx_bottle_heartbeat_init_process(ngx_cycle_t *cycle,
+    ngx_bottle_conf_t *bcf);
 
 ngx_int_t ngx_bottle_jar_zone_add(ngx_conf_t *cf, ngx_bottle_conf_t *bcf);
 char *ngx_bottle_jar_init_conf(ngx_cycle_t *cycle, ngx_bottle_conf_t *bcf);

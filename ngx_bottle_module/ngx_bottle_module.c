@@ -14,6 +14,8 @@
 #include <ngx_thread_pool.h>
 #endif
 
+#include "bottle_heartbeat.h"
+
 #include "ngx_bottle.h"
 
 #if (NGX_LINUX && defined __GLIBC__)
@@ -86,6 +88,13 @@ static ngx_command_t  ngx_bottle_commands[] = {
       0,
       offsetof(ngx_bottle_conf_t, scanners),
       &ngx_bottle_scanners_bounds },
+
+    { ngx_string("bottle_heartbeat"),
+      NGX_MAIN_CONF|NGX_DIRECT_CONF|NGX_CONF_TAKE12,
+      ngx_bottle_heartbeat_directive,
+      0,
+      0,
+      NULL },
 
     { ngx_string("bottle_jar_zone"),
       NGX_MAIN_CONF|NGX_DIRECT_CONF|NGX_CONF_TAKE1,
@@ -172,6 +181,10 @@ ngx_bottle_init_process(ngx_cycle_t *cycle)
         return NGX_ERROR;
     }
 
+    if (ngx_bottle_heartbeat_init_process(cycle, bcf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     return ngx_bottle_jar_init_process(cycle);
 }
 
@@ -215,6 +228,7 @@ ngx_bottle_create_conf(ngx_cycle_t *cycle)
     bcf->jar_bottle_max = NGX_CONF_UNSET_SIZE;
     bcf->stale_max = NGX_CONF_UNSET_MSEC;
     bcf->scanners = NGX_CONF_UNSET_UINT;
+    bcf->heartbeat = NGX_CONF_UNSET_MSEC;
     bottle_limits_default(&bcf->limits);
 
     return bcf;
@@ -232,6 +246,7 @@ ngx_bottle_init_conf(ngx_cycle_t *cycle, void *conf)
 
     ngx_conf_init_msec_value(bcf->stale_max, NGX_BOTTLE_STALE_MAX);
     ngx_conf_init_uint_value(bcf->scanners, NGX_BOTTLE_SCANNERS);
+    ngx_conf_init_msec_value(bcf->heartbeat, BOTTLE_HEARTBEAT_PERIOD_MS);
 
     if (bcf->store) {
         bcf->store->stale_max = bcf->stale_max;

@@ -82,6 +82,7 @@ struct ngx_bottle_store_redis_s {
                                                loss: served until then
                                                + stale_max */
     ngx_msec_t                  fresh_at;   /* read whole, last */
+    ngx_msec_t                  applied_at; /* a change applied, last */
     ngx_event_t                 expire;     /* lost_at + stale_max: open
                                                connections are ended */
     unsigned                    fresh:1;

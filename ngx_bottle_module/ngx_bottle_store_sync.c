@@ -610,6 +610,7 @@ ngx_bottle_store_redis_apply(ngx_bottle_store_redis_t *sr)
 
         } else {
             ngx_bottle_store_redis_apply_one(sr, slot);
+            sr->applied_at = ngx_current_msec;
         }
 
         ngx_bottle_slot_free(slot);

@@ -10,6 +10,7 @@
  *   sv_tools.c  the eight tools: checks, refusals, queueing
  *   sv_wait.c   waiters for decisions: one subscriber thread, timeouts
  *   sv_store.c  per-thread store connections, a bottle's policy
+ *   sv_heartbeat.c  the heartbeat record, from a thread of its own
  */
 
 #ifndef SUPERVISE_H
@@ -65,6 +66,8 @@ typedef struct {
     int                     timeout;            /* seconds */
     unsigned long long      stream_max;
     char                    gateway[160];       /* host:pid */
+    int                     heartbeat;          /* seconds, 0: none */
+    char                    name[128];          /* the heartbeat's id */
 } sv_conf_t;
 
 extern sv_conf_t  sv_conf;
@@ -129,6 +132,11 @@ json_t *sv_tool_text(int is_error, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+
+/* sv_heartbeat.c: --heartbeat; 0, or -1 after a line */
+int sv_heartbeat_start(void);
+void sv_heartbeat_stop(void);
 
 
 /* sv_store.c: this thread's store connection (NULL and err if none) */

@@ -1,6 +1,7 @@
 /*
  * supervise-helper --listen unix:/path|ADDRESS:PORT --store URL
  *     [--response-timeout SECONDS] [--log FILE]
+ *     [--heartbeat SECONDS] [--name NAME]
  *     [--operator-credential FILE [--operator-listen ADDRESS:PORT]]
  *
  * The MCP server behind nginx's `bottle_attribute mcp` (docs/supervise.md).
@@ -21,6 +22,7 @@
 #include <microhttpd.h>
 
 #include "bottle_audit.h"
+#include "bottle_heartbeat.h"
 #include "supervise.h"
 #include "sv_operator.h"
 
@@ -56,6 +58,7 @@ main(int argc, char **argv)
     memset(&opc, 0, sizeof(opc));
     sv_conf.timeout = SV_TIMEOUT_DEFAULT;
     sv_conf.stream_max = BOTTLE_PROPOSAL_STREAM_MAX;
+    sv_conf.heartbeat = BOTTLE_HEARTBEAT_PERIOD_MS / 1000;
     sv_log_file = stderr;
 
     env = getenv("SUPERVISE_RESPONSE_TIMEOUT_SECONDS");
@@ -75,6 +78,24 @@ main(int argc, char **argv)
 
         } else if (strcmp(argv[i], "--log") == 0 && i + 1 < argc) {
             log = argv[++i];
+
+        } else if (strcmp(argv[i], "--heartbeat") == 0 && i + 1 < argc) {
+            if (sv_timeout(argv[++i], &sv_conf.heartbeat) != 0) {
+                fprintf(stderr, SV_NAME ": failure '--heartbeat': not a "
+                        "number of seconds (0 to 3600)\n");
+                return 2;
+            }
+
+        } else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc) {
+            if (argv[++i][0] == '\0'
+                || strlen(argv[i]) >= sizeof(sv_conf.name))
+            {
+                fprintf(stderr, SV_NAME ": failure '--name': 1 to %zu "
+                        "bytes\n", sizeof(sv_conf.name) - 1);
+                return 2;
+            }
+
+            strcpy(sv_conf.name, argv[i]);
 
         } else if (strcmp(argv[i], "--operator-listen") == 0
                    && i + 1 < argc)
@@ -172,6 +193,13 @@ main(int argc, char **argv)
         }
     }
 
+    if (sv_heartbeat_start() != 0) {
+        sv_operator_stop(op);
+        sv_http_stop(d, listen_on);
+        sv_wait_stop();
+        return 1;
+    }
+
     sv_log("listening on %s, store %s, response timeout %d s", listen_on,
            sv_conf.store_text, sv_conf.timeout);
 
@@ -189,6 +217,7 @@ main(int argc, char **argv)
         nanosleep(&ts, NULL);
     }
 
+    sv_heartbeat_stop();
     sv_operator_stop(op);
     sv_http_stop(d, listen_on);
     sv_wait_stop();
@@ -211,6 +240,7 @@ sv_usage(void)
             "usage: " SV_NAME " --listen unix:/path|ADDRESS:PORT "
             "--store URL\n"
             "           [--response-timeout SECONDS] [--log FILE]\n"
+            "           [--heartbeat SECONDS] [--name NAME]\n"
             "           [--operator-credential FILE "
             "[--operator-listen ADDRESS:PORT]]\n"
             "\n"
@@ -227,6 +257,11 @@ sv_usage(void)
             "operator (30;\n"
             "                         SUPERVISE_RESPONSE_TIMEOUT_SECONDS)\n"
             "    --log                log here, not to stderr\n"
+            "    --heartbeat          write the heartbeat `bottlectl "
+            "status` reads\n"
+            "                         this often (5; 0: never)\n"
+            "    --name               the heartbeat's id (the host "
+            "name)\n"
             "    --operator-credential  serve the operator page; the "
             "password\n"
             "                         (user \"operator\") is this file's "

@@ -227,6 +227,15 @@ is($rc, 0, 'clone through the gate') or diag($out);
 is(head_of('work'), $w->{head}, 'clone: the forge\'s HEAD');
 ok(-e "$d/work/commit-2.txt", 'clone: checked out');
 
+# the request left git-gate's heartbeat (docs/control-plane.md): idle, not
+# stale, in bottlectl status
+my $st = eval { JSON::PP->new->decode(Test::Bottle::bottlectl($t, $redis,
+	'--json', 'status')) } // {};
+my ($gg) = grep { $_->{kind} eq 'git-gate' } @{$st->{components} // []};
+ok($gg && $gg->{state} eq 'idle' && $gg->{period_ms} == 0
+	&& $gg->{pid} > 0 && $gg->{age_ms} < 60000,
+	'clone: git-gate\'s heartbeat, idle');
+
 $t->write_file('work/hello.txt', "hello from the bottle\n");
 # more than http.postBuffer (1 MB): the pack goes chunked
 srand(42);
