@@ -44,6 +44,7 @@ typedef struct {
     size_t               jar_bottle_max;  /* bottle_jar_bottle_max */
     bottle_scan_db_t    *scan_db;    /* vendor rules, for every bottle */
     bottle_scan_secrets_t   *inbound;    /* no secrets: response scans */
+    ngx_uint_t           refusal_log_level;  /* bottle_refusal_log_level */
 } ngx_bottle_conf_t;
 
 
@@ -410,6 +411,25 @@ void ngx_bottle_metrics_lock(void);
 void ngx_bottle_metrics_unlock(void);
 ngx_int_t ngx_bottle_metrics_render(ngx_pool_t *pool, ngx_str_t *extra,
     ngx_str_t *out);
+
+/*
+ * What one worker knows of its own connections and queues: a slot of the
+ * zone per live worker, each value set (not added) by its worker, and
+ * summed or compared over the live workers at scrape time.
+ */
+
+enum {
+    NGX_BOTTLE_WORKER_STORE = 0,             /* 1: a Redis policy source */
+    NGX_BOTTLE_WORKER_STORE_UP,              /* 1: following the store */
+    NGX_BOTTLE_WORKER_STORE_HEARD,           /* epoch s, last heard from */
+    NGX_BOTTLE_WORKER_POLICY_VERSION,        /* highest version applied */
+    NGX_BOTTLE_WORKER_AUDIT_QUEUED,          /* journal events queued */
+    NGX_BOTTLE_WORKER_FIREHOSE_QUEUED,       /* firehose records queued */
+    NGX_BOTTLE_WORKER_N
+};
+
+void ngx_bottle_metrics_worker_set(ngx_uint_t value, ngx_atomic_uint_t v);
+void ngx_bottle_metrics_exit_process(void);
 
 
 #endif /* _NGX_BOTTLE_H_INCLUDED_ */
