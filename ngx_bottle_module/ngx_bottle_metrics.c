@@ -115,6 +115,9 @@ static const struct {
       NULL },
     { "bottle_held_released_total", "outcome=\"expired\"", NULL, NULL },
     { "bottle_held_released_total", "outcome=\"failed\"", NULL, NULL },
+    { "bottle_held_full_total", NULL, "counter",
+      "Requests refused at once: their bottle's held places or bytes were "
+      "full." },
     { "bottle_upstream_kept_total", NULL, "counter",
       "Upstream connections put in the bottle_upstream keepalive pool." },
     { "bottle_upstream_reused_total", NULL, "counter",
