@@ -432,5 +432,29 @@ enum {
 void ngx_bottle_metrics_worker_set(ngx_uint_t value, ngx_atomic_uint_t v);
 void ngx_bottle_metrics_exit_process(void);
 
+/*
+ * A handed-off connection's refusals, for the front's log line
+ * (ngx_bottle_final.c): the http side records them by the connection's
+ * key (the agent's address and port), the front reads them when it logs
+ * and forgets them when the connection ends.  In the metrics zone.
+ */
+
+#define NGX_BOTTLE_FINAL_N  1024
+
+typedef struct {
+    uint32_t             hash;       /* 0: free */
+    u_char               key_len;
+    u_char               key[NGX_BOTTLE_ZONE_KEY_LEN];
+    u_char               rule;       /* the last refusal's */
+    uint16_t             status;
+    uint32_t             refused;
+} ngx_bottle_final_t;
+
+ngx_bottle_final_t *ngx_bottle_metrics_finals(void);
+void ngx_bottle_final_refused(ngx_connection_t *c, ngx_bottle_rule_e rule,
+    ngx_uint_t status);
+ngx_int_t ngx_bottle_final_get(ngx_str_t *key, ngx_bottle_final_t *out);
+void ngx_bottle_final_forget(ngx_str_t *key);
+
 
 #endif /* _NGX_BOTTLE_H_INCLUDED_ */

@@ -59,6 +59,7 @@ typedef struct {
     ngx_atomic_t                   fulllog_gen;
     ngx_atomic_t                   fulllog_failing;  /* said, by a worker */
     ngx_bottle_metrics_worker_t    workers[NGX_BOTTLE_METRICS_WORKERS];
+    ngx_bottle_final_t             finals[NGX_BOTTLE_FINAL_N];
 } ngx_bottle_metrics_sh_t;
 
 
@@ -491,6 +492,13 @@ ngx_bottle_metrics_fulllog_failing(void)
 {
     return ngx_bottle_metrics_sh ? &ngx_bottle_metrics_sh->fulllog_failing
                                  : NULL;
+}
+
+
+ngx_bottle_final_t *
+ngx_bottle_metrics_finals(void)
+{
+    return ngx_bottle_metrics_sh ? ngx_bottle_metrics_sh->finals : NULL;
 }
 
 

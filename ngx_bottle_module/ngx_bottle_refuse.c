@@ -122,6 +122,7 @@ ngx_bottle_log_verdict(ngx_connection_t *c, ngx_bottle_verdict_t *v)
                    &client);
 
     ngx_bottle_metrics_request(v->bottle, v->rule);
+    ngx_bottle_final_refused(c, v->rule, v->status ? v->status : rule->status);
     ngx_bottle_audit_refusal(v);
 }
 
