@@ -279,6 +279,28 @@ ngx_stream_bottle_variable(ngx_stream_session_t *s,
 }
 
 
+/*
+ * The connection's key, under which the http side records its refusals
+ * (ngx_bottle_final.c); an earlier connection's of the same address and
+ * port is forgotten.
+ */
+
+void
+ngx_stream_bottle_final_start(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx)
+{
+    if (ngx_bottle_zone_key(s->connection, ctx->final_buf,
+                            sizeof(ctx->final_buf), &ctx->final_key)
+        != NGX_OK)
+    {
+        ctx->final_key.len = 0;
+        return;
+    }
+
+    ngx_bottle_final_forget(&ctx->final_key);
+}
+
+
 static void *
 ngx_stream_bottle_create_main_conf(ngx_conf_t *cf)
 {
