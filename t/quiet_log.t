@@ -120,6 +120,10 @@ sleep 1;
 is($rc, 0, 'stop') or diag($out);
 
 my $log = read_log('error.log');
+
+# with the sanitizers preloaded their malloc() takes no mallopt()
+$log =~ s/^.*\[warn\] .*bottle: mallopt\(\) failed.*\n//mg
+	if $ENV{TEST_NGINX_PRELOAD};
 is($log, '', 'error.log: nothing at the shipped level');
 unlike($log, qr/\[(?:notice|info|error)\]/, 'no notice, info or error');
 
