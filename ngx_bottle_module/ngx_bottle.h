@@ -46,6 +46,7 @@ typedef struct {
     bottle_scan_secrets_t   *inbound;    /* no secrets: response scans */
     ngx_msec_t           heartbeat;  /* bottle_heartbeat, 0: off */
     ngx_str_t            heartbeat_id;   /* its id=, "": the host name */
+    ngx_uint_t           refusal_log_level;  /* bottle_refusal_log_level */
 } ngx_bottle_conf_t;
 
 
@@ -394,6 +395,7 @@ enum {
     NGX_BOTTLE_METRIC_HELD_CLIENT_GONE,
     NGX_BOTTLE_METRIC_HELD_EXPIRED,
     NGX_BOTTLE_METRIC_HELD_FAILED,
+    NGX_BOTTLE_METRIC_HELD_FULL,             /* refused: places full */
     NGX_BOTTLE_METRIC_UPSTREAM_KEPT,
     NGX_BOTTLE_METRIC_UPSTREAM_REUSED,
     NGX_BOTTLE_METRIC_UPSTREAM_HANDSHAKES,
@@ -418,6 +420,49 @@ void ngx_bottle_metrics_lock(void);
 void ngx_bottle_metrics_unlock(void);
 ngx_int_t ngx_bottle_metrics_render(ngx_pool_t *pool, ngx_str_t *extra,
     ngx_str_t *out);
+
+/*
+ * What one worker knows of its own connections and queues: a slot of the
+ * zone per live worker, each value set (not added) by its worker, and
+ * summed or compared over the live workers at scrape time.
+ */
+
+enum {
+    NGX_BOTTLE_WORKER_STORE = 0,             /* 1: a Redis policy source */
+    NGX_BOTTLE_WORKER_STORE_UP,              /* 1: following the store */
+    NGX_BOTTLE_WORKER_STORE_HEARD,           /* epoch s, last heard from */
+    NGX_BOTTLE_WORKER_POLICY_VERSION,        /* highest version applied */
+    NGX_BOTTLE_WORKER_AUDIT_QUEUED,          /* journal events queued */
+    NGX_BOTTLE_WORKER_FIREHOSE_QUEUED,       /* firehose records queued */
+    NGX_BOTTLE_WORKER_N
+};
+
+void ngx_bottle_metrics_worker_set(ngx_uint_t value, ngx_atomic_uint_t v);
+void ngx_bottle_metrics_exit_process(void);
+
+/*
+ * A handed-off connection's refusals, for the front's log line
+ * (ngx_bottle_final.c): the http side records them by the connection's
+ * key (the agent's address and port), the front reads them when it logs
+ * and forgets them when the connection ends.  In the metrics zone.
+ */
+
+#define NGX_BOTTLE_FINAL_N  1024
+
+typedef struct {
+    uint32_t             hash;       /* 0: free */
+    u_char               key_len;
+    u_char               key[NGX_BOTTLE_ZONE_KEY_LEN];
+    u_char               rule;       /* the last refusal's */
+    uint16_t             status;
+    uint32_t             refused;
+} ngx_bottle_final_t;
+
+ngx_bottle_final_t *ngx_bottle_metrics_finals(void);
+void ngx_bottle_final_refused(ngx_connection_t *c, ngx_bottle_rule_e rule,
+    ngx_uint_t status);
+ngx_int_t ngx_bottle_final_get(ngx_str_t *key, ngx_bottle_final_t *out);
+void ngx_bottle_final_forget(ngx_str_t *key);
 
 
 #endif /* _NGX_BOTTLE_H_INCLUDED_ */

@@ -489,6 +489,8 @@ ngx_bottle_audit_push(bottle_audit_event_t *e, ngx_bottle_contact_t *ct,
     entry->abandoned = 0;
 
     a->tail++;
+    ngx_bottle_metrics_worker_set(NGX_BOTTLE_WORKER_AUDIT_QUEUED,
+                                  a->tail - a->head);
 
     ngx_bottle_audit_flush();
 
@@ -545,6 +547,8 @@ ngx_bottle_audit_drop_head(void)
     ngx_memzero(e, sizeof(ngx_bottle_audit_entry_t));
 
     a->head++;
+    ngx_bottle_metrics_worker_set(NGX_BOTTLE_WORKER_AUDIT_QUEUED,
+                                  a->tail - a->head);
 
     if (a->sent < a->head) {
         a->sent = a->head;
@@ -826,6 +830,8 @@ ngx_bottle_audit_next(void)
     ngx_memzero(e, sizeof(ngx_bottle_audit_entry_t));
 
     a->head++;
+    ngx_bottle_metrics_worker_set(NGX_BOTTLE_WORKER_AUDIT_QUEUED,
+                                  a->tail - a->head);
 
     if (a->sent < a->head) {
         a->sent = a->head;

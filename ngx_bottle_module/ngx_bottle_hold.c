@@ -99,6 +99,10 @@ ngx_bottle_hold_start(ngx_bottle_hold_t *h)
     rc = ngx_bottle_zone_held(&h->bottle, 1, h->body, scf->held,
                               (off_t) scf->held_body);
 
+    if (rc == NGX_BUSY || rc == NGX_DECLINED) {
+        ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_HELD_FULL);
+    }
+
     if (rc == NGX_BUSY) {
         ngx_bottle_hold_finish(h, NGX_DECLINED, NULL,
                                "too many requests held for the operator "

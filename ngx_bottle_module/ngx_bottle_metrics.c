@@ -23,6 +23,7 @@
 #define NGX_BOTTLE_METRICS_DETECTORS  8
 #define NGX_BOTTLE_METRICS_ZONE       (1024 * 1024)
 #define NGX_BOTTLE_METRICS_ZONES      8     /* the render's room; it cuts */
+#define NGX_BOTTLE_METRICS_WORKERS    256   /* live workers, old and new */
 
 
 typedef struct {
@@ -41,6 +42,13 @@ typedef struct {
 } ngx_bottle_metrics_detector_t;
 
 
+/* one worker's own: its pid while it lives, values only it sets */
+typedef struct {
+    ngx_atomic_t         pid;
+    ngx_atomic_t         value[NGX_BOTTLE_WORKER_N];
+} ngx_bottle_metrics_worker_t;
+
+
 typedef struct {
     ngx_atomic_t                   nbottles;
     ngx_bottle_metrics_bottle_t    bottles[NGX_BOTTLE_METRICS_BOTTLES];
@@ -50,6 +58,8 @@ typedef struct {
     ngx_atomic_t                   counters[NGX_BOTTLE_METRIC_N];
     ngx_atomic_t                   fulllog_gen;
     ngx_atomic_t                   fulllog_failing;  /* said, by a worker */
+    ngx_bottle_metrics_worker_t    workers[NGX_BOTTLE_METRICS_WORKERS];
+    ngx_bottle_final_t             finals[NGX_BOTTLE_FINAL_N];
 } ngx_bottle_metrics_sh_t;
 
 
@@ -59,8 +69,14 @@ static ngx_bottle_metrics_bottle_t *ngx_bottle_metrics_slot(
     const bottle_t *b);
 
 
-static ngx_bottle_metrics_sh_t  *ngx_bottle_metrics_sh;
-static ngx_slab_pool_t          *ngx_bottle_metrics_shpool;
+static ngx_bottle_metrics_worker_t *ngx_bottle_metrics_worker(void);
+static u_char *ngx_bottle_metrics_workers(u_char *p, u_char *end);
+
+
+static ngx_bottle_metrics_sh_t      *ngx_bottle_metrics_sh;
+static ngx_slab_pool_t              *ngx_bottle_metrics_shpool;
+static ngx_bottle_metrics_worker_t  *ngx_bottle_metrics_me;
+static ngx_uint_t                    ngx_bottle_metrics_exited;
 
 
 /*
@@ -100,6 +116,9 @@ static const struct {
       NULL },
     { "bottle_held_released_total", "outcome=\"expired\"", NULL, NULL },
     { "bottle_held_released_total", "outcome=\"failed\"", NULL, NULL },
+    { "bottle_held_full_total", NULL, "counter",
+      "Requests refused at once: their bottle's held places or bytes were "
+      "full." },
     { "bottle_upstream_kept_total", NULL, "counter",
       "Upstream connections put in the bottle_upstream keepalive pool." },
     { "bottle_upstream_reused_total", NULL, "counter",
@@ -171,12 +190,14 @@ ngx_bottle_metrics_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 void
 ngx_bottle_metrics_init_process(ngx_cycle_t *cycle)
 {
-    ngx_uint_t        i;
-    ngx_list_part_t  *part;
-    ngx_shm_zone_t   *zone;
+    ngx_uint_t           i;
+    ngx_list_part_t     *part;
+    ngx_shm_zone_t      *zone;
+    ngx_bottle_store_t  *st;
 
     ngx_bottle_metrics_sh = NULL;
     ngx_bottle_metrics_shpool = NULL;
+    ngx_bottle_metrics_me = NULL;
 
     for (part = &cycle->shared_memory.part; part; part = part->next) {
         zone = part->elts;
@@ -191,10 +212,107 @@ ngx_bottle_metrics_init_process(ngx_cycle_t *cycle)
                 ngx_bottle_metrics_sh = zone[i].data;
                 ngx_bottle_metrics_shpool =
                                     (ngx_slab_pool_t *) zone[i].shm.addr;
-                return;
+                goto found;
             }
         }
     }
+
+    return;
+
+found:
+
+    /* the store's state until its connection says otherwise */
+
+    st = ngx_bottle_cycle_store(cycle);
+
+    if (st && st->redis) {
+        ngx_bottle_metrics_worker_set(NGX_BOTTLE_WORKER_STORE, 1);
+        ngx_bottle_metrics_worker_set(NGX_BOTTLE_WORKER_STORE_UP, 0);
+        ngx_bottle_metrics_worker_set(NGX_BOTTLE_WORKER_STORE_HEARD,
+                                      (ngx_atomic_uint_t) ngx_time());
+        ngx_bottle_metrics_worker_set(NGX_BOTTLE_WORKER_POLICY_VERSION,
+                                      (ngx_atomic_uint_t) st->version_max);
+    }
+}
+
+
+/*
+ * The worker's slot, taken on its first value: a free one, or one of a
+ * worker that is gone (it exited without giving it back).
+ */
+
+static ngx_bottle_metrics_worker_t *
+ngx_bottle_metrics_worker(void)
+{
+    ngx_uint_t                    i, k;
+    ngx_atomic_uint_t             pid;
+    ngx_bottle_metrics_worker_t  *w;
+
+    if (ngx_bottle_metrics_me || ngx_bottle_metrics_sh == NULL
+        || ngx_bottle_metrics_exited
+        || (ngx_process != NGX_PROCESS_WORKER
+            && ngx_process != NGX_PROCESS_SINGLE))
+    {
+        return ngx_bottle_metrics_me;
+    }
+
+    ngx_shmtx_lock(&ngx_bottle_metrics_shpool->mutex);
+
+    for (i = 0; i < NGX_BOTTLE_METRICS_WORKERS; i++) {
+        w = &ngx_bottle_metrics_sh->workers[i];
+        pid = w->pid;
+
+        if (pid == 0 || (pid != (ngx_atomic_uint_t) ngx_pid
+                         && kill((ngx_pid_t) pid, 0) == -1
+                         && ngx_errno == NGX_ESRCH))
+        {
+            for (k = 0; k < NGX_BOTTLE_WORKER_N; k++) {
+                w->value[k] = 0;
+            }
+
+            w->pid = (ngx_atomic_uint_t) ngx_pid;
+            ngx_bottle_metrics_me = w;
+            break;
+        }
+    }
+
+    ngx_shmtx_unlock(&ngx_bottle_metrics_shpool->mutex);
+
+    return ngx_bottle_metrics_me;
+}
+
+
+void
+ngx_bottle_metrics_worker_set(ngx_uint_t value, ngx_atomic_uint_t v)
+{
+    ngx_bottle_metrics_worker_t  *w;
+
+    w = ngx_bottle_metrics_worker();
+
+    if (w && value < NGX_BOTTLE_WORKER_N) {
+        w->value[value] = v;
+    }
+}
+
+
+/* the slot given back: an exiting worker's queues are gone with it */
+
+void
+ngx_bottle_metrics_exit_process(void)
+{
+    ngx_uint_t  k;
+
+    if (ngx_bottle_metrics_me) {
+        for (k = 0; k < NGX_BOTTLE_WORKER_N; k++) {
+            ngx_bottle_metrics_me->value[k] = 0;
+        }
+
+        ngx_memory_barrier();
+        ngx_bottle_metrics_me->pid = 0;
+        ngx_bottle_metrics_me = NULL;
+    }
+
+    ngx_bottle_metrics_exited = 1;
 }
 
 
@@ -377,6 +495,13 @@ ngx_bottle_metrics_fulllog_failing(void)
 }
 
 
+ngx_bottle_final_t *
+ngx_bottle_metrics_finals(void)
+{
+    return ngx_bottle_metrics_sh ? ngx_bottle_metrics_sh->finals : NULL;
+}
+
+
 void
 ngx_bottle_metrics_lock(void)
 {
@@ -493,6 +618,97 @@ ngx_bottle_metrics_zones(u_char *p, u_char *end)
 }
 
 
+/*
+ * The workers' own values, over the live ones: the queues summed; the
+ * store up only if every worker follows it, its age the oldest loss, the
+ * policy version the one every worker has reached.  Only with a store.
+ */
+
+static u_char *
+ngx_bottle_metrics_workers(u_char *p, u_char *end)
+{
+    time_t                        now, age;
+    ngx_uint_t                    i, nstore, up;
+    ngx_atomic_uint_t             pid, audit, firehose, version, heard;
+    ngx_bottle_metrics_worker_t  *w;
+
+    now = ngx_time();
+    nstore = 0;
+    up = 1;
+    age = 0;
+    audit = 0;
+    firehose = 0;
+    version = 0;
+
+    for (i = 0; i < NGX_BOTTLE_METRICS_WORKERS; i++) {
+        w = &ngx_bottle_metrics_sh->workers[i];
+        pid = w->pid;
+
+        if (pid == 0
+            || (pid != (ngx_atomic_uint_t) ngx_pid
+                && kill((ngx_pid_t) pid, 0) == -1 && ngx_errno == NGX_ESRCH))
+        {
+            continue;
+        }
+
+        audit += w->value[NGX_BOTTLE_WORKER_AUDIT_QUEUED];
+        firehose += w->value[NGX_BOTTLE_WORKER_FIREHOSE_QUEUED];
+
+        if (!w->value[NGX_BOTTLE_WORKER_STORE]) {
+            continue;
+        }
+
+        if (nstore++ == 0
+            || w->value[NGX_BOTTLE_WORKER_POLICY_VERSION] < version)
+        {
+            version = w->value[NGX_BOTTLE_WORKER_POLICY_VERSION];
+        }
+
+        if (w->value[NGX_BOTTLE_WORKER_STORE_UP]) {
+            continue;
+        }
+
+        up = 0;
+        heard = w->value[NGX_BOTTLE_WORKER_STORE_HEARD];
+
+        if ((time_t) heard < now && now - (time_t) heard > age) {
+            age = now - (time_t) heard;
+        }
+    }
+
+    p = ngx_slprintf(p, end,
+                     "# HELP bottle_audit_queue Audit events queued in the "
+                     "workers, not written to the journal yet.\n"
+                     "# TYPE bottle_audit_queue gauge\n"
+                     "bottle_audit_queue %uA\n"
+                     "# HELP bottle_firehose_queue Firehose records queued "
+                     "in the workers, not published yet.\n"
+                     "# TYPE bottle_firehose_queue gauge\n"
+                     "bottle_firehose_queue %uA\n", audit, firehose);
+
+    if (nstore == 0) {
+        return p;
+    }
+
+    return ngx_slprintf(p, end,
+                        "# HELP bottle_store_up 1 if every worker follows "
+                        "the policy store.\n"
+                        "# TYPE bottle_store_up gauge\n"
+                        "bottle_store_up %ui\n"
+                        "# HELP bottle_store_sync_age_seconds Seconds since "
+                        "a worker that lost the store last heard from it "
+                        "(the longest); 0 while all follow it.\n"
+                        "# TYPE bottle_store_sync_age_seconds gauge\n"
+                        "bottle_store_sync_age_seconds %T\n"
+                        "# HELP bottle_policy_version Highest bottle version "
+                        "(the store's change counter) every worker has "
+                        "applied.\n"
+                        "# TYPE bottle_policy_version gauge\n"
+                        "bottle_policy_version %uA\n",
+                        up, age, version);
+}
+
+
 /* the Prometheus text format, version 0.0.4 */
 
 ngx_int_t
@@ -514,7 +730,7 @@ ngx_bottle_metrics_render(ngx_pool_t *pool, ngx_str_t *extra,
     size = (NGX_BOTTLE_METRICS_BOTTLES + 2) * BOTTLE_RULE_COUNT
            * (NGX_BOTTLE_METRICS_ID_MAX + 128)
            + NGX_BOTTLE_METRICS_DETECTORS * 128 + NGX_BOTTLE_METRIC_N * 256
-           + NGX_BOTTLE_METRICS_ZONES * 3 * 160 + 4096 + extra->len;
+           + NGX_BOTTLE_METRICS_ZONES * 3 * 160 + 4096 + 1024 + extra->len;
 
     p = ngx_pnalloc(pool, size);
     if (p == NULL) {
@@ -585,6 +801,7 @@ ngx_bottle_metrics_render(ngx_pool_t *pool, ngx_str_t *extra,
     }
 
     p = ngx_bottle_metrics_zones(p, end);
+    p = ngx_bottle_metrics_workers(p, end);
 
     p = ngx_slprintf(p, end,
                      "# HELP bottle_tunnels Open CONNECT tunnels of "

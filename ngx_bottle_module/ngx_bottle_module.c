@@ -59,6 +59,16 @@ static ngx_conf_num_bounds_t  ngx_bottle_jar_bottle_bounds = {
 };
 
 
+/* a refusal is the agent's doing: nginx logs a client's errors at info */
+static ngx_conf_enum_t  ngx_bottle_refusal_log_levels[] = {
+    { ngx_string("error"), NGX_LOG_ERR },
+    { ngx_string("warn"), NGX_LOG_WARN },
+    { ngx_string("notice"), NGX_LOG_NOTICE },
+    { ngx_string("info"), NGX_LOG_INFO },
+    { ngx_null_string, 0 }
+};
+
+
 static ngx_command_t  ngx_bottle_commands[] = {
 
     { ngx_string("bottle_policy"),
@@ -109,6 +119,13 @@ static ngx_command_t  ngx_bottle_commands[] = {
       0,
       offsetof(ngx_bottle_conf_t, jar_bottle_max),
       &ngx_bottle_jar_bottle_bounds },
+
+    { ngx_string("bottle_refusal_log_level"),
+      NGX_MAIN_CONF|NGX_DIRECT_CONF|NGX_CONF_TAKE1,
+      ngx_conf_set_enum_slot,
+      0,
+      offsetof(ngx_bottle_conf_t, refusal_log_level),
+      &ngx_bottle_refusal_log_levels },
 
       ngx_null_command
 };
@@ -229,6 +246,7 @@ ngx_bottle_create_conf(ngx_cycle_t *cycle)
     bcf->stale_max = NGX_CONF_UNSET_MSEC;
     bcf->scanners = NGX_CONF_UNSET_UINT;
     bcf->heartbeat = NGX_CONF_UNSET_MSEC;
+    bcf->refusal_log_level = NGX_CONF_UNSET_UINT;
     bottle_limits_default(&bcf->limits);
 
     return bcf;
@@ -247,6 +265,7 @@ ngx_bottle_init_conf(ngx_cycle_t *cycle, void *conf)
     ngx_conf_init_msec_value(bcf->stale_max, NGX_BOTTLE_STALE_MAX);
     ngx_conf_init_uint_value(bcf->scanners, NGX_BOTTLE_SCANNERS);
     ngx_conf_init_msec_value(bcf->heartbeat, BOTTLE_HEARTBEAT_PERIOD_MS);
+    ngx_conf_init_uint_value(bcf->refusal_log_level, NGX_LOG_INFO);
 
     if (bcf->store) {
         bcf->store->stale_max = bcf->stale_max;

@@ -85,6 +85,7 @@ ngx_bottle_log_verdict(ngx_connection_t *c, ngx_bottle_verdict_t *v)
 {
     size_t                    n;
     ngx_str_t                 id, host, client;
+    ngx_bottle_conf_t        *bcf;
     const ngx_bottle_rule_t  *rule;
     u_char                    buf[NGX_BOTTLE_LOG_HOST_MAX];
 
@@ -108,7 +109,12 @@ ngx_bottle_log_verdict(ngx_connection_t *c, ngx_bottle_verdict_t *v)
 
     client = c->proxy_protocol ? c->proxy_protocol->src_addr : c->addr_text;
 
-    ngx_bottle_log(NGX_LOG_ERR, c->log,
+    bcf = (ngx_bottle_conf_t *) ngx_get_conf(ngx_cycle->conf_ctx,
+                                             ngx_bottle_module);
+
+    /* expected, the agent's doing: not an error (bottle_refusal_log_level) */
+
+    ngx_bottle_log(bcf ? bcf->refusal_log_level : NGX_LOG_INFO, c->log,
                    "bottle refused: bottle=\"%V\" host=\"%V\" rule=\"%V\" "
                    "status=%ui reason=\"%V\" client=%V",
                    &id, &host, &rule->name,
@@ -116,6 +122,7 @@ ngx_bottle_log_verdict(ngx_connection_t *c, ngx_bottle_verdict_t *v)
                    &client);
 
     ngx_bottle_metrics_request(v->bottle, v->rule);
+    ngx_bottle_final_refused(c, v->rule, v->status ? v->status : rule->status);
     ngx_bottle_audit_refusal(v);
 }
 

@@ -130,6 +130,16 @@ ngx_bottle_store_put(ngx_bottle_store_t *st, ngx_bottle_entry_t *e)
     st->count++;
     st->bytes += e->size;
     st->json_bytes += e->json_len;
+
+    if (e->version > st->version_max) {
+        st->version_max = e->version;
+
+        if (st->redis) {
+            ngx_bottle_metrics_worker_set(NGX_BOTTLE_WORKER_POLICY_VERSION,
+                                          (ngx_atomic_uint_t) e->version);
+        }
+    }
+
     /* open connections are decided again against it */
     ngx_bottle_conns_changed();
 }

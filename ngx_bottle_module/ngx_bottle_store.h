@@ -68,6 +68,7 @@ struct ngx_bottle_store_s {
     ngx_uint_t               count;
     size_t                   bytes;         /* of listed entries */
     size_t                   json_bytes;    /* their stored JSON */
+    uint64_t                 version_max;   /* highest version put */
     bottle_limits_t          limits;        /* bottle_store_limits */
 
     /* the store's compiled scanners, least recently used first */

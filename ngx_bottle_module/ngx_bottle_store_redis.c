@@ -291,6 +291,11 @@ ngx_bottle_store_redis_stale(ngx_bottle_store_redis_t *sr)
         left = (ngx_msec_int_t) (sr->lost_at + sr->stale_max
                                  - ngx_current_msec);
 
+        ngx_bottle_metrics_worker_set(NGX_BOTTLE_WORKER_STORE_UP, 0);
+        ngx_bottle_metrics_worker_set(NGX_BOTTLE_WORKER_STORE_HEARD,
+            (ngx_atomic_uint_t) (ngx_time()
+                                 - (ngx_current_msec - sr->lost_at) / 1000));
+
         ngx_log_error(NGX_LOG_WARN, sr->log, 0,
                       "bottle: policy store %s lost: serving the bottles "
                       "read so far for at most %M ms (last heard from "

@@ -628,6 +628,7 @@ ngx_bottle_store_redis_apply(ngx_bottle_store_redis_t *sr)
                 sr->loaded = 1;
                 sr->fresh = 1;
                 sr->fresh_at = ngx_current_msec;
+                ngx_bottle_metrics_worker_set(NGX_BOTTLE_WORKER_STORE_UP, 1);
 
                 if (sr->expire.timer_set) {
                     ngx_del_timer(&sr->expire);

@@ -255,6 +255,8 @@ ngx_http_bottle_firehose_publish(const bottle_record_t *rec,
     }
 
     fh->n++;
+    ngx_bottle_metrics_worker_set(NGX_BOTTLE_WORKER_FIREHOSE_QUEUED,
+                                  fh->n + fh->sent);
 
     ngx_http_bottle_firehose_post();
 }
@@ -341,6 +343,8 @@ ngx_http_bottle_firehose_reply(redisAsyncContext *ac, void *r, void *privdata)
 
     fh->inflight--;
     fh->sent -= n;
+    ngx_bottle_metrics_worker_set(NGX_BOTTLE_WORKER_FIREHOSE_QUEUED,
+                                  fh->n + fh->sent);
 
     if (reply == NULL || reply->type != REDIS_REPLY_INTEGER) {
         ngx_bottle_metrics_add(NGX_BOTTLE_METRIC_FIREHOSE_DROPPED, n);

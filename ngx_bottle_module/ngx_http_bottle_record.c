@@ -431,6 +431,7 @@ ngx_http_bottle_record_exit_process(ngx_cycle_t *cycle)
 {
     ngx_http_bottle_fulllog_exit_process();
     ngx_http_bottle_firehose_exit_process();
+    ngx_bottle_metrics_exit_process();
 
     EVP_MD_free(ngx_http_bottle_record_sha256);
     ngx_http_bottle_record_sha256 = NULL;

@@ -66,6 +66,15 @@ typedef struct {
 
     ngx_str_t                    key;        /* the zone record's, if any */
     u_char                       key_buf[NGX_BOTTLE_ZONE_KEY_LEN];
+
+    /* the front's refusals on this connection (a 407 keeps it open) */
+    ngx_uint_t                   front_refused;
+    ngx_bottle_rule_e            front_rule;
+
+    /* the http side's refusals on a handed-off connection */
+    ngx_bottle_final_t           final;
+    ngx_str_t                    final_key;
+    u_char                       final_buf[NGX_BOTTLE_ZONE_KEY_LEN];
 } ngx_stream_bottle_ctx_t;
 
 
@@ -92,6 +101,10 @@ ngx_int_t ngx_stream_bottle_conns_add(ngx_stream_session_t *s,
     ngx_stream_bottle_ctx_t *ctx);
 ngx_int_t ngx_stream_bottle_first_contact(ngx_stream_session_t *s,
     ngx_stream_bottle_ctx_t *ctx, ngx_stream_bottle_next_pt next);
+
+
+void ngx_stream_bottle_final_start(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx);
 
 
 #endif /* _NGX_STREAM_BOTTLE_H_INCLUDED_ */

@@ -119,6 +119,7 @@ ngx_stream_bottle_adopt(ngx_stream_session_t *s, ngx_stream_bottle_ctx_t *ctx)
     /* the session's stream log line, now: the session never ends here */
 
     ctx->adopted = 1;
+    ngx_stream_bottle_final_start(s, ctx);
     s->status = NGX_STREAM_OK;
 
     cmcf = ngx_stream_get_module_main_conf(s, ngx_stream_core_module);

@@ -60,6 +60,9 @@ ngx_stream_bottle_refuse(ngx_stream_session_t *s,
 
     ngx_bottle_log_verdict(c, &ctx->verdict);
 
+    ctx->front_refused++;
+    ctx->front_rule = rule;
+
     /* a body would be read as the next head: such a request closes */
 
     keepalive = (rule == NGX_BOTTLE_RULE_IDENTITY

@@ -250,6 +250,10 @@ ngx_stream_bottle_cleanup(void *data)
     if (ctx->key.len) {
         ngx_bottle_zone_delete(&ctx->key);
     }
+
+    if (ctx->final_key.len) {
+        ngx_bottle_final_forget(&ctx->final_key);
+    }
 }
 
 
@@ -951,6 +955,8 @@ ngx_stream_bottle_handoff(ngx_stream_session_t *s,
     c->buffer = nb;
 
     ctx->upstream = *pass;
+
+    ngx_stream_bottle_final_start(s, ctx);
 
     ngx_stream_bottle_resume(s, ctx);
 

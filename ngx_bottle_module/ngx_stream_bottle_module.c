@@ -28,6 +28,7 @@ static ngx_int_t ngx_stream_bottle_init(ngx_conf_t *cf);
 #define NGX_STREAM_BOTTLE_VAR_HOST      2
 #define NGX_STREAM_BOTTLE_VAR_RULE      3
 #define NGX_STREAM_BOTTLE_VAR_VERDICT   4
+#define NGX_STREAM_BOTTLE_VAR_REFUSED   5
 
 
 static ngx_command_t  ngx_stream_bottle_commands[] = {
@@ -137,6 +138,9 @@ static ngx_stream_variable_t  ngx_stream_bottle_vars[] = {
     { ngx_string("bottle_verdict"), NULL, ngx_stream_bottle_variable,
       NGX_STREAM_BOTTLE_VAR_VERDICT, NGX_STREAM_VAR_NOCACHEABLE, 0 },
 
+    { ngx_string("bottle_refused"), NULL, ngx_stream_bottle_variable,
+      NGX_STREAM_BOTTLE_VAR_REFUSED, NGX_STREAM_VAR_NOCACHEABLE, 0 },
+
       ngx_stream_null_variable
 };
 
@@ -174,6 +178,22 @@ ngx_stream_bottle_variable(ngx_stream_session_t *s,
         return NGX_OK;
     }
 
+    /*
+     * a handed-off connection: what the http side refused on it so far
+     * (not cached: proxy_pass reads $bottle_upstream long before the log)
+     */
+
+    ctx->final.refused = 0;
+
+    if (ctx->final_key.len
+        && (data == NGX_STREAM_BOTTLE_VAR_RULE
+            || data == NGX_STREAM_BOTTLE_VAR_VERDICT
+            || data == NGX_STREAM_BOTTLE_VAR_REFUSED)
+        && ngx_bottle_final_get(&ctx->final_key, &ctx->final) != NGX_OK)
+    {
+        ctx->final.refused = 0;
+    }
+
     switch (data) {
 
     case NGX_STREAM_BOTTLE_VAR_UPSTREAM:
@@ -195,11 +215,36 @@ ngx_stream_bottle_variable(ngx_stream_session_t *s,
         break;
 
     case NGX_STREAM_BOTTLE_VAR_RULE:
-        val = ngx_bottle_rule(ctx->verdict.rule)->name;
+        if (ctx->verdict.rule != NGX_BOTTLE_RULE_NONE) {
+            val = ngx_bottle_rule(ctx->verdict.rule)->name;
+
+        } else if (ctx->final.refused) {
+            /* the http side's last */
+            val = ngx_bottle_rule(ctx->final.rule)->name;
+
+        } else {
+            val = ngx_bottle_rule(ctx->front_refused ? ctx->front_rule
+                                                     : NGX_BOTTLE_RULE_NONE)
+                  ->name;
+        }
+
+        break;
+
+    case NGX_STREAM_BOTTLE_VAR_REFUSED:
+        val.data = ngx_pnalloc(s->connection->pool, NGX_INT_T_LEN);
+        if (val.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        val.len = ngx_sprintf(val.data, "%ui",
+                              ctx->front_refused + ctx->final.refused)
+                  - val.data;
         break;
 
     default: /* NGX_STREAM_BOTTLE_VAR_VERDICT */
-        if (ctx->verdict.rule != NGX_BOTTLE_RULE_NONE) {
+        if (ctx->verdict.rule != NGX_BOTTLE_RULE_NONE || ctx->final.refused
+            || ctx->front_refused)
+        {
             ngx_str_set(&val, "refused");
 
         } else if (ctx->state != NGX_STREAM_BOTTLE_DONE) {
@@ -231,6 +276,28 @@ ngx_stream_bottle_variable(ngx_stream_session_t *s,
     v->data = val.data;
 
     return NGX_OK;
+}
+
+
+/*
+ * The connection's key, under which the http side records its refusals
+ * (ngx_bottle_final.c); an earlier connection's of the same address and
+ * port is forgotten.
+ */
+
+void
+ngx_stream_bottle_final_start(ngx_stream_session_t *s,
+    ngx_stream_bottle_ctx_t *ctx)
+{
+    if (ngx_bottle_zone_key(s->connection, ctx->final_buf,
+                            sizeof(ctx->final_buf), &ctx->final_key)
+        != NGX_OK)
+    {
+        ctx->final_key.len = 0;
+        return;
+    }
+
+    ngx_bottle_final_forget(&ctx->final_key);
 }
 
 

@@ -37,10 +37,11 @@ dnsmasq-base
 "
 RUNTIME_PKGS="$BUILD_PKGS $INSTALLED_PKGS"
 
-# the test suite, the fuzzers and the benches
+# the test suite, the fuzzers and the benches (prometheus: promtool, which
+# checks and unit-tests the shipped alert rules, t/monitoring.t)
 TEST_PKGS="
 clang llvm libclang-rt-14-dev
-redis-server
+redis-server prometheus
 perl libio-socket-ssl-perl libjson-pp-perl
 git python3 iproute2 valgrind procps brotli fcgiwrap
 mitmproxy hey nodejs node-undici

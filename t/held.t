@@ -28,6 +28,7 @@ use Test::Bottle qw//;
 
 use Digest::SHA qw/ sha256_hex /;
 use JSON::PP;
+use IO::Socket::INET;
 use POSIX qw//;
 use Time::HiRes qw/ sleep time /;
 
@@ -68,6 +69,14 @@ sub conf {
             proxy_ssl_name \$bottle_host;
             proxy_ssl_verify on;
             proxy_ssl_trusted_certificate %%TESTDIR%%/upca.crt;
+        }
+    }
+
+    server {
+        listen 127.0.0.1:%%PORT_8091%%;
+
+        location = /metrics {
+            bottle_metrics;
         }
     }
 EOF
@@ -175,7 +184,7 @@ $t->run();
 $t2->run();
 $t3->run();
 
-$t->plan(69);
+$t->plan(70);
 
 ###############################################################################
 
@@ -264,6 +273,8 @@ $r = request($FA, $ALICE, '127.0.0.2', $P2, '/over', 5);
 like($r, qr/^HTTP\/1\.1 403 .*too many requests held for the operator/s,
 	'bound: the next is refused');
 cmp_ok(time() - $t0, '<', 1.5, 'bound: at once');
+like(metrics(), qr/^bottle_held_full_total 1$/m,
+	'bound: counted in bottle_held_full_total');
 
 my $sb = post($FA, $BOB, '127.0.0.2', $P2, '/bob');
 my ($idb) = wait_pending('bob', 1);
@@ -647,6 +658,18 @@ sub redis_dump {
 			: "?$type\n");
 	}
 	return $out;
+}
+
+###############################################################################
+
+# gateway a's metrics, over loopback
+
+sub metrics {
+	my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1:' . port(8091))
+		or return '';
+	$s->print("GET /metrics HTTP/1.0\r\nHost: local\r\n\r\n");
+	local $/;
+	return <$s> // '';
 }
 
 ###############################################################################

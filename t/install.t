@@ -3,7 +3,8 @@
 # make install and make uninstall, into a DESTDIR: the module where
 # Debian's nginx looks, the modules-available snippet and its numbered
 # modules-enabled link, the config pieces in /etc/nginx/bottle/, the
-# binaries, a manifest.  Debian's stock nginx then tests (-t) and runs a
+# binaries, the alert rules and dashboard, a manifest.  Debian's stock
+# nginx then tests (-t) and runs a
 # configuration made as docs/install.md says, from the installed pieces
 # (copied with their absolute paths moved into the test directory: the
 # policy, the CA made by scripts/bottle-ca, the run and log directories),
@@ -91,7 +92,7 @@ sub tree {
 dns_start($t, port => $DNS, hosts => { $HOST => '127.0.0.1' });
 fake_upstream($t, port => $UP, name => 'api');
 
-plan(tests => 39);
+plan(tests => 40);
 
 ###############################################################################
 
@@ -129,6 +130,9 @@ like($t->read_file("$D/etc/nginx/bottle/bottle-resolver.conf"),
 	qr/^resolver\s+127\.0\.0\.1:$DNS valid=30s;$/m,
 	'bottle-resolver.conf: the resolver make install was given');
 ok(-f "$D/usr/local/share/ngx-bottle/install.manifest", 'the manifest');
+ok(!(grep { !-f "$D/usr/local/share/ngx-bottle/monitoring/$_" }
+	qw/ bottle-alerts.yml bottle-alerts.test.yml bottle-dashboard.json /),
+	'the alert rules and the dashboard in share/ngx-bottle/monitoring/');
 
 ###############################################################################
 

@@ -81,7 +81,8 @@ my ($rc, $out);
 for my $try (1 .. 4) {
 	($rc, $out) = gateway('start', '--dir', $gw, '--policy', $policy,
 		'--listen', "127.0.0.1:$GWPORT", '--resolver', "127.0.0.1:$DNS",
-		'--module', $Test::Nginx::MODULE, '--nginx', $Test::Nginx::NGINX);
+		'--module', $Test::Nginx::MODULE, '--nginx', $Test::Nginx::NGINX,
+		'--log-level', 'info');
 
 	last if $rc == 0 || $try == 4
 		|| $out !~ /bind\(\) to \S+:$GWPORT failed \(98: /;
@@ -123,7 +124,7 @@ ok(wait_for_log('access.log',
 	qr/"GET api\.internal\.test\/x" 200 bottle=agent host=api\.internal\.test verdict=allowed rule=none /),
 	'allowed: access.log');
 ok(wait_for_log('stream.log',
-	qr/ 200 bottle=\S+ host=api\.internal\.test verdict=handoff rule=none up=unix:\Q$gw\E\/run\/plain\.sock /),
+	qr/ 200 bottle=\S+ host=api\.internal\.test verdict=handoff rule=none refused=0 up=unix:\Q$gw\E\/run\/plain\.sock /),
 	'allowed: stream.log');
 
 # an unlisted host (with a credential of the agent's in the query)
