@@ -41,10 +41,10 @@ function xadd(event) {
                         { encoding: 'utf8' }).trim();
 }
 
-async function shot(page, name) {
+async function shot(page, name, whole) {
     if (process.env.SHOTS) {
         await page.screenshot({ path: `${process.env.SHOTS}/${name}.png`,
-                                fullPage: true });
+                                fullPage: whole !== false });
     }
 }
 
@@ -373,7 +373,7 @@ async function logLine(page, id, cls) {
         out.bob_range5 = await page.locator('#range').textContent();
         out.bob_cards5 = await page.locator('li.proposal').count();
         out.bob_next_disabled = await page.locator('#next').isDisabled();
-        await shot(page, 'p3-paged');
+        await shot(page, 'p3-paged', false);
 
         await ctx.close();
     } catch (e) {
