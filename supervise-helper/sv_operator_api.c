@@ -548,8 +548,9 @@ sv_operator_change_set(json_t *o, const char *what,
     json_object_set_new(o, "changed", json_boolean(chg->changed));
     json_object_set_new(o, "diff", json_stringn(chg->diff ? chg->diff : "",
                                                 chg->diff_len));
-    json_object_set(o, "warnings", chg->warnings ? chg->warnings
-                                                 : json_array());
+    json_object_set_new(o, "warnings", chg->warnings
+                                       ? json_incref(chg->warnings)
+                                       : json_array());
     json_object_set_new(o, "change", text ? json_string(text) : json_null());
 
     free(text);

@@ -400,9 +400,10 @@ sv_operator_bottle_row(const char *id, long long version, const char *json,
         }
     }
 
-    row = json_pack("{s:s, s:I, s:o, s:O}", "id", id,
+    row = json_pack("{s:s, s:I, s:o, s:o}", "id", id,
                     "version", (json_int_t) version, "routes", routes,
-                    "repos", json_is_array(repos) ? repos : json_array());
+                    "repos", json_is_array(repos) ? json_incref(repos)
+                                                  : json_array());
     json_decref(b);
 
     return row;
