@@ -60,7 +60,7 @@ plan(skip_all => 'no playwright-core (npm ci in t/operator)')
 
 my $t = Test::Nginx->new()->has_daemon('redis-server')
 	->has_daemon('redis-cli')->has_daemon('git')
-	->has_daemon($Test::Bottle::Forge::FCGIWRAP)->plan(169);
+	->has_daemon($Test::Bottle::Forge::FCGIWRAP)->plan(164);
 my $d = $t->testdir();
 
 my $json = JSON::PP->new->canonical;
@@ -273,9 +273,8 @@ is_deeply($show->{warnings}, [
 	. 'bearer secret:GH): requests go out without it',
 	'api.github.com: widens methods: adds DELETE (was GET, POST)' ],
 	'show: the warnings of dropping auth and adding DELETE');
-like($show->{change} // '', qr/\Aapproving it changes the bottle's policy:\nwarning: api\.github\.com: removes the credential/,
-	'show: the change text, warnings first');
-like($show->{diff} // '', qr/^- +"auth": \{/m, 'show: the diff drops auth');
+like($show->{change} // '', qr/\Aapproving it changes the bottle's policy:\nwarning: api\.github\.com: removes the credential.*^- +"auth": \{/ms,
+	'show: the change text, warnings first, then the diff dropping auth');
 my $cli = `$BOTTLECTL show $gh`;
 my ($cli_change) = $cli =~ /\n\n(approving it .*)\z/s;
 is($cli_change, $show->{change}, 'bottlectl show prints the same text');
@@ -285,14 +284,15 @@ like($cli, qr/^warning: api\.github\.com: widens methods: adds DELETE \(was GET,
 $res = post("/api/proposals/$gh/preview", { grant => { host => 'api.github.com',
 	methods => [ 'GET', 'POST', 'DELETE' ],
 	auth => { type => 'bearer', value => 'secret:GH' } } });
-is($res->{status}, 200, 'preview: 200');
+is($res->{status} . ' ' . state_of($gh), '200 pending',
+	'preview: 200, nothing decided');
 my $pv = eval { $json->decode($res->{body}) } // {};
 is_deeply($pv->{warnings}, [ 'api.github.com: widens methods: adds DELETE '
 	. '(was GET, POST)' ], 'preview: the edited route keeps auth');
 like($pv->{change} // '', qr/\Amodifying it so changes the bottle's policy:/,
 	'preview: says it is the modified change');
-unlike($pv->{diff} // '', qr/"auth"/, 'preview: auth not in the diff');
-is(state_of($gh), 'pending', 'preview: nothing decided');
+ok(($pv->{diff} // '') =~ /^\+ +"DELETE"/m && $pv->{diff} !~ /"auth"/,
+	'preview: the diff adds DELETE, auth not in it');
 $res = post("/api/proposals/$gh/preview", { grant => { methods => [ 'GET' ] } });
 is($res->{status}, 400, 'preview of a grant without a host: 400');
 $res = post("/api/proposals/$gh/preview", { grant => { host => 'api.github.com',
@@ -325,7 +325,6 @@ is_deeply(eval { $json->decode($res->{body})->{warnings} }, [],
 $res = post("/api/proposals/$gh/deny", {});
 $res = post("/api/proposals/$pt/deny", {});
 $res = post("/api/proposals/$wr/deny", {});
-is(state_of($wr), 'denied', 'the previewed proposals denied');
 
 # the list: filters and pages
 
@@ -460,15 +459,15 @@ is($pg->{g1_label2}, 'Approve modified', 'Modify: the label says what the next c
 like($pg->{g1_mod_head} // '', qr/^modifying it so changes/, 'Modify: the diff follows the edit');
 is_deeply($pg->{g1_mod_warnings}, [ 'api.github.com: widens methods: adds '
 	. 'DELETE (was GET, POST)' ], 'Modify: the edited route keeps auth');
-unlike($pg->{g1_mod_diff} // '', qr/"auth"/, 'Modify: auth no longer in the diff');
+ok(($pg->{g1_mod_diff} // '') =~ /^\+ +"DELETE"/m
+	&& $pg->{g1_mod_diff} !~ /"auth"/, 'Modify: the diff adds DELETE, no auth change');
 is($pg->{g1_state_mid}, 'pending', 'Modify: the preview decided nothing');
 like($pg->{g1_log} // '', qr/\Q$pg->{g1}\E modified/, 'Approve modified: modified');
 my ($ghr) = grep { $_->{host} eq 'api.github.com' } @{$json->decode(
 	redis_cli($t, 'HGET', 'bottle:policy:alice', 'json'))->{routes}};
-is_deeply($ghr && $ghr->{auth}, { type => 'bearer', value => 'secret:GH' },
-	'Approve modified: the route keeps its auth');
-is_deeply($ghr && $ghr->{methods}, [ 'GET', 'POST', 'DELETE' ],
-	'Approve modified: with DELETE');
+is_deeply($ghr, { host => 'api.github.com', methods => [ 'GET', 'POST',
+	'DELETE' ], auth => { type => 'bearer', value => 'secret:GH' } },
+	'Approve modified: the route keeps its auth, with DELETE');
 
 is_deeply([ sort keys %{{ map { $_ => 1 } @{$pg->{kind_cards} || []} }} ],
 	[ 'add-repo' ], 'filter by kind: only add-repo cards');
@@ -482,8 +481,9 @@ is($pg->{feed_reason}, 'GET <b>no</b> route <script>window.__xss=4</script>',
 is($pg->{feed_children}, 0, 'feed: no element made from it');
 ok((grep { /push refused.*github\.com\/acme\/widgets/ } @{$pg->{feed_texts} || []}),
 	'feed: a refused push');
-ok(!(grep { /contact\.example/ } @{$pg->{feed_texts} || []}),
-	'feed: not other events');
+ok(@{$pg->{feed_texts} || []} == 2
+	&& !(grep { /contact\.example/ } @{$pg->{feed_texts}}),
+	'feed: the two refusals, not other events');
 is($pg->{feed_imgs}, 0, 'feed: no image on the page');
 ok(defined $pg->{xss_ran2} && !$pg->{xss_ran2}, 'feed: no script ran');
 
@@ -523,9 +523,12 @@ $res = curl(auth("$base/api/bottles"));
 my $bl = eval { $json->decode($res->{body}) } // {};
 my ($bb) = grep { $_->{id} eq 'bob' } @{$bl->{bottles} || []};
 is($bb && $bb->{pending}, 230, 'bottles: bob\'s pending count');
-unlike($res->{body}, qr/ghp_s3cr3t|alice-token|token_sha256/, 'bottles: no secret');
+ok($res->{status} == 200
+	&& $res->{body} !~ /ghp_s3cr3t|alice-token|token_sha256|canary/,
+	'bottles: no secret');
 $res = curl(auth("$base/api/bottles/nobody"));
-is($res->{status}, 404, 'a bottle that is not there: 404');
+like("$res->{status} $res->{body}", qr/^404 .*no bottle \\"nobody\\"/,
+	'a bottle that is not there: 404');
 $res = curl(auth("$base/api/refusals"));
 my $rf = eval { $json->decode($res->{body}) } // {};
 is_deeply([ map { $_->{type} } @{$rf->{refusals} || []} ],
@@ -539,8 +542,6 @@ is_deeply(eval { $json->decode($res->{body})->{refusals} }, [],
 	'refusals of another bottle: none');
 $res = curl(auth("$base/api/refusals?after=x"));
 is($res->{status}, 400, 'refusals after a bad id: 400');
-$res = curl('-s', "$base/api/refusals");
-is($res->{status}, 401, 'refusals without the credential: 401');
 $res = curl(auth("$base/api/bottles/alice"));
 $bl = eval { $json->decode($res->{body}) } // {};
 is($bl->{bottle}{id}, 'alice', 'one bottle: alice');
