@@ -19,6 +19,7 @@
 
 #include <jansson.h>
 
+#include "bottle_warn.h"
 #include "bottlectl.h"
 
 
@@ -612,11 +613,15 @@ bottlectl_show(bottlectl_t *ctl, int argc, char **argv)
                                        "proposal"), "bottle")),
                  kind, route, &chg);
 
-        if (rc == BOTTLECTL_OK) {
-            printf("%s", chg.changed ? "\napproving it changes the bottle's "
-                                       "policy:\n"
-                                     : "\napproving it changes nothing\n");
-            fwrite(chg.diff ? chg.diff : "", 1, chg.diff_len, stdout);
+        /* the operator page's text too (bottle_warn.h) */
+
+        text = rc == BOTTLECTL_OK
+               ? bottle_warn_render("approving it", chg.changed,
+                                    chg.warnings, chg.diff, chg.diff_len)
+               : NULL;
+        if (text) {
+            printf("\n%s", text);
+            free(text);
         }
 
         bottlectl_change_free(&chg);

@@ -98,6 +98,8 @@ typedef struct {
     char                    *json;          /* the new stored JSON */
     char                    *diff;          /* unified, of the pretty JSON */
     size_t                   diff_len;
+    json_t                  *warnings;      /* bottle_warn_change()'s
+                                               strings (new ref) */
 } bottle_decision_change_t;
 
 

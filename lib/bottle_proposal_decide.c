@@ -21,6 +21,7 @@
 #include "bottle_policy.h"
 #include "bottle_store.h"
 #include "bottle_util.h"
+#include "bottle_warn.h"
 
 
 typedef struct {
@@ -802,6 +803,14 @@ bottle_decision_change(bottle_decision_change_t *out, redisContext *c,
         goto cleanup;
     }
 
+    /* what it takes away or widens, for the operator to read first */
+
+    out->warnings = bottle_warn_change(before, after);
+    if (out->warnings == NULL) {
+        bottle_errf(err, errlen, "out of memory");
+        goto cleanup;
+    }
+
     *status = BOTTLE_DECISION_OK;
     rc = 0;
 
@@ -827,5 +836,6 @@ bottle_decision_change_free(bottle_decision_change_t *chg)
     free(chg->digest);
     free(chg->json);
     free(chg->diff);
+    json_decref(chg->warnings);
     memset(chg, 0, sizeof(*chg));
 }

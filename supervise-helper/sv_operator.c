@@ -395,6 +395,30 @@ sv_operator_handle(void *cls, struct MHD_Connection *c, const char *url,
         return get ? sv_operator_list(op, c) : sv_operator_405(c, "GET, HEAD");
     }
 
+    /* the bottles view and the refusal feed: read-only */
+
+    if (strcmp(url, "/api/bottles") == 0) {
+        return get ? sv_operator_bottles(op, c)
+                   : sv_operator_405(c, "GET, HEAD");
+    }
+
+    if (strcmp(url, "/api/refusals") == 0) {
+        return get ? sv_operator_refusals(op, c)
+                   : sv_operator_405(c, "GET, HEAD");
+    }
+
+    if (strncmp(url, "/api/bottles/", 13) == 0) {
+        p = url + 13;
+        n = strlen(p);
+
+        if (n == 0 || n > SV_OPERATOR_BOTTLE_MAX || strchr(p, '/')) {
+            return sv_operator_error(c, 404, "no such bottle");
+        }
+
+        return get ? sv_operator_bottle(op, c, p)
+                   : sv_operator_405(c, "GET, HEAD");
+    }
+
     if (strncmp(url, "/api/proposals/", 15) != 0) {
         return sv_operator_error(c, 404, "not found");
     }
@@ -420,12 +444,14 @@ sv_operator_handle(void *cls, struct MHD_Connection *c, const char *url,
     }
 
     /* approve, deny, modify; connect (a forge-connect), create (a
-     * create-repo) */
+     * create-repo); preview (what a modify would change, nothing
+     * decided: a POST all the same, its body the grant) */
 
     if (strlen(slash + 1) >= sizeof(action)
         || (bottle_decision_state(slash + 1) == NULL
             && strcmp(slash + 1, "connect") != 0
-            && strcmp(slash + 1, "create") != 0))
+            && strcmp(slash + 1, "create") != 0
+            && strcmp(slash + 1, "preview") != 0))
     {
         return sv_operator_error(c, 404, "not found");
     }

@@ -20,8 +20,14 @@
 #define SV_OPERATOR_USER        "operator"
 #define SV_OPERATOR_HEADER      "X-Bottle-Operator"     /* "1" on POST */
 #define SV_OPERATOR_BODY_MAX    (64 * 1024)             /* 413 beyond */
-#define SV_OPERATOR_PENDING_MAX 200                     /* listed at most */
-#define SV_OPERATOR_RECENT      20                      /* decisions */
+#define SV_OPERATOR_PAGE        50      /* pending proposals a page lists
+                                           by default */
+#define SV_OPERATOR_PAGE_MAX    500     /* ?limit= at most */
+#define SV_OPERATOR_RECENT      20      /* decisions, refusals listed */
+#define SV_OPERATOR_SCAN        200     /* newest proposals read for them */
+#define SV_OPERATOR_BOTTLE_MAX  128     /* a bottle id in a query */
+#define SV_OPERATOR_FEED        50      /* refusals in one answer at most */
+#define SV_OPERATOR_JOURNAL_SCAN 2000   /* journal entries read for them */
 
 
 typedef struct sv_operator_s  sv_operator_t;

@@ -20,25 +20,31 @@
 #include "bottle_forge_client.h"
 #include "bottle_proposal.h"
 #include "bottle_store.h"
+#include "bottle_warn.h"
 #include "sv_operator_int.h"
 
 
 #define SV_OPERATOR_NAME_MAX    64
 
 
-static redisContext *sv_operator_connect(sv_operator_t *op, char *err,
-    size_t errlen);
-static json_t *sv_operator_entries(redisContext *rc, redisReply *ids,
-    size_t max, int decided);
 static enum MHD_Result sv_operator_result(sv_operator_t *op,
     struct MHD_Connection *c, const char *id, const char *action,
     const char *who, const bottle_decision_result_t *res);
 static enum MHD_Result sv_operator_connect_forge(sv_operator_t *op,
     struct MHD_Connection *c, const char *id, json_t *body,
     const char *note, const char *who, sv_request_t *req);
+static int sv_operator_query(struct MHD_Connection *c, sv_filter_t *f,
+    size_t *offset, size_t *limit, char *err, size_t errlen);
+static size_t sv_operator_match(redisContext *rc, redisReply *ids,
+    const sv_filter_t *f, const char **out);
+static json_t *sv_operator_versions(redisContext *rc);
+static void sv_operator_change_set(json_t *o, const char *what,
+    const bottle_decision_change_t *chg);
+static enum MHD_Result sv_operator_preview(sv_operator_t *op,
+    struct MHD_Connection *c, const char *id, const json_t *grant);
 
 
-static redisContext *
+redisContext *
 sv_operator_connect(sv_operator_t *op, char *err, size_t errlen)
 {
     char           why[256], where[400];
@@ -55,15 +61,28 @@ sv_operator_connect(sv_operator_t *op, char *err, size_t errlen)
 }
 
 
-/* GET /api/proposals: {pending: [...], decisions: [...]} */
+/*
+ * GET /api/proposals?bottle=&kind=&offset=&limit=: {pending: [one page],
+ * total, all, offset, limit, decisions: [...], versions: {bottle:
+ * version}, now}; nothing left out silently: total counts every pending
+ * proposal the filter keeps
+ */
 
 enum MHD_Result
 sv_operator_list(sv_operator_t *op, struct MHD_Connection *c)
 {
-    char           err[1024], n[16];
-    json_t        *o, *pending, *decided;
-    redisReply    *ids;
+    char           err[1024], key[sizeof(BOTTLE_PROPOSALS_OF)
+                                  + SV_OPERATOR_BOTTLE_MAX + 1];
+    size_t         offset, limit, total, all, n;
+    json_t        *o, *pending, *decided, *versions;
+    const char   **match;
+    redisReply    *ids, *recent;
     redisContext  *rc;
+    sv_filter_t    f;
+
+    if (sv_operator_query(c, &f, &offset, &limit, err, sizeof(err)) != 0) {
+        return sv_operator_error(c, 400, "%s", err);
+    }
 
     rc = sv_operator_connect(op, err, sizeof(err));
     if (rc == NULL) {
@@ -72,48 +91,269 @@ sv_operator_list(sv_operator_t *op, struct MHD_Connection *c)
 
     pending = NULL;
     decided = NULL;
+    versions = NULL;
+    match = NULL;
+    total = 0;
+    all = 0;
 
-    snprintf(n, sizeof(n), "%d", SV_OPERATOR_PENDING_MAX - 1);
-    ids = redisCommand(rc, "ZRANGE %s 0 %s", BOTTLE_PROPOSALS_PENDING, n);
+    ids = redisCommand(rc, "ZRANGE %s 0 -1", BOTTLE_PROPOSALS_PENDING);
+
+    if (ids && ids->type == REDIS_REPLY_ARRAY) {
+        all = ids->elements;
+        match = calloc(all + 1, sizeof(const char *));
+    }
+
+    if (match) {
+        total = sv_operator_match(rc, ids, &f, match);
+        n = offset < total ? total - offset : 0;
+        pending = sv_operator_entries(rc, match + (offset < total ? offset
+                                                                  : total),
+                                      n < limit ? n : limit, limit, 0, NULL);
+    }
+
+    free(match);
+
     if (ids) {
-        pending = sv_operator_entries(rc, ids, SV_OPERATOR_PENDING_MAX, 0);
         freeReplyObject(ids);
     }
 
-    /* the newest answered, from the newest proposals */
+    /* the newest answered, from the newest proposals (of the bottle) */
 
-    ids = pending ? redisCommand(rc, "ZREVRANGE %s 0 199",
-                                 BOTTLE_PROPOSALS_ALL)
-                  : NULL;
-    if (ids) {
-        decided = sv_operator_entries(rc, ids, SV_OPERATOR_RECENT, 1);
-        freeReplyObject(ids);
+    if (f.bottle) {
+        snprintf(key, sizeof(key), "%s%s", BOTTLE_PROPOSALS_OF, f.bottle);
     }
+
+    recent = pending ? redisCommand(rc, "ZREVRANGE %s 0 %d",
+                                    f.bottle ? key : BOTTLE_PROPOSALS_ALL,
+                                    SV_OPERATOR_SCAN - 1)
+                     : NULL;
+    if (recent) {
+        decided = sv_operator_recent(rc, recent, SV_OPERATOR_RECENT, 1, &f);
+        freeReplyObject(recent);
+    }
+
+    versions = decided ? sv_operator_versions(rc) : NULL;
 
     redisFree(rc);
 
-    if (pending == NULL || decided == NULL) {
+    if (pending == NULL || decided == NULL || versions == NULL) {
         json_decref(pending);
         json_decref(decided);
+        json_decref(versions);
         return sv_operator_error(c, 502, "the store failed to list the "
                                  "proposals");
     }
 
-    o = json_pack("{s:o, s:o, s:I}", "pending", pending, "decisions",
-                  decided, "now", (json_int_t) bottle_decision_now());
+    o = json_pack("{s:o, s:I, s:I, s:I, s:I, s:o, s:o, s:I}",
+                  "pending", pending, "total", (json_int_t) total,
+                  "all", (json_int_t) all, "offset", (json_int_t) offset,
+                  "limit", (json_int_t) limit, "decisions", decided,
+                  "versions", versions,
+                  "now", (json_int_t) bottle_decision_now());
 
     return sv_operator_json(c, 200, o);
 }
 
 
-/*
- * The proposals of ids (pipelined HMGETs): pending ones, or answered
- * ones; max at most.  A new array, NULL if the store failed.
- */
+/* the query's filter and page: 0, or -1 and why */
+
+static int
+sv_operator_query(struct MHD_Connection *c, sv_filter_t *f, size_t *offset,
+    size_t *limit, char *err, size_t errlen)
+{
+    char          *end;
+    const char    *v;
+    unsigned long  n;
+
+    memset(f, 0, sizeof(*f));
+    *offset = 0;
+    *limit = SV_OPERATOR_PAGE;
+
+    if (sv_operator_filter(c, f, err, errlen) != 0) {
+        return -1;
+    }
+
+    v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset");
+    if (v && v[0]) {
+        n = strtoul(v, &end, 10);
+        if (*end || v[0] < '0' || v[0] > '9' || n > 1000000000UL) {
+            snprintf(err, errlen, "offset: a number");
+            return -1;
+        }
+        *offset = n;
+    }
+
+    v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
+    if (v && v[0]) {
+        n = strtoul(v, &end, 10);
+        if (*end || v[0] < '0' || v[0] > '9' || n == 0
+            || n > SV_OPERATOR_PAGE_MAX)
+        {
+            snprintf(err, errlen, "limit: 1 to %d", SV_OPERATOR_PAGE_MAX);
+            return -1;
+        }
+        *limit = n;
+    }
+
+    return 0;
+}
+
+
+/* ?bottle= and ?kind=: 0, or -1 and why */
+
+int
+sv_operator_filter(struct MHD_Connection *c, sv_filter_t *f, char *err,
+    size_t errlen)
+{
+    const char  *v;
+
+    memset(f, 0, sizeof(*f));
+
+    v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "bottle");
+    if (v && v[0]) {
+        if (strlen(v) > SV_OPERATOR_BOTTLE_MAX) {
+            snprintf(err, errlen, "bottle: longer than %d bytes",
+                     SV_OPERATOR_BOTTLE_MAX);
+            return -1;
+        }
+        f->bottle = v;
+    }
+
+    v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "kind");
+    if (v && v[0]) {
+        if (bottle_proposal_kind_parse(v) < 0) {
+            snprintf(err, errlen, "kind: not a proposal kind");
+            return -1;
+        }
+        f->kind = v;
+    }
+
+    return 0;
+}
+
+
+/* the ids the filter keeps, in order (pipelined HMGET bottle kind) */
+
+static size_t
+sv_operator_match(redisContext *rc, redisReply *ids, const sv_filter_t *f,
+    const char **out)
+{
+    size_t       i, k;
+    redisReply  *r;
+
+    k = 0;
+
+    if (f->bottle == NULL && f->kind == NULL) {
+        for (i = 0; i < ids->elements; i++) {
+            if (ids->element[i]->type == REDIS_REPLY_STRING) {
+                out[k++] = ids->element[i]->str;
+            }
+        }
+        return k;
+    }
+
+    for (i = 0; i < ids->elements; i++) {
+        redisAppendCommand(rc, "HMGET %s%b %s %s", BOTTLE_PROPOSAL_PREFIX,
+                           ids->element[i]->str,
+                           (size_t) ids->element[i]->len,
+                           BOTTLE_PROPOSAL_F_BOTTLE, BOTTLE_PROPOSAL_F_KIND);
+    }
+
+    for (i = 0; i < ids->elements; i++) {
+        if (redisGetReply(rc, (void **) &r) != REDIS_OK || r == NULL) {
+            return k;
+        }
+
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 2
+            && r->element[0]->type == REDIS_REPLY_STRING
+            && r->element[1]->type == REDIS_REPLY_STRING
+            && (f->bottle == NULL || strcmp(r->element[0]->str, f->bottle) == 0)
+            && (f->kind == NULL || strcmp(r->element[1]->str, f->kind) == 0))
+        {
+            out[k++] = ids->element[i]->str;
+        }
+
+        freeReplyObject(r);
+    }
+
+    return k;
+}
+
+
+/* {bottle: its policy version}: bottle:bottles */
 
 static json_t *
-sv_operator_entries(redisContext *rc, redisReply *ids, size_t max,
-    int decided)
+sv_operator_versions(redisContext *rc)
+{
+    size_t       i;
+    json_t      *o;
+    redisReply  *r;
+
+    r = redisCommand(rc, "HGETALL %s", BOTTLE_STORE_BOTTLES);
+    if (r == NULL) {
+        return NULL;
+    }
+
+    o = json_object();
+
+    for (i = 0; o && r->type == REDIS_REPLY_ARRAY && i + 1 < r->elements;
+         i += 2)
+    {
+        if (r->element[i]->type == REDIS_REPLY_STRING
+            && r->element[i + 1]->type == REDIS_REPLY_STRING)
+        {
+            json_object_set_new(o, r->element[i]->str,
+                                json_integer(atoll(r->element[i + 1]->str)));
+        }
+    }
+
+    freeReplyObject(r);
+
+    return o;
+}
+
+
+/* the pending or answered proposals among ids, in order, max at most */
+
+json_t *
+sv_operator_recent(redisContext *rc, redisReply *ids, size_t max,
+    int decided, const sv_filter_t *f)
+{
+    size_t        i, k;
+    json_t       *out;
+    const char  **list;
+
+    if (ids->type != REDIS_REPLY_ARRAY) {
+        return NULL;
+    }
+
+    list = calloc(ids->elements + 1, sizeof(const char *));
+    if (list == NULL) {
+        return NULL;
+    }
+
+    for (i = 0, k = 0; i < ids->elements; i++) {
+        if (ids->element[i]->type == REDIS_REPLY_STRING) {
+            list[k++] = ids->element[i]->str;
+        }
+    }
+
+    out = sv_operator_entries(rc, list, k, max, decided, f);
+    free(list);
+
+    return out;
+}
+
+
+/*
+ * The proposals of ids (pipelined HMGETs): pending ones, or answered
+ * ones; max at most, those f keeps.  A new array, NULL if the store
+ * failed.
+ */
+
+json_t *
+sv_operator_entries(redisContext *rc, const char *const *ids, size_t n,
+    size_t max, int decided, const sv_filter_t *f)
 {
     char                    key[sizeof(BOTTLE_PROPOSAL_PREFIX)
                                 + BOTTLE_PROPOSAL_ID_LEN];
@@ -121,24 +361,17 @@ sv_operator_entries(redisContext *rc, redisReply *ids, size_t max,
     size_t                  i, sent;
     json_t                 *out, *p, *e, *d;
     redisReply             *r;
-    const char             *state;
+    const char             *state, *b;
     bottle_proposal_kind_e  kind;
-
-    if (ids->type != REDIS_REPLY_ARRAY) {
-        return NULL;
-    }
 
     sent = 0;
 
-    for (i = 0; i < ids->elements; i++) {
-        if (ids->element[i]->type != REDIS_REPLY_STRING
-            || ids->element[i]->len >= BOTTLE_PROPOSAL_ID_LEN)
-        {
+    for (i = 0; i < n; i++) {
+        if (strlen(ids[i]) >= BOTTLE_PROPOSAL_ID_LEN) {
             continue;
         }
 
-        snprintf(key, sizeof(key), "%s%s", BOTTLE_PROPOSAL_PREFIX,
-                 ids->element[i]->str);
+        snprintf(key, sizeof(key), "%s%s", BOTTLE_PROPOSAL_PREFIX, ids[i]);
         redisAppendCommand(rc, "HMGET %s %s %s %s", key,
                            BOTTLE_PROPOSAL_F_JSON, BOTTLE_PROPOSAL_F_STATE,
                            BOTTLE_PROPOSAL_F_DECISION);
@@ -176,6 +409,18 @@ sv_operator_entries(redisContext *rc, redisReply *ids, size_t max,
             continue;
         }
 
+        b = json_string_value(json_object_get(p, "bottle"));
+
+        if (f && ((f->bottle && (b == NULL || strcmp(b, f->bottle) != 0))
+                  || (f->kind
+                      && strcmp(bottle_proposal_kind_name(kind), f->kind)
+                         != 0)))
+        {
+            json_decref(p);
+            freeReplyObject(r);
+            continue;
+        }
+
         bottle_proposal_summary(summary, sizeof(summary), p);
 
         d = r->element[2]->type == REDIS_REPLY_STRING
@@ -194,6 +439,8 @@ sv_operator_entries(redisContext *rc, redisReply *ids, size_t max,
         if (e) {
             json_object_set_new(e, "grantable",
                 json_boolean(bottle_proposal_no_plain_allow(kind) == NULL));
+            json_object_set_new(e, "changes_policy",
+                json_boolean(bottle_proposal_changes_policy(kind)));
             json_array_append_new(out, e);
         }
 
@@ -205,7 +452,11 @@ sv_operator_entries(redisContext *rc, redisReply *ids, size_t max,
 }
 
 
-/* GET /api/proposals/ID: {proposal, state, decision, version, diff} */
+/*
+ * GET /api/proposals/ID: {proposal, state, decision, version} and, for a
+ * pending one whose approval changes policy, what approving it as asked
+ * would change (sv_operator_change_set()) or change_error
+ */
 
 enum MHD_Result
 sv_operator_show(sv_operator_t *op, struct MHD_Connection *c, const char *id)
@@ -260,18 +511,142 @@ sv_operator_show(sv_operator_t *op, struct MHD_Connection *c, const char *id)
 
     if (o && strcmp(json_string_value(json_object_get(o, "state")),
                     "pending") == 0
-        && bottle_proposal_changes_policy(kind)
-        && bottle_decision_change(&chg, rc,
-               json_string_value(json_object_get(p, "bottle")), kind,
-               json_object_get(p, "args"), &st, err, sizeof(err)) == 0)
+        && bottle_proposal_changes_policy(kind))
     {
-        json_object_set_new(o, "diff", json_stringn(chg.diff ? chg.diff : "",
-                                                    chg.diff_len));
+        if (bottle_decision_change(&chg, rc,
+                json_string_value(json_object_get(p, "bottle")), kind,
+                json_object_get(p, "args"), &st, err, sizeof(err))
+            == 0)
+        {
+            sv_operator_change_set(o, "approving it", &chg);
+
+        } else {
+            json_object_set_new(o, "change_error", json_string(err));
+        }
+
         bottle_decision_change_free(&chg);
     }
 
     freeReplyObject(r);
     redisFree(rc);
+
+    return sv_operator_json(c, 200, o);
+}
+
+
+/* the change's fields: changed, diff, warnings, change (the text) */
+
+static void
+sv_operator_change_set(json_t *o, const char *what,
+    const bottle_decision_change_t *chg)
+{
+    char  *text;
+
+    text = bottle_warn_render(what, chg->changed, chg->warnings, chg->diff,
+                              chg->diff_len);
+
+    json_object_set_new(o, "changed", json_boolean(chg->changed));
+    json_object_set_new(o, "diff", json_stringn(chg->diff ? chg->diff : "",
+                                                chg->diff_len));
+    json_object_set_new(o, "warnings", chg->warnings
+                                       ? json_incref(chg->warnings)
+                                       : json_array());
+    json_object_set_new(o, "change", text ? json_string(text) : json_null());
+
+    free(text);
+}
+
+
+/*
+ * POST /api/proposals/ID/preview {"grant"}: what modify with that grant
+ * would change, decided nothing: {changed, diff, warnings, change}, or
+ * {"error"} with modify's status (400 a bad grant, 403 a kind modify does
+ * not change policy for, 404, 409 answered already)
+ */
+
+static enum MHD_Result
+sv_operator_preview(sv_operator_t *op, struct MHD_Connection *c,
+    const char *id, const json_t *grant)
+{
+    char                       err[BOTTLE_DECISION_ERR_LEN];
+    unsigned                   status;
+    json_t                    *p, *o;
+    redisReply                *r;
+    redisContext              *rc;
+    bottle_proposal_kind_e     kind;
+    bottle_decision_change_t   chg;
+    bottle_decision_status_e   st;
+
+    rc = sv_operator_connect(op, err, sizeof(err));
+    if (rc == NULL) {
+        return sv_operator_error(c, 502, "%s", err);
+    }
+
+    r = redisCommand(rc, "HMGET %s%s %s %s", BOTTLE_PROPOSAL_PREFIX, id,
+                     BOTTLE_PROPOSAL_F_JSON, BOTTLE_PROPOSAL_F_STATE);
+
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2
+        || r->element[0]->type != REDIS_REPLY_STRING)
+    {
+        if (r) {
+            freeReplyObject(r);
+        }
+        redisFree(rc);
+        return sv_operator_error(c, r ? 404 : 502, "no proposal \"%s\"", id);
+    }
+
+    p = bottle_proposal_parse(r->element[0]->str, r->element[0]->len, &kind,
+                              err, sizeof(err));
+    o = NULL;
+    status = 200;
+    memset(&chg, 0, sizeof(chg));
+
+    if (p == NULL) {
+        status = 500;
+
+    } else if (r->element[1]->type != REDIS_REPLY_STRING
+               || strcmp(r->element[1]->str, "pending") != 0)
+    {
+        status = 409;
+        snprintf(err, sizeof(err), "proposal \"%s\" was answered already",
+                 id);
+
+    } else if (kind != BOTTLE_PROPOSAL_EGRESS_ALLOW
+               && kind != BOTTLE_PROPOSAL_ADD_REPO)
+    {
+        status = 403;
+        snprintf(err, sizeof(err), "a %s is not modified into a policy "
+                 "change: nothing to preview",
+                 bottle_proposal_kind_name(kind));
+
+    } else if (bottle_decision_grant_check(kind, p, grant, err, sizeof(err))
+               != 0)
+    {
+        status = 400;
+
+    } else if (bottle_decision_change(&chg, rc,
+                   json_string_value(json_object_get(p, "bottle")), kind,
+                   grant, &st, err, sizeof(err))
+               != 0)
+    {
+        status = st == BOTTLE_DECISION_UNREACHABLE ? 502
+                 : st == BOTTLE_DECISION_NOT_FOUND ? 404 : 400;
+
+    } else {
+        o = json_object();
+        if (o) {
+            sv_operator_change_set(o, "modifying it so", &chg);
+        }
+    }
+
+    bottle_decision_change_free(&chg);
+    json_decref(p);
+    freeReplyObject(r);
+    redisFree(rc);
+
+    if (status != 200) {
+        return sv_operator_error(c, status, "%s", err);
+    }
 
     return sv_operator_json(c, 200, o);
 }
@@ -333,6 +708,15 @@ sv_operator_answer(sv_operator_t *op, struct MHD_Connection *c,
 
     if (strcmp(action, "connect") == 0) {
         ret = sv_operator_connect_forge(op, c, id, body, note, who, req);
+        json_decref(body);
+        return ret;
+    }
+
+    if (strcmp(action, "preview") == 0) {
+        ret = json_is_object(grant)
+              ? sv_operator_preview(op, c, id, grant)
+              : sv_operator_error(c, 400, "preview takes a \"grant\" "
+                                  "object, as modify does");
         json_decref(body);
         return ret;
     }

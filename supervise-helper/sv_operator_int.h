@@ -57,8 +57,35 @@ void sv_operator_logf(sv_operator_t *op, const char *fmt, ...)
     ;
 
 
+/* a listing's filter: ?bottle= and ?kind= (NULL: any) */
+typedef struct {
+    const char              *bottle;
+    const char              *kind;
+} sv_filter_t;
+
+struct redisContext;
+struct redisReply;
+
+
 /* sv_operator_api.c: GET /api/proposals, GET /api/proposals/ID, and
  * POST /api/proposals/ID/ACTION (the CSRF checks passed) */
+
+/* a store connection of its own, or NULL and why (logged) */
+struct redisContext *sv_operator_connect(sv_operator_t *op, char *err,
+    size_t errlen);
+
+/* ?bottle= and ?kind=: 0, or -1 and why */
+int sv_operator_filter(struct MHD_Connection *c, sv_filter_t *f, char *err,
+    size_t errlen);
+
+/* the proposals of ids as the page lists them, pending or answered ones,
+ * max at most, those f keeps (NULL: all); NULL if the store failed */
+json_t *sv_operator_entries(struct redisContext *rc, const char *const *ids,
+    size_t n, size_t max, int decided, const sv_filter_t *f);
+
+/* the pending (decided 0) or answered ones among a ZRANGE's ids */
+json_t *sv_operator_recent(struct redisContext *rc, struct redisReply *ids,
+    size_t max, int decided, const sv_filter_t *f);
 
 enum MHD_Result sv_operator_list(sv_operator_t *op, struct MHD_Connection *c);
 enum MHD_Result sv_operator_show(sv_operator_t *op, struct MHD_Connection *c,
@@ -66,6 +93,16 @@ enum MHD_Result sv_operator_show(sv_operator_t *op, struct MHD_Connection *c,
 enum MHD_Result sv_operator_answer(sv_operator_t *op,
     struct MHD_Connection *c, const char *id, const char *action,
     sv_request_t *req);
+
+
+/* sv_operator_view.c: GET /api/bottles, /api/bottles/ID, /api/refusals */
+
+enum MHD_Result sv_operator_bottles(sv_operator_t *op,
+    struct MHD_Connection *c);
+enum MHD_Result sv_operator_bottle(sv_operator_t *op,
+    struct MHD_Connection *c, const char *id);
+enum MHD_Result sv_operator_refusals(sv_operator_t *op,
+    struct MHD_Connection *c);
 
 
 #endif /* SV_OPERATOR_INT_H */

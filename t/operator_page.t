@@ -60,7 +60,7 @@ plan(skip_all => 'no playwright-core (npm ci in t/operator)')
 
 my $t = Test::Nginx->new()->has_daemon('redis-server')
 	->has_daemon('redis-cli')->has_daemon('git')
-	->has_daemon($Test::Bottle::Forge::FCGIWRAP)->plan(99);
+	->has_daemon($Test::Bottle::Forge::FCGIWRAP)->plan(164);
 my $d = $t->testdir();
 
 my $json = JSON::PP->new->canonical;
@@ -76,7 +76,11 @@ $ENV{BOTTLECTL} = $BOTTLECTL;
 
 store_put($t, { id => 'alice', token => 'alice-token-0123456789',
 	egress_tokens => { GH => 'ghp_s3cr3t-value-0001' },
-	routes => [ { host => 'example.org' } ] });
+	routes => [ { host => 'example.org' },
+		{ host => 'api.github.com', methods => [ 'GET', 'POST' ],
+		  auth => { type => 'bearer', value => 'secret:GH' } } ] });
+store_put($t, { id => 'bob', token => 'bob-token-0123456789abc',
+	routes => [ { host => 'bob.example' } ] });
 
 # the credential: its first line; others may not read it
 
@@ -256,6 +260,85 @@ is($res->{status}, 409, 'a later answer: 409');
 like($res->{body}, qr/answered already: approve by op-curl/, 'a later answer: who won');
 
 ###############################################################################
+# what an approval changes: the diff and its warnings, one text for the page
+# and bottlectl show (lib/bottle_warn.c); a modify previewed
+
+my $gh = propose('alice', 'egress-allow',
+	{ host => 'api.github.com', methods => [ 'GET', 'POST', 'DELETE' ] },
+	'need DELETE too');
+$res = curl(auth("$base/api/proposals/$gh"));
+$show = eval { $json->decode($res->{body}) } // {};
+is_deeply($show->{warnings}, [
+	'api.github.com: removes the credential the gateway injects (auth '
+	. 'bearer secret:GH): requests go out without it',
+	'api.github.com: widens methods: adds DELETE (was GET, POST)' ],
+	'show: the warnings of dropping auth and adding DELETE');
+like($show->{change} // '', qr/\Aapproving it changes the bottle's policy:\nwarning: api\.github\.com: removes the credential.*^- +"auth": \{/ms,
+	'show: the change text, warnings first, then the diff dropping auth');
+my $cli = `$BOTTLECTL show $gh`;
+my ($cli_change) = $cli =~ /\n\n(approving it .*)\z/s;
+is($cli_change, $show->{change}, 'bottlectl show prints the same text');
+like($cli, qr/^warning: api\.github\.com: widens methods: adds DELETE \(was GET, POST\)$/m,
+	'bottlectl show: the warning line');
+
+$res = post("/api/proposals/$gh/preview", { grant => { host => 'api.github.com',
+	methods => [ 'GET', 'POST', 'DELETE' ],
+	auth => { type => 'bearer', value => 'secret:GH' } } });
+is($res->{status} . ' ' . state_of($gh), '200 pending',
+	'preview: 200, nothing decided');
+my $pv = eval { $json->decode($res->{body}) } // {};
+is_deeply($pv->{warnings}, [ 'api.github.com: widens methods: adds DELETE '
+	. '(was GET, POST)' ], 'preview: the edited route keeps auth');
+like($pv->{change} // '', qr/\Amodifying it so changes the bottle's policy:/,
+	'preview: says it is the modified change');
+ok(($pv->{diff} // '') =~ /^\+ +"DELETE"/m && $pv->{diff} !~ /"auth"/,
+	'preview: the diff adds DELETE, auth not in it');
+$res = post("/api/proposals/$gh/preview", { grant => { methods => [ 'GET' ] } });
+is($res->{status}, 400, 'preview of a grant without a host: 400');
+$res = post("/api/proposals/$gh/preview", { grant => { host => 'api.github.com',
+	methods => [ 'FETCH' ] } });
+is($res->{status}, 400, 'preview of a route the parser refuses: 400');
+like($res->{body}, qr/would be invalid/, 'preview: the parser\'s message');
+$res = curl(auth('-X', 'POST', '-H', 'Content-Type: application/json',
+	'--data-binary', '{"grant":{"host":"x.example"}}',
+	"$base/api/proposals/$gh/preview"));
+is($res->{status}, 403, 'preview without the custom header: 403');
+$res = curl(auth("$base/api/proposals/$gh/preview"));
+is($res->{status}, 405, 'GET preview: 405');
+
+my $pt = propose('alice', 'egress-allow',
+	{ host => 'npm.example', passthrough => JSON::PP::true }, 'npm');
+$res = curl(auth("$base/api/proposals/$pt"));
+like(eval { $json->decode($res->{body})->{warnings}[0] } // '',
+	qr/^npm\.example: turns on passthrough/, 'show: passthrough warned');
+my $wr = propose('alice', 'add-repo',
+	{ repo => 'git.example/acme/x', write => JSON::PP::true }, 'push');
+$res = post("/api/proposals/$wr/preview",
+	{ grant => { repo => 'git.example/acme/x:write' } });
+is_deeply(eval { $json->decode($res->{body})->{warnings} },
+	[ 'git.example/acme/x: grants write: the bottle may push to it' ],
+	'preview of a write grant: warned');
+$res = post("/api/proposals/$wr/preview",
+	{ grant => { repo => 'git.example/acme/x' } });
+is_deeply(eval { $json->decode($res->{body})->{warnings} }, [],
+	'preview of a read-only grant: no warning');
+$res = post("/api/proposals/$gh/deny", {});
+$res = post("/api/proposals/$pt/deny", {});
+$res = post("/api/proposals/$wr/deny", {});
+
+# the list: filters and pages
+
+$res = curl(auth("$base/api/proposals?kind=egress-allow&bottle=alice"));
+my $ls = eval { $json->decode($res->{body}) } // {};
+is($ls->{total}, 0, 'list filtered: nothing pending of that kind');
+$res = curl(auth("$base/api/proposals?kind=bogus"));
+is($res->{status}, 400, 'list: an unknown kind: 400');
+$res = curl(auth("$base/api/proposals?limit=0"));
+is($res->{status}, 400, 'list: limit 0: 400');
+$res = curl(auth("$base/api/proposals?limit=501"));
+is($res->{status}, 400, 'list: limit over 500: 400');
+
+###############################################################################
 # the page, in chromium
 
 $ENV{OP_URL} = "$base/";
@@ -264,6 +347,8 @@ $ENV{FORGE_URL} = $forge->{url};
 $ENV{FORGE_TOKEN} = $FORGE_TOKEN;
 $ENV{CHROMIUM} = $CHROMIUM;
 $ENV{HOME} = $d;    # chromium's profile and crash dirs
+$ENV{REDIS_PORT} = $r->{port};
+$ENV{SHOTS} = $ENV{OPERATOR_SHOTS} // $d;   # screenshots, to look at
 
 my $raw = `node '$FindBin::Bin/operator/page.js' 2>>'$d/node.log'`;
 my $pg = eval { $json->decode($raw) } // { errors => [ "no JSON: $raw" ] };
@@ -358,6 +443,109 @@ $dec = $json->decode(redis_cli($t, 'HGET', "bottle:proposal:$pg->{p9}",
 	'decision'));
 is_deeply($dec->{launch} && $dec->{launch}{bottles}, [ 'base' ],
 	'Launch…: the decision\'s launch spec, trimmed');
+
+# the issue's case on the page
+
+like($pg->{g1_head} // '', qr/^approving it changes the bottle's policy:/,
+	'card: the change shown without a click');
+like(join("\n", @{$pg->{g1_warnings} || []}),
+	qr/^api\.github\.com: removes the credential the gateway injects \(auth bearer secret:GH\)/m,
+	'card: the warning for dropping credential injection');
+like(join("\n", @{$pg->{g1_warnings} || []}), qr/widens methods: adds DELETE/,
+	'card: the warning for DELETE');
+like($pg->{g1_diff} // '', qr/^- +"auth": \{/m, 'card: the diff');
+is($pg->{g1_label}, 'Modify…', 'Modify: the first label');
+is($pg->{g1_label2}, 'Approve modified', 'Modify: the label says what the next click does');
+like($pg->{g1_mod_head} // '', qr/^modifying it so changes/, 'Modify: the diff follows the edit');
+is_deeply($pg->{g1_mod_warnings}, [ 'api.github.com: widens methods: adds '
+	. 'DELETE (was GET, POST)' ], 'Modify: the edited route keeps auth');
+ok(($pg->{g1_mod_diff} // '') =~ /^\+ +"DELETE"/m
+	&& $pg->{g1_mod_diff} !~ /"auth"/, 'Modify: the diff adds DELETE, no auth change');
+is($pg->{g1_state_mid}, 'pending', 'Modify: the preview decided nothing');
+like($pg->{g1_log} // '', qr/\Q$pg->{g1}\E modified/, 'Approve modified: modified');
+my ($ghr) = grep { $_->{host} eq 'api.github.com' } @{$json->decode(
+	redis_cli($t, 'HGET', 'bottle:policy:alice', 'json'))->{routes}};
+is_deeply($ghr, { host => 'api.github.com', methods => [ 'GET', 'POST',
+	'DELETE' ], auth => { type => 'bearer', value => 'secret:GH' } },
+	'Approve modified: the route keeps its auth, with DELETE');
+
+is_deeply([ sort keys %{{ map { $_ => 1 } @{$pg->{kind_cards} || []} }} ],
+	[ 'add-repo' ], 'filter by kind: only add-repo cards');
+
+# the live feed and the bottles view
+
+like($pg->{feed_host} // '', qr/^<img src=x onerror="window\.__xss=3">\.example$/,
+	'feed: a refusal written after load, its host as text');
+is($pg->{feed_reason}, 'GET <b>no</b> route <script>window.__xss=4</script>',
+	'feed: its reason as text');
+is($pg->{feed_children}, 0, 'feed: no element made from it');
+ok((grep { /push refused.*github\.com\/acme\/widgets/ } @{$pg->{feed_texts} || []}),
+	'feed: a refused push');
+ok(@{$pg->{feed_texts} || []} == 2
+	&& !(grep { /contact\.example/ } @{$pg->{feed_texts}}),
+	'feed: the two refusals, not other events');
+is($pg->{feed_imgs}, 0, 'feed: no image on the page');
+ok(defined $pg->{xss_ran2} && !$pg->{xss_ran2}, 'feed: no script ran');
+
+like($pg->{bottle_row} // '', qr/^alice\d+\d+example\.org, api\.github\.com/,
+	'bottles: alice, her version, pending and routes');
+like($pg->{b_id} // '', qr/^alice \(version \d+\)$/, 'bottle: its id and version');
+ok((grep { /^api\.github\.comGET,POST,DELETE; auth bearer$/ } @{$pg->{b_routes} || []}),
+	'bottle: the routes summarised');
+ok((grep { /^add-repo git\.example\/acme\/w/ } @{$pg->{b_pending} || []}),
+	'bottle: its pending proposals');
+ok((grep { /^modified egress-allow api\.github\.com .*by \S+: keep the token$/ }
+	@{$pg->{b_decisions} || []}), 'bottle: its recent decisions');
+ok((grep { /no_route/ } @{$pg->{b_refusals} || []}), 'bottle: its recent refusals');
+
+# no silent cap
+
+like($pg->{bob_count} // '', qr/^\(230 of \d+\)$/, 'paged: the total shown');
+is($pg->{bob_range1}, '1–50 of 230', 'paged: the first page');
+is($pg->{bob_cards1}, 50, 'paged: 50 cards a page');
+is($pg->{bob_range5}, '201–230 of 230', 'paged: the last page');
+is($pg->{bob_cards5}, 30, 'paged: its 30 cards');
+ok($pg->{bob_next_disabled}, 'paged: no page after the last');
+
+$res = curl(auth("$base/api/proposals?bottle=bob&offset=200&limit=50"));
+$ls = eval { $json->decode($res->{body}) } // {};
+is($ls->{total}, 230, 'API: the total of the filter');
+is(scalar @{$ls->{pending} || []}, 30, 'API: the last page');
+is($ls->{pending}[-1]{id}, $pg->{bob_last}, 'API: the newest last');
+$res = curl(auth("$base/api/proposals?limit=500"));
+$ls = eval { $json->decode($res->{body}) } // {};
+ok(@{$ls->{pending} || []} > 200 && @{$ls->{pending}} == $ls->{total},
+	'API: more than 200 in one page when asked');
+
+# bottles and refusals over the API
+
+$res = curl(auth("$base/api/bottles"));
+my $bl = eval { $json->decode($res->{body}) } // {};
+my ($bb) = grep { $_->{id} eq 'bob' } @{$bl->{bottles} || []};
+is($bb && $bb->{pending}, 230, 'bottles: bob\'s pending count');
+ok($res->{status} == 200
+	&& $res->{body} !~ /ghp_s3cr3t|alice-token|token_sha256|canary/,
+	'bottles: no secret');
+$res = curl(auth("$base/api/bottles/nobody"));
+like("$res->{status} $res->{body}", qr/^404 .*no bottle \\"nobody\\"/,
+	'a bottle that is not there: 404');
+$res = curl(auth("$base/api/refusals"));
+my $rf = eval { $json->decode($res->{body}) } // {};
+is_deeply([ map { $_->{type} } @{$rf->{refusals} || []} ],
+	[ 'git.push', 'egress.refusal' ], 'refusals: the two, newest first');
+$res = curl(auth("$base/api/refusals?after=$pg->{feed_entry}"));
+$rf = eval { $json->decode($res->{body}) } // {};
+is_deeply([ map { $_->{type} } @{$rf->{refusals} || []} ], [ 'git.push' ],
+	'refusals after an entry: the newer only');
+$res = curl(auth("$base/api/refusals?bottle=bob"));
+is_deeply(eval { $json->decode($res->{body})->{refusals} }, [],
+	'refusals of another bottle: none');
+$res = curl(auth("$base/api/refusals?after=x"));
+is($res->{status}, 400, 'refusals after a bad id: 400');
+$res = curl(auth("$base/api/bottles/alice"));
+$bl = eval { $json->decode($res->{body}) } // {};
+is($bl->{bottle}{id}, 'alice', 'one bottle: alice');
+ok(@{$bl->{refusals} || []} == 2, 'one bottle: her refusals');
 
 # connect and create over the API
 

@@ -2,16 +2,26 @@
  * The operator page (docs/supervise.md, "Operator page").  Every string a
  * proposal carries came from an agent: it is only ever set with textContent or
  * a form field's value, never parsed as markup, and no handler is built from
- * it.  The page polls GET /api/proposals once a second and answers with POST
- * /api/proposals/ID/ACTION, a JSON body and the X-Bottle-Operator header.
+ * it.  The page polls GET /api/proposals (one page of the pending ones, its
+ * filter), GET /api/refusals (the journal's newer refusals) and GET
+ * /api/bottles once a second, and answers with POST /api/proposals/ID/ACTION,
+ * a JSON body and the X-Bottle-Operator header.  A card's policy change (the
+ * diff and its warnings, computed by the server: lib/bottle_warn.c) is read
+ * with GET /api/proposals/ID, again when the bottle's policy version moves,
+ * and with POST .../preview while the operator edits a grant.
  */
 
 'use strict';
 
 (function () {
     var POLL_MS = 1000;
+    var PAGE = 50;
+    var FEED_MAX = 100;
     var cards = {};         /* id -> li, so a note being typed survives */
     var clockSkew = 0;      /* server now - our now */
+    var view = { offset: 0, bottle: '', kind: '' };
+    var feedLast = null;    /* the journal entry the feed has seen */
+    var shownBottle = null;
 
     function el(tag, cls, text) {
         var e = document.createElement(tag);
@@ -117,6 +127,85 @@
         });
     }
 
+    function api(path, body) {
+        var init = { credentials: 'same-origin', cache: 'no-store' };
+        if (body !== undefined) {
+            init.method = 'POST';
+            init.headers = { 'Content-Type': 'application/json',
+                             'X-Bottle-Operator': '1' };
+            init.body = JSON.stringify(body);
+        }
+        return fetch(path, init).then(function (r) {
+            return r.json().then(function (j) { return [r.status, j]; },
+                                 function () { return [r.status, {}]; });
+        });
+    }
+
+    function clear(e) {
+        while (e.firstChild) {
+            e.removeChild(e.firstChild);
+        }
+    }
+
+    /* the policy change: the server's header line, warnings, the diff */
+    function showChange(li, j, status) {
+        var box = li.querySelector('.change');
+        clear(box);
+        box.hidden = false;
+        if (status !== 200) {
+            box.appendChild(el('div', 'change-error',
+                               status + ' ' + (j.error || 'failed')));
+            return;
+        }
+        if (j.change_error) {
+            box.appendChild(el('div', 'change-error', j.change_error));
+            return;
+        }
+        if (typeof j.change !== 'string') {
+            box.hidden = true;
+            return;
+        }
+        box.appendChild(el('div', 'change-head', j.change.split('\n')[0]));
+        var ul = el('ul', 'warnings');
+        (j.warnings || []).forEach(function (w) {
+            ul.appendChild(el('li', 'warning', w));
+        });
+        box.appendChild(ul);
+        if (j.changed) {
+            box.appendChild(el('pre', 'diff', j.diff));
+        }
+    }
+
+    function loadChange(p, li, version) {
+        li.dataset.version = String(version);
+        if (li.dataset.editing === '1') {
+            return;
+        }
+        api('/api/proposals/' + encodeURIComponent(p.id)).then(function (sj) {
+            if (li.dataset.editing !== '1') {
+                showChange(li, sj[1], sj[0]);
+            }
+        }).catch(function () { /* the next version change retries */ });
+    }
+
+    /* the edited grant's change, decided nothing */
+    function previewChange(p, li, text) {
+        var g;
+        try {
+            g = JSON.parse(text);
+        } catch (e) {
+            showChange(li, { error: 'the grant is not JSON: ' + e.message },
+                       400);
+            return;
+        }
+        api('/api/proposals/' + encodeURIComponent(p.id) + '/preview',
+            { grant: g }).then(function (sj) {
+            if (li.querySelector('textarea.grant').value === text) {
+                showChange(li, sj[1], sj[0]);
+            }
+        }).catch(function () { /* typed on: previewed again */ });
+    }
+
     function button(li, cls, label, fn) {
         var b = el('button', cls, label);
         b.type = 'button';
@@ -139,6 +228,10 @@
         li.appendChild(el('div', 'summary', p.summary));
         li.appendChild(el('div', 'justification', p.justification));
         li.appendChild(el('pre', 'args', JSON.stringify(p.args, null, 2)));
+
+        var change = el('div', 'change');
+        change.hidden = true;
+        li.appendChild(change);
 
         var actions = el('div', 'actions');
         var note = el('input', 'note');
@@ -165,10 +258,28 @@
         if (modifiable) {
             var label = p.kind === 'add-repo' ? 'Grant…'
                         : p.kind === 'launch-bottle' ? 'Launch…' : 'Modify…';
-            button(li, 'modify', label, function () {
+            /* what the second click does */
+            var apply = p.kind === 'add-repo' ? 'Grant as edited'
+                        : p.kind === 'launch-bottle' ? 'Launch as edited'
+                        : 'Approve modified';
+            var timer = null;
+            grant.addEventListener('input', function () {
+                if (p.changes_policy) {
+                    clearTimeout(timer);
+                    timer = setTimeout(function () {
+                        previewChange(p, li, grant.value);
+                    }, 250);
+                }
+            });
+            var mb = button(li, 'modify', label, function () {
                 if (grant.hidden) {
                     grant.value = grantTemplate(p);
                     grant.hidden = false;
+                    mb.textContent = apply;
+                    if (p.changes_policy) {
+                        li.dataset.editing = '1';
+                        previewChange(p, li, grant.value);
+                    }
                     return;
                 }
                 var g;
@@ -254,6 +365,7 @@
     function render(data) {
         var ul = document.getElementById('pending');
         var seen = {};
+        var versions = data.versions || {};
 
         data.pending.forEach(function (p) {
             seen[p.id] = true;
@@ -263,6 +375,11 @@
                 ul.appendChild(li);
             }
             li.querySelector('.age').textContent = age(p.created);
+            /* the change is the bottle's policy's: read again when it moves */
+            var v = versions[p.bottle] === undefined ? 0 : versions[p.bottle];
+            if (p.changes_policy && li.dataset.version !== String(v)) {
+                loadChange(p, li, v);
+            }
         });
 
         Object.keys(cards).forEach(function (id) {
@@ -272,14 +389,24 @@
             }
         });
 
-        document.getElementById('count').textContent =
-            '(' + data.pending.length + ')';
-        document.getElementById('none').hidden = data.pending.length !== 0;
+        var total = data.total === undefined ? data.pending.length
+                                              : data.total;
+        var first = total ? data.offset + 1 : 0;
+        var last = data.offset + data.pending.length;
+        document.getElementById('count').textContent = '(' + total
+            + (data.all !== undefined && data.all !== total
+               ? ' of ' + data.all : '') + ')';
+        document.getElementById('range').textContent =
+            first + '–' + last + ' of ' + total;
+        document.getElementById('prev').disabled = data.offset === 0;
+        document.getElementById('next').disabled = last >= total;
+        document.getElementById('none').hidden = total !== 0;
+        if (data.offset > 0 && data.offset >= total) {
+            view.offset = Math.max(0, total - (total % PAGE || PAGE));
+        }
 
         var tbody = document.querySelector('#decisions tbody');
-        while (tbody.firstChild) {
-            tbody.removeChild(tbody.firstChild);
-        }
+        clear(tbody);
         data.decisions.forEach(function (p) {
             var d = p.decision || {};
             var tr = el('tr');
@@ -292,26 +419,160 @@
         });
     }
 
+    /* one refusal, a line: time, bottle, host, status rule: reason */
+    function refusalItem(f) {
+        var li = el('li', 'refusal');
+        li.dataset.entry = f.entry || '';
+        li.appendChild(el('span', 'time', f.time || ''));
+        li.appendChild(el('span', 'bottle', f.bottle || '-'));
+        li.appendChild(el('span', 'host', f.host || '-'));
+        li.appendChild(el('span', 'rule', (f.status ? f.status + ' ' : '')
+                          + (f.type === 'git.push' ? 'push refused: ' : '')
+                          + (f.rule || '')));
+        li.appendChild(el('span', 'reason', (f.method ? f.method + ' ' : '')
+                          + (f.repo ? f.repo + ': ' : '') + (f.reason || '')));
+        return li;
+    }
+
+    function renderFeed(data) {
+        var ul = document.getElementById('feed');
+        var add = data.refusals || [];
+        for (var i = add.length - 1; i >= 0; i--) {
+            ul.insertBefore(refusalItem(add[i]), ul.firstChild);
+        }
+        while (ul.children.length > FEED_MAX) {
+            ul.removeChild(ul.lastChild);
+        }
+        document.getElementById('feed-none').hidden = ul.children.length > 0;
+        feedLast = data.last;
+    }
+
+    function renderBottles(data) {
+        var tbody = document.querySelector('#bottles tbody');
+        var sel = document.getElementById('f-bottle');
+        var have = {};
+        clear(tbody);
+        Array.prototype.forEach.call(sel.options, function (o) {
+            have[o.value] = true;
+        });
+        data.bottles.forEach(function (b) {
+            var tr = el('tr');
+            tr.dataset.id = b.id;
+            var a = el('button', 'link', b.id);
+            a.type = 'button';
+            a.addEventListener('click', function () { showBottle(b.id); });
+            var td = el('td');
+            td.appendChild(a);
+            tr.appendChild(td);
+            tr.appendChild(el('td', null, b.version));
+            tr.appendChild(el('td', null, b.pending));
+            tr.appendChild(el('td', 'routes', b.routes.map(function (r) {
+                return r.host;
+            }).join(', ')));
+            tbody.appendChild(tr);
+            if (!have[b.id]) {
+                var o = el('option', null, b.id);
+                o.value = b.id;
+                sel.appendChild(o);
+            }
+        });
+    }
+
+    function fillList(id, items, fn) {
+        var ul = document.getElementById(id);
+        clear(ul);
+        items.forEach(function (x) { ul.appendChild(fn(x)); });
+        if (!items.length) {
+            ul.appendChild(el('li', 'hint', 'none'));
+        }
+    }
+
+    function showBottle(id) {
+        shownBottle = id;
+        api('/api/bottles/' + encodeURIComponent(id)).then(function (sj) {
+            if (sj[0] !== 200 || shownBottle !== id) {
+                return;
+            }
+            var j = sj[1];
+            var box = document.getElementById('bottle');
+            document.getElementById('b-id').textContent =
+                j.bottle.id + ' (version ' + j.bottle.version + ')';
+            fillList('b-routes', j.bottle.routes, function (r) {
+                var li = el('li', 'route');
+                li.appendChild(el('span', 'host', r.host));
+                li.appendChild(el('span', 'summary', r.summary));
+                return li;
+            });
+            fillList('b-repos', j.bottle.repos, function (r) {
+                return el('li', 'repo', r);
+            });
+            fillList('b-pending', j.pending, function (p) {
+                return el('li', 'proposal-line', p.kind + ' ' + p.summary
+                          + ' (' + age(p.created) + ')');
+            });
+            fillList('b-decisions', j.decisions, function (p) {
+                var d = p.decision || {};
+                return el('li', 'decision-line', p.state + ' ' + p.kind + ' '
+                          + p.summary + ' by ' + (d.operator || '?')
+                          + (d.notes ? ': ' + d.notes : ''));
+            });
+            fillList('b-refusals', j.refusals, refusalItem);
+            box.hidden = false;
+        }).catch(function () { /* the next click retries */ });
+    }
+
+    function listUrl() {
+        var q = [];
+        if (view.bottle) {
+            q.push('bottle=' + encodeURIComponent(view.bottle));
+        }
+        if (view.kind) {
+            q.push('kind=' + encodeURIComponent(view.kind));
+        }
+        if (view.offset) {
+            q.push('offset=' + view.offset);
+        }
+        return '/api/proposals' + (q.length ? '?' + q.join('&') : '');
+    }
+
     var polling = false;
+    var ticks = 0;
+    var gen = 0;            /* a poll of an older view is not rendered */
+
+    function get(path) {
+        return fetch(path, { credentials: 'same-origin', cache: 'no-store' })
+            .then(function (r) {
+                if (!r.ok) {
+                    throw new Error('HTTP ' + r.status);
+                }
+                return r.json();
+            });
+    }
 
     function poll() {
         if (polling) {
             return;
         }
         polling = true;
-        fetch('/api/proposals', { credentials: 'same-origin',
-                                  cache: 'no-store' })
-            .then(function (r) {
-                if (!r.ok) {
-                    throw new Error('HTTP ' + r.status);
+        var g = gen;
+        var feedUrl = '/api/refusals'
+            + (feedLast ? '?after=' + encodeURIComponent(feedLast) : '');
+        /* the bottles table every few polls: it changes slowly */
+        var bottles = ticks++ % 5 === 0 ? get('/api/bottles') : null;
+        Promise.all([get(listUrl()), get(feedUrl), bottles])
+            .then(function (all) {
+                if (g !== gen) {
+                    return;
                 }
-                return r.json();
-            })
-            .then(function (data) {
+                var data = all[0];
                 if (typeof data.now === 'number') {
                     clockSkew = data.now - Date.now();
                 }
                 render(data);
+                renderFeed(all[1]);
+                if (all[2]) {
+                    renderBottles(all[2]);
+                }
                 document.getElementById('status').textContent =
                     'updated ' + new Date().toLocaleTimeString();
             })
@@ -320,6 +581,17 @@
                     'cannot update: ' + e.message;
             })
             .then(function () { polling = false; });
+    }
+
+    /* a new filter or page: the cards are the new list's */
+    function reload() {
+        Object.keys(cards).forEach(function (id) {
+            cards[id].remove();
+            delete cards[id];
+        });
+        gen++;
+        polling = false;
+        poll();
     }
 
     document.addEventListener('DOMContentLoaded', function () {
@@ -332,6 +604,31 @@
                 localStorage.setItem('bottle-operator', op.value);
             } catch (e) { /* storage off */ }
         });
+        document.getElementById('f-bottle').addEventListener('change',
+            function (e) {
+                view.bottle = e.target.value;
+                view.offset = 0;
+                reload();
+            });
+        document.getElementById('f-kind').addEventListener('change',
+            function (e) {
+                view.kind = e.target.value;
+                view.offset = 0;
+                reload();
+            });
+        document.getElementById('prev').addEventListener('click', function () {
+            view.offset = Math.max(0, view.offset - PAGE);
+            reload();
+        });
+        document.getElementById('next').addEventListener('click', function () {
+            view.offset += PAGE;
+            reload();
+        });
+        document.getElementById('b-close').addEventListener('click',
+            function () {
+                shownBottle = null;
+                document.getElementById('bottle').hidden = true;
+            });
         poll();
         setInterval(poll, POLL_MS);
     });

@@ -4,7 +4,9 @@
 // .t file asserts on it and on the store.
 //
 // env: OP_URL, OP_PASSWORD, BOTTLECTL, BOTTLE_STORE, CHROMIUM (optional),
-// FORGE_URL and FORGE_TOKEN (the fake forge: Connect… and Create)
+// FORGE_URL and FORGE_TOKEN (the fake forge: Connect… and Create),
+// REDIS_PORT (refusals written into the journal), SHOTS (a directory for
+// screenshots, optional)
 
 'use strict';
 
@@ -30,6 +32,20 @@ async function card(page, id) {
     const li = page.locator(`li.proposal[data-id="${id}"]`);
     await li.waitFor({ state: 'visible', timeout: 5000 });
     return li;
+}
+
+function xadd(event) {
+    return execFileSync('redis-cli', ['-h', '127.0.0.1', '-p',
+                        process.env.REDIS_PORT, 'XADD', 'bottle:audit', '*',
+                        'event', JSON.stringify(event)],
+                        { encoding: 'utf8' }).trim();
+}
+
+async function shot(page, name, whole) {
+    if (process.env.SHOTS) {
+        await page.screenshot({ path: `${process.env.SHOTS}/${name}.png`,
+                                fullPage: whole !== false });
+    }
 }
 
 async function logLine(page, id, cls) {
@@ -226,6 +242,138 @@ async function logLine(page, id, cls) {
             .waitFor({ timeout: 5000 });
         out.p1_row = await page.locator(`#decisions tr[data-id="${p1}"]`)
             .textContent();
+
+        // the issue's case: "need DELETE too" for a host whose route
+        // injects a credential; the card shows the diff and the warning
+        await page.setViewportSize({ width: 1400, height: 1000 });
+        const g1 = propose('alice', 'egress-allow',
+                           { host: 'api.github.com',
+                             methods: ['GET', 'POST', 'DELETE'] },
+                           'need DELETE too');
+        out.g1 = g1;
+        const cg = await card(page, g1);
+        await cg.locator('li.warning').first()
+            .waitFor({ timeout: 10000 });
+        out.g1_head = await cg.locator('.change-head').textContent();
+        out.g1_warnings = await cg.locator('li.warning').allTextContents();
+        out.g1_diff = await cg.locator('pre.diff').textContent();
+        out.g1_label = await cg.locator('button.modify').textContent();
+        await shot(page, 'p3-card-warning');
+
+        // Modify: the label says what the next click does, the diff
+        // follows the edited route before anything is decided
+        await cg.locator('button.modify').click();
+        out.g1_label2 = await cg.locator('button.modify').textContent();
+        const keep = { host: 'api.github.com',
+                       methods: ['GET', 'POST', 'DELETE'],
+                       auth: { type: 'bearer', value: 'secret:GH' } };
+        await cg.locator('textarea.grant').fill(JSON.stringify(keep));
+        await cg.locator('.change-head', { hasText: 'modifying it so' })
+            .waitFor({ timeout: 10000 });
+        await page.waitForFunction(id => {
+            const li = document.querySelector(
+                `li.proposal[data-id="${id}"]`);
+            const w = li && li.querySelectorAll('li.warning');
+            return w && w.length === 1;
+        }, g1, { timeout: 10000 });
+        out.g1_mod_head = await cg.locator('.change-head').textContent();
+        out.g1_mod_warnings = await cg.locator('li.warning')
+            .allTextContents();
+        out.g1_mod_diff = await cg.locator('pre.diff').textContent();
+        out.g1_state_mid = JSON.parse(ctl(['--json', 'show', g1])).state;
+        await shot(page, 'p3-card-modify');
+        await cg.locator('input.note').fill('keep the token');
+        await cg.locator('button.modify').click();
+        out.g1_log = await logLine(page, g1, 'ok');
+
+        // filters: by kind (server-side), then all again
+        await page.locator('#f-kind').selectOption('add-repo');
+        await page.waitForFunction(() => {
+            const c = document.querySelectorAll('li.proposal');
+            return c.length > 0 && Array.prototype.every.call(c,
+                e => e.querySelector('.kind').textContent === 'add-repo');
+        }, null, { timeout: 10000 });
+        out.kind_cards = await page.locator('li.proposal .kind')
+            .allTextContents();
+        out.kind_count = await page.locator('#count').textContent();
+        await page.locator('#f-kind').selectOption('');
+
+        // the live feed: refusals written to the journal after load,
+        // markup in what the bottle chose (host, reason) shown as text
+        const xh = '<img src=x onerror="window.__xss=3">.example';
+        const xr = '<b>no</b> route <script>window.__xss=4</script>';
+        xadd({ v: 1, id: 't-1', time: '2026-12-03T20:00:00.000Z',
+               producer: 'egress', type: 'egress.first_contact',
+               gateway: 't', bottle: 'alice', host: 'contact.example',
+               correlation_id: 'c0' });
+        out.feed_entry = xadd({ v: 1, id: 't-2',
+               time: '2026-12-03T20:00:01.000Z', producer: 'egress',
+               type: 'egress.refusal', gateway: 't', bottle: 'alice',
+               host: xh, correlation_id: 'c1', rule: 'no_route',
+               status: 403, reason: xr, method: 'GET', port: 443,
+               future_field: 'ignored' });
+        xadd({ v: 1, id: 't-3', time: '2026-12-03T20:00:02.000Z',
+               producer: 'git-gate', type: 'git.push', gateway: 't',
+               bottle: 'alice', host: 'github.com', correlation_id: null,
+               repo: 'github.com/acme/widgets', refs: [],
+               verdict: 'refused', rule: 'github_pat_classic',
+               reason: 'a token in the push' });
+        const fi = page.locator('#feed li.refusal', { hasText: 'no_route' });
+        await fi.first().waitFor({ timeout: 10000 });
+        out.feed_host = await fi.first().locator('.host').textContent();
+        out.feed_reason = await fi.first().locator('.reason').textContent();
+        out.feed_children = await fi.first()
+            .evaluate(e => e.querySelectorAll('img,b,script').length);
+        await page.locator('#feed li.refusal', { hasText: 'push refused' })
+            .first().waitFor({ timeout: 10000 });
+        out.feed_texts = await page.locator('#feed li.refusal')
+            .allTextContents();
+        out.feed_imgs = await page.locator('img').count();
+        out.xss_ran2 = await page.evaluate(() => window.__xss !== undefined);
+
+        // the bottles view: alice, her routes, pending, decisions and
+        // refusals
+        const brow = page.locator('#bottles tr[data-id="alice"]');
+        await brow.waitFor({ timeout: 10000 });
+        out.bottle_row = await brow.textContent();
+        await brow.locator('button.link').click();
+        await page.locator('#b-refusals li.refusal').first()
+            .waitFor({ timeout: 10000 });
+        out.b_id = await page.locator('#b-id').textContent();
+        out.b_routes = await page.locator('#b-routes li').allTextContents();
+        out.b_pending = await page.locator('#b-pending li')
+            .allTextContents();
+        out.b_decisions = await page.locator('#b-decisions li')
+            .allTextContents();
+        out.b_refusals = await page.locator('#b-refusals li')
+            .allTextContents();
+        await shot(page, 'p3-bottles');
+
+        // no silent cap: 230 pending for bob, paged, the total shown
+        const bob = [];
+        for (let i = 0; i < 230; i++) {
+            bob.push(propose('bob', 'egress-allow',
+                             { host: `h${i}.bob.example` }, `n${i}`));
+        }
+        out.bob_last = bob[229];
+        await page.locator('#f-bottle option[value="bob"]')
+            .waitFor({ state: 'attached', timeout: 10000 });
+        await page.locator('#f-bottle').selectOption('bob');
+        await page.locator('#count', { hasText: '(230 of' })
+            .waitFor({ timeout: 10000 });
+        out.bob_count = await page.locator('#count').textContent();
+        out.bob_range1 = await page.locator('#range').textContent();
+        out.bob_cards1 = await page.locator('li.proposal').count();
+        for (let i = 0; i < 4; i++) {
+            await page.locator('#next').click();
+            await page.locator('#range', { hasText: `${i * 50 + 51}–` })
+                .waitFor({ timeout: 10000 });
+        }
+        await card(page, bob[229]);
+        out.bob_range5 = await page.locator('#range').textContent();
+        out.bob_cards5 = await page.locator('li.proposal').count();
+        out.bob_next_disabled = await page.locator('#next').isDisabled();
+        await shot(page, 'p3-paged', false);
 
         await ctx.close();
     } catch (e) {
