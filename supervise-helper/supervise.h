@@ -8,6 +8,7 @@
  *               suspend and resume
  *   sv_rpc.c    JSON-RPC 2.0 and MCP's methods (no store)
  *   sv_tools.c  the eight tools: checks, refusals, queueing
+ *   sv_launch.c launch-bottle's checks
  *   sv_wait.c   waiters for decisions: one subscriber thread, timeouts
  *   sv_store.c  per-thread store connections, a bottle's policy
  */
