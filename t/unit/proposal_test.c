@@ -212,18 +212,19 @@ test_json(void)
     /* launch-bottle's "removed": its shape, and the summary says it */
 
     {
-        char  lsum[256];
+        char     lsum[256];
+        json_t  *largs;
 
-        args = json_loads("{\"agent\":\"claude\",\"bottles\":[\"dev\"],"
+        largs = json_loads("{\"agent\":\"claude\",\"bottles\":[\"dev\"],"
                           "\"removed\":{\"hosts\":[\"evil.example\"],"
                           "\"repos\":[],\"env\":[\"AWS\"],"
                           "\"create\":[],\"more\":2}}", 0, NULL);
-        ok(bottle_proposal_args_check(BOTTLE_PROPOSAL_LAUNCH_BOTTLE, args,
+        ok(bottle_proposal_args_check(BOTTLE_PROPOSAL_LAUNCH_BOTTLE, largs,
                                       err, sizeof(err)) == 0,
            "args: launch-bottle's removed");
 
         p = bottle_proposal_build("1-abcdef02", "alice",
-                                  BOTTLE_PROPOSAL_LAUNCH_BOTTLE, args, "j",
+                                  BOTTLE_PROPOSAL_LAUNCH_BOTTLE, largs, "j",
                                   1796133400101LL, "supervise", err,
                                   sizeof(err));
         bottle_proposal_summary(lsum, sizeof(lsum), p);
@@ -232,26 +233,26 @@ test_json(void)
                "summary: launch-bottle's bottles and what is removed");
         json_decref(p);
 
-        json_object_set_new(json_object_get(args, "removed"), "hosts",
+        json_object_set_new(json_object_get(largs, "removed"), "hosts",
                             json_pack("[i]", 7));
-        ok(bottle_proposal_args_check(BOTTLE_PROPOSAL_LAUNCH_BOTTLE, args,
+        ok(bottle_proposal_args_check(BOTTLE_PROPOSAL_LAUNCH_BOTTLE, largs,
                                       err, sizeof(err)) == -1
            && strstr(err, "args.removed.hosts: an array of strings"),
            "args: removed holds strings");
-        json_object_set_new(json_object_get(args, "removed"), "tokens",
+        json_object_set_new(json_object_get(largs, "removed"), "tokens",
                             json_pack("[]"));
-        json_object_set_new(json_object_get(args, "removed"), "hosts",
+        json_object_set_new(json_object_get(largs, "removed"), "hosts",
                             json_pack("[]"));
-        ok(bottle_proposal_args_check(BOTTLE_PROPOSAL_LAUNCH_BOTTLE, args,
+        ok(bottle_proposal_args_check(BOTTLE_PROPOSAL_LAUNCH_BOTTLE, largs,
                                       err, sizeof(err)) == -1
            && strstr(err, "args.removed.tokens"),
            "args: removed's lists only");
-        json_object_set_new(args, "removed", json_string("all"));
-        ok(bottle_proposal_args_check(BOTTLE_PROPOSAL_LAUNCH_BOTTLE, args,
+        json_object_set_new(largs, "removed", json_string("all"));
+        ok(bottle_proposal_args_check(BOTTLE_PROPOSAL_LAUNCH_BOTTLE, largs,
                                       err, sizeof(err)) == -1
            && strstr(err, "args.removed: not an object"),
            "args: removed is an object");
-        json_decref(args);
+        json_decref(largs);
     }
 
     s = "{\"id\":\"1-a\",\"bottle\":\"b\",\"kind\":\"nope\",\"args\":{}}";
