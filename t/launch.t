@@ -60,7 +60,7 @@ $t->write_file_expand('nginx.conf', gateway_plain_conf(
 fake_upstream($t, port => $P1, name => 'one');
 fake_upstream($t, port => $P2, name => 'two', addr => '127.0.0.2');
 
-$t->run()->plan(31);
+$t->run()->plan(32);
 
 my $r = redis_start($t, port => $RP);
 $ENV{BOTTLE_STORE} = $r->{url};
@@ -339,5 +339,13 @@ like(get($KID, '127.0.0.1', $P1), qr/^HTTP\/1\.1 200 /,
 
 $c = call('kid', { agent => 'claude' });
 like($c->{text}, qr/child cannot launch/, 'a child cannot launch (depth 1)');
+
+# sanitizers (SUPERVISE_HELPER and BOTTLECTL of build-asan/)
+
+$t->stop_daemons();
+my $errors = join '', map { -e "$d/$_" ? $t->read_file($_) : '' }
+	qw/ sv.stderr stderr.log /;
+unlike($errors, qr/AddressSanitizer|runtime error|LeakSanitizer/,
+	'no sanitizer reports');
 
 ###############################################################################
