@@ -275,12 +275,11 @@ sv_launch_check_bottle(sv_tool_t *t, const char *name, json_t *forges,
         freeReplyObject(reply);
 
         if (!connected) {
-            refused = sv_refuse(t, "bottle \"%s\" has repo %s/%s/%s on "
-                                "forge %s, which is not connected to this "
-                                "gateway: ask for it with forge-connect "
-                                "(https://%s/) first", name, forge,
-                                nb.bottle->repos[i].owner,
-                                nb.bottle->repos[i].repo, forge, forge);
+            /* the forge only: not another bottle's repo names */
+            refused = sv_refuse(t, "bottle \"%s\" has a repo on forge %s, "
+                                "which is not connected to this gateway: "
+                                "ask for it with forge-connect (https://%s/) "
+                                "first", name, forge, forge);
             goto done;
         }
 

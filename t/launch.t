@@ -200,7 +200,7 @@ my @refusals = (
 	[ 'alice', { agent => 'claude', bottles => [ 'dev', 'nosuch' ] },
 		qr/unknown bottle "nosuch": not in the store/, 'an unknown bottle' ],
 	[ 'alice', { agent => 'claude', bottles => [ 'far' ] },
-		qr/bottle "far" has repo git\.far\.example\/o\/r on forge git\.far\.example, which is not connected to this gateway: ask for it with forge-connect/,
+		qr/bottle "far" has a repo on forge git\.far\.example, which is not connected to this gateway: ask for it with forge-connect/,
 		'a forge not connected' ],
 	[ 'alice', { agent => 'claude', bottles => [ 'dev', 'dev' ] },
 		qr/"dev" named twice/, 'a bottle named twice' ],
