@@ -60,7 +60,7 @@ $t->write_file_expand('nginx.conf', gateway_plain_conf(
 fake_upstream($t, port => $P1, name => 'one');
 fake_upstream($t, port => $P2, name => 'two', addr => '127.0.0.2');
 
-$t->run()->plan(32);
+$t->run()->plan(37);
 
 my $r = redis_start($t, port => $RP);
 $ENV{BOTTLE_STORE} = $r->{url};
@@ -322,6 +322,30 @@ like(get($KID, '127.0.0.2', $P2), qr/^HTTP\/1\.1 403 .*allowlist/s,
 	'the child: a route of the parent only refused');
 like(get($ALICE, '127.0.0.2', $P2), qr/^HTTP\/1\.1 200 /,
 	'the parent: that route served');
+
+# an approval for the child itself: within its parent or not at all
+
+sub propose_kid {
+	my $res = ctl_run($t, 'propose', 'kid', 'egress-allow',
+		$json->encode($_[0]));
+	chomp $res->{out};
+	return $res->{out};
+}
+
+my $beyond = propose_kid({ host => 'evil.example' });
+$res = ctl_run($t, 'approve', $beyond);
+isnt($res->{rc}, 0, 'approve: a route beyond the child\'s parent refused');
+like($res->{err}, qr/cannot approve: bottle:policy:kid: bottle "kid": routes\[1\]: "evil\.example" exceeds its parent "alice": the parent has no route to it/,
+	'approve: the message names the child and what exceeds')
+	or diag($res->{err});
+is(redis_cli($t, 'HGET', "bottle:proposal:$beyond", 'state'), "pending\n",
+	'approve refused: the proposal stays pending');
+
+my $within = propose_kid(route('127.0.0.2', $P2));
+$res = ctl_run($t, 'approve', $within);
+is($res->{rc}, 0, 'approve: a route within the parent') or diag($res->{err});
+like(wait_for(sub { get($KID, '127.0.0.2', $P2) }, qr/ 200 /),
+	qr/^HTTP\/1\.1 200 /, 'the child: the approved route served');
 
 # a parent and a child in one document, as a file holds them
 
