@@ -25,6 +25,8 @@
 static int bottlectl_put_eval(bottlectl_t *ctl, const char *name,
     bottlectl_put_t *items, size_t n, const char *operator_name);
 static int bottlectl_put_settled(bottlectl_t *ctl, const char *settled);
+static int bottlectl_put_parents(bottlectl_t *ctl, const char *name,
+    const bottle_policy_t *p);
 
 
 int
@@ -47,6 +49,11 @@ bottlectl_policy_put(bottlectl_t *ctl, const char *file,
     }
 
     rc = BOTTLECTL_REFUSED;
+
+    if (bottlectl_put_parents(ctl, src.name, src.policy) != 0) {
+        goto cleanup;
+    }
+
     n = json_array_size(src.bottles);
 
     items = calloc(n ? n : 1, sizeof(bottlectl_put_t));
@@ -78,6 +85,61 @@ cleanup:
     bottlectl_source_free(&src);
 
     return rc;
+}
+
+
+/*
+ * A child whose parent is not in the document: within the parent the
+ * store holds now (the parser checked those in the document).
+ */
+
+static int
+bottlectl_put_parents(bottlectl_t *ctl, const char *name,
+    const bottle_policy_t *p)
+{
+    char              err[1024];
+    size_t            i;
+    const bottle_t   *b, *parent;
+    bottle_policy_t  *pp;
+
+    for (i = 0; i < bottle_policy_count(p); i++) {
+        b = bottle_policy_at(p, i);
+
+        if (b->parent.len == 0
+            || bottle_policy_find_id(p, b->parent.data, b->parent.len))
+        {
+            continue;
+        }
+
+        if (bottlectl_fetch_bottle(ctl, b->parent.data, &pp)
+            != BOTTLECTL_OK)
+        {
+            bottlectl_error("%s: bottle \"%s\": parent: no bottle \"%s\" in "
+                            "it or in the store", name, b->id.data,
+                            b->parent.data);
+            return -1;
+        }
+
+        parent = bottle_policy_find_id(pp, b->parent.data, b->parent.len);
+
+        if (parent->parent.len) {
+            bottlectl_error("%s: bottle \"%s\": parent: \"%s\" is itself a "
+                            "child (of \"%s\"): depth is 1", name, b->id.data,
+                            parent->id.data, parent->parent.data);
+            bottle_policy_free(pp);
+            return -1;
+        }
+
+        if (bottle_child_check(b, parent, err, sizeof(err)) != 0) {
+            bottlectl_error("%s", err);
+            bottle_policy_free(pp);
+            return -1;
+        }
+
+        bottle_policy_free(pp);
+    }
+
+    return 0;
 }
 
 

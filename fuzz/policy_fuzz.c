@@ -13,6 +13,21 @@
 #include "bottle_policy.h"
 
 
+static void
+fuzz_count(void *data, const char *field, long index, const char *what,
+    const char *why)
+{
+    (void) field;
+    (void) index;
+
+    if (what == NULL || why == NULL) {
+        __builtin_trap();
+    }
+
+    (*(long *) data)++;
+}
+
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -68,6 +83,41 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             {
                 __builtin_trap();
             }
+        }
+    }
+
+    /*
+     * parents and children: a bottle is within itself; a child the parser
+     * accepted is within its parent, when the parent is in the document,
+     * and launches nothing
+     */
+
+    for (i = 0; i < bottle_policy_count(p); i++) {
+        long             n;
+        const bottle_t  *parent;
+
+        b = bottle_policy_at(p, i);
+        n = 0;
+
+        if (bottle_child_beyond(b, b, fuzz_count, &n) != 0 || n != 0) {
+            __builtin_trap();
+        }
+
+        if (b->parent.len == 0) {
+            continue;
+        }
+
+        if (b->children_max != 0 || b->nchild_agents != 0) {
+            __builtin_trap();
+        }
+
+        parent = bottle_policy_find_id(p, b->parent.data, b->parent.len);
+
+        if (parent != NULL
+            && (parent->parent.len != 0
+                || bottle_child_beyond(b, parent, fuzz_count, &n) != 0))
+        {
+            __builtin_trap();
         }
     }
 

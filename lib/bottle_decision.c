@@ -261,12 +261,15 @@ bottle_decision_launch(const json_t *proposal, const json_t *grant)
         b = json_object_get(args, "bottles");
     }
 
-    /* O*: a field the proposal had not is left out */
-    o = json_pack("{s:O*, s:O*, s:O*, s:O*}",
+    /* O*: a field the proposal had not is left out; the parent and what
+       is beyond it are supervise's, for whatever launches the child */
+    o = json_pack("{s:O*, s:O*, s:O*, s:O*, s:O*, s:O*}",
                   "agent", json_object_get(args, "agent"),
                   "prompt", json_object_get(args, "prompt"),
                   "bottles", b,
-                  "label", json_object_get(args, "label"));
+                  "label", json_object_get(args, "label"),
+                  "parent", json_object_get(proposal, "bottle"),
+                  "removed", json_object_get(args, "removed"));
 
     return o;
 }

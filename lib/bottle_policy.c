@@ -277,9 +277,14 @@ bottle_index_tokens(bottle_ctx_t *ctx)
 }
 
 
+/*
+ * need_parent: every child's parent in the policy (a file or directory);
+ * else a parent elsewhere is the caller's to check (a store's one key)
+ */
+
 static int
 bottle_policy_build(bottle_policy_t **out, bottle_doc_t *docs, size_t ndocs,
-    size_t len, char *err, size_t errlen)
+    size_t len, int need_parent, char *err, size_t errlen)
 {
     size_t            n;
     bottle_ctx_t      ctx;
@@ -319,7 +324,8 @@ bottle_policy_build(bottle_policy_t **out, bottle_doc_t *docs, size_t ndocs,
 
     if (bottle_parse_docs(&ctx, docs, ndocs) != 0
         || bottle_check_ids(&ctx) != 0
-        || bottle_index_tokens(&ctx) != 0)
+        || bottle_index_tokens(&ctx) != 0
+        || bottle_policy_check_family(p, need_parent, err, errlen) != 0)
     {
         goto failed;
     }
@@ -396,7 +402,7 @@ bottle_policy_parse(bottle_policy_t **out, const char *json, size_t len,
         return -1;
     }
 
-    rc = bottle_policy_build(out, &doc, 1, len, err, errlen);
+    rc = bottle_policy_build(out, &doc, 1, len, 0, err, errlen);
 
     json_decref(doc.root);
 
@@ -659,7 +665,7 @@ bottle_policy_load(bottle_policy_t **out, const char *path, char *err,
         ndocs++;
     }
 
-    rc = bottle_policy_build(out, docs, ndocs, 0, err, errlen);
+    rc = bottle_policy_build(out, docs, ndocs, 0, 1, err, errlen);
 
 cleanup:
 

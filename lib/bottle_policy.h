@@ -172,6 +172,14 @@ typedef struct bottle_s {
                                            without asking */
     size_t              ncreate;
 
+    bottle_str_t        parent;         /* "parent": the bottle it is a
+                                           child of (depth 1), "" if none */
+    unsigned            children_max;   /* children.max: launch-bottle's
+                                           bound; 0 for a child */
+    bottle_str_t       *child_agents;   /* children.agents: the agents a
+                                           child may run; none: no launch */
+    size_t              nchild_agents;
+
     bottle_route_t     *routes;
     size_t              nroutes;
 
@@ -182,6 +190,12 @@ typedef struct bottle_s {
 
 
 typedef struct bottle_policy_s  bottle_policy_t;
+
+
+/* children.max: the default, and the most a policy may give */
+#define BOTTLE_CHILDREN_DEFAULT  3
+#define BOTTLE_CHILDREN_MAX      64
+#define BOTTLE_CHILD_AGENTS_MAX  64     /* children.agents entries */
 
 
 /*
@@ -270,6 +284,41 @@ const bottle_repo_t *bottle_find_repo(const bottle_t *b,
  */
 const bottle_repo_pattern_t *bottle_create_allowed(const bottle_t *b,
     const bottle_repo_t *repo, int public_repo);
+
+/*
+ * A child's access beyond its parent's (docs/policy.md#parent-and-children):
+ * what launch-bottle lists as removed, and what a policy with a child in
+ * it is refused for.  Compared: route hosts (a host the parent has no
+ * route to), repos (a repo the parent is not granted, or :write where the
+ * parent only reads), egress_tokens names, git_gate.actions.create
+ * patterns (one no pattern of the parent covers).  For each element
+ * beyond the parent's, fn is called with its field ("routes", "repos",
+ * "egress_tokens", "git_gate.actions.create"), its index in the child's
+ * array (or -1 for a name), the element as text (a host, a grant
+ * "<forge>/<owner>/<repo>[:write]", a NAME, a pattern) and why it is
+ * beyond.  Returns how many elements are beyond, or -1 if out of memory.
+ * O((n + m) log m).
+ */
+typedef void (*bottle_beyond_pt)(void *data, const char *field,
+    long index, const char *what, const char *why);
+
+long bottle_child_beyond(const bottle_t *child, const bottle_t *parent,
+    bottle_beyond_pt fn, void *data);
+
+/*
+ * Every child whose parent is in p checked: the parent is no child
+ * itself, and the child is within it (bottle_child_beyond()).  -1 and one
+ * line in err, in bottle_policy_load's form, naming the child and the
+ * first element beyond.  A child whose parent is not in p: an error if
+ * need_parent, else left to the caller (a store holds one bottle per
+ * key: the caller compares it with the stored parent).
+ */
+int bottle_policy_check_family(const bottle_policy_t *p, int need_parent,
+    char *err, size_t errlen);
+
+/* as above, for one child and its parent from elsewhere (the store) */
+int bottle_child_check(const bottle_t *child, const bottle_t *parent,
+    char *err, size_t errlen);
 
 /* 1 if the port is allowed: the listed ports, else 443 or 80 */
 int bottle_route_port_ok(const bottle_route_t *r, unsigned port,

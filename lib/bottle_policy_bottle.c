@@ -14,7 +14,7 @@
 static const char *const  bottle_fields[] = {
     "id", "slug", "token", "token_sha256", "source_ips", "canary",
     "egress_tokens", "held_secrets", "audit", "repos", "git_gate", "routes",
-    NULL
+    "parent", "children", NULL
 };
 
 /* what git-gate's actions do without asking: creating repos, nothing else
@@ -25,6 +25,10 @@ static const char *const  bottle_git_gate_fields[] = {
 
 static const char *const  bottle_git_gate_actions_fields[] = {
     "create", NULL
+};
+
+static const char *const  bottle_children_fields[] = {
+    "max", "agents", NULL
 };
 
 static const char *const  bottle_audit_fields[] = {
@@ -389,6 +393,161 @@ bottle_parse_audit(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
 }
 
 
+/* children.agents: names as ids are, unique, BOTTLE_CHILD_AGENTS_MAX */
+
+static int
+bottle_parse_child_agents(bottle_ctx_t *ctx, json_t *c, bottle_t *b)
+{
+    char         q[BOTTLE_QUOTE_LEN];
+    size_t       i, j, n, len;
+    json_t      *a, *v;
+    const char  *s;
+
+    if (bottle_get(&a, ctx, c, "agents", BOTTLE_J_ARRAY, 0) != 0) {
+        return -1;
+    }
+
+    if (a == NULL) {
+        return 0;
+    }
+
+    bottle_path_key(ctx, "agents");
+    n = json_array_size(a);
+
+    if (n > BOTTLE_CHILD_AGENTS_MAX) {
+        return bottle_fail(ctx, "%zu agents, over the limit of %d", n,
+                           BOTTLE_CHILD_AGENTS_MAX);
+    }
+
+    if (n == 0) {
+        return bottle_fail(ctx, "[] names no agent: omit the field");
+    }
+
+    b->child_agents = bottle_alloc_array(ctx->policy, n,
+                                         sizeof(bottle_str_t));
+    if (b->child_agents == NULL) {
+        return bottle_fail(ctx, "out of memory");
+    }
+
+    for (i = 0; i < n; i++) {
+        v = json_array_get(a, i);
+        s = json_string_value(v);
+        len = json_string_length(v);
+
+        if (s == NULL || !bottle_id_ok(s, len)) {
+            bottle_path_index(ctx, i);
+            return bottle_fail(ctx, "must be an agent's name, 1-%d "
+                               "characters of A-Z a-z 0-9 . _ : @ -",
+                               BOTTLE_ID_MAX);
+        }
+
+        for (j = 0; j < i; j++) {
+            if (b->child_agents[j].len == len
+                && memcmp(b->child_agents[j].data, s, len) == 0)
+            {
+                bottle_path_index(ctx, i);
+                return bottle_fail(ctx, "%s: duplicate",
+                                   bottle_quote(q, sizeof(q), s, len));
+            }
+        }
+
+        if (bottle_str_set(&b->child_agents[i], ctx, s, len, 0) != 0) {
+            return -1;
+        }
+    }
+
+    b->nchild_agents = n;
+
+    return 0;
+}
+
+
+/*
+ * "parent": the id of the bottle this one is a child of; "children":
+ * {"max": N}, how many children launch-bottle may ask for.  Depth 1: a
+ * child has no children of its own.
+ */
+
+static int
+bottle_parse_family(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
+{
+    char         q[BOTTLE_QUOTE_LEN];
+    size_t       len, saved;
+    json_t      *v, *c;
+    json_int_t   n;
+    const char  *s;
+
+    b->parent.data = "";
+    b->children_max = BOTTLE_CHILDREN_DEFAULT;
+
+    if (bottle_get(&v, ctx, obj, "parent", BOTTLE_J_STRING, 0) != 0
+        || bottle_get(&c, ctx, obj, "children", BOTTLE_J_OBJECT, 0) != 0)
+    {
+        return -1;
+    }
+
+    if (v != NULL) {
+        s = json_string_value(v);
+        len = json_string_length(v);
+
+        if (!bottle_id_ok(s, len)) {
+            bottle_path_key(ctx, "parent");
+            return bottle_fail(ctx, "%s is not a bottle id (1-%d characters "
+                               "of A-Z a-z 0-9 . _ : @ -)",
+                               bottle_quote(q, sizeof(q), s, len),
+                               BOTTLE_ID_MAX);
+        }
+
+        if (len == b->id.len && memcmp(s, b->id.data, len) == 0) {
+            bottle_path_key(ctx, "parent");
+            return bottle_fail(ctx, "a bottle cannot be its own parent");
+        }
+
+        if (c != NULL) {
+            bottle_path_key(ctx, "children");
+            return bottle_fail(ctx, "a child (it has a parent) cannot have "
+                               "children: depth is 1");
+        }
+
+        /* a child launches nothing */
+        b->children_max = 0;
+
+        return bottle_str_set(&b->parent, ctx, s, len, 0);
+    }
+
+    if (c == NULL) {
+        return 0;
+    }
+
+    saved = bottle_path_key(ctx, "children");
+
+    if (bottle_check_fields(ctx, c, bottle_children_fields) != 0
+        || bottle_get(&v, ctx, c, "max", BOTTLE_J_INT, 0) != 0)
+    {
+        return -1;
+    }
+
+    if (v != NULL) {
+        n = json_integer_value(v);
+
+        if (n < 0 || n > BOTTLE_CHILDREN_MAX) {
+            bottle_path_key(ctx, "max");
+            return bottle_fail(ctx, "must be 0-%d", BOTTLE_CHILDREN_MAX);
+        }
+
+        b->children_max = (unsigned) n;
+    }
+
+    if (bottle_parse_child_agents(ctx, c, b) != 0) {
+        return -1;
+    }
+
+    bottle_path_pop(ctx, saved);
+
+    return 0;
+}
+
+
 /* repo grants, for git-gate: "<forge>/<owner>/<repo>[:write]" */
 
 static int
@@ -648,6 +807,7 @@ bottle_parse_bottle(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
         || bottle_parse_secrets(&b->held_secrets, &b->nheld_secrets, ctx,
                                 obj, "held_secrets", 0) != 0
         || bottle_parse_audit(ctx, obj, b) != 0
+        || bottle_parse_family(ctx, obj, b) != 0
         || bottle_check_repos(ctx, obj, b) != 0
         || bottle_parse_git_gate(ctx, obj, b) != 0
         || bottle_parse_routes(ctx, obj, b) != 0

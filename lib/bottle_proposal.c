@@ -28,9 +28,13 @@ typedef struct {
 
 
 static int bottle_proposal_in(const char *const *list, const char *key);
+static int bottle_proposal_removed_check(const json_t *removed, char *err,
+    size_t errlen);
 static int bottle_proposal_same_host(const char *a, const char *b);
 static const char *bottle_proposal_host(const json_t *route);
 static void bottle_proposal_cat(char *buf, size_t size, const char *s);
+static void bottle_proposal_launch_summary(char *buf, size_t size,
+    const json_t *args);
 static json_t *bottle_proposal_apply_repo(const json_t *bottle,
     const json_t *grant, int *changed, char *err, size_t errlen);
 
@@ -41,7 +45,7 @@ static const bottle_proposal_args_t  bottle_proposal_kinds[] = {
     { "forge-connect", { "url" }, { "url" } },
     { "add-repo", { "repo" }, { "repo", "write" } },
     { "launch-bottle", { "agent" },
-      { "agent", "prompt", "bottles", "label" } },
+      { "agent", "prompt", "bottles", "label", "removed" } },
     { "create-repo", { "repo" }, { "repo", "public" } },
     { "egress-token-allow", { "host", "detector", "location", "digest" },
       { "host", "detector", "location", "digest", "rule" } },
@@ -185,6 +189,62 @@ bottle_proposal_args_check(bottle_proposal_kind_e kind, const json_t *args,
             return bottle_errf(err, errlen,
                                         "%s: args.%s: unknown field", k->name,
                                         key);
+        }
+    }
+
+    v = json_object_get(args, "removed");
+
+    if (kind == BOTTLE_PROPOSAL_LAUNCH_BOTTLE && v != NULL) {
+        return bottle_proposal_removed_check(v, err, errlen);
+    }
+
+    return 0;
+}
+
+
+/*
+ * launch-bottle's "removed" (supervise's, never the agent's): {"hosts",
+ * "repos", "env", "create"}, arrays of strings, and "more", a count
+ */
+
+static int
+bottle_proposal_removed_check(const json_t *removed, char *err,
+    size_t errlen)
+{
+    size_t       i;
+    json_t      *v;
+    const char  *key;
+
+    static const char  *const lists[] = { "hosts", "repos", "env", "create",
+                                          NULL };
+
+    if (!json_is_object(removed)) {
+        return bottle_errf(err, errlen, "launch-bottle: args.removed: not "
+                           "an object");
+    }
+
+    json_object_foreach((json_t *) removed, key, v) {
+        if (strcmp(key, "more") == 0) {
+            if (!json_is_integer(v) || json_integer_value(v) < 0) {
+                return bottle_errf(err, errlen, "launch-bottle: "
+                                   "args.removed.more: not a count");
+            }
+
+            continue;
+        }
+
+        if (!bottle_proposal_in(lists, key) || !json_is_array(v)) {
+            return bottle_errf(err, errlen, "launch-bottle: args.removed.%s: "
+                               "not an array of hosts, repos, env or create",
+                               key);
+        }
+
+        for (i = 0; i < json_array_size(v); i++) {
+            if (!json_is_string(json_array_get(v, i))) {
+                return bottle_errf(err, errlen, "launch-bottle: "
+                                   "args.removed.%s: an array of strings",
+                                   key);
+            }
         }
     }
 
@@ -360,6 +420,66 @@ bottle_proposal_summary(char *buf, size_t size, const json_t *proposal)
 
     if (json_is_true(json_object_get(args, "public"))) {
         bottle_proposal_cat(buf, size, ":public");
+    }
+
+    if (kind && strcmp(kind, "launch-bottle") == 0) {
+        bottle_proposal_launch_summary(buf, size, args);
+    }
+}
+
+
+/*
+ * launch-bottle's: " bottles a,b; beyond the parent, removed: hosts x,y;
+ * repos ...; env ...; create ...", what the operator must see first
+ */
+
+static void
+bottle_proposal_launch_summary(char *buf, size_t size, const json_t *args)
+{
+    char         n[48];
+    size_t       i, k;
+    json_t      *a, *removed;
+
+    static const char  *const lists[] = { "hosts", "repos", "env", "create",
+                                          NULL };
+
+    a = json_object_get(args, "bottles");
+
+    for (i = 0; i < json_array_size(a); i++) {
+        bottle_proposal_cat(buf, size, i ? "," : " bottles ");
+        bottle_proposal_cat(buf, size,
+                            json_string_value(json_array_get(a, i)));
+    }
+
+    removed = json_object_get(args, "removed");
+
+    if (removed == NULL) {
+        return;
+    }
+
+    bottle_proposal_cat(buf, size, "; beyond the parent, removed:");
+
+    for (k = 0; lists[k]; k++) {
+        a = json_object_get(removed, lists[k]);
+
+        for (i = 0; i < json_array_size(a); i++) {
+            bottle_proposal_cat(buf, size, i ? "," : " ");
+
+            if (i == 0) {
+                bottle_proposal_cat(buf, size, lists[k]);
+                bottle_proposal_cat(buf, size, " ");
+            }
+
+            bottle_proposal_cat(buf, size,
+                                json_string_value(json_array_get(a, i)));
+        }
+    }
+
+    if (json_integer_value(json_object_get(removed, "more")) > 0) {
+        snprintf(n, sizeof(n), " and %lld more",
+                 (long long) json_integer_value(json_object_get(removed,
+                                                                "more")));
+        bottle_proposal_cat(buf, size, n);
     }
 }
 

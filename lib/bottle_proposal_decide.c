@@ -48,6 +48,8 @@ static int bottle_decision_run(bottle_answer_t *a);
 static int bottle_decision_reply(bottle_answer_t *a, redisReply *r,
     const char *decision);
 static int bottle_decision_late(bottle_answer_t *a, const char *winner);
+static int bottle_decision_parent_check(redisContext *c, const bottle_t *b,
+    bottle_decision_status_e *status, char *err, size_t errlen);
 static void bottle_decision_event(bottle_audit_event_t *e,
     bottle_audit_type_e type, bottle_answer_t *a, const json_t *args);
 static char *bottle_decision_resolved(bottle_answer_t *a,
@@ -790,6 +792,16 @@ bottle_decision_change(bottle_decision_change_t *out, redisContext *c,
         goto cleanup;
     }
 
+    /* a child stays within its parent as the store holds it now */
+
+    if (bottle_policy_at(p, 0)->parent.len
+        && bottle_decision_parent_check(c, bottle_policy_at(p, 0), status,
+                                        err, errlen)
+           != 0)
+    {
+        goto cleanup;
+    }
+
     a_text = bottle_proposal_pretty(before);
     b_text = bottle_proposal_pretty(after);
     snprintf(la, klen + 48, "a/%s (version %s)", key, out->version);
@@ -823,6 +835,80 @@ cleanup:
     bottle_policy_free(p);
     json_decref(before);
     json_decref(after);
+    freeReplyObject(r);
+
+    return rc;
+}
+
+
+/* the child b (a new version) within its stored parent: 0, or -1 and err */
+
+static int
+bottle_decision_parent_check(redisContext *c, const bottle_t *b,
+    bottle_decision_status_e *status, char *err, size_t errlen)
+{
+    int               rc;
+    char             *key, e[1024];
+    size_t            klen;
+    redisReply       *r;
+    const char       *av[3];
+    const bottle_t   *parent;
+    bottle_policy_t  *p;
+
+    klen = sizeof(BOTTLE_STORE_POLICY_PREFIX) + b->parent.len;
+    key = malloc(klen);
+    if (key == NULL) {
+        return bottle_errf(err, errlen, "out of memory");
+    }
+
+    snprintf(key, klen, "%s%s", BOTTLE_STORE_POLICY_PREFIX, b->parent.data);
+
+    av[0] = "HGET";
+    av[1] = key;
+    av[2] = BOTTLE_STORE_F_JSON;
+
+    if (bottle_decision_command(c, &r, 3, av, status, err, errlen) != 0) {
+        free(key);
+        return -1;
+    }
+
+    *status = BOTTLE_DECISION_INVALID;
+    p = NULL;
+    rc = -1;
+
+    if (r->type != REDIS_REPLY_STRING) {
+        bottle_errf(err, errlen, "cannot approve: bottle \"%s\": parent: no "
+                    "bottle \"%s\" in the store", b->id.data, b->parent.data);
+        goto done;
+    }
+
+    if (bottle_policy_parse(&p, r->str, r->len, key, e, sizeof(e)) != 0) {
+        bottle_errf(err, errlen, "cannot approve: the parent's policy: %s", e);
+        goto done;
+    }
+
+    parent = bottle_policy_find_id(p, b->parent.data, b->parent.len);
+
+    if (parent == NULL) {
+        bottle_errf(err, errlen, "cannot approve: %s holds no bottle \"%s\"",
+                    key, b->parent.data);
+        goto done;
+    }
+
+    if (bottle_child_check(b, parent, e, sizeof(e)) != 0) {
+        bottle_errf(err, errlen, "cannot approve: %s", e);
+        goto done;
+    }
+
+    rc = 0;
+
+done:
+
+    if (p) {
+        bottle_policy_free(p);
+    }
+
+    free(key);
     freeReplyObject(r);
 
     return rc;

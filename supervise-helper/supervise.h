@@ -8,6 +8,7 @@
  *               suspend and resume
  *   sv_rpc.c    JSON-RPC 2.0 and MCP's methods (no store)
  *   sv_tools.c  the eight tools: checks, refusals, queueing
+ *   sv_launch.c launch-bottle's checks
  *   sv_wait.c   waiters for decisions: one subscriber thread, timeouts
  *   sv_store.c  per-thread store connections, a bottle's policy
  *   sv_heartbeat.c  the heartbeat record, from a thread of its own
@@ -41,7 +42,6 @@
  */
 #define SV_SESSIONS_MAX         4096
 #define SV_SESSIONS_BOTTLE_MAX  64
-#define SV_CHILDREN_MAX         3       /* children.max's default */
 #define SV_TIMEOUT_DEFAULT      30      /* seconds */
 #define SV_STORE_CONNECT_S      2
 #define SV_STORE_COMMAND_S      5
@@ -155,17 +155,16 @@ struct redisReply *sv_store_read(char *err, size_t errlen,
     const char *fmt, ...);
 
 /*
- * A bottle as the store holds it: its JSON (new reference), with
- * supervise's own fields taken out (parent, children), and its policy
+ * A bottle as the store holds it: its JSON (new reference) and its policy
  * parsed.  0; 1 if no such bottle; -1 and err.
  */
 typedef struct {
-    json_t                 *json;       /* the stored object, less the
-                                           fields below */
+    json_t                 *json;       /* the stored object */
     bottle_policy_t        *policy;     /* holds this bottle alone */
     const bottle_t         *bottle;     /* in policy */
     int                     is_child;   /* "parent" set */
-    long long               children_max;
+    long long               children_max;   /* children.max, 0 for a
+                                               child */
 } sv_bottle_t;
 
 int sv_bottle_load(sv_bottle_t *out, const char *id, char *err,

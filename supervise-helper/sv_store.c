@@ -133,10 +133,8 @@ sv_store_read(char *err, size_t errlen, const char *fmt, ...)
 
 
 /*
- * HGET bottle:policy:<id> json, parsed by the gateway's parser.  The
- * fields the policy does not have yet and supervise reads ("parent": the
- * bottle is a child; "children": {"max": N}) are taken out first, since
- * the parser refuses any field it does not know.
+ * HGET bottle:policy:<id> json, parsed by the gateway's parser ("parent"
+ * and "children" are the policy's: docs/policy.md).
  */
 
 int
@@ -144,12 +142,11 @@ sv_bottle_load(sv_bottle_t *out, const char *id, char *err, size_t errlen)
 {
     int            rc;
     char          *text, source[SV_BOTTLE_ID_MAX + 32];
-    json_t        *o, *v;
+    json_t        *o;
     redisReply    *r;
     json_error_t   jerr;
 
     memset(out, 0, sizeof(*out));
-    out->children_max = SV_CHILDREN_MAX;
 
     r = sv_store_read(err, errlen, "HGET %s%s %s",
                       BOTTLE_STORE_POLICY_PREFIX, id, BOTTLE_STORE_F_JSON);
@@ -179,17 +176,6 @@ sv_bottle_load(sv_bottle_t *out, const char *id, char *err, size_t errlen)
         return -1;
     }
 
-    v = json_object_get(o, "parent");
-    out->is_child = v != NULL && !json_is_null(v);
-
-    v = json_object_get(json_object_get(o, "children"), "max");
-    if (json_is_integer(v) && json_integer_value(v) >= 0) {
-        out->children_max = json_integer_value(v);
-    }
-
-    json_object_del(o, "parent");
-    json_object_del(o, "children");
-
     text = json_dumps(o, JSON_COMPACT);
     if (text == NULL) {
         json_decref(o);
@@ -217,6 +203,8 @@ sv_bottle_load(sv_bottle_t *out, const char *id, char *err, size_t errlen)
         return -1;
     }
 
+    out->is_child = out->bottle->parent.len != 0;
+    out->children_max = out->bottle->children_max;
     out->json = o;
 
     return 0;

@@ -23,15 +23,8 @@
 #include "bottle_forge_client.h"
 #include "bottle_introspect.h"
 #include "supervise.h"
+#include "sv_tools_int.h"
 
-
-typedef struct {
-    sv_call_t              *call;
-    const json_t           *in;         /* the tool's arguments */
-    const char             *why;        /* justification */
-    sv_bottle_t             b;
-    char                    err[1024];
-} sv_tool_t;
 
 typedef json_t *(*sv_tool_pt)(sv_tool_t *t);
 
@@ -47,23 +40,14 @@ static json_t *sv_egress_block(sv_tool_t *t);
 static json_t *sv_list_routes(sv_tool_t *t);
 static json_t *sv_forge_connect(sv_tool_t *t);
 static json_t *sv_add_repo(sv_tool_t *t);
-static json_t *sv_launch_bottle(sv_tool_t *t);
 static json_t *sv_create_repo(sv_tool_t *t);
 static json_t *sv_check_proposal(sv_tool_t *t);
-static json_t *sv_refuse(sv_tool_t *t, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-static json_t *sv_queue(sv_tool_t *t, bottle_proposal_kind_e kind,
-    json_t *args, long long kind_max, const char *kind_why);
 static json_t *sv_create_allowed(sv_tool_t *t, const bottle_repo_t *repo,
     const bottle_repo_pattern_t *by, json_t *args);
 static json_t *sv_repo_check(sv_tool_t *t, bottle_repo_t *repo,
     int with_mode);
 static json_t *sv_tool_json(int is_error, json_t *o);
 static json_t *sv_decision_json(const char *id, const json_t *checked);
-static const char *sv_string(const json_t *in, const char *key, int *bad);
 
 
 static const sv_tool_def_t  sv_tool_defs[] = {
@@ -175,7 +159,7 @@ done:
 
 /* a string argument: NULL if absent; *bad if present and not a string */
 
-static const char *
+const char *
 sv_string(const json_t *in, const char *key, int *bad)
 {
     json_t  *v;
@@ -194,7 +178,7 @@ sv_string(const json_t *in, const char *key, int *bad)
 }
 
 
-static json_t *
+json_t *
 sv_refuse(sv_tool_t *t, const char *fmt, ...)
 {
     char     why[2048];
@@ -695,74 +679,6 @@ sv_create_allowed(sv_tool_t *t, const bottle_repo_t *repo,
 
 
 /*
- * launch-bottle: depth 1 (a child launches nothing), and at most
- * children.max children pending or approved.
- */
-
-static json_t *
-sv_launch_bottle(sv_tool_t *t)
-{
-    int          bad;
-    char         why[160];
-    size_t       i;
-    json_t      *args, *bottles, *v;
-    const char  *agent, *prompt, *label;
-
-    bad = 0;
-    agent = sv_string(t->in, "agent", &bad);
-    prompt = sv_string(t->in, "prompt", &bad);
-    label = sv_string(t->in, "label", &bad);
-    bottles = json_object_get(t->in, "bottles");
-
-    if (bad || agent == NULL || agent[0] == '\0') {
-        return sv_refuse(t, "agent (a non-empty string) is required; "
-                         "prompt and label are strings");
-    }
-
-    if (bottles && !json_is_null(bottles)) {
-        if (!json_is_array(bottles)) {
-            return sv_refuse(t, "bottles: an array of bottle names");
-        }
-
-        json_array_foreach(bottles, i, v) {
-            if (!json_is_string(v)) {
-                return sv_refuse(t, "bottles: an array of bottle names");
-            }
-        }
-    }
-
-    if (t->b.is_child) {
-        return sv_refuse(t, "this bottle is itself a child: a child cannot "
-                         "launch bottles (depth 1)");
-    }
-
-    args = json_pack("{s:s}", "agent", agent);
-    if (args == NULL) {
-        return sv_refuse(t, "agent: not UTF-8");
-    }
-
-    if (prompt) {
-        json_object_set_new(args, "prompt", json_string(prompt));
-    }
-
-    if (label) {
-        json_object_set_new(args, "label", json_string(label));
-    }
-
-    if (bottles && !json_is_null(bottles)) {
-        json_object_set(args, "bottles", bottles);
-    }
-
-    snprintf(why, sizeof(why), "this bottle is at its children.max (%lld "
-             "launch-bottle proposals pending or approved)",
-             t->b.children_max);
-
-    return sv_queue(t, BOTTLE_PROPOSAL_LAUNCH_BOTTLE, args,
-                    t->b.children_max, why);
-}
-
-
-/*
  * Queues the proposal (args: a new reference, stolen) after the bounds:
  * BOTTLE_PROPOSAL_PENDING_MAX pending proposals per bottle, of every source
  * (git-gate's and the egress proxy's count too), and kind_max of this kind
@@ -771,7 +687,7 @@ sv_launch_bottle(sv_tool_t *t)
  * script runs; NULL then means "wait" (call->proposal is set).
  */
 
-static json_t *
+json_t *
 sv_queue(sv_tool_t *t, bottle_proposal_kind_e kind, json_t *args,
     long long kind_max, const char *kind_why)
 {

@@ -316,7 +316,8 @@ is(messages(), "$lb modified", 'bottle:decisions: "<id> modified"');
 
 $p = proposal($lb);
 is($json->encode($p->{decision}{launch}), $json->encode({ agent => 'claude',
-	bottles => [ 'base' ], label => 'child-1', prompt => 'fix it' }),
+	bottles => [ 'base' ], label => 'child-1', parent => 'dev',
+	prompt => 'fix it' }),
 	'the launch spec, read back from bottle:proposal:<id>');
 is($p->{proposal}{bottle}, 'dev', 'the parent, from the proposal');
 

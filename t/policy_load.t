@@ -125,7 +125,7 @@ write_policy($t, 'policies/20-bob.json', { bottles => [ {
 write_policy($t, 'policies/.10-alice.json', '{ "not": json');
 write_policy($t, 'policies/notes.txt', 'not a policy');
 
-$t->run()->plan(81);
+$t->run()->plan(88);
 
 ###############################################################################
 
@@ -199,6 +199,28 @@ write_policy($t, 'check.json', { bottles => [ { %{alice(route_one())},
 ($rc, $out) = $t->nginx_t('check.conf');
 is($rc, 0, 'held secrets and repos: nginx -t passes') or diag($out);
 unlike($out, qr/\Q$SECRET\E/, 'held secrets: no secret');
+
+# a parent and its child (docs/policy.md, "Parent and children"): a child
+# within its parent loads; one beyond it, or whose parent is not in the
+# policy, is refused at load, naming the child and what exceeds
+
+write_policy($t, 'check.json', { bottles => [ alice(route_one()),
+	{ id => 'kid', token => $BOB, parent => 'alice',
+		routes => [ { host => '127.0.0.1', port => $P1 } ] } ] });
+($rc, $out) = $t->nginx_t('check.conf');
+is($rc, 0, 'a child within its parent: nginx -t passes') or diag($out);
+
+bad_policy('a child beyond its parent',
+	{ bottles => [ alice(route_one()),
+		{ id => 'kid', token => $BOB, parent => 'alice',
+			egress_tokens => { API => 'x' x 20 },
+			routes => [ route_one(), route_two() ] } ] },
+	qr/\Q$CHECK\E: bottle "kid": routes\[1\]: "127\.0\.0\.2" exceeds its parent "alice": the parent has no route to it/);
+
+bad_policy('a child of no bottle in the policy',
+	{ bottles => [ alice(route_one()),
+		{ id => 'kid', token => $BOB, parent => 'nobody', routes => [] } ] },
+	qr/\Q$CHECK\E: bottle "kid": parent: no bottle "nobody" in the policy/);
 
 # the syntax error right after the token: jansson's "near ..." excerpt
 # would quote it

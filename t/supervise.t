@@ -54,18 +54,20 @@ $ENV{BOTTLE_OPERATOR} = 'op-sv';
 
 store_put($t,
 	{ id => 'alice', token => 'alice-token-0123456789',
+		children => { agents => [ 'claude' ] },
 		egress_tokens => { GH => 'ghp_s3cr3t-value-0001' },
 		routes => [ { host => 'api.github.com', methods => [ 'GET' ],
 			auth => { type => 'bearer', value => 'secret:GH' } } ] },
 	{ id => 'bob', token => 'bob-token-9876543210xyz', routes => [] },
-	{ id => 'dave', token => 'dave-token-0000000000', routes => [] });
+	{ id => 'dave', token => 'dave-token-0000000000', routes => [] },
+	{ id => 'dev', token => 'dev-token-00000000000', routes => [] });
 
-# a child (parent set) and a parent whose children.max is 1: fields the
-# policy parser does not know yet, written as the launcher would
+# a child (parent set) and a parent whose children.max is 1, written as
+# the launcher would
 my $KID = 'a1' x 32;
 my $ERIN = 'b2' x 32;
 store_raw($t, 'kid', qq{{"id":"kid","parent":"alice","token_sha256":"$KID","routes":[]}}, $KID);
-store_raw($t, 'erin', qq{{"id":"erin","children":{"max":1},"token_sha256":"$ERIN","routes":[]}}, $ERIN);
+store_raw($t, 'erin', qq{{"id":"erin","children":{"max":1,"agents":["a"]},"token_sha256":"$ERIN","routes":[]}}, $ERIN);
 
 redis_cli($t, 'SADD', 'bottle:forges', 'git.example.org');
 

@@ -209,6 +209,52 @@ test_json(void)
     is_str(sum, "api.example.com GET", "summary: host and methods");
     json_decref(p);
 
+    /* launch-bottle's "removed": its shape, and the summary says it */
+
+    {
+        char     lsum[256];
+        json_t  *largs;
+
+        largs = json_loads("{\"agent\":\"claude\",\"bottles\":[\"dev\"],"
+                          "\"removed\":{\"hosts\":[\"evil.example\"],"
+                          "\"repos\":[],\"env\":[\"AWS\"],"
+                          "\"create\":[],\"more\":2}}", 0, NULL);
+        ok(bottle_proposal_args_check(BOTTLE_PROPOSAL_LAUNCH_BOTTLE, largs,
+                                      err, sizeof(err)) == 0,
+           "args: launch-bottle's removed");
+
+        p = bottle_proposal_build("1-abcdef02", "alice",
+                                  BOTTLE_PROPOSAL_LAUNCH_BOTTLE, largs, "j",
+                                  1796133400101LL, "supervise", err,
+                                  sizeof(err));
+        bottle_proposal_summary(lsum, sizeof(lsum), p);
+        is_str(lsum, "claude bottles dev; beyond the parent, removed: hosts "
+               "evil.example env AWS and 2 more",
+               "summary: launch-bottle's bottles and what is removed");
+        json_decref(p);
+
+        json_object_set_new(json_object_get(largs, "removed"), "hosts",
+                            json_pack("[i]", 7));
+        ok(bottle_proposal_args_check(BOTTLE_PROPOSAL_LAUNCH_BOTTLE, largs,
+                                      err, sizeof(err)) == -1
+           && strstr(err, "args.removed.hosts: an array of strings"),
+           "args: removed holds strings");
+        json_object_set_new(json_object_get(largs, "removed"), "tokens",
+                            json_pack("[]"));
+        json_object_set_new(json_object_get(largs, "removed"), "hosts",
+                            json_pack("[]"));
+        ok(bottle_proposal_args_check(BOTTLE_PROPOSAL_LAUNCH_BOTTLE, largs,
+                                      err, sizeof(err)) == -1
+           && strstr(err, "args.removed.tokens"),
+           "args: removed's lists only");
+        json_object_set_new(largs, "removed", json_string("all"));
+        ok(bottle_proposal_args_check(BOTTLE_PROPOSAL_LAUNCH_BOTTLE, largs,
+                                      err, sizeof(err)) == -1
+           && strstr(err, "args.removed: not an object"),
+           "args: removed is an object");
+        json_decref(largs);
+    }
+
     s = "{\"id\":\"1-a\",\"bottle\":\"b\",\"kind\":\"nope\",\"args\":{}}";
     ok(bottle_proposal_parse(s, strlen(s), &kind, err, sizeof(err)) == NULL
        && strcmp(err, "unknown kind") == 0, "parse: unknown kind");
@@ -436,6 +482,22 @@ test_grant_actions(void)
     json_decref(want);
     json_decref(l);
     json_decref(g);
+
+    /* the launch spec carries the parent and what is removed */
+    json_object_set_new(p, "bottle", json_string("alice"));
+    json_object_set_new(json_object_get(p, "args"), "removed",
+                        json_pack("{s:[s]}", "hosts", "evil.example"));
+    l = bottle_decision_launch(p, NULL);
+    want = json_loads("{\"agent\":\"claude\",\"prompt\":\"p\","
+                      "\"bottles\":[\"a\",\"b\"],\"label\":\"l\","
+                      "\"parent\":\"alice\",\"removed\":{\"hosts\":"
+                      "[\"evil.example\"]}}", 0, NULL);
+    ok(l && json_equal(l, want),
+       "launch: the spec names the parent and what is removed");
+    json_decref(want);
+    json_decref(l);
+    json_object_del(p, "bottle");
+    json_object_del(json_object_get(p, "args"), "removed");
 
     g = json_loads("{\"bottles\":[\"a\",\"c\"]}", 0, NULL);
     ok(bottle_decision_grant_check(BOTTLE_PROPOSAL_LAUNCH_BOTTLE, p, g, err,
