@@ -209,6 +209,14 @@ int bottle_policy_unsupported(const bottle_policy_t *p, char *err,
 int bottle_policy_needs_journal(const bottle_policy_t *p, char *err,
     size_t errlen);
 
+/*
+ * For an http block without bottle_full_log_dir: a bottle with a route
+ * whose log is "full" cannot be served (docs/full-log.md).  -1 and one
+ * line in err, in bottle_policy_load's form, for the first such route.
+ */
+int bottle_policy_needs_full_log(const bottle_policy_t *p, char *err,
+    size_t errlen);
+
 /* as bottle_policy_load, from memory; source_name prefixes errors */
 int bottle_policy_parse(bottle_policy_t **out, const char *json, size_t len,
     const char *source_name, char *err, size_t errlen);
