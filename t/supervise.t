@@ -44,7 +44,7 @@ if (!-x $HELPER) {
 }
 
 my $t = Test::Nginx->new()->has_daemon('redis-server')
-	->has_daemon('redis-cli')->has_daemon('curl')->plan(112);
+	->has_daemon('redis-cli')->has_daemon('curl')->plan(113);
 my $d = $t->testdir();
 my $json = JSON::PP->new->canonical;
 
@@ -441,6 +441,15 @@ system("$Test::Bottle::BOTTLECTL approve $ids{'egress-allow'} --note 'go ahead' 
 $c = call('fast', 'alice', $A, 'check-proposal', { id => $ids{'egress-allow'} });
 is_deeply([ @{$c->{answer}}{qw/status action notes/} ],
 	[ 'approved', 'approve', 'go ahead' ], 'check-proposal: approved, action and notes');
+
+# an add-repo granted: the agent is told the repo's URL
+
+system("echo '{\"repo\":\"git.example.org/team/app:write\"}' | $Test::Bottle::BOTTLECTL modify $ids{'add-repo'} - >/dev/null 2>&1");
+$c = call('fast', 'alice', $A, 'check-proposal', { id => $ids{'add-repo'} });
+is_deeply([ @{$c->{answer}}{qw/status action notes/} ],
+	[ 'modified', 'modify', 'granted https://git.example.org/team/app with write' ],
+	"check-proposal: an add-repo's grant names the repo's URL")
+	or diag($c->{text});
 
 my $Bob = session('fast', 'bob');
 $c = call('fast', 'bob', $Bob, 'check-proposal', { id => $ids{'egress-allow'} });
