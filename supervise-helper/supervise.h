@@ -138,6 +138,10 @@ struct redisContext *sv_store(char *err, size_t errlen);
 /* the connection failed mid-command: drop it, the next call reconnects */
 void sv_store_lost(void);
 
+/* sv_forge.c: asked of the forge before a create-repo is queued */
+int sv_forge_create_check(const bottle_repo_t *repo, char *err,
+    size_t errlen);
+
 /*
  * One read-only command (redisCommand's format), on a fresh connection
  * once more if this thread's was lost (a store restarted since its last

@@ -543,6 +543,11 @@ sv_create_repo(sv_tool_t *t)
         return sv_create_allowed(t, &repo, by, args);
     }
 
+    if (sv_forge_create_check(&repo, t->err, sizeof(t->err)) != 0) {
+        json_decref(args);
+        return sv_refuse(t, "%s", t->err);
+    }
+
     return sv_queue(t, BOTTLE_PROPOSAL_CREATE_REPO, args, -1, NULL);
 }
 
