@@ -171,6 +171,10 @@ typedef struct bottle_s {
                                            supervise's create-repo makes
                                            without asking */
     size_t              ncreate;
+    bottle_repo_t      *trailer_required;   /* git_gate.trailer_required:
+                                           repos whose pushed commits must
+                                           carry Bottle-Id: <id> */
+    size_t              ntrailer_required;
 
     bottle_route_t     *routes;
     size_t              nroutes;
@@ -258,6 +262,9 @@ const bottle_route_t *bottle_find_route(const bottle_t *b, const char *host,
  * bottle_repo_same() compares them): a write grant if any grant of it
  * writes, else a read grant; NULL if none.
  */
+/* 1 if git_gate.trailer_required lists repo (as bottle_repo_same()) */
+int bottle_trailer_required(const bottle_t *b, const bottle_repo_t *repo);
+
 const bottle_repo_t *bottle_find_repo(const bottle_t *b,
     const bottle_repo_t *want);
 
