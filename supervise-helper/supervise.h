@@ -21,6 +21,7 @@
 
 #include <jansson.h>
 
+#include "bottle_ip.h"
 #include "bottle_policy.h"
 #include "bottle_proposal.h"
 #include "bottle_store.h"
@@ -59,12 +60,19 @@
 #define SV_RPC_SERVER_ERROR     -32000  /* transport: no bottle, session */
 
 
+#define SV_PROBE_NETS_MAX  16
+
+
 typedef struct {
     bottle_store_url_t      store;
     char                    store_text[512];    /* no password */
     int                     timeout;            /* seconds */
     unsigned long long      stream_max;
     char                    gateway[160];       /* host:pid */
+    bottle_net_t            probe_allow[SV_PROBE_NETS_MAX];
+                                    /* internal nets forge-connect may
+                                       probe (--forge-probe-allow) */
+    size_t                  nprobe_allow;
 } sv_conf_t;
 
 extern sv_conf_t  sv_conf;
@@ -141,6 +149,10 @@ void sv_store_lost(void);
 /* sv_forge.c: asked of the forge before a create-repo is queued */
 int sv_forge_create_check(const bottle_repo_t *repo, char *err,
     size_t errlen);
+
+/* sv_forge.c: a forge-connect's host of no known kind, probed: 0 Gitea,
+ * GitHub or not probed; -1 refused (err says why) */
+int sv_forge_probe(const char *forge, char *err, size_t errlen);
 
 /*
  * One read-only command (redisCommand's format), on a fresh connection

@@ -425,6 +425,11 @@ sv_forge_connect(sv_tool_t *t)
         return sv_refuse(t, "url: not UTF-8");
     }
 
+    if (sv_forge_probe(forge, t->err, sizeof(t->err)) != 0) {
+        json_decref(args);
+        return sv_refuse(t, "%s", t->err);
+    }
+
     return sv_queue(t, BOTTLE_PROPOSAL_FORGE_CONNECT, args, -1, NULL);
 }
 

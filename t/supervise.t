@@ -394,8 +394,8 @@ my %queue = (
 	'egress-allow' => [ { host => 'api.example.org', methods => [ 'GET', 'POST' ] },
 		{ host => 'api.example.org', methods => [ 'GET', 'POST' ] } ],
 	'egress-block' => [ { host => 'api.github.com' }, { host => 'api.github.com' } ],
-	'forge-connect' => [ { url => 'https://git.example.net/' },
-		{ url => 'https://git.example.net/' } ],
+	'forge-connect' => [ { url => 'https://localhost:9/' },
+		{ url => 'https://localhost:9/' } ],
 	'add-repo' => [ { repo => 'git.example.org/team/app:write' },
 		{ repo => 'git.example.org/team/app', write => JSON::PP::true } ],
 	'create-repo' => [ { repo => 'git.example.org/team/new', public => JSON::PP::true },
@@ -562,7 +562,7 @@ ok($after < 2, 'an approval during the wait: answered at once') or diag($after);
 like(redis_cli($t, 'HGET', 'bottle:policy:alice', 'json'), qr/b\.example/,
 	'the approval changed the policy');
 
-($ans, $after, $pid) = during('forge-connect', { url => 'https://git.example.com/',
+($ans, $after, $pid) = during('forge-connect', { url => 'https://localhost:9/',
 	justification => 'deny me' }, 'deny', '--note', 'not now');
 is_deeply([ @$ans{qw/status action notes/} ], [ 'denied', 'deny', 'not now' ],
 	'a denial during the wait: denied with the notes');

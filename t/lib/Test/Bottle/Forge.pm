@@ -80,6 +80,7 @@ sub start {
 		user => $o{user} // 'forge-user',
 		public_read => $o{public_read} ? 1 : 0,
 		orgs => $o{orgs} // {},
+		kind => $o{kind} // '',
 		tls => $o{tls} ? 1 : 0,
 		root => "$d/$name",
 		dir => "$d/$name-nginx",
@@ -145,7 +146,8 @@ sub _write_auth {
 	print $fh "token=$f->{token}\npublic_read=$f->{public_read}\n"
 		. "user=$f->{user}\n"
 		. 'orgs=' . join(',', map { "$_:" . ($f->{orgs}{$_} ? 1 : 0) }
-			sort keys %{$f->{orgs}}) . "\n";
+			sort keys %{$f->{orgs}}) . "\n"
+		. "kind=$f->{kind}\n";
 	close $fh or die "$tmp: $!\n";
 	rename $tmp, "$f->{dir}/auth.conf" or die "auth.conf: $!\n";
 }
@@ -159,6 +161,7 @@ sub configure {
 	$f->{token} = $o{token} if exists $o{token};
 	$f->{public_read} = $o{public_read} ? 1 : 0 if exists $o{public_read};
 	$f->{orgs} = $o{orgs} if exists $o{orgs};
+	$f->{kind} = $o{kind} // '' if exists $o{kind};
 	_write_auth($f);
 	return $f;
 }
@@ -239,6 +242,8 @@ EOF
 #   GET  /api/v1/version               Gitea's: 200 {"version"}, no token
 #   GET  /api/v3/meta                  GitHub's: 200
 #                                      {"installed_version", ...}, no token
+#                                      (start(kind => 'gitea'|'github'|
+#                                      'none'): only that one, or neither)
 # Every other call needs the token (as forge-auth.pl takes it): else 401
 # {"message"}.  X-Forge-Auth carries the verdict to the request's log line.
 # start(orgs => { name => 1|0 }): the organizations the token's user is in,
@@ -280,10 +285,15 @@ sub answer {
 }
 
 # what identifies the kind of forge, asked without a token
-if ($method eq 'GET' && $api eq 'v1' && $uri eq '/version') {
+my $kind = $c{kind} // '';
+if ($method eq 'GET' && $api eq 'v1' && $uri eq '/version'
+	&& $kind =~ /^(?:|gitea)$/)
+{
 	answer('200 OK', { version => '1.21.11' }, 'none');
 }
-if ($method eq 'GET' && $api eq 'v3' && $uri eq '/meta') {
+if ($method eq 'GET' && $api eq 'v3' && $uri eq '/meta'
+	&& $kind =~ /^(?:|github)$/)
+{
 	answer('200 OK', { installed_version => '3.12.0',
 		verifiable_password_authentication => JSON::PP::true }, 'none');
 }
