@@ -281,6 +281,13 @@ $(BUILD)/fuzz/gg_update_fuzz: fuzz/gg_update_fuzz.c fuzz/fuzz.h \
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< gitgate-helper/gg_update.c
 
+# git-gate's commit trailer reader: its own source, no libbottle
+$(BUILD)/fuzz/gg_trailer_fuzz: fuzz/gg_trailer_fuzz.c fuzz/fuzz.h \
+                               gitgate-helper/gg_trailer.c \
+                               gitgate-helper/gg_trailer.h
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< gitgate-helper/gg_trailer.c
+
 # git-gate's blob reader: git cat-file's answers, its own source
 $(BUILD)/fuzz/gg_blob_fuzz: fuzz/gg_blob_fuzz.c fuzz/fuzz.h \
                             gitgate-helper/gg_blob.c \

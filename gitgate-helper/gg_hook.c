@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gg_hook.h"
+#include "gg_trailer.h"
 
 
 int
@@ -96,6 +97,19 @@ gg_report_print(const gg_report_t *r)
                 "values; the operator is asked about at most %d at a time: "
                 "push them in smaller pushes\n", GG_MAX_FINDINGS,
                 GG_MAX_FINDINGS);
+        return;
+    }
+
+    for (i = 0; i < r->n && strcmp(r->f[i].rule, GG_TRAILER_RULE) == 0;
+         i++)
+    {
+        /* void */
+    }
+
+    if (r->n && i == r->n && !r->more) {
+        fprintf(stderr, "git-gate: a commit's " GG_TRAILER_NAME " trailer "
+                "must name the bottle that pushes it: fix the message (git "
+                "commit --amend, git rebase -i), then push again\n");
         return;
     }
 

@@ -23,6 +23,7 @@
 #include "gg_gate.h"
 #include "gg_hook.h"
 #include "gg_scan.h"
+#include "gg_trailer.h"
 #include "gg_update.h"
 
 
@@ -121,6 +122,11 @@ gg_hook(void)
     ctx.bottle = bottle_policy_find_id(ctx.policy, ctx.bottle_id,
                                        strlen(ctx.bottle_id));
 
+    /* the new commits' Bottle-Id trailers: this bottle's (gg_trailer.h) */
+    u.bottle = ctx.bottle_id;
+    u.trailer_required = ctx.bottle
+                         && bottle_trailer_required(ctx.bottle, &ctx.repo);
+
     /* 1, 2: the scan, before any connection to the forge */
     if (bottle_scan_db_create(&db, err, sizeof(err)) != 0
         || bottle_scan_secrets_for_git(&sec, db, ctx.bottle, err,
@@ -177,7 +183,10 @@ gg_hook(void)
         gg_report_print(&r);
         rule = r.n ? r.f[0].rule : "secret";
         gg_journal_push(&ctx, &u, "refused", rule,
-                        "the push carries a secret", 1, NULL);
+                        strcmp(rule, GG_TRAILER_RULE) == 0
+                        ? "a commit's " GG_TRAILER_NAME " trailer does not "
+                          "name the pushing bottle"
+                        : "the push carries a secret", 1, NULL);
         goto cleanup;
     }
 

@@ -12,6 +12,7 @@
 
 #include "gg_object.h"
 #include "gg_scan_int.h"
+#include "gg_trailer.h"
 
 
 /* trees */
@@ -357,6 +358,9 @@ gg_header_id(const char *s, size_t len, const char *key, const git_oid *id)
  * first and the "parent" lines after it, each exactly "<key> <hex>" of
  * the commit's tree and parents, are left out.
  */
+static int gg_commit_trailers(gg_ctx_t *c, const char *msg, size_t len);
+
+
 static int
 gg_commit_raw(gg_ctx_t *c, const git_commit *commit, const char *p,
     size_t len)
@@ -409,8 +413,48 @@ gg_commit_raw(gg_ctx_t *c, const git_commit *commit, const char *p,
     if (rc == 0) {
         rc = gg_simple(c, GG_F_MESSAGE, msg, (size_t) (end - msg));
     }
+    if (rc == 0) {
+        rc = gg_commit_trailers(c, msg, (size_t) (end - msg));
+    }
     free(h.data);
     return rc;
+}
+
+
+/*
+ * The commit's Bottle-Id trailers (gg_trailer.h): one naming another
+ * bottle than the pusher refuses, and so does none on a repo whose grant
+ * requires it (git_gate.trailer_required).  The value is not repeated:
+ * the agent wrote it.
+ */
+static int
+gg_commit_trailers(gg_ctx_t *c, const char *msg, size_t len)
+{
+    char                 where[GG_OID_HEXSZ + 160];
+    gg_trailers_t        t;
+    const gg_updates_t  *u = c->updates;
+
+    if (u == NULL || u->bottle == NULL) {
+        return 0;
+    }
+
+    gg_trailers(&t, msg, len, u->bottle, strlen(u->bottle));
+
+    if (t.other) {
+        snprintf(where, sizeof(where), "commit %s: trailer "
+                 GG_TRAILER_NAME ": names another bottle than the one "
+                 "pushing", c->obj);
+        return gg_refusal(c, GG_TRAILER_RULE, where);
+    }
+
+    if (u->trailer_required && t.named == 0) {
+        snprintf(where, sizeof(where), "commit %s: trailer "
+                 GG_TRAILER_NAME ": missing, and this repo requires it",
+                 c->obj);
+        return gg_refusal(c, GG_TRAILER_RULE, where);
+    }
+
+    return 0;
 }
 
 

@@ -411,6 +411,7 @@ gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
     memset(&c, 0, sizeof(c));
     gg_budget_start(&c);
     c.r = out;
+    c.updates = updates;
     c.err = err;
     c.errlen = errlen;
     c.obj_kind = "push";

@@ -180,6 +180,7 @@ typedef struct {
     bottle_scan_t      *s;
     bottle_generic_t   *gen;        /* generic assignments, in files */
     gg_report_t        *r;
+    const gg_updates_t *updates;    /* the push: who, trailers required */
     int                 field;      /* id of the next field */
     char                obj[GG_OID_HEXSZ + 1];  /* short sha or tag name */
     const char         *obj_kind;   /* "commit", "tag" */

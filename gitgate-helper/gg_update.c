@@ -114,6 +114,9 @@ gg_updates_parse(gg_updates_t *out, const char *buf, size_t len, char *err,
 
     out->u = NULL;
     out->n = 0;
+    out->bottle = NULL;             /* no trailer check unless the hook
+                                       names the pusher */
+    out->trailer_required = 0;
 
     u = NULL;
     n = 0;

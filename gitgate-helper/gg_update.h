@@ -32,6 +32,10 @@ typedef struct {
 typedef struct {
     gg_update_t        *u;
     size_t              n;
+    const char         *bottle;     /* who pushes: the new commits' Bottle-Id
+                                       trailers checked against it
+                                       (gg_trailer.h); NULL: not checked */
+    int                 trailer_required;   /* and each must have one */
 } gg_updates_t;
 
 

@@ -7,6 +7,7 @@
 
 #define _POSIX_C_SOURCE  200809L
 
+#include <ctype.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@ typedef struct {
 static int bottle_forge_api_call(long *status, json_t **out,
     const bottle_forge_conf_t *f, const char *method, const char *path,
     const char *body, char *err, size_t errlen);
+static int bottle_forge_segment(const char *s);
 static size_t bottle_forge_write(char *p, size_t size, size_t n,
     void *data);
 static void bottle_forge_api_error(char *err, size_t errlen, long status,
@@ -325,6 +327,155 @@ bottle_forge_api_create(char *out, size_t size, const bottle_forge_conf_t *f,
 
     snprintf(out, size, "%s", u ? u : "");
     json_decref(a);
+
+    return 0;
+}
+
+
+/* a login or owner as a path segment of the API: [A-Za-z0-9._-] only */
+
+static int
+bottle_forge_segment(const char *s)
+{
+    if (*s == '\0') {
+        return -1;
+    }
+
+    for ( /* void */ ; *s; s++) {
+        if (!isalnum((unsigned char) *s) && *s != '.' && *s != '_'
+            && *s != '-')
+        {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+int
+bottle_forge_api_can_create(const bottle_forge_conf_t *f, const char *login,
+    const char *owner, const char *repo, char *err, size_t errlen)
+{
+    int          ok, member;
+    char         path[2 * BOTTLE_REPO_SEGMENT_MAX + BOTTLE_FORGE_ACCOUNT_MAX
+                      + 64];
+    long         status;
+    json_t      *a;
+    const char  *s;
+
+    if (bottle_forge_segment(owner) != 0 || bottle_forge_segment(repo) != 0
+        || bottle_forge_segment(login) != 0)
+    {
+        return bottle_errf(err, errlen, "the forge's login \"%s\" or the "
+                           "repo's name cannot be asked about", login);
+    }
+
+    /* the repo itself: a 404 is the answer hoped for */
+
+    snprintf(path, sizeof(path), "/repos/%s/%s", owner, repo);
+
+    if (bottle_forge_api_call(&status, &a, f, "GET", path, NULL, err,
+                              errlen)
+        != 0)
+    {
+        return -1;
+    }
+
+    if (status != 404) {
+        if (status == 200) {
+            bottle_errf(err, errlen, "%s/%s exists already on the forge",
+                        owner, repo);
+            json_decref(a);
+            return 1;
+        }
+
+        bottle_forge_api_error(err, errlen, status, a);
+        json_decref(a);
+        return -1;
+    }
+
+    json_decref(a);
+
+    if (strcasecmp(owner, login) == 0) {
+        return 0;
+    }
+
+    /*
+     * Another owner: an organization the token's user may create repos
+     * in.  Gitea says so of the user in the org; GitHub gives the user's
+     * membership (an admin may; a member if the org lets members).
+     */
+
+    if (strcmp(f->kind, "gitea") == 0) {
+        snprintf(path, sizeof(path), "/users/%s/orgs/%s/permissions", login,
+                 owner);
+
+    } else {
+        snprintf(path, sizeof(path), "/user/memberships/orgs/%s", owner);
+    }
+
+    if (bottle_forge_api_call(&status, &a, f, "GET", path, NULL, err,
+                              errlen)
+        != 0)
+    {
+        return -1;
+    }
+
+    if (status == 403 || status == 404) {
+        json_decref(a);
+        bottle_errf(err, errlen, "%s is neither the forge token's account "
+                    "(%s) nor an organization it belongs to", owner, login);
+        return 1;
+    }
+
+    if (status != 200) {
+        bottle_forge_api_error(err, errlen, status, a);
+        json_decref(a);
+        return -1;
+    }
+
+    if (strcmp(f->kind, "gitea") == 0) {
+        ok = json_is_true(json_object_get(a, "can_create_repository"));
+        json_decref(a);
+
+    } else {
+        s = json_string_value(json_object_get(a, "state"));
+        member = s && strcmp(s, "active") == 0;
+        s = json_string_value(json_object_get(a, "role"));
+        ok = member && s && strcmp(s, "admin") == 0;
+        member = member && s && strcmp(s, "member") == 0;
+        json_decref(a);
+
+        if (member) {
+            /* a member: if the organization lets members create repos */
+
+            snprintf(path, sizeof(path), "/orgs/%s", owner);
+
+            if (bottle_forge_api_call(&status, &a, f, "GET", path, NULL, err,
+                                      errlen)
+                != 0)
+            {
+                return -1;
+            }
+
+            if (status != 200) {
+                bottle_forge_api_error(err, errlen, status, a);
+                json_decref(a);
+                return -1;
+            }
+
+            ok = json_is_true(json_object_get(a,
+                                   "members_can_create_repositories"));
+            json_decref(a);
+        }
+    }
+
+    if (!ok) {
+        bottle_errf(err, errlen, "the forge token's account (%s) may not "
+                    "create repos in %s", login, owner);
+        return 1;
+    }
 
     return 0;
 }

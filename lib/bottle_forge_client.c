@@ -626,6 +626,37 @@ cleanup:
 
 
 int
+bottle_forge_create_check(redisContext *c, const bottle_repo_t *repo,
+    int *lost, char *err, size_t errlen)
+{
+    int                   rc;
+    char                  login[BOTTLE_FORGE_ACCOUNT_MAX + 1];
+    bottle_forge_conf_t  *f;
+
+    *lost = 0;
+
+    f = calloc(1, sizeof(*f));
+    if (f == NULL) {
+        return bottle_errf(err, errlen, "out of memory");
+    }
+
+    rc = -1;
+
+    if (bottle_forge_load(f, c, repo->forge, lost, err, errlen) == 0
+        && bottle_forge_api_user(login, sizeof(login), f, err, errlen) == 0)
+    {
+        rc = bottle_forge_api_can_create(f, login, repo->owner, repo->repo,
+                                         err, errlen);
+    }
+
+    bottle_forge_conf_clear(f);
+    free(f);
+
+    return rc;
+}
+
+
+int
 bottle_forge_create_grant(bottle_decision_result_t *out, redisContext *c,
     const bottle_forge_create_req_t *req)
 {

@@ -98,6 +98,30 @@ int bottle_forge_api_create(char *out, size_t size,
     const char *repo, int private_repo, char *err, size_t errlen);
 
 
+/*
+ * Asked before a create-repo is queued for the operator (docs/supervise.md):
+ * GET {api}/repos/{owner}/{repo} (a 200: it exists); then, when owner is
+ * not the token's login, the token's right to create in that organization:
+ * Gitea's GET {api}/users/{login}/orgs/{owner}/permissions
+ * (can_create_repository), GitHub's GET {api}/user/memberships/orgs/{owner}
+ * (an active admin; a member if GET {api}/orgs/{owner} says
+ * members_can_create_repositories).  0 when the forge sees nothing against
+ * it, 1 when it cannot be made (err says why), -1 when the forge could not
+ * be asked (err).
+ */
+int bottle_forge_api_can_create(const bottle_forge_conf_t *f,
+    const char *login, const char *owner, const char *repo, char *err,
+    size_t errlen);
+
+/*
+ * The same for repo on its connected forge (bottle_forge_load(),
+ * bottle_forge_api_user()): 0, 1 or -1 as above (*lost 1 if the store was
+ * lost).
+ */
+int bottle_forge_create_check(struct redisContext *c,
+    const bottle_repo_t *repo, int *lost, char *err, size_t errlen);
+
+
 typedef struct {
     const char  *proposal;          /* a pending forge-connect's id */
     const char  *kind;              /* "gitea" or "github" */

@@ -726,6 +726,32 @@ bottle_policy_needs_journal(const bottle_policy_t *p, char *err,
 }
 
 
+int
+bottle_policy_needs_full_log(const bottle_policy_t *p, char *err,
+    size_t errlen)
+{
+    size_t           i, j;
+    const bottle_t  *b;
+
+    for (i = 0; i < bottle_policy_count(p); i++) {
+        b = bottle_policy_at(p, i);
+
+        for (j = 0; j < b->nroutes; j++) {
+            if (b->routes[j].log_full) {
+                snprintf(err, errlen, "%s: bottle \"%s\": routes[%zu] "
+                         "(%s): log: \"full\" needs the full log, which is "
+                         "off on this gateway (bottle_full_log_dir)",
+                         b->source.data, b->id.data, j,
+                         b->routes[j].host.data);
+                return -1;
+            }
+        }
+    }
+
+    return 0;
+}
+
+
 void
 bottle_policy_free(bottle_policy_t *p)
 {

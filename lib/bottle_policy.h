@@ -171,6 +171,10 @@ typedef struct bottle_s {
                                            supervise's create-repo makes
                                            without asking */
     size_t              ncreate;
+    bottle_repo_t      *trailer_required;   /* git_gate.trailer_required:
+                                           repos whose pushed commits must
+                                           carry Bottle-Id: <id> */
+    size_t              ntrailer_required;
 
     bottle_str_t        parent;         /* "parent": the bottle it is a
                                            child of (depth 1), "" if none */
@@ -233,6 +237,14 @@ int bottle_policy_unsupported(const bottle_policy_t *p, char *err,
 int bottle_policy_needs_journal(const bottle_policy_t *p, char *err,
     size_t errlen);
 
+/*
+ * For an http block without bottle_full_log_dir: a bottle with a route
+ * whose log is "full" cannot be served (docs/full-log.md).  -1 and one
+ * line in err, in bottle_policy_load's form, for the first such route.
+ */
+int bottle_policy_needs_full_log(const bottle_policy_t *p, char *err,
+    size_t errlen);
+
 /* as bottle_policy_load, from memory; source_name prefixes errors */
 int bottle_policy_parse(bottle_policy_t **out, const char *json, size_t len,
     const char *source_name, char *err, size_t errlen);
@@ -274,6 +286,9 @@ const bottle_route_t *bottle_find_route(const bottle_t *b, const char *host,
  * bottle_repo_same() compares them): a write grant if any grant of it
  * writes, else a read grant; NULL if none.
  */
+/* 1 if git_gate.trailer_required lists repo (as bottle_repo_same()) */
+int bottle_trailer_required(const bottle_t *b, const bottle_repo_t *repo);
+
 const bottle_repo_t *bottle_find_repo(const bottle_t *b,
     const bottle_repo_t *want);
 

@@ -20,7 +20,7 @@ static const char *const  bottle_fields[] = {
 /* what git-gate's actions do without asking: creating repos, nothing else
  * yet (a key nothing acts on is refused, not ignored) */
 static const char *const  bottle_git_gate_fields[] = {
-    "actions", NULL
+    "actions", "trailer_required", NULL
 };
 
 static const char *const  bottle_git_gate_actions_fields[] = {
@@ -597,6 +597,74 @@ bottle_check_repos(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
 
 
 /*
+ * git_gate.trailer_required: ["<forge>/<owner>/<repo>", ...]: grants whose
+ * pushes git-gate refuses unless every new commit carries a Bottle-Id
+ * trailer naming this bottle (docs/gitgate.md, "Commit trailers")
+ */
+
+static int
+bottle_parse_trailer_required(bottle_ctx_t *ctx, json_t *gg, bottle_t *b)
+{
+    char     q[BOTTLE_QUOTE_LEN];
+    char     err[256];
+    size_t   i, n, saved, item_saved;
+    json_t  *list, *item;
+
+    if (bottle_get(&list, ctx, gg, "trailer_required", BOTTLE_J_ARRAY, 0)
+        != 0)
+    {
+        return -1;
+    }
+
+    n = list ? json_array_size(list) : 0;
+
+    if (n == 0) {
+        return 0;
+    }
+
+    saved = bottle_path_key(ctx, "trailer_required");
+
+    if (n > BOTTLE_CREATE_MAX) {
+        return bottle_fail(ctx, "at most %d repos", BOTTLE_CREATE_MAX);
+    }
+
+    b->trailer_required = bottle_alloc_array(ctx->policy, n,
+                                             sizeof(bottle_repo_t));
+    if (b->trailer_required == NULL) {
+        return bottle_fail(ctx, "out of memory");
+    }
+
+    for (i = 0; i < n; i++) {
+        item = json_array_get(list, i);     /* borrowed */
+        item_saved = bottle_path_index(ctx, i);
+
+        if (!json_is_string(item)) {
+            return bottle_fail(ctx, "must be a string");
+        }
+
+        if (bottle_repo_parse(&b->trailer_required[i],
+                              json_string_value(item),
+                              json_string_length(item), 0, err, sizeof(err))
+            != 0)
+        {
+            return bottle_fail(ctx, "%s: %s",
+                               bottle_quote(q, sizeof(q),
+                                            json_string_value(item),
+                                            json_string_length(item)),
+                               err);
+        }
+
+        bottle_path_pop(ctx, item_saved);
+    }
+
+    b->ntrailer_required = n;
+    bottle_path_pop(ctx, saved);
+
+    return 0;
+}
+
+
+/*
  * git_gate: {"actions": {"create": ["<forge>/<owner>/<name>[:public]",
  * ...]}}: the repos supervise's create-repo makes without a card
  */
@@ -620,6 +688,7 @@ bottle_parse_git_gate(bottle_ctx_t *ctx, json_t *obj, bottle_t *b)
     saved = bottle_path_key(ctx, "git_gate");
 
     if (bottle_check_fields(ctx, gg, bottle_git_gate_fields) != 0
+        || bottle_parse_trailer_required(ctx, gg, b) != 0
         || bottle_get(&actions, ctx, gg, "actions", BOTTLE_J_OBJECT, 0) != 0)
     {
         return -1;

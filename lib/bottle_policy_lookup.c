@@ -264,6 +264,21 @@ bottle_find_repo(const bottle_t *b, const bottle_repo_t *want)
 }
 
 
+int
+bottle_trailer_required(const bottle_t *b, const bottle_repo_t *repo)
+{
+    size_t  i;
+
+    for (i = 0; i < b->ntrailer_required; i++) {
+        if (bottle_repo_same(&b->trailer_required[i], repo)) {
+            return 1;
+        }
+    }
+
+    return 0;
+}
+
+
 const bottle_repo_pattern_t *
 bottle_create_allowed(const bottle_t *b, const bottle_repo_t *repo,
     int public_repo)

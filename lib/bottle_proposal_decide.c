@@ -24,6 +24,12 @@
 #include "bottle_warn.h"
 
 
+/* an add-repo's note: the operator's, "; granted https://", the repo */
+#define BOTTLE_DECISION_NOTE_MAX                                              \
+    (BOTTLE_PROPOSAL_TEXT_MAX + sizeof("; granted https:///  with write")     \
+     + BOTTLE_FORGE_NAME_MAX + 2 * BOTTLE_REPO_SEGMENT_MAX)
+
+
 typedef struct {
     const bottle_decision_req_t  *req;
     bottle_decision_result_t     *out;
@@ -44,6 +50,8 @@ static const char *bottle_decision_str(const redisReply *r, size_t i);
 static int bottle_decision_load(bottle_answer_t *a, redisReply **out);
 static int bottle_decision_refuse(bottle_answer_t *a);
 static int bottle_decision_forge_connected(bottle_answer_t *a);
+static void bottle_decision_repo_note(bottle_answer_t *a,
+    bottle_decision_req_t *noted, char *buf, size_t size);
 static int bottle_decision_run(bottle_answer_t *a);
 static int bottle_decision_reply(bottle_answer_t *a, redisReply *r,
     const char *decision);
@@ -62,8 +70,10 @@ bottle_decision_answer(bottle_decision_result_t *out, redisContext *c,
     const bottle_decision_req_t *req)
 {
     int              rc;
-    redisReply      *h = NULL;
-    bottle_answer_t  a;
+    char                   note[BOTTLE_DECISION_NOTE_MAX];
+    redisReply            *h = NULL;
+    bottle_answer_t        a;
+    bottle_decision_req_t  noted;
 
     memset(out, 0, sizeof(*out));
     memset(&a, 0, sizeof(a));
@@ -108,6 +118,7 @@ bottle_decision_answer(bottle_decision_result_t *out, redisContext *c,
 
     rc = bottle_decision_refuse(&a);
     if (rc == 0) {
+        bottle_decision_repo_note(&a, &noted, note, sizeof(note));
         rc = bottle_decision_run(&a);
     }
 
@@ -237,6 +248,50 @@ bottle_decision_load(bottle_answer_t *a, redisReply **out)
     *out = r;
 
     return 0;
+}
+
+
+/*
+ * An add-repo granted: its note carries the repo's URL, the one the agent
+ * clones and pushes through git-gate (docs/supervise.md), after the
+ * operator's own notes: "[<notes>; ]granted https://<forge>/<owner>/<repo>
+ * read-only|with write".  The decision, decision.resolved and
+ * check-proposal's answer all say it.
+ */
+
+static void
+bottle_decision_repo_note(bottle_answer_t *a, bottle_decision_req_t *noted,
+    char *buf, size_t size)
+{
+    char            err[256];
+    const char     *s, *notes;
+    bottle_repo_t   repo;
+
+    if (a->kind != BOTTLE_PROPOSAL_ADD_REPO
+        || strcmp(a->req->action, "modify") != 0)
+    {
+        return;
+    }
+
+    s = json_string_value(json_object_get(a->grant, "repo"));
+
+    if (s == NULL
+        || bottle_repo_parse(&repo, s, strlen(s), 1, err, sizeof(err)) != 0)
+    {
+        return;
+    }
+
+    notes = a->req->notes ? a->req->notes : "";
+
+    /* notes: at most BOTTLE_PROPOSAL_TEXT_MAX bytes, checked */
+
+    snprintf(buf, size, "%s%sgranted https://%s/%s/%s %s", notes,
+             *notes ? "; " : "", repo.forge, repo.owner, repo.repo,
+             repo.write ? "with write" : "read-only");
+
+    *noted = *a->req;
+    noted->notes = buf;
+    a->req = noted;
 }
 
 

@@ -253,6 +253,21 @@ struct ngx_bottle_contact_s {
 };
 
 
+/*
+ * The full log as this configuration has it: unknown until an http block
+ * is parsed (ngx_http_bottle_record.c sets it), then on or off
+ * (bottle_full_log_dir).  Off, a bottle with a route logged "full" is
+ * refused (docs/full-log.md).
+ */
+#define NGX_BOTTLE_FULL_LOG_UNKNOWN  0
+#define NGX_BOTTLE_FULL_LOG_ON       1
+#define NGX_BOTTLE_FULL_LOG_OFF      2
+
+extern ngx_uint_t  ngx_bottle_full_log;
+
+int ngx_bottle_full_log_check(const bottle_policy_t *p, char *err,
+    size_t errlen);
+
 ngx_uint_t ngx_bottle_audit_enabled(void);
 int ngx_bottle_audit_check(const bottle_policy_t *p, char *err,
     size_t errlen);

@@ -33,6 +33,8 @@ static char *ngx_bottle_limits_directive(ngx_conf_t *cf, ngx_command_t *cmd,
 static char *ngx_bottle_scan_compile(ngx_conf_t *cf, ngx_bottle_conf_t *bcf);
 static void ngx_bottle_scan_db_cleanup(void *data);
 static void ngx_bottle_secrets_cleanup(void *data);
+static char *ngx_bottle_full_log_init_conf(ngx_cycle_t *cycle,
+    ngx_bottle_conf_t *bcf);
 static ngx_int_t ngx_bottle_init_process(ngx_cycle_t *cycle);
 static void ngx_bottle_exit_process(ngx_cycle_t *cycle);
 
@@ -138,6 +140,9 @@ static ngx_core_module_t  ngx_bottle_module_ctx = {
 };
 
 
+ngx_uint_t  ngx_bottle_full_log;
+
+
 ngx_module_t  ngx_bottle_module = {
     NGX_MODULE_V1,
     &ngx_bottle_module_ctx,                /* module context */
@@ -241,6 +246,9 @@ ngx_bottle_create_conf(ngx_cycle_t *cycle)
         return NULL;
     }
 
+    /* each configuration says again whether it has a full log */
+    ngx_bottle_full_log = NGX_BOTTLE_FULL_LOG_UNKNOWN;
+
     bcf->jar_size = NGX_CONF_UNSET_SIZE;
     bcf->jar_bottle_max = NGX_CONF_UNSET_SIZE;
     bcf->stale_max = NGX_CONF_UNSET_MSEC;
@@ -272,7 +280,91 @@ ngx_bottle_init_conf(ngx_cycle_t *cycle, void *conf)
         bcf->store->max_compiled = bcf->scanners;
     }
 
+    if (ngx_bottle_full_log_init_conf(cycle, bcf) != NGX_CONF_OK) {
+        return NGX_CONF_ERROR;
+    }
+
     return ngx_bottle_jar_init_conf(cycle, bcf);
+}
+
+
+/*
+ * A route logged "full" on an http block without bottle_full_log_dir:
+ * its records would go nowhere.  The policy file is refused (nginx does
+ * not start, nginx -t fails); a bottle of the store the master read
+ * before the http block was parsed is not served, with one line naming
+ * it, as a worker that fetches it again refuses it
+ * (ngx_bottle_full_log_check()).  The other bottles are served.
+ */
+
+static char *
+ngx_bottle_full_log_init_conf(ngx_cycle_t *cycle, ngx_bottle_conf_t *bcf)
+{
+    char                 err[1024];
+    ngx_rbtree_node_t   *node;
+    ngx_bottle_entry_t  *e;
+
+    if (ngx_bottle_full_log != NGX_BOTTLE_FULL_LOG_OFF) {
+        return NGX_CONF_OK;
+    }
+
+    if (bcf->policy
+        && bottle_policy_needs_full_log(bcf->policy, err, sizeof(err)) != 0)
+    {
+        ngx_log_error(NGX_LOG_EMERG, cycle->log, 0, "bottle_policy: %s", err);
+        return NGX_CONF_ERROR;
+    }
+
+    if (bcf->store == NULL || bcf->store->redis == NULL) {
+        return NGX_CONF_OK;
+    }
+
+    for ( ;; ) {
+        e = NULL;
+
+        if (bcf->store->ids.root != bcf->store->ids.sentinel) {
+            for (node = ngx_rbtree_min(bcf->store->ids.root,
+                                       bcf->store->ids.sentinel);
+                 node;
+                 node = ngx_rbtree_next(&bcf->store->ids, node))
+            {
+                e = (ngx_bottle_entry_t *)
+                        ((u_char *) node
+                         - offsetof(ngx_bottle_entry_t, id_node));
+
+                if (e->policy
+                    && bottle_policy_needs_full_log(e->policy, err,
+                                                    sizeof(err))
+                       != 0)
+                {
+                    break;
+                }
+
+                e = NULL;
+            }
+        }
+
+        if (e == NULL) {
+            return NGX_CONF_OK;
+        }
+
+        ngx_log_error(NGX_LOG_ERR, cycle->log, 0, "bottle_policy: %s", err);
+
+        ngx_bottle_store_remove(bcf->store, e);
+    }
+}
+
+
+/* a bottle read from the store (a worker's thread): set before they run */
+
+int
+ngx_bottle_full_log_check(const bottle_policy_t *p, char *err, size_t errlen)
+{
+    if (ngx_bottle_full_log != NGX_BOTTLE_FULL_LOG_OFF) {
+        return 0;
+    }
+
+    return bottle_policy_needs_full_log(p, err, errlen);
 }
 
 

@@ -221,6 +221,11 @@ ngx_http_bottle_record_init_main_conf(ngx_conf_t *cf, void *conf)
         return NGX_CONF_ERROR;
     }
 
+    /* without it a route logged "full" is refused (ngx_bottle_module.c) */
+
+    ngx_bottle_full_log = rmcf->full_log_dir.len ? NGX_BOTTLE_FULL_LOG_ON
+                                                 : NGX_BOTTLE_FULL_LOG_OFF;
+
     return NGX_CONF_OK;
 }
 

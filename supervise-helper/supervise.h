@@ -23,6 +23,7 @@
 
 #include <jansson.h>
 
+#include "bottle_ip.h"
 #include "bottle_policy.h"
 #include "bottle_proposal.h"
 #include "bottle_store.h"
@@ -60,6 +61,9 @@
 #define SV_RPC_SERVER_ERROR     -32000  /* transport: no bottle, session */
 
 
+#define SV_PROBE_NETS_MAX  16
+
+
 typedef struct {
     bottle_store_url_t      store;
     char                    store_text[512];    /* no password */
@@ -68,6 +72,10 @@ typedef struct {
     char                    gateway[160];       /* host:pid */
     int                     heartbeat;          /* seconds, 0: none */
     char                    name[128];          /* the heartbeat's id */
+    bottle_net_t            probe_allow[SV_PROBE_NETS_MAX];
+                                    /* internal nets forge-connect may
+                                       probe (--forge-probe-allow) */
+    size_t                  nprobe_allow;
 } sv_conf_t;
 
 extern sv_conf_t  sv_conf;
@@ -145,6 +153,14 @@ struct redisContext *sv_store(char *err, size_t errlen);
 
 /* the connection failed mid-command: drop it, the next call reconnects */
 void sv_store_lost(void);
+
+/* sv_forge.c: asked of the forge before a create-repo is queued */
+int sv_forge_create_check(const bottle_repo_t *repo, char *err,
+    size_t errlen);
+
+/* sv_forge.c: a forge-connect's host of no known kind, probed: 0 Gitea,
+ * GitHub or not probed; -1 refused (err says why) */
+int sv_forge_probe(const char *forge, char *err, size_t errlen);
 
 /*
  * One read-only command (redisCommand's format), on a fresh connection

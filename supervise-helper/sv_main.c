@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
 #include <microhttpd.h>
 
 #include "bottle_audit.h"
@@ -60,6 +61,12 @@ main(int argc, char **argv)
     sv_conf.stream_max = BOTTLE_PROPOSAL_STREAM_MAX;
     sv_conf.heartbeat = BOTTLE_HEARTBEAT_PERIOD_MS / 1000;
     sv_log_file = stderr;
+
+    /* before any thread: forge-connect's probe and the forge API use it */
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, SV_NAME ": failure: cannot start libcurl\n");
+        return 2;
+    }
 
     env = getenv("SUPERVISE_RESPONSE_TIMEOUT_SECONDS");
     if (env && env[0] && sv_timeout(env, &sv_conf.timeout) != 0) {
@@ -115,6 +122,22 @@ main(int argc, char **argv)
                         "not a number of seconds (0 to 3600)\n");
                 return 2;
             }
+
+        } else if (strcmp(argv[i], "--forge-probe-allow") == 0
+                   && i + 1 < argc)
+        {
+            i++;
+            if (sv_conf.nprobe_allow == SV_PROBE_NETS_MAX
+                || bottle_net_parse(&sv_conf.probe_allow[sv_conf.nprobe_allow],
+                                    argv[i], strlen(argv[i]))
+                   != 0)
+            {
+                fprintf(stderr, SV_NAME ": failure '--forge-probe-allow': "
+                        "not a network (10.0.0.0/8, fd00::/8), or more than "
+                        "%d\n", SV_PROBE_NETS_MAX);
+                return 2;
+            }
+            sv_conf.nprobe_allow++;
 
         } else if (strcmp(argv[i], "--help") == 0
                    || strcmp(argv[i], "-h") == 0)
@@ -241,6 +264,7 @@ sv_usage(void)
             "--store URL\n"
             "           [--response-timeout SECONDS] [--log FILE]\n"
             "           [--heartbeat SECONDS] [--name NAME]\n"
+            "           [--forge-probe-allow NET]...\n"
             "           [--operator-credential FILE "
             "[--operator-listen ADDRESS:PORT]]\n"
             "\n"
@@ -267,6 +291,10 @@ sv_usage(void)
             "                         (user \"operator\") is this file's "
             "first line\n"
             "    --operator-listen    the page's own address and port\n"
+            "    --forge-probe-allow  an internal network forge-connect "
+            "may probe\n"
+            "                         for a forge's kind (none: only "
+            "public ones)\n"
             "                         (127.0.0.1:9101), never on the "
             "bottles' network\n");
 

@@ -409,6 +409,11 @@ sv_forge_connect(sv_tool_t *t)
         return sv_refuse(t, "url: not UTF-8");
     }
 
+    if (sv_forge_probe(forge, t->err, sizeof(t->err)) != 0) {
+        json_decref(args);
+        return sv_refuse(t, "%s", t->err);
+    }
+
     return sv_queue(t, BOTTLE_PROPOSAL_FORGE_CONNECT, args, -1, NULL);
 }
 
@@ -525,6 +530,11 @@ sv_create_repo(sv_tool_t *t)
 
     if (by != NULL) {
         return sv_create_allowed(t, &repo, by, args);
+    }
+
+    if (sv_forge_create_check(&repo, t->err, sizeof(t->err)) != 0) {
+        json_decref(args);
+        return sv_refuse(t, "%s", t->err);
     }
 
     return sv_queue(t, BOTTLE_PROPOSAL_CREATE_REPO, args, -1, NULL);

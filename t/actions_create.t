@@ -63,7 +63,7 @@ my $POLICY_OP = 'policy:git_gate.actions.create';
 
 my $redis = redis_start($t, port => 8211);
 my $forge = forge_start($t, port => 8212, token => $FORGE_TOKEN,
-	user => 'forge-user');
+	user => 'forge-user', orgs => { 'acme-org' => 1, 'make-org' => 1, 'view-org' => 0 });
 my $GP = port(8213);
 my $sock = "$d/gate-fcgi.sock";
 my $FORGE = "127.0.0.1:$forge->{port}";
@@ -113,7 +113,7 @@ $t->run_daemon(sub {
 		or die "exec: $!\n";
 });
 
-$t->run()->plan(70);
+$t->run()->plan(83);
 
 for (1 .. 100) {
 	last if -S "$d/sv.sock";
@@ -337,7 +337,7 @@ $nlog = @{forge_log($t)};
 my $v1 = stored()->{version};
 
 my @asks = (
-	[ { repo => "$FORGE/other-user/agent-x" }, 'another owner' ],
+	[ { repo => "$FORGE/make-org/agent-x" }, 'another owner' ],
 	[ { repo => "$FORGE/forge-user/tools" }, 'a name without the prefix' ],
 	[ { repo => "$FORGE/forge-user/agent-pub", public => JSON::PP::true },
 		'public without :public' ],
@@ -356,9 +356,63 @@ for my $a (@asks) {
 }
 
 is(pending(), $np, 'the cards are pending');
-is(api_calls($nlog), '', 'the forge was not asked');
+is(api_calls($nlog), join(' ',
+	'GET /api/v1/user 200 ok GET /api/v1/repos/make-org/agent-x 404 ok',
+	'GET /api/v1/users/forge-user/orgs/make-org/permissions 200 ok',
+	map { "GET /api/v1/user 200 ok GET /api/v1/repos/forge-user/$_ 404 ok" }
+		qw/ tools agent-pub exactly /),
+	'the forge was asked whether it can, nothing made');
 is(stored()->{version}, $v1, 'the policy did not change');
-ok(!-e "$forge->{root}/other-user", 'nothing made');
+ok(!-e "$forge->{root}/make-org", 'nothing made');
+
+# one the forge could never make: refused before a card
+
+forge_repo($t, 'forge-user/old-one');
+my $all2 = all_proposals();
+for my $a (
+	[ "$FORGE/forge-user/old-one", 'an existing repo',
+		qr/the forge cannot create \Q$FORGE\E\/forge-user\/old-one: forge-user\/old-one exists already on the forge/ ],
+	[ "$FORGE/Forge-User/Old-One.git", 'an existing repo, another spelling',
+		qr/the forge cannot create .*: Forge-User\/Old-One exists already/ ],
+	[ "$FORGE/other-user/x", 'an owner neither the user nor its org',
+		qr/the forge cannot create \Q$FORGE\E\/other-user\/x: other-user is neither the forge token's account \(forge-user\) nor an organization it belongs to/ ],
+	[ "$FORGE/view-org/x", 'an org the token may not create in',
+		qr/the forge cannot create .*: the forge token's account \(forge-user\) may not create repos in view-org/ ],
+) {
+	my ($repo, $what, $re) = @$a;
+	$c = create(repo => $repo);
+	is($c->{error}, 1, "$what: an error");
+	like($c->{text}, qr/^refused, nothing was queued: $re/, "$what: says why");
+}
+is(all_proposals(), $all2, 'none of them queued');
+
+# the same through GitHub's API shapes (api/v3): the forge connected again
+# under another name, as a GitHub Enterprise
+
+my $GH = "localhost:$forge->{port}";
+$res = ctl('forge', 'connect', $GH, '--kind', 'github', '--url',
+	"http://$FORGE/", '--api', "http://$FORGE/api/v3", '--token-file',
+	"$d/forge-token");
+die "forge connect: $res->{err}" if $res->{rc} != 0;
+$nlog = @{forge_log($t)};
+$c = create(repo => "$GH/forge-user/old-one");
+like($c->{text}, qr/^refused, nothing was queued: the forge cannot create \Q$GH\E\/forge-user\/old-one: forge-user\/old-one exists already/,
+	'github: an existing repo refused');
+$c = create(repo => "$GH/view-org/x");
+like($c->{text}, qr/^refused, nothing was queued: .*may not create repos in view-org/,
+	'github: a member of an org that lets members create nothing: refused');
+$c = create(repo => "$GH/make-org/y");
+is($c->{answer}{status}, 'pending', 'github: an admin of the org: a card')
+	or diag($c->{text});
+is(api_calls($nlog), join(' ', 'GET /api/v3/user 200 ok',
+	'GET /api/v3/repos/forge-user/old-one 200 ok GET /api/v3/user 200 ok',
+	'GET /api/v3/repos/view-org/x 404 ok',
+	'GET /api/v3/user/memberships/orgs/view-org 200 ok',
+	'GET /api/v3/orgs/view-org 200 ok GET /api/v3/user 200 ok',
+	'GET /api/v3/repos/make-org/y 404 ok',
+	'GET /api/v3/user/memberships/orgs/make-org 200 ok'),
+	"github: GitHub's endpoints asked");
+ctl('deny', $c->{answer}{id}) if $c->{answer}{id};
 
 ###############################################################################
 # the forge refuses: its message, nothing granted or queued

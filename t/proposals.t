@@ -72,7 +72,7 @@ my $r = redis_start($t, port => $RP);
 $ENV{BOTTLE_STORE} = $r->{url};
 $ENV{BOTTLE_OPERATOR} = 'op-main';
 
-$t->run()->plan(110 + 3 * $RACES);
+$t->run()->plan(112 + 3 * $RACES);
 
 my $json = JSON::PP->new->canonical;
 
@@ -404,6 +404,14 @@ is($res->{rc}, 0, 'add-repo: a read-only grant of the repo asked for')
 is_deeply($json->decode(policy_of('alice')->{json})->{repos},
 	[ 'gitea/acme/widgets' ], 'add-repo: the grant is in the bottle, read-only');
 is(state_of($rp), 'modified', 'add-repo: answered');
+my $rdec = $json->decode(redis_cli($t, 'HGET', "bottle:proposal:$rp",
+	'decision') || '{}');
+is($rdec->{notes}, 'read-only; granted https://gitea/acme/widgets read-only',
+	"add-repo: the decision's note gives the repo's URL");
+my ($rres) = grep { $_->{correlation_id} eq $rp } events('decision.resolved');
+is($rres && $rres->{operator_notes},
+	'read-only; granted https://gitea/acme/widgets read-only',
+	'add-repo: decision.resolved says it too');
 
 # an invalid route: refused, nothing changes
 

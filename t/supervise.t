@@ -44,7 +44,7 @@ if (!-x $HELPER) {
 }
 
 my $t = Test::Nginx->new()->has_daemon('redis-server')
-	->has_daemon('redis-cli')->has_daemon('curl')->plan(114);
+	->has_daemon('redis-cli')->has_daemon('curl')->plan(115);
 my $d = $t->testdir();
 my $json = JSON::PP->new->canonical;
 
@@ -396,8 +396,8 @@ my %queue = (
 	'egress-allow' => [ { host => 'api.example.org', methods => [ 'GET', 'POST' ] },
 		{ host => 'api.example.org', methods => [ 'GET', 'POST' ] } ],
 	'egress-block' => [ { host => 'api.github.com' }, { host => 'api.github.com' } ],
-	'forge-connect' => [ { url => 'https://git.example.net/' },
-		{ url => 'https://git.example.net/' } ],
+	'forge-connect' => [ { url => 'https://localhost:9/' },
+		{ url => 'https://localhost:9/' } ],
 	'add-repo' => [ { repo => 'git.example.org/team/app:write' },
 		{ repo => 'git.example.org/team/app', write => JSON::PP::true } ],
 	'create-repo' => [ { repo => 'git.example.org/team/new', public => JSON::PP::true },
@@ -443,6 +443,15 @@ system("$Test::Bottle::BOTTLECTL approve $ids{'egress-allow'} --note 'go ahead' 
 $c = call('fast', 'alice', $A, 'check-proposal', { id => $ids{'egress-allow'} });
 is_deeply([ @{$c->{answer}}{qw/status action notes/} ],
 	[ 'approved', 'approve', 'go ahead' ], 'check-proposal: approved, action and notes');
+
+# an add-repo granted: the agent is told the repo's URL
+
+system("echo '{\"repo\":\"git.example.org/team/app:write\"}' | $Test::Bottle::BOTTLECTL modify $ids{'add-repo'} - >/dev/null 2>&1");
+$c = call('fast', 'alice', $A, 'check-proposal', { id => $ids{'add-repo'} });
+is_deeply([ @{$c->{answer}}{qw/status action notes/} ],
+	[ 'modified', 'modify', 'granted https://git.example.org/team/app with write' ],
+	"check-proposal: an add-repo's grant names the repo's URL")
+	or diag($c->{text});
 
 my $Bob = session('fast', 'bob');
 $c = call('fast', 'bob', $Bob, 'check-proposal', { id => $ids{'egress-allow'} });
@@ -587,7 +596,7 @@ ok($after < 2, 'an approval during the wait: answered at once') or diag($after);
 like(redis_cli($t, 'HGET', 'bottle:policy:alice', 'json'), qr/b\.example/,
 	'the approval changed the policy');
 
-($ans, $after, $pid) = during('forge-connect', { url => 'https://git.example.com/',
+($ans, $after, $pid) = during('forge-connect', { url => 'https://localhost:9/',
 	justification => 'deny me' }, 'deny', '--note', 'not now');
 is_deeply([ @$ans{qw/status action notes/} ], [ 'denied', 'deny', 'not now' ],
 	'a denial during the wait: denied with the notes');

@@ -48,7 +48,7 @@ const calls = [
     ["egress-allow", { host: "sdk.example.org", methods: ["GET"],
                        justification: "the SDK test" }],
     ["egress-block", { host: "api.github.com", justification: "sdk" }],
-    ["forge-connect", { url: "https://git.sdk.example/",
+    ["forge-connect", { url: "https://localhost:9/",
                         justification: "sdk" }],
     ["add-repo", { repo: "git.example.org/sdk/app", justification: "sdk" }],
     ["launch-bottle", { agent: "claude", prompt: "p", label: "sdk",

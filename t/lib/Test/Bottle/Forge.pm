@@ -79,6 +79,8 @@ sub start {
 		token => $o{token} // 'forge-token',
 		user => $o{user} // 'forge-user',
 		public_read => $o{public_read} ? 1 : 0,
+		orgs => $o{orgs} // {},
+		kind => $o{kind} // '',
 		tls => $o{tls} ? 1 : 0,
 		root => "$d/$name",
 		dir => "$d/$name-nginx",
@@ -142,7 +144,10 @@ sub _write_auth {
 	my $tmp = "$f->{dir}/auth.conf.tmp";
 	open my $fh, '>', $tmp or die "$tmp: $!\n";
 	print $fh "token=$f->{token}\npublic_read=$f->{public_read}\n"
-		. "user=$f->{user}\n";
+		. "user=$f->{user}\n"
+		. 'orgs=' . join(',', map { "$_:" . ($f->{orgs}{$_} ? 1 : 0) }
+			sort keys %{$f->{orgs}}) . "\n"
+		. "kind=$f->{kind}\n";
 	close $fh or die "$tmp: $!\n";
 	rename $tmp, "$f->{dir}/auth.conf" or die "auth.conf: $!\n";
 }
@@ -155,6 +160,8 @@ sub configure {
 	my $f = get($t, $o{forge});
 	$f->{token} = $o{token} if exists $o{token};
 	$f->{public_read} = $o{public_read} ? 1 : 0 if exists $o{public_read};
+	$f->{orgs} = $o{orgs} if exists $o{orgs};
+	$f->{kind} = $o{kind} // '' if exists $o{kind};
 	_write_auth($f);
 	return $f;
 }
@@ -210,15 +217,37 @@ EOF
 	chmod 0755, $path;
 }
 
-# The API, a CGI run by fcgiwrap (Gitea's paths and answers, trimmed):
-#   GET  /api/v1/user                  200 {"login", "id"}
-#   POST /api/v1/user/repos            {"name", "private"}: the bare repo
-#   POST /api/v1/orgs/<org>/repos      <root>/<user or org>/<name>.git made,
+# The API, a CGI run by fcgiwrap (Gitea's paths and answers under /api/v1,
+# GitHub Enterprise's under /api/v3, trimmed; <api> is either):
+#   GET  <api>/user                    200 {"login", "id"}
+#   POST <api>/user/repos              {"name", "private"}: the bare repo
+#   POST <api>/orgs/<org>/repos        <root>/<user or org>/<name>.git made,
 #                                      201 {"name", "full_name", "private",
 #                                      "html_url", "clone_url"}; 409 if it
 #                                      exists, 422 for a bad name
-# Every call needs the token (as forge-auth.pl takes it): else 401
+#   GET  <api>/repos/<owner>/<repo>    200 {"name", "full_name"} if
+#                                      <root>/<owner>/<repo>.git is there
+#                                      (in any case), else 404
+#   GET  /api/v1/users/<user>/orgs/<org>/permissions
+#                                      Gitea: 200 {"can_create_repository"}
+#                                      for an org of start()'s orgs (the
+#                                      token's user only), else 404
+#   GET  /api/v3/user/memberships/orgs/<org>
+#                                      GitHub: 200 {"state": "active",
+#                                      "role": "admin" if the org's value is
+#                                      true, else "member"}, 404 if no org
+#   GET  /api/v3/orgs/<org>            200 {"login",
+#                                      "members_can_create_repositories":
+#                                      false}, 404 if no org
+#   GET  /api/v1/version               Gitea's: 200 {"version"}, no token
+#   GET  /api/v3/meta                  GitHub's: 200
+#                                      {"installed_version", ...}, no token
+#                                      (start(kind => 'gitea'|'github'|
+#                                      'none'): only that one, or neither)
+# Every other call needs the token (as forge-auth.pl takes it): else 401
 # {"message"}.  X-Forge-Auth carries the verdict to the request's log line.
+# start(orgs => { name => 1|0 }): the organizations the token's user is in,
+# 1 where it may create repos.
 
 sub _write_api_script {
 	my ($f) = @_;
@@ -242,7 +271,10 @@ my $token = $c{token} // '';
 my $user = $c{user} // 'forge-user';
 my $h = $ENV{HTTP_AUTHORIZATION} // '';
 my $method = $ENV{REQUEST_METHOD} // 'GET';
-my ($uri) = ($ENV{FORGE_URI} // '') =~ m{^([^?]*)};
+my ($api, $uri) = ($ENV{FORGE_URI} // '') =~ m{^/api/(v1|v3)(/[^?]*)};
+$api //= '';
+$uri //= '';
+my %orgs = map { split /:/ } grep { length } split /,/, $c{orgs} // '';
 
 sub answer {
 	my ($status, $o, $v) = @_;
@@ -250,6 +282,20 @@ sub answer {
 	print "Status: $status\r\nContent-Type: application/json\r\n"
 		. "X-Forge-Auth: $v\r\n\r\n$body";
 	exit 0;
+}
+
+# what identifies the kind of forge, asked without a token
+my $kind = $c{kind} // '';
+if ($method eq 'GET' && $api eq 'v1' && $uri eq '/version'
+	&& $kind =~ /^(?:|gitea)$/)
+{
+	answer('200 OK', { version => '1.21.11' }, 'none');
+}
+if ($method eq 'GET' && $api eq 'v3' && $uri eq '/meta'
+	&& $kind =~ /^(?:|github)$/)
+{
+	answer('200 OK', { installed_version => '3.12.0',
+		verifiable_password_authentication => JSON::PP::true }, 'none');
 }
 
 my $v = 'wrong';
@@ -267,14 +313,53 @@ if ($h eq '') {
 answer('401 Unauthorized', { message => $v eq 'missing'
 	? 'token is required' : 'Bad credentials' }, $v) if $v ne 'ok';
 
-if ($method eq 'GET' && $uri eq '/api/v1/user') {
+if ($method eq 'GET' && $uri eq '/user') {
 	answer('200 OK', { login => $user, id => 1 }, $v);
 }
 
+if ($method eq 'GET' && $uri =~ m{^/repos/([\w.-]+)/([\w.-]+)$}) {
+	my ($o, $r) = ($1, $2);
+	# names compared as the forges do, in any case
+	my ($found) = grep { lc $_ eq lc "$ENV{FORGE_ROOT}/$o/$r.git" && -d $_ }
+		glob("$ENV{FORGE_ROOT}/*/*.git");
+	answer('404 Not Found', { message => 'Not Found' }, $v) unless $found;
+	answer('200 OK', { name => $r, full_name => "$o/$r" }, $v);
+}
+
+if ($method eq 'GET' && $api eq 'v1'
+	&& $uri =~ m{^/users/([\w.-]+)/orgs/([\w.-]+)/permissions$})
+{
+	my ($u, $o) = ($1, $2);
+	answer('404 Not Found', { message => 'GetOrgByName' }, $v)
+		unless exists $orgs{$o} && $u eq $user;
+	answer('200 OK', { is_owner => JSON::PP::false,
+		can_create_repository => $orgs{$o} ? JSON::PP::true
+			: JSON::PP::false }, $v);
+}
+
+if ($method eq 'GET' && $api eq 'v3'
+	&& $uri =~ m{^/user/memberships/orgs/([\w.-]+)$})
+{
+	my $o = $1;
+	answer('404 Not Found', { message => 'Not Found' }, $v)
+		unless exists $orgs{$o};
+	answer('200 OK', { state => 'active',
+		role => $orgs{$o} ? 'admin' : 'member',
+		organization => { login => $o } }, $v);
+}
+
+if ($method eq 'GET' && $api eq 'v3' && $uri =~ m{^/orgs/([\w.-]+)$}) {
+	my $o = $1;
+	answer('404 Not Found', { message => 'Not Found' }, $v)
+		unless exists $orgs{$o};
+	answer('200 OK', { login => $o,
+		members_can_create_repositories => JSON::PP::false }, $v);
+}
+
 my $owner;
-if ($method eq 'POST' && $uri eq '/api/v1/user/repos') {
+if ($method eq 'POST' && $uri eq '/user/repos') {
 	$owner = $user;
-} elsif ($method eq 'POST' && $uri =~ m{^/api/v1/orgs/([\w.-]+)/repos$}) {
+} elsif ($method eq 'POST' && $uri =~ m{^/orgs/([\w.-]+)/repos$}) {
 	$owner = $1;
 } else {
 	answer('404 Not Found', { message => 'not found' }, $v);
@@ -421,7 +506,7 @@ $ssl
             fastcgi_param FORGE_AUTH_FILE $dir/auth.conf;
         }
 
-        location ^~ /api/v1/ {
+        location ~ ^/api/v[13]/ {
             fastcgi_pass unix:$sock;
             fastcgi_param SCRIPT_FILENAME $dir/forge-api.pl;
             fastcgi_param GATEWAY_INTERFACE CGI/1.1;
