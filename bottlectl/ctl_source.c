@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "bottle_audit_chain.h"
 #include "bottlectl.h"
 
 
@@ -415,7 +416,17 @@ bottlectl_policy_event(const char *bottle, const char *action,
         ok = ok && items[k] != NULL;
     }
 
-    json = ok ? bottle_decision_event_json(&e, "bottlectl", &len) : NULL;
+    /*
+     * the plain JSON: the put's script fills in the new version, so the
+     * chain's digest is taken there (the chained argument's "<hex>:" off)
+     */
+
+    json = ok ? bottle_decision_event_arg(&e, "bottlectl", &len) : NULL;
+
+    if (json != NULL && len > BOTTLE_AUDIT_HEX_LEN) {
+        len -= BOTTLE_AUDIT_HEX_LEN;
+        memmove(json, json + BOTTLE_AUDIT_HEX_LEN, len + 1);
+    }
 
     for (k = 0; k < 4; k++) {
         free(items[k]);

@@ -11,6 +11,7 @@
 
 #define _POSIX_C_SOURCE  200809L
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,30 @@
 
 
 static const char  *data_dir = "t/unit/data";
+
+
+/* bottlectl.c's two, as bottlectl has them: one line on stderr */
+
+void
+bottlectl_error(const char *fmt, ...)
+{
+    va_list  ap;
+
+    fputs("bottlectl: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+
+int
+bottlectl_usage(const char *synopsis)
+{
+    fprintf(stderr, "bottlectl: usage: %s\n", synopsis);
+
+    return BOTTLECTL_USAGE;
+}
 
 
 int
