@@ -22,19 +22,10 @@
 #include "bottle_util.h"
 
 
-typedef struct {
-    char    *data;
-    size_t   len;
-    int      over;          /* more than BOTTLE_FORGE_API_BODY_MAX */
-} bottle_forge_body_t;
-
-
 static int bottle_forge_api_call(long *status, json_t **out,
     const bottle_forge_conf_t *f, const char *method, const char *path,
     const char *body, char *err, size_t errlen);
 static int bottle_forge_segment(const char *s);
-static size_t bottle_forge_write(char *p, size_t size, size_t n,
-    void *data);
 static void bottle_forge_api_error(char *err, size_t errlen, long status,
     const json_t *answer);
 
@@ -51,17 +42,17 @@ bottle_forge_curl_init(void)
 }
 
 
-/* libcurl's body callback: kept up to BOTTLE_FORGE_API_BODY_MAX */
+/* libcurl's body callback (bottle_forge_client.h) */
 
-static size_t
-bottle_forge_write(char *p, size_t size, size_t n, void *data)
+size_t
+bottle_forge_body_write(char *p, size_t size, size_t n, void *data)
 {
     char                 *d;
     bottle_forge_body_t  *b = data;
 
     n *= size;
 
-    if (b->len + n > BOTTLE_FORGE_API_BODY_MAX) {
+    if (b->len + n > b->max) {
         b->over = 1;
         return 0;
     }
@@ -116,6 +107,7 @@ bottle_forge_api_call(long *status, json_t **out,
     h = curl_easy_init();
     hdr = NULL;
     memset(&b, 0, sizeof(b));
+    b.max = BOTTLE_FORGE_API_BODY_MAX;
     rc = -1;
 
     if (url == NULL || auth == NULL || h == NULL) {
@@ -153,7 +145,7 @@ bottle_forge_api_call(long *status, json_t **out,
                             BOTTLE_FORGE_API_TIMEOUT) != CURLE_OK
         || curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L) != CURLE_OK
         || curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf) != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, bottle_forge_write)
+        || curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, bottle_forge_body_write)
            != CURLE_OK
         || curl_easy_setopt(h, CURLOPT_WRITEDATA, &b) != CURLE_OK
         || curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method) != CURLE_OK

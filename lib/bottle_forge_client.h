@@ -30,6 +30,21 @@ struct redisContext;
 #define BOTTLE_FORGE_API_TIMEOUT   30       /* s, a whole API call */
 #define BOTTLE_FORGE_API_BODY_MAX  (1024 * 1024)   /* an answer, at most */
 
+/*
+ * An HTTP answer's body kept by libcurl's write callback
+ * bottle_forge_body_write(): at most max bytes, NUL-terminated; over set
+ * (and the transfer stopped) when more came.  Zero it, set max.
+ */
+typedef struct {
+    char    *data;          /* malloc()ed, free() it */
+    size_t   len;
+    size_t   max;
+    int      over;
+} bottle_forge_body_t;
+
+size_t bottle_forge_body_write(char *p, size_t size, size_t n, void *data);
+
+
 /* a made repo's URL: the forge's URL, owner and repo */
 #define BOTTLE_FORGE_MADE_MAX                                                 \
     (BOTTLE_FORGE_URL_MAX + 2 * BOTTLE_REPO_SEGMENT_MAX + 8)

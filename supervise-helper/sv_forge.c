@@ -91,43 +91,9 @@ sv_forge_create_check(const bottle_repo_t *repo, char *err, size_t errlen)
 #define SV_PROBE_BODY_MAX  (64 * 1024)
 
 
-typedef struct {
-    char       *data;
-    size_t      len;
-    int         over;
-} sv_probe_body_t;
-
-
 static const char  *sv_known_forges[] = {
     "github.com", "gitea.com", "codeberg.org", NULL
 };
-
-
-static size_t
-sv_probe_write(char *p, size_t size, size_t n, void *data)
-{
-    char             *d;
-    sv_probe_body_t  *b = data;
-
-    n *= size;
-
-    if (b->len + n > SV_PROBE_BODY_MAX) {
-        b->over = 1;
-        return 0;
-    }
-
-    d = realloc(b->data, b->len + n + 1);
-    if (d == NULL) {
-        return 0;
-    }
-
-    memcpy(d + b->len, p, n);
-    b->data = d;
-    b->len += n;
-    b->data[b->len] = '\0';
-
-    return n;
-}
 
 
 /* 1 if GET https://<forge><path> (dialled at addr) answers 200 with a JSON
@@ -147,12 +113,13 @@ sv_probe_get(const char *forge, const char *host, const char *port,
     CURLcode            cc;
     json_t             *o, *v;
     struct curl_slist  *resolve;
-    sv_probe_body_t     b;
+    bottle_forge_body_t     b;
 
     snprintf(url, sizeof(url), "https://%s%s", forge, path);
     snprintf(pin, sizeof(pin), "%s:%s:%s", host, port, addr);
 
     memset(&b, 0, sizeof(b));
+    b.max = SV_PROBE_BODY_MAX;
     resolve = curl_slist_append(NULL, pin);
     h = curl_easy_init();
     rc = -1;
@@ -170,7 +137,7 @@ sv_probe_get(const char *forge, const char *host, const char *port,
         || curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L) != CURLE_OK
         || curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L) != CURLE_OK
         || curl_easy_setopt(h, CURLOPT_USERAGENT, "ngx-bottle") != CURLE_OK
-        || curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sv_probe_write)
+        || curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, bottle_forge_body_write)
            != CURLE_OK
         || curl_easy_setopt(h, CURLOPT_WRITEDATA, &b) != CURLE_OK)
     {
