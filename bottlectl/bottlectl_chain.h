@@ -89,4 +89,12 @@ int bottlectl_verify_against(bottlectl_t *ctl, const char *file,
     const char *pubkey);
 
 
+/* "audit verify: broken: <what>" on stdout; BOTTLECTL_REFUSED */
+int bottlectl_broken(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+
 #endif /* BOTTLECTL_CHAIN_H */

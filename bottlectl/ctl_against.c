@@ -54,11 +54,6 @@ static int bottlectl_against_checkpoint(bottlectl_against_t *a, json_t *c,
 static const bottlectl_fwd_rec_t *bottlectl_against_find(
     const bottlectl_against_t *a, uint64_t seq);
 static int bottlectl_against_store(bottlectl_t *ctl, bottlectl_against_t *a);
-static int bottlectl_against_broken(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
 
 
 int
@@ -124,7 +119,7 @@ bottlectl_against_read(bottlectl_against_t *a, const char *file,
          n++)
     {
         if (len > BOTTLECTL_AGAINST_LINE_MAX) {
-            rc = bottlectl_against_broken("%s line %zu: longer than %d "
+            rc = bottlectl_broken("%s line %zu: longer than %d "
                                           "bytes", file, n,
                                           BOTTLECTL_AGAINST_LINE_MAX);
             break;
@@ -133,7 +128,7 @@ bottlectl_against_read(bottlectl_against_t *a, const char *file,
         o = json_loadb(line, (size_t) len, 0, &jerr);
         if (o == NULL || !json_is_object(o)) {
             json_decref(o);
-            rc = bottlectl_against_broken("%s line %zu: not a record",
+            rc = bottlectl_broken("%s line %zu: not a record",
                                           file, n);
             break;
         }
@@ -156,7 +151,7 @@ bottlectl_against_read(bottlectl_against_t *a, const char *file,
     fclose(fp);
 
     if (rc == BOTTLECTL_OK && a->checkpoints == 0) {
-        rc = bottlectl_against_broken("%s holds no signed checkpoint", file);
+        rc = bottlectl_broken("%s holds no signed checkpoint", file);
     }
 
     return rc;
@@ -180,7 +175,7 @@ bottlectl_against_record(bottlectl_against_t *a, json_t *o,
     if (seq < 1 || prev == NULL || hash == NULL || event == NULL
         || strlen(hash) != BOTTLE_AUDIT_HEX_LEN - 1)
     {
-        return bottlectl_against_broken("%s line %zu: not a chain record",
+        return bottlectl_broken("%s line %zu: not a chain record",
                                         file, line);
     }
 
@@ -190,7 +185,7 @@ bottlectl_against_record(bottlectl_against_t *a, json_t *o,
     if (bottle_audit_link(link, prev, (uint64_t) seq, link) != 0
         || strcmp(link, hash) != 0)
     {
-        return bottlectl_against_broken("the forwarded copy: %s line %zu "
+        return bottlectl_broken("the forwarded copy: %s line %zu "
                                         "(seq %" PRIu64 "): its event does "
                                         "not match its hash", file, line,
                                         (uint64_t) seq);
@@ -206,7 +201,7 @@ bottlectl_against_record(bottlectl_against_t *a, json_t *o,
             return BOTTLECTL_OK;
         }
 
-        return bottlectl_against_broken("the forwarded copy: %s line %zu: "
+        return bottlectl_broken("the forwarded copy: %s line %zu: "
                                         "seq %" PRIu64 " again, another "
                                         "hash", file, line, (uint64_t) seq);
     }
@@ -214,7 +209,7 @@ bottlectl_against_record(bottlectl_against_t *a, json_t *o,
     if (last && (uint64_t) seq == last->seq + 1
         && strcmp(prev, last->hash) != 0)
     {
-        return bottlectl_against_broken("the forwarded copy: %s line %zu "
+        return bottlectl_broken("the forwarded copy: %s line %zu "
                                         "(seq %" PRIu64 ") does not link to "
                                         "seq %" PRIu64, file, line,
                                         (uint64_t) seq, last->seq);
@@ -260,7 +255,7 @@ bottlectl_against_checkpoint(bottlectl_against_t *a, json_t *c,
         || strlen(sig) != 88
         || EVP_DecodeBlock(raw, (const unsigned char *) sig, 88) != 66)
     {
-        return bottlectl_against_broken("%s line %zu: not a checkpoint",
+        return bottlectl_broken("%s line %zu: not a checkpoint",
                                         file, line);
     }
 
@@ -274,7 +269,7 @@ bottlectl_against_checkpoint(bottlectl_against_t *a, json_t *c,
     EVP_MD_CTX_free(md);
 
     if (!ok) {
-        return bottlectl_against_broken("the forwarded copy: %s line %zu: "
+        return bottlectl_broken("the forwarded copy: %s line %zu: "
                                         "the checkpoint of seq %" PRIu64
                                         " is not signed by that key", file,
                                         line, (uint64_t) seq);
@@ -283,7 +278,7 @@ bottlectl_against_checkpoint(bottlectl_against_t *a, json_t *c,
     r = bottlectl_against_find(a, (uint64_t) seq);
 
     if (r == NULL || strcmp(r->hash, hash) != 0) {
-        return bottlectl_against_broken("the forwarded copy: %s line %zu: "
+        return bottlectl_broken("the forwarded copy: %s line %zu: "
                                         "the signed checkpoint of seq %"
                                         PRIu64 " is not the record before "
                                         "it", file, line, (uint64_t) seq);
@@ -371,7 +366,7 @@ bottlectl_against_store(bottlectl_t *ctl, bottlectl_against_t *a)
 
             if (strcmp(f->hash, e.hash) != 0) {
                 freeReplyObject(r);
-                return bottlectl_against_broken("rewritten: seq %" PRIu64
+                return bottlectl_broken("rewritten: seq %" PRIu64
                                                 " (entry %s) has hash %.16s"
                                                 "... in the store, %.16s... "
                                                 "in the forwarded copy, "
@@ -388,7 +383,7 @@ bottlectl_against_store(bottlectl_t *ctl, bottlectl_against_t *a)
     } while (got == 512);
 
     if (newest < a->signed_seq) {
-        return bottlectl_against_broken("removed: the store's chain ends at "
+        return bottlectl_broken("removed: the store's chain ends at "
                                         "seq %" PRIu64 ", the forwarded "
                                         "copy has a signed checkpoint at "
                                         "seq %" PRIu64, newest,
@@ -402,18 +397,3 @@ bottlectl_against_store(bottlectl_t *ctl, bottlectl_against_t *a)
     return BOTTLECTL_OK;
 }
 
-
-static int
-bottlectl_against_broken(const char *fmt, ...)
-{
-    va_list  ap;
-
-    fputs("audit verify: broken: ", stdout);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    putchar('\n');
-    fflush(stdout);
-
-    return BOTTLECTL_REFUSED;
-}

@@ -57,11 +57,6 @@ static int bottlectl_verify_entry(bottlectl_t *ctl, bottlectl_verify_t *v,
 static int bottlectl_verify_jump(bottlectl_t *ctl, bottlectl_verify_t *v,
     const bottlectl_entry_t *e);
 static int bottlectl_verify_end(bottlectl_verify_t *v);
-static int bottlectl_broken(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
 
 
 int
@@ -405,7 +400,9 @@ bottlectl_verify_end(bottlectl_verify_t *v)
 }
 
 
-static int
+/* bottlectl_chain.h */
+
+int
 bottlectl_broken(const char *fmt, ...)
 {
     va_list  ap;

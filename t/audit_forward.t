@@ -53,6 +53,9 @@ $ENV{BOTTLE_STORE} = $r->{url};
 store_put($t, { id => 'alice', token => 'alice-token-0123456789',
 	routes => [] });
 
+# the put's policy.changed aside: the chain starts with the events below
+redis_cli($t, 'DEL', 'bottle:audit', 'bottle:audit:chain');
+
 my $json = JSON::PP->new->canonical;
 my $nprop = 0;
 
