@@ -77,7 +77,8 @@ my $BOB = 'bob-token-9876543210xyz';
 
 my $r = redis_start($t, port => $RP);
 store_put($t,
-	{ id => 'alice', token => $ALICE, routes => [ { host => 'api.github.com' } ] },
+	{ id => 'alice', token => $ALICE, children => { agents => [ 'claude' ] },
+		routes => [ { host => 'api.github.com' } ] },
 	{ id => 'bob', token => $BOB, routes => [] });
 redis_cli($t, 'SADD', 'bottle:forges', 'git.example.org');
 

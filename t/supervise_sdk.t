@@ -49,6 +49,7 @@ my $r = redis_start($t, port => 8141);
 
 store_put($t,
 	{ id => 'alice', token => 'alice-token-0123456789',
+		children => { agents => [ 'claude' ] },
 		routes => [ { host => 'api.github.com' } ] });
 redis_cli($t, 'SADD', 'bottle:forges', 'git.example.org');
 
