@@ -21,6 +21,7 @@ BEGIN { use FindBin; chdir($FindBin::Bin); }
 use lib 'lib';
 use Test::Nginx;
 use Test::Bottle;
+use Test::Bottle::Gateway;
 
 use Digest::SHA qw/ sha256_hex /;
 use Time::HiRes qw/ sleep time /;
@@ -40,58 +41,27 @@ my $M = port(8090);
 my $RP = port(8092);
 my $JP = port(8093);
 
-$t->write_file_expand('nginx.conf', <<"EOF");
-
-%%TEST_GLOBALS%%
-
-daemon off;
-worker_processes 2;
-
-bottle_policy redis://127.0.0.1:$RP;
+$t->write_file_expand('nginx.conf', gateway_plain_conf(
+	policy => "redis://127.0.0.1:$RP",
+	main => 'worker_processes 2;',
+	global => <<"EOF",
 bottle_store_stale_max 1s;
 bottle_audit redis://127.0.0.1:$JP;
 bottle_audit_queue 4;
+EOF
+	servers => <<"EOF"));
 
-events {
-}
+# the operator's network only: loopback here
+server {
+    listen 127.0.0.1:$M;
 
-stream {
-    %%TEST_GLOBALS_STREAM%%
+    allow 127.0.0.1;
+    deny all;
 
-    server {
-        listen 127.0.0.1:8080;
-        bottle_front on;
-        bottle_plain_pass unix:%%TESTDIR%%/plain.sock;
-        proxy_pass \$bottle_upstream;
+    location = /metrics {
+        bottle_metrics;
     }
 }
-
-http {
-    %%TEST_GLOBALS_HTTP%%
-
-    server {
-        listen unix:%%TESTDIR%%/plain.sock proxy_protocol;
-        bottle on;
-
-        location / {
-            proxy_pass http://\$bottle_upstream\$bottle_uri;
-            proxy_set_header Host \$bottle_host_header;
-        }
-    }
-
-    # the operator's network only: loopback here
-    server {
-        listen 127.0.0.1:$M;
-
-        allow 127.0.0.1;
-        deny all;
-
-        location = /metrics {
-            bottle_metrics;
-        }
-    }
-}
-
 EOF
 
 fake_upstream($t, port => $P1, name => 'one');

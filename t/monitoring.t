@@ -19,6 +19,7 @@ BEGIN { use FindBin; chdir($FindBin::Bin); }
 use lib 'lib';
 use Test::Nginx;
 use Test::Bottle;
+use Test::Bottle::Gateway;
 
 use IO::Socket::INET;
 use JSON::PP;
@@ -42,50 +43,20 @@ my $have_promtool = !system("$PROMTOOL --version >/dev/null 2>&1");
 my $RP = port(8092);
 my $M = port(8090);
 
-$t->write_file_expand('nginx.conf', <<"EOF");
-
-%%TEST_GLOBALS%%
-
-daemon off;
-
-bottle_policy redis://127.0.0.1:$RP;
+$t->write_file_expand('nginx.conf', gateway_plain_conf(
+	policy => "redis://127.0.0.1:$RP",
+	global => <<"EOF",
 bottle_audit redis://127.0.0.1:$RP;
+EOF
+	servers => <<"EOF"));
 
-events {
-}
+server {
+    listen 127.0.0.1:$M;
 
-stream {
-    %%TEST_GLOBALS_STREAM%%
-
-    server {
-        listen 127.0.0.1:8080;
-        bottle_front on;
-        bottle_plain_pass unix:%%TESTDIR%%/plain.sock;
-        proxy_pass \$bottle_upstream;
+    location = /metrics {
+        bottle_metrics;
     }
 }
-
-http {
-    %%TEST_GLOBALS_HTTP%%
-
-    server {
-        listen unix:%%TESTDIR%%/plain.sock proxy_protocol;
-        bottle on;
-
-        location / {
-            proxy_pass http://\$bottle_upstream\$bottle_uri;
-        }
-    }
-
-    server {
-        listen 127.0.0.1:$M;
-
-        location = /metrics {
-            bottle_metrics;
-        }
-    }
-}
-
 EOF
 
 redis_start($t, port => $RP);

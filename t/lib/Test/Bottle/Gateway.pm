@@ -18,7 +18,8 @@ package Test::Bottle::Gateway;
 #       servers  => "server { ... }",       # more servers in http
 #   ));
 #
-# gateway_plain_conf(policy => 'redis://...', main => ..., global => ...):
+# gateway_plain_conf(policy => 'redis://...', main => ..., global => ...,
+#   servers => ...):
 # the front and the plain server only, proxying straight to
 # $bottle_upstream (no pool, no TLS server): the control plane's tests.
 #
@@ -133,6 +134,7 @@ sub gateway_plain_conf {
 
 	my $main = _indent($o{main}, 0);
 	my $global = _indent($o{global}, 0);
+	my $servers = _indent($o{servers}, 4);
 
 	return <<"EOF";
 
@@ -169,7 +171,7 @@ http {
             proxy_set_header Host \$bottle_host_header;
         }
     }
-}
+${servers}}
 
 EOF
 }
