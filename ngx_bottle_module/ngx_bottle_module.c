@@ -167,6 +167,11 @@ ngx_module_t  ngx_bottle_module = {
  * it when the request ends, or trims the heap top it came from: a page
  * fault per 4 KiB of every body.  Above the thresholds set here it still
  * does; below them freed buffers are reused.
+ *
+ * One arena: the thread pool's tasks (a policy's parse, a body's scan)
+ * would otherwise allocate in arenas of their own, whose top glibc's
+ * malloc_trim() never returns, so a removed large bottle would keep its
+ * parse's pages in the worker for good (docs/control-plane.md, "Limits").
  */
 
 #define NGX_BOTTLE_MMAP_THRESHOLD  (4 * 1024 * 1024)
@@ -181,7 +186,8 @@ ngx_bottle_init_process(ngx_cycle_t *cycle)
 #if (NGX_LINUX && defined __GLIBC__)
 
     if (mallopt(M_MMAP_THRESHOLD, NGX_BOTTLE_MMAP_THRESHOLD) != 1
-        || mallopt(M_TRIM_THRESHOLD, NGX_BOTTLE_TRIM_THRESHOLD) != 1)
+        || mallopt(M_TRIM_THRESHOLD, NGX_BOTTLE_TRIM_THRESHOLD) != 1
+        || mallopt(M_ARENA_MAX, 1) != 1)
     {
         ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
                       "bottle: mallopt() failed, large request bodies "

@@ -221,9 +221,11 @@ ngx_bottle_entry_free(ngx_bottle_entry_t *e)
         bottle_scan_secrets_free(e->secrets);
     }
 
-    ngx_bottle_store_freed(e->size);
-
     bottle_policy_free(e->policy);
+
+    /* after the frees: a trim before them would return nothing */
+
+    ngx_bottle_store_freed(e->size);
     ngx_free(e);
 }
 

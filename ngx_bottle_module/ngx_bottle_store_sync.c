@@ -756,7 +756,10 @@ ngx_bottle_store_redis_apply_one(ngx_bottle_store_redis_t *sr,
 static void
 ngx_bottle_slot_free(ngx_bottle_slot_t *slot)
 {
+    size_t      freed;
     ngx_uint_t  i;
+
+    freed = slot->json ? slot->json_len : 0;
 
     if (slot->ids) {
         for (i = 0; i < slot->nids; i++) {
@@ -772,7 +775,6 @@ ngx_bottle_slot_free(ngx_bottle_slot_t *slot)
     if (slot->json) {
         ngx_explicit_memzero(slot->json, slot->json_len);
         ngx_free(slot->json);
-        ngx_bottle_store_freed(slot->json_len);
     }
 
     if (slot->secrets) {
@@ -780,6 +782,10 @@ ngx_bottle_slot_free(ngx_bottle_slot_t *slot)
     }
 
     bottle_policy_free(slot->policy);
+
+    /* after the frees: a trim before them would return nothing */
+
+    ngx_bottle_store_freed(freed);
     ngx_free(slot);
 }
 

@@ -168,8 +168,8 @@ SKIP: {
 	skip 'RSS under a sanitizer\'s allocator', 1
 		if ($ENV{TEST_NGINX_PRELOAD} // '') =~ /asan/;
 
-	cmp_ok($after - $base, '<', 8 * 1048576,
-		'removed bottle: the worker\'s memory goes back (within 8 MiB)');
+	cmp_ok($after - $base, '<', 2 * 1048576,
+		'removed bottle: the worker\'s memory goes back (within 2 MiB)');
 }
 
 ###############################################################################
