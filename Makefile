@@ -86,7 +86,8 @@ $(NGX_BUILD)/objs/Makefile: config $(BUILD)/module-sources
 	else \
 	    args=($(NGX_CONFIGURE_ARGS)); \
 	fi; \
-	./configure "$${args[@]}" \
+	if [ -x ./configure ]; then conf=./configure; else conf=auto/configure; fi; \
+	$$conf "$${args[@]}" \
 	    --with-cc-opt="$(DEB_CC_OPT) $(CC_OPT)" \
 	    --with-ld-opt="$(DEB_LD_OPT) $(LD_OPT)" \
 	    --add-dynamic-module=$(CURDIR) >configure.log 2>&1 \
@@ -380,6 +381,16 @@ test-asan: asan
 	TEST_NGINX_PRELOAD="$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so)" \
 	    prove t/ t/unit/gg_pack.t t/unit/gg_delta.t t/unit/gg_extent.t \
 	    t/unit/gg_lmatch.t
+
+# `make compat`: the module (--with-compat) and nginx built from each
+# release source in NGINX_SOURCES, the core end-to-end files run against
+# each and against Debian's nginx; a table to stdout and build/compat.md
+# (scripts/nginx-compat, docs/install.md "Which nginx")
+NGINX_SOURCES ?= ../shared/nginx
+
+.PHONY: compat
+compat: module ctl gitgate supervise
+	scripts/nginx-compat --src $(NGINX_SOURCES) --jobs 2
 
 run: module
 	scripts/bottle-gateway start --dir $(RUN_DIR) --policy '$(POLICY)' \

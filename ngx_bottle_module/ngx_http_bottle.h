@@ -128,6 +128,7 @@ char *ngx_http_bottle_ca(ngx_conf_t *cf, ngx_command_t *cmd, void *conf);
 char *ngx_http_bottle_upstream(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 ngx_int_t ngx_http_bottle_tls_init(ngx_conf_t *cf);
+ngx_int_t ngx_http_bottle_peer_postconf(ngx_conf_t *cf);
 ngx_http_bottle_ctx_t *ngx_http_bottle_get_ctx(ngx_http_request_t *r);
 char *ngx_http_bottle_upstream_failed(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);

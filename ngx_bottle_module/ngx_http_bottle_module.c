@@ -507,6 +507,9 @@ ngx_http_bottle_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     ngx_http_bottle_loc_conf_t *conf = child;
 
     ngx_http_bottle_main_conf_t  *bmcf;
+#if (nginx_version >= 1031000)
+    ngx_http_core_srv_conf_t     *cscf;
+#endif
 
     ngx_conf_merge_value(conf->enable, prev->enable, 0);
     ngx_conf_merge_str_value(conf->realm, prev->realm, "bottle gateway");
@@ -530,6 +533,27 @@ ngx_http_bottle_merge_loc_conf(ngx_conf_t *cf, void *parent, void *child)
     if (!conf->enable) {
         return NGX_CONF_OK;
     }
+
+#if (nginx_version >= 1031000)
+
+    /*
+     * nginx 1.31's "tunnel_pass" (ngx_http_tunnel_module) lets CONNECT into
+     * its server, and its tunnel goes where the request line says, past
+     * the pipeline: not in a server of the module's, whose CONNECT is the
+     * stream front's ("bottle_front")
+     */
+
+    cscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_core_module);
+
+    if (cscf->allow_connect) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"tunnel_pass\" in a server where \"bottle\" is "
+                           "on: the gateway's CONNECT is the stream "
+                           "front's (\"bottle_front\")");
+        return NGX_CONF_ERROR;
+    }
+
+#endif
 
     if (conf->dlp_thread_pool == NGX_CONF_UNSET_PTR) {
 
@@ -620,6 +644,10 @@ ngx_http_bottle_init(ngx_conf_t *cf)
     ngx_http_bottle_main_conf_t  *bmcf;
 
     if (ngx_http_bottle_tls_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    if (ngx_http_bottle_peer_postconf(cf) != NGX_OK) {
         return NGX_ERROR;
     }
 

@@ -298,6 +298,40 @@ ngx_http_bottle_peer_init_upstream(ngx_conf_t *cf,
 }
 
 
+/*
+ * postconfiguration: since 1.29.7 nginx's keepalive module caches the
+ * connections of every upstream block unless told "keepalive 0", matched
+ * by address alone, wrapping the block's peer.init in init_main_conf; in a
+ * bottle_upstream block that would carry a request over a connection
+ * verified for another name: the block's own peer.init is put back
+ */
+
+ngx_int_t
+ngx_http_bottle_peer_postconf(ngx_conf_t *cf)
+{
+    ngx_uint_t                       i;
+    ngx_http_upstream_srv_conf_t   **uscfp;
+    ngx_http_upstream_main_conf_t   *umcf;
+
+    umcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_upstream_module);
+    if (umcf == NULL) {
+        return NGX_OK;
+    }
+
+    uscfp = umcf->upstreams.elts;
+
+    for (i = 0; i < umcf->upstreams.nelts; i++) {
+        if (uscfp[i]->peer.init_upstream == ngx_http_bottle_peer_init_upstream
+            && uscfp[i]->peer.init != ngx_http_bottle_peer_init)
+        {
+            uscfp[i]->peer.init = ngx_http_bottle_peer_init;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
 /* per request: only a request the pipeline passed has a peer at all */
 
 static ngx_int_t

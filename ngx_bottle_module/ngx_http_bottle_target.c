@@ -131,7 +131,7 @@ static ngx_int_t
 ngx_http_bottle_absolute(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
     ngx_uint_t in_tunnel)
 {
-    u_char      *p, *last, *q;
+    u_char      *p, *last, *q, *hend;
     ngx_int_t    rc, port;
     ngx_str_t    host, canon;
     ngx_uint_t   bracketed, tls;
@@ -160,8 +160,23 @@ ngx_http_bottle_absolute(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
                                     "clear; use CONNECT for https");
     }
 
+    /*
+     * nginx 1.29 and later end the host after the port (for CONNECT's
+     * host:port), earlier versions before the ':': the host is up to the
+     * ']' of an IP literal, or up to the first ':'
+     */
+
+    if (r->host_start[0] == '[') {
+        p = ngx_strlchr(r->host_start, r->host_end, ']');
+        hend = (p == NULL) ? r->host_end : p + 1;
+
+    } else {
+        p = ngx_strlchr(r->host_start, r->host_end, ':');
+        hend = (p == NULL) ? r->host_end : p;
+    }
+
     host.data = r->host_start;
-    host.len = r->host_end - r->host_start;
+    host.len = hend - r->host_start;
     bracketed = 0;
 
     if (host.len > 2 && host.data[0] == '[') {
@@ -189,8 +204,8 @@ ngx_http_bottle_absolute(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
     port = tls ? 443 : 80;
     last = r->request_line.data + r->request_line.len;
 
-    if (r->host_end < last && *r->host_end == ':') {
-        for (p = r->host_end + 1, q = p; q < last && *q >= '0' && *q <= '9';
+    if (hend < last && *hend == ':') {
+        for (p = hend + 1, q = p; q < last && *q >= '0' && *q <= '9';
              q++) { /* void */ }
 
         port = ngx_atoi(p, q - p);

@@ -123,6 +123,17 @@ ngx_http_bottle_tls_init(ngx_conf_t *cf)
         SSL_CTX_set_tlsext_servername_callback(sscf->ssl.ctx,
                                                ngx_http_bottle_servername);
         SSL_CTX_set_cert_cb(sscf->ssl.ctx, ngx_http_bottle_cert, bscf);
+
+#if (nginx_version >= 1029002 && defined SSL_CLIENT_HELLO_SUCCESS)
+
+        /*
+         * since 1.29.2 nginx picks the server by SNI in a ClientHello
+         * callback too, which ssl_reject_handshake makes refuse every
+         * name: the servername callback above is the one
+         */
+
+        SSL_CTX_set_client_hello_cb(sscf->ssl.ctx, NULL, NULL);
+#endif
     }
 
     return NGX_OK;
