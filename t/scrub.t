@@ -154,6 +154,7 @@ my @forms = ($SECRET, encode_base64($SECRET, ''), hexof($SECRET),
 
 sub leaks {
 	my ($r) = @_;
+	$r .= "\n" . (body($r) // '');
 	for my $f (@forms) {
 		return $f if index($r, $f) >= 0;
 	}
