@@ -118,30 +118,85 @@ ngx_http_bottle_scrub_wanted(ngx_http_bottle_ctx_t *ctx)
 /*
  * The request side: an Accept-Encoding the agent sent becomes the codings
  * decoded here, so the response can be scrubbed (it reaches the agent
- * decoded).
+ * decoded); Range and If-Range are dropped, so a held value cannot be
+ * read a few bytes per response, each piece too short to be found.
  */
 
 ngx_int_t
 ngx_http_bottle_scrub_request(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx)
 {
-    ngx_uint_t        i;
+    ngx_uint_t        i, dropped;
+    ngx_list_t        kept;
     ngx_list_part_t  *part;
-    ngx_table_elt_t  *h;
+    ngx_table_elt_t  *h, *k;
 
     if (!ngx_http_bottle_scrub_wanted(ctx)) {
         return NGX_OK;
     }
 
+    if (ngx_list_init(&kept, r->pool, 20, sizeof(ngx_table_elt_t)) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    dropped = 0;
+
     for (part = &r->headers_in.headers.part; part; part = part->next) {
         h = part->elts;
 
         for (i = 0; i < part->nelts; i++) {
+            if ((h[i].key.len == sizeof("Range") - 1
+                 && ngx_strncasecmp(h[i].key.data, (u_char *) "range",
+                                    h[i].key.len) == 0)
+                || (h[i].key.len == sizeof("If-Range") - 1
+                    && ngx_strncasecmp(h[i].key.data, (u_char *) "if-range",
+                                       h[i].key.len) == 0))
+            {
+                dropped++;
+                continue;
+            }
+
             if (h[i].key.len == sizeof("Accept-Encoding") - 1
                 && ngx_strncasecmp(h[i].key.data, (u_char *) "accept-encoding",
                                    h[i].key.len) == 0)
             {
                 ngx_str_set(&h[i].value, "gzip, deflate, br");
+            }
+
+            k = ngx_list_push(&kept);
+            if (k == NULL) {
+                return NGX_ERROR;
+            }
+
+            *k = h[i];
+        }
+    }
+
+    if (dropped == 0) {
+        return NGX_OK;
+    }
+
+    r->headers_in.headers = kept;
+
+    if (kept.last == &kept.part) {
+        r->headers_in.headers.last = &r->headers_in.headers.part;
+    }
+
+    /* nginx's shortcuts into the old list: those kept found again */
+
+    r->headers_in.range = NULL;
+    r->headers_in.if_range = NULL;
+    r->headers_in.authorization = NULL;
+
+    for (part = &r->headers_in.headers.part; part; part = part->next) {
+        h = part->elts;
+
+        for (i = 0; i < part->nelts; i++) {
+            if (h[i].key.len == sizeof("authorization") - 1
+                && ngx_strncasecmp(h[i].key.data, (u_char *) "authorization",
+                                   h[i].key.len) == 0)
+            {
+                r->headers_in.authorization = &h[i];
             }
         }
     }

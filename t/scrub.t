@@ -109,7 +109,7 @@ store_put($t,
 			dlp => { scrub => [] } },
 	] });
 
-$t->run()->plan(39);
+$t->run()->plan(41);
 
 ###############################################################################
 
@@ -178,6 +178,13 @@ unlike($r, qr/^Content-Length: /mi,
 like(body(req('/echo', headers => [ 'Accept-Encoding: zstd, gzip' ])),
 	qr/^accept-encoding: gzip, deflate, br$/m,
 	'the request asks for gzip, deflate, br only');
+
+# Range is not sent on: a value read a few bytes at a time would not be
+# found in any one response
+
+$r = req('/echo', headers => [ 'Range: bytes=20-30', 'If-Range: "x"' ]);
+like($r, qr/^HTTP\/1\.1 200 /, 'range: the whole response');
+unlike(body($r), qr/^(range|if-range):/mi, 'range: Range and If-Range dropped');
 
 # encodings of the value
 
