@@ -19,8 +19,8 @@
 #include <ngx_http.h>
 
 #include "ngx_http_bottle.h"
+#include "ngx_http_bottle_scrub.h"
 #include "bottle_coding.h"
-#include "bottle_scrub.h"
 
 
 /* the most of one response decoded (each coding stage) */
@@ -36,6 +36,7 @@ typedef struct {
     ngx_http_request_t      *r;
     ngx_http_bottle_ctx_t   *ctx;
     bottle_scrub_db_t       *db;
+    void                    *cached;    /* the worker's cache entry */
     bottle_scrub_t          *scrub;
     bottle_decoder_t        *decoder;
 
@@ -63,7 +64,7 @@ typedef struct {
 static ngx_int_t ngx_http_bottle_scrub_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
 static ngx_int_t ngx_http_bottle_scrub_db(ngx_http_request_t *r,
-    ngx_http_bottle_ctx_t *ctx, bottle_scrub_db_t **db);
+    ngx_http_bottle_ctx_t *ctx, ngx_http_bottle_scrub_t *s);
 static ngx_int_t ngx_http_bottle_scrub_value(ngx_http_bottle_scrub_t *s,
     ngx_str_t *value);
 static ngx_int_t ngx_http_bottle_scrub_headers(ngx_http_bottle_scrub_t *s);
@@ -233,7 +234,7 @@ ngx_http_bottle_scrub_start(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
     cln->handler = ngx_http_bottle_scrub_cleanup;
     cln->data = s;
 
-    if (ngx_http_bottle_scrub_db(r, ctx, &s->db) != NGX_OK) {
+    if (ngx_http_bottle_scrub_db(r, ctx, s) != NGX_OK) {
         return NGX_ERROR;
     }
 
@@ -315,7 +316,7 @@ ngx_http_bottle_scrub_start(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 
 static ngx_int_t
 ngx_http_bottle_scrub_db(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
-    bottle_scrub_db_t **db)
+    ngx_http_bottle_scrub_t *s)
 {
     char                   err[256];
     size_t                 n, i;
@@ -381,7 +382,10 @@ ngx_http_bottle_scrub_db(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
         n++;
     }
 
-    if (bottle_scrub_db_create(db, v, n, err, sizeof(err)) != 0) {
+    if (ngx_http_bottle_scrub_cache_get(r->pool, v, n, &s->db, &s->cached,
+                                        err, sizeof(err))
+        != NGX_OK)
+    {
         ngx_bottle_log(NGX_LOG_ERR, r->connection->log,
                        "bottle dlp: bottle=\"%s\" host=\"%V\" "
                        "rule=held_scrub refused: %s",
@@ -803,5 +807,8 @@ ngx_http_bottle_scrub_cleanup(void *data)
     }
 
     bottle_scrub_destroy(s->scrub);
-    bottle_scrub_db_free(s->db);
+
+    if (s->db) {
+        ngx_http_bottle_scrub_cache_put(s->db, s->cached);
+    }
 }
