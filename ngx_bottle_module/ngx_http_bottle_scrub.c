@@ -402,6 +402,7 @@ ngx_http_bottle_scrub_db(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
 static ngx_int_t
 ngx_http_bottle_scrub_headers(ngx_http_bottle_scrub_t *s)
 {
+    u_char              *type;
     ngx_uint_t           i;
     ngx_list_part_t     *part;
     ngx_table_elt_t     *h;
@@ -424,14 +425,20 @@ ngx_http_bottle_scrub_headers(ngx_http_bottle_scrub_t *s)
     }
 
     if (r->headers_out.content_type.len) {
+        type = r->headers_out.content_type.data;
+
         if (ngx_http_bottle_scrub_value(s, &r->headers_out.content_type)
             != NGX_OK)
         {
             return NGX_ERROR;
         }
 
-        r->headers_out.content_type_lowcase = NULL;
-        r->headers_out.content_type_len = r->headers_out.content_type.len;
+        if (r->headers_out.content_type.data != type) {
+            /* changed: nginx's view of the type (before any ';') goes */
+            r->headers_out.content_type_lowcase = NULL;
+            r->headers_out.content_type_len = r->headers_out.content_type.len;
+            r->headers_out.content_type_hash = 0;
+        }
     }
 
     return NGX_OK;
