@@ -549,6 +549,56 @@ scrub_raw(bottle_scrub_t *s, uint64_t a, uint64_t b, uint64_t base,
 
 
 static int
+scrub_stars(bottle_scrub_t *s, size_t n)
+{
+    size_t                      k;
+    static const unsigned char  stars[] =
+        "****************************************************************";
+
+    while (n) {
+        k = n < sizeof(stars) - 1 ? n : sizeof(stars) - 1;
+        if (s->sink(s->arg, stars, k) != 0) {
+            return BOTTLE_SCRUB_ESINK;
+        }
+        n -= k;
+    }
+
+    return BOTTLE_SCRUB_OK;
+}
+
+
+/*
+ * The placeholder of value v, as long as the n bytes it replaces (a
+ * response keeps its length): "[held:NAME]" and '*' up to n, or, when n
+ * is shorter, "[held" '*'... "]" (n >= BOTTLE_SCRUB_MIN)
+ */
+
+static int
+scrub_mark(bottle_scrub_t *s, unsigned v, size_t n)
+{
+    const bottle_scrub_db_t  *db = s->db;
+
+    if (n >= db->mlen[v]) {
+        if (s->sink(s->arg, (const unsigned char *) db->marks[v],
+                    db->mlen[v]) != 0)
+        {
+            return BOTTLE_SCRUB_ESINK;
+        }
+        return scrub_stars(s, n - db->mlen[v]);
+    }
+
+    if (s->sink(s->arg, (const unsigned char *) "[held", 5) != 0
+        || scrub_stars(s, n - 6) != BOTTLE_SCRUB_OK
+        || s->sink(s->arg, (const unsigned char *) "]", 1) != 0)
+    {
+        return BOTTLE_SCRUB_ESINK;
+    }
+
+    return BOTTLE_SCRUB_OK;
+}
+
+
+static int
 scrub_hit_cmp(const void *a, const void *b)
 {
     const bottle_scrub_hit_t  *x = a, *y = b;
@@ -571,8 +621,8 @@ static int
 scrub_emit(bottle_scrub_t *s, uint64_t e, const unsigned char *p, size_t len)
 {
     int                        rc;
-    size_t                     i, k, keep_old, from_p;
-    uint64_t                   base, seen0;
+    size_t                     i, j, k, keep_old, from_p;
+    uint64_t                   base, seen0, end;
     const bottle_scrub_hit_t  *h;
 
     base = s->emitted;
@@ -597,23 +647,37 @@ scrub_emit(bottle_scrub_t *s, uint64_t e, const unsigned char *p, size_t len)
 
         s->found[h->value] |= h->form;
 
-        if (h->from >= s->emitted) {
-            rc = scrub_raw(s, s->emitted, h->from, base, p);
+        if (h->from < s->emitted) {
+            /* overlaps the run already replaced: its rest masked */
+            rc = scrub_stars(s, (size_t) (h->to - s->emitted));
             if (rc != BOTTLE_SCRUB_OK) {
                 return rc;
             }
+            s->emitted = h->to;
+            continue;
+        }
 
-            if (s->sink(s->arg, (const unsigned char *) s->db->marks[h->value],
-                        s->db->mlen[h->value])
-                != 0)
-            {
-                return BOTTLE_SCRUB_ESINK;
+        rc = scrub_raw(s, s->emitted, h->from, base, p);
+        if (rc != BOTTLE_SCRUB_OK) {
+            return rc;
+        }
+
+        /* the run: this hit and those that overlap it, one placeholder */
+        end = h->to;
+        for (j = i + 1; j < s->nhits && s->hits[j].from < end; j++) {
+            s->found[s->hits[j].value] |= s->hits[j].form;
+            if (s->hits[j].to > end) {
+                end = s->hits[j].to;
             }
         }
 
-        /* else it overlaps the run already replaced: dropped with it */
+        rc = scrub_mark(s, h->value, (size_t) (end - h->from));
+        if (rc != BOTTLE_SCRUB_OK) {
+            return rc;
+        }
 
-        s->emitted = h->to;
+        s->emitted = end;
+        i = j - 1;
     }
 
     if (s->emitted < e) {

@@ -4,7 +4,9 @@
  * route injects, egress tokens, the canary) are replaced in a response
  * before the agent sees them, plain and in the encodings the outbound DLP
  * knows (base64 and base64url at the three byte alignments, hex, %XX of
- * every byte, URL-encoding), by "[held:NAME]".
+ * every byte, URL-encoding), by "[held:NAME]" padded with '*' to the
+ * length of what it replaces (shorter: "[held***]"), so a response keeps
+ * its length.
  *
  * Two objects:
  *

@@ -3,7 +3,8 @@
  * Held secrets scrubbed from responses (docs/dlp.md, "Held secrets in
  * responses"): the values the gateway holds for the bottle that the route
  * names in dlp.scrub (by default the credential the route injects) are
- * replaced by "[held:NAME]" in the response's header values and body, in
+ * replaced by "[held:NAME]***" (as long as the value's form) in the
+ * response's header values and body, in
  * the forms lib/bottle_scrub.c knows, before the agent sees them.
  *
  * A compressed body is decoded (lib/bottle_coding.c, as the inbound scan
@@ -302,7 +303,12 @@ ngx_http_bottle_scrub_start(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
     s->last_out = &s->out;
     bottle_scrub_sink(s->scrub, ngx_http_bottle_scrub_bsink, s);
 
-    ngx_http_clear_content_length(r);
+    /* placeholders are as long as what they replace: only a decoded body
+     * changes length */
+    if (s->decoder) {
+        ngx_http_clear_content_length(r);
+    }
+
     ngx_http_clear_accept_ranges(r);
     ngx_http_weak_etag(r);
 

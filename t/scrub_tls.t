@@ -135,16 +135,18 @@ sub curl {
 	return $out // '';
 }
 
-my $MARK = '[held:credential:API]';
+# the value (18 bytes) is shorter than [held:credential:API]: the
+# placeholder is shortened to its length
+my $M = qr/\[held\*{12}\]/;
 
 my $r = curl('https://api.allowed.test:' . port(8443) . '/echo');
 like($r, qr/^HTTP\/2 200 /m, 'h2: 200');
-like($r, qr/^x-echo-auth: Bearer \Q$MARK\E\r$/mi, 'h2: header scrubbed');
-like($r, qr/^Authorization: Bearer \Q$MARK\E$/m, 'h2: body scrubbed');
+like($r, qr/^x-echo-auth: Bearer $M\r$/mi, 'h2: header scrubbed');
+like($r, qr/^Authorization: Bearer $M$/m, 'h2: body scrubbed');
 unlike($r, qr/\Q$API\E/, 'h2: the value nowhere');
 
 $r = curl('--http1.1', 'https://api.allowed.test:' . port(8443) . '/echo');
-like($r, qr/^x-echo-auth: Bearer \Q$MARK\E\r$/mi, 'http/1.1: header scrubbed');
+like($r, qr/^x-echo-auth: Bearer $M\r$/mi, 'http/1.1: header scrubbed');
 unlike($r, qr/\Q$API\E/, 'http/1.1: the value nowhere');
 
 # scrub [] on the route: off
