@@ -196,7 +196,7 @@ main(void)
     }
 
     printf("database of 3 held values (%zu-byte window): built in %.3f ms "
-           "(per scrubbed response)\n\n", bottle_scrub_window(db),
+           "(a worker builds it once per set of values)\n\n", bottle_scrub_window(db),
            build * 1000.0);
 
     printf("| input, 16 MiB | chunks | scrubbing off (copy), ms/MiB | "
