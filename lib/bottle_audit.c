@@ -42,7 +42,8 @@ static const char *const  bottle_audit_types[BOTTLE_AUDIT_NTYPES] = {
     "decision.resolved",
     "decision.late",
     "git.push",
-    "policy.changed"
+    "policy.changed",
+    "dlp.reflected"
 };
 
 
@@ -177,6 +178,12 @@ bottle_audit_fields(json_t *o, const bottle_audit_event_t *e)
 
     case BOTTLE_AUDIT_POLICY_CHANGED:
         return bottle_audit_policy(o, e);
+
+    case BOTTLE_AUDIT_DLP_REFLECTED:
+        return bottle_audit_set_list(o, "held", &e->held)
+               || bottle_audit_set_list(o, "held_kinds", &e->held_kinds)
+               || bottle_audit_set_list(o, "where", &e->where)
+               || bottle_audit_set_list(o, "encodings", &e->encodings);
 
     default:
         return -1;

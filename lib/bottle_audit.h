@@ -39,6 +39,7 @@ typedef enum {
     BOTTLE_AUDIT_LATE,                  /* decision.late */
     BOTTLE_AUDIT_GIT_PUSH,              /* git.push */
     BOTTLE_AUDIT_POLICY_CHANGED,        /* policy.changed */
+    BOTTLE_AUDIT_DLP_REFLECTED,         /* dlp.reflected */
     BOTTLE_AUDIT_NTYPES
 } bottle_audit_type_e;
 
@@ -150,6 +151,16 @@ typedef struct {
     bottle_audit_list_t  routes_removed;
     bottle_audit_list_t  routes_changed;
     bottle_audit_list_t  fields_changed;
+
+    /*
+     * dlp.reflected: held values a response carried, scrubbed (never the
+     * values): held (names), held_kinds, where ("header", "body") and
+     * encodings ("plain", "base64", "hex", ...).
+     */
+    bottle_audit_list_t  held;
+    bottle_audit_list_t  held_kinds;
+    bottle_audit_list_t  where;
+    bottle_audit_list_t  encodings;
 } bottle_audit_event_t;
 
 

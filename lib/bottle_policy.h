@@ -92,6 +92,11 @@ enum {
     (BOTTLE_DLP_TOKEN_PATTERNS | BOTTLE_DLP_KNOWN_SECRETS)
 #define BOTTLE_DLP_INBOUND_DEFAULT  0
 
+/* dlp.scrub: the held values scrubbed from responses (docs/dlp.md) */
+#define BOTTLE_HELD_CREDENTIAL      0x01    /* default on */
+#define BOTTLE_HELD_EGRESS_TOKENS   0x02
+#define BOTTLE_HELD_CANARY          0x04
+
 
 typedef struct {
     bottle_str_t        host;       /* lowercase, no trailing dot; IP
@@ -125,6 +130,9 @@ typedef struct {
     unsigned            dlp_inbound;
     int                 dlp_outbound_set;
     int                 dlp_inbound_set;
+    unsigned            scrub;          /* BOTTLE_HELD_*: held values
+                                           scrubbed from responses,
+                                           resolved (default: credential) */
     int                 on_match;       /* BOTTLE_ON_MATCH_*, resolved:
                                            redact for agent_provider
                                            routes, else supervise */

@@ -36,7 +36,12 @@ static const char *const  bottle_auth_fields[] = {
 };
 
 static const char *const  bottle_dlp_fields[] = {
-    "outbound", "inbound", "on_match", NULL
+    "outbound", "inbound", "on_match", "scrub", NULL
+};
+
+/* dlp.scrub names, bit i is BOTTLE_HELD (1 << i) */
+static const char *const  bottle_held_names[] = {
+    "credential", "egress_tokens", "canary", NULL
 };
 
 static const char *const  bottle_git_fields[] = { "fetch", NULL };
@@ -662,11 +667,68 @@ bottle_parse_detectors(unsigned *out, int *set, bottle_ctx_t *ctx,
 }
 
 
+/* dlp.scrub: the kinds of held value scrubbed from responses */
+
+static int
+bottle_parse_scrub(bottle_ctx_t *ctx, json_t *obj, bottle_route_t *r)
+{
+    int          bit;
+    char         q[BOTTLE_QUOTE_LEN];
+    size_t       i, saved, item_saved;
+    json_t      *v, *item;
+    unsigned     m;
+
+    if (bottle_get(&v, ctx, obj, "scrub", BOTTLE_J_ARRAY, 0) != 0) {
+        return -1;
+    }
+
+    if (v == NULL) {
+        return 0;
+    }
+
+    saved = bottle_path_key(ctx, "scrub");
+    m = 0;
+
+    for (i = 0; i < json_array_size(v); i++) {
+        item = json_array_get(v, i);       /* borrowed */
+        item_saved = bottle_path_index(ctx, i);
+
+        if (!json_is_string(item)) {
+            return bottle_fail(ctx, "must be a string");
+        }
+
+        bottle_quote(q, sizeof(q), json_string_value(item),
+                     json_string_length(item));
+        bit = bottle_enum_index(bottle_held_names, json_string_value(item),
+                                json_string_length(item));
+
+        if (bit < 0) {
+            return bottle_fail(ctx, "%s is not a held value kind "
+                               "(credential, egress_tokens, canary)", q);
+        }
+
+        if (m & (1u << bit)) {
+            return bottle_fail(ctx, "%s is listed twice", q);
+        }
+
+        m |= 1u << bit;
+        bottle_path_pop(ctx, item_saved);
+    }
+
+    r->scrub = m;
+    bottle_path_pop(ctx, saved);
+
+    return 0;
+}
+
+
 static int
 bottle_parse_dlp(bottle_ctx_t *ctx, json_t *obj, bottle_route_t *r)
 {
     size_t   saved;
     json_t  *v;
+
+    r->scrub = BOTTLE_HELD_CREDENTIAL;
 
     v = json_object_get(obj, "dlp");       /* borrowed */
     if (v == NULL) {
@@ -696,7 +758,8 @@ bottle_parse_dlp(bottle_ctx_t *ctx, json_t *obj, bottle_route_t *r)
         || bottle_parse_detectors(&r->dlp_inbound, &r->dlp_inbound_set, ctx,
                                   v, "inbound", BOTTLE_DLP_INBOUND_ALL) != 0
         || bottle_get_enum(&r->on_match, ctx, v, "on_match",
-                           bottle_on_match_names, BOTTLE_ON_MATCH_REDACT) != 0)
+                           bottle_on_match_names, BOTTLE_ON_MATCH_REDACT) != 0
+        || bottle_parse_scrub(ctx, v, r) != 0)
     {
         return -1;
     }

@@ -275,6 +275,10 @@ void ngx_bottle_audit_refusal(ngx_bottle_verdict_t *v);
 void ngx_bottle_audit_finding(const bottle_t *bottle, ngx_str_t *host,
     ngx_str_t *correlation, const char *detector, const char *rule,
     const char *location, const char *digest, const char *action);
+void ngx_bottle_audit_reflected(const bottle_t *bottle, ngx_str_t *host,
+    ngx_str_t *correlation, const char *const *held, const char *const *kinds,
+    size_t nheld, const char *const *where, size_t nwhere,
+    const char *const *encodings, size_t nencodings);
 ngx_int_t ngx_bottle_audit_contact(ngx_bottle_contact_t *ct);
 void ngx_bottle_audit_contact_cancel(ngx_bottle_contact_t *ct);
 char *ngx_bottle_audit_proposed(ngx_str_t *bottle, ngx_str_t *host,

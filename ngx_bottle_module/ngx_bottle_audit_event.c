@@ -78,6 +78,37 @@ ngx_bottle_audit_finding(const bottle_t *bottle, ngx_str_t *host,
 }
 
 
+/* dlp.reflected: a response carried held values, scrubbed; never a value */
+
+void
+ngx_bottle_audit_reflected(const bottle_t *bottle, ngx_str_t *host,
+    ngx_str_t *correlation, const char *const *held, const char *const *kinds,
+    size_t nheld, const char *const *where, size_t nwhere,
+    const char *const *encodings, size_t nencodings)
+{
+    u_char                id[128];
+    bottle_audit_event_t  e;
+
+    if (!ngx_bottle_audit.on) {
+        return;
+    }
+
+    ngx_bottle_audit_common(&e, BOTTLE_AUDIT_DLP_REFLECTED, bottle, host,
+                            correlation, id, sizeof(id));
+
+    e.held.items = held;
+    e.held.n = nheld;
+    e.held_kinds.items = kinds;
+    e.held_kinds.n = nheld;
+    e.where.items = where;
+    e.where.n = nwhere;
+    e.encodings.items = encodings;
+    e.encodings.n = nencodings;
+
+    (void) ngx_bottle_audit_push(&e, NULL, 0);
+}
+
+
 /*
  * decision.proposed, for a producer that runs the propose script itself
  * (a held request): the event as a chained argument (bottle_audit_chain.h;

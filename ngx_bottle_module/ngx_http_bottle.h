@@ -110,6 +110,7 @@ struct ngx_http_bottle_ctx_s {
     ngx_bottle_resolve_t     resolve;
 
     ngx_http_bottle_inbound_t  *inbound; /* the response's inbound scan */
+    void                    *scrub;      /* ngx_http_bottle_scrub_t */
     ngx_str_t                refusal;    /* in place of nginx's own page */
     void                    *dlp;        /* ngx_http_bottle_dlp_t */
     void                    *contact;    /* the first contact's */
@@ -157,6 +158,11 @@ ngx_int_t ngx_http_bottle_inbound_start(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 ngx_int_t ngx_http_bottle_inbound_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
+ngx_int_t ngx_http_bottle_scrub_init(ngx_conf_t *cf);
+ngx_int_t ngx_http_bottle_scrub_request(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+ngx_int_t ngx_http_bottle_scrub_start(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
 ngx_int_t ngx_http_bottle_dlp(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 ngx_int_t ngx_http_bottle_first_contact(ngx_http_request_t *r,

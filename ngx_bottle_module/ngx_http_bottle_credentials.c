@@ -371,6 +371,11 @@ ngx_http_bottle_inject(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 
     route = ctx->route;
 
+    /* a response to scrub comes in codings decoded here */
+    if (ngx_http_bottle_scrub_request(r, ctx) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     if (route->auth_type == BOTTLE_AUTH_NONE) {
         return NGX_OK;
     }

@@ -681,7 +681,12 @@ ngx_http_bottle_init(ngx_conf_t *cf)
         return NGX_ERROR;
     }
 
-    return ngx_http_bottle_inbound_init(cf);
+    if (ngx_http_bottle_inbound_init(cf) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    /* first in the chain: the inbound scan reads the scrubbed body */
+    return ngx_http_bottle_scrub_init(cf);
 }
 
 
@@ -702,7 +707,9 @@ ngx_http_bottle_header_filter(ngx_http_request_t *r)
     {
         ngx_http_bottle_capture_cookies(r, ctx);
 
-        if (ngx_http_bottle_inbound_start(r, ctx) != NGX_OK) {
+        if (ngx_http_bottle_scrub_start(r, ctx) != NGX_OK
+            || ngx_http_bottle_inbound_start(r, ctx) != NGX_OK)
+        {
             return NGX_ERROR;
         }
     }

@@ -132,6 +132,39 @@ test_git_push(void)
 }
 
 
+/* dlp.reflected: names, kinds, where and encodings; never a value */
+
+static void
+test_reflected(void)
+{
+    bottle_audit_event_t  e;
+
+    static const char *const  held[] = { "credential:API", "canary" };
+    static const char *const  kinds[] = { "credential", "canary" };
+    static const char *const  where[] = { "header", "body" };
+    static const char *const  enc[] = { "plain", "hex" };
+
+    common(&e, BOTTLE_AUDIT_DLP_REFLECTED);
+    e.held.items = held;
+    e.held.n = 2;
+    e.held_kinds.items = kinds;
+    e.held_kinds.n = 2;
+    e.where.items = where;
+    e.where.n = 2;
+    e.encodings.items = enc;
+    e.encodings.n = 2;
+
+    ok(strstr(build(&e), "\"type\":\"dlp.reflected\",") != NULL
+       && strstr(build(&e), "\"held\":[\"credential:API\",\"canary\"],"
+                 "\"held_kinds\":[\"credential\",\"canary\"],"
+                 "\"where\":[\"header\",\"body\"],"
+                 "\"encodings\":[\"plain\",\"hex\"]}") != NULL,
+       "dlp.reflected: its lists, in order");
+    is_str(bottle_audit_type_name(BOTTLE_AUDIT_DLP_REFLECTED),
+           "dlp.reflected", "dlp.reflected type name");
+}
+
+
 /* policy.changed: versions null or not, the lists, agent-safe strings */
 
 static void
@@ -388,6 +421,7 @@ main(void)
     test_types();
     test_git_push();
     test_policy_changed();
+    test_reflected();
     test_strings();
     test_helpers();
     test_script();

@@ -180,6 +180,7 @@ test_good_routes(const bottle_t *a)
        "header auth via secret:${NAME}");
     is_int(r->on_match, BOTTLE_ON_MATCH_REDACT, "provider default redact");
     ok(!r->dlp_outbound_set && !r->dlp_inbound_set, "dlp sides default");
+    is_int(r->scrub, BOTTLE_HELD_CREDENTIAL, "scrub default: credential");
 
     r = &a->routes[2];
     ok(r->passthrough && r->nports == 1 && r->ports[0] == 443,
@@ -191,6 +192,7 @@ test_good_routes(const bottle_t *a)
     r = &a->routes[3];
     ok(r->internal && r->dlp_off && r->preserve_auth,
        "internal, dlp off, preserve_auth");
+    is_int(r->scrub, BOTTLE_HELD_CREDENTIAL, "dlp false keeps the scrub");
     is_int(r->on_match, BOTTLE_ON_MATCH_SUPERVISE, "default supervise");
 
     r = &a->routes[4];
@@ -524,6 +526,17 @@ test_dlp_errors(void)
                             "\"default\"}}"),
                 "routes[0].dlp.on_match: \"default\" is not one of",
                 "bad on_match");
+    check_error(route_error("{\"host\":\"a.com\",\"dlp\":{\"scrub\":"
+                            "[\"cookies\"]}}"),
+                "routes[0].dlp.scrub[0]: \"cookies\" is not a held value kind",
+                "unknown scrub kind");
+    check_error(route_error("{\"host\":\"a.com\",\"dlp\":{\"scrub\":"
+                            "[\"canary\",\"canary\"]}}"),
+                "routes[0].dlp.scrub[1]: \"canary\" is listed twice",
+                "scrub kind twice");
+    check_error(route_error("{\"host\":\"a.com\",\"dlp\":{\"scrub\":"
+                            "\"all\"}}"),
+                "routes[0].dlp.scrub: ", "scrub not an array");
     check_error(route_error("{\"host\":\"a.com\",\"git\":{\"fetch\":\"yes\"}}"),
                 "routes[0].git.fetch: must be a boolean", "git.fetch type");
     check_error(route_error("{\"host\":\"a.com\",\"git\":{\"push\":true}}"),

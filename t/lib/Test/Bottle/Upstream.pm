@@ -22,6 +22,8 @@ package Test::Bottle::Upstream;
 #   /bytes?n=N[&tail=T]    N bytes of "x" as the body, then T
 #   /say?text=T[&ce=gzip]  T as the body, gzip-compressed with ce=gzip
 #   /drop                  close the connection without an answer
+#   /echo                  the request's headers as the body ("name: value"
+#                          lines) and its Authorization in X-Echo-Auth
 #
 # One process per connection (forked by the accepting process); the
 # jsonl lines are written with a single syswrite on an O_APPEND file
@@ -401,6 +403,10 @@ sub _answer {
 
 	} elsif ($path eq '/drop') {
 		return 0;
+
+	} elsif ($path eq '/echo') {
+		$body = join '', map { "$_->[0]: $_->[1]\n" } @{$req->{headers}};
+		push @h, [ 'X-Echo-Auth', _hval($req->{headers}, 'authorization') // '' ];
 
 	} elsif ($path eq '/sse') {
 		return _sse($c, $req, $keep, $conf, $q{n} // 3, $q{gap_ms} // 100);
