@@ -42,7 +42,9 @@ static const char *const  bottle_audit_types[BOTTLE_AUDIT_NTYPES] = {
     "decision.resolved",
     "decision.late",
     "git.push",
-    "policy.changed"
+    "policy.changed",
+    "mcp.call",
+    "mcp.refusal"
 };
 
 
@@ -177,6 +179,20 @@ bottle_audit_fields(json_t *o, const bottle_audit_event_t *e)
 
     case BOTTLE_AUDIT_POLICY_CHANGED:
         return bottle_audit_policy(o, e);
+
+    case BOTTLE_AUDIT_MCP_CALL:
+    case BOTTLE_AUDIT_MCP_REFUSAL:
+        if (bottle_audit_set_str(o, "method", &e->method, 1) != 0
+            || bottle_audit_set_str(o, "kind", &e->kind, 1) != 0
+            || bottle_audit_set_str(o, "name", &e->name, 1) != 0
+            || bottle_audit_set_str(o, "digest", &e->digest, 1) != 0)
+        {
+            return -1;
+        }
+
+        return e->type == BOTTLE_AUDIT_MCP_REFUSAL
+               && (bottle_audit_set_str(o, "rule", &e->rule, 1) != 0
+                   || bottle_audit_set_str(o, "reason", &e->reason, 1) != 0);
 
     default:
         return -1;

@@ -1,0 +1,99 @@
+// An MCP server made with the official TypeScript SDK (McpServer and
+// StreamableHTTPServerTransport, stateless) behind TLS on loopback, for
+// t/mcp_gate.t: four tools, resources and resource templates, two prompts.
+// Every HTTP request it receives is appended to RECORD as one JSON line
+// (method, url, headers, body) before the SDK sees it, and every tool call,
+// resource read and prompt it serves as another.
+//
+//   node gate_server.mjs PORT CERT KEY RECORD json|sse
+//
+// json: answers are application/json; sse: text/event-stream.
+
+import fs from "node:fs";
+import https from "node:https";
+import { McpServer, ResourceTemplate } from
+    "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from
+    "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { z } from "zod";
+
+const [port, cert, key, record, mode] = process.argv.slice(2);
+
+function rec(o) {
+    fs.appendFileSync(record, JSON.stringify(o) + "\n");
+}
+
+function text(t) {
+    return { content: [{ type: "text", text: t }] };
+}
+
+function make() {
+    const s = new McpServer({ name: "gate-test-server", version: "1.0.0" });
+
+    for (const name of ["echo", "add", "delete_repo", "admin_reset"]) {
+        s.registerTool(name, { description: "the " + name + " tool",
+                               inputSchema: { text: z.string().optional() } },
+            async (args) => {
+                rec({ served: "tools/call", name, args });
+                return text(name + ":" + (args.text ?? ""));
+            });
+    }
+
+    for (const [name, uri] of [["readme", "file:///public/readme"],
+                               ["keys", "file:///secret/keys"]]) {
+        s.registerResource(name, uri, { mimeType: "text/plain" },
+            async (u) => {
+                rec({ served: "resources/read", name: u.href });
+                return { contents: [{ uri: u.href, text: name }] };
+            });
+    }
+
+    for (const [name, tpl] of [["doc", "file:///public/docs/{name}"],
+                               ["vault", "file:///secret/vault/{name}"]]) {
+        s.registerResource(name, new ResourceTemplate(tpl,
+                                                      { list: undefined }),
+            {}, async (u) => {
+                rec({ served: "resources/read", name: u.href });
+                return { contents: [{ uri: u.href, text: name }] };
+            });
+    }
+
+    for (const name of ["greet", "jailbreak"]) {
+        s.registerPrompt(name, { description: "the " + name + " prompt" },
+            () => {
+                rec({ served: "prompts/get", name });
+                return { messages: [{ role: "user",
+                                      content: { type: "text",
+                                                 text: name } }] };
+            });
+    }
+
+    return s;
+}
+
+https.createServer({ cert: fs.readFileSync(cert), key: fs.readFileSync(key) },
+    async (req, res) => {
+        const chunks = [];
+        for await (const c of req) {
+            chunks.push(c);
+        }
+        const raw = Buffer.concat(chunks).toString();
+        rec({ http: req.method, url: req.url, headers: req.headers,
+              body: raw });
+
+        let parsed;
+        try {
+            parsed = raw ? JSON.parse(raw) : undefined;
+        } catch {
+            res.writeHead(400).end("not JSON\n");
+            return;
+        }
+
+        const server = make();
+        const transport = new StreamableHTTPServerTransport({
+            sessionIdGenerator: undefined,
+            enableJsonResponse: mode === "json" });
+        res.on("close", () => { transport.close(); server.close(); });
+        await server.connect(transport);
+        await transport.handleRequest(req, res, parsed);
+    }).listen(+port, "127.0.0.1", () => console.log("ready"));
