@@ -119,6 +119,26 @@ int bottle_mcp_filter(char **out, size_t *outlen, const bottle_mcp_t *m,
 
 
 /*
+ * egress-allow's "mcp" part (supervise): the host's route from the stored
+ * bottle object (a new route with GET, POST, DELETE if it has none) with
+ * the asked names ({"tools": [...], "resources": [...], "prompts": [...]})
+ * added to its mcp allow lists.  A new route object, or NULL and why in
+ * err (a bad name, one the route's deny list matches, nothing new).
+ * The json_t is jansson's; the caller includes <jansson.h>.
+ */
+struct json_t;
+struct json_t *bottle_mcp_grant(const struct json_t *bottle,
+    const char *host, const struct json_t *ask, char *err, size_t errlen);
+
+/*
+ * For the operator's warnings (bottle_warn.c): 1 and one phrase in buf
+ * when the new route allows MCP names the old one did not, or drops its
+ * mcp field; 0 otherwise.
+ */
+int bottle_mcp_widened(char *buf, size_t size, const struct json_t *old,
+    const struct json_t *new_route);
+
+/*
  * Server-sent events (text/event-stream): the length of the first whole
  * event in buf, its blank line included; 0 while it is not all there.
  */
