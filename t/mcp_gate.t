@@ -145,7 +145,7 @@ for my $s ([ $PJ, 'json' ], [ $PS, 'sse' ]) {
 	$t->waitforsocket("127.0.0.1:$s->[0]") or die "no $s->[1] server\n";
 }
 
-$t->run()->plan(49);
+$t->run()->plan(56);
 
 ###############################################################################
 
@@ -177,12 +177,14 @@ sub sdk {
 
 sub curl {
 	my ($host, $port, $body, @args) = @_;
+	my $path = '/mcp';
+	$path = shift @args if @args && $args[0] =~ m!^/!;
 	open my $fh, '-|', 'curl', '-s', '-S', '-i', '--max-time', '10',
 		'--suppress-connect-headers',
 		'--proxy', $PROXY, '--cacert', $gwca->{cert},
 		'-H', 'Content-Type: application/json',
 		'-H', 'Accept: application/json, text/event-stream',
-		'--data-binary', $body, @args, "https://$host:$port/mcp"
+		'--data-binary', $body, @args, "https://$host:$port$path"
 		or die "curl: $!";
 	local $/;
 	my $out = <$fh>;
@@ -212,6 +214,15 @@ sub wait_events {
 		sleep 0.1;
 	}
 	return \@e;
+}
+
+sub wait_log {
+	my ($re) = @_;
+	for (1 .. 50) {
+		return 1 if $t->read_file('error.log') =~ $re;
+		sleep 0.1;
+	}
+	return 0;
 }
 
 ###############################################################################
@@ -317,6 +328,26 @@ $r = curl('mcp.allowed.test', $PJ, encode_json(
 like($r, qr/^HTTP\/1\.1 403 /, 'a secret in the arguments: refused');
 ok(!(grep { ($_->{body} // '') =~ /\Q$GHP\E/ } @{server_log('json')}),
 	'the secret did not reach the server');
+
+# responses that cannot be read are never passed unfiltered
+
+my $LIST = '{"jsonrpc":"2.0","id":1,"method":"tools/list"}';
+
+$r = curl('mcp.allowed.test', $PJ, $LIST, '/gzip');
+like($r, qr/^HTTP\/1\.1 502 .*rule: mcp_response/s,
+	'a gzip\'d response: 502, a JSON-RPC error');
+unlike($r, qr/delete_repo/, 'a gzip\'d response: nothing of it passed');
+
+$r = curl('mcp.allowed.test', $PJ, $LIST, '/notjson');
+like($r, qr/rule: mcp_response/, 'a response that is not JSON: an error');
+unlike($r, qr/delete_repo/, 'a response that is not JSON: not passed');
+
+$r = curl('sse.allowed.test', $PS, $LIST, '/big-sse');
+like($r, qr/data: \{"jsonrpc":"2.0","id":1,"result":\{"tools":\[\{"name":"echo"\}\]\}\}/,
+	'sse: the first event passed, filtered');
+unlike($r, qr/delete_repo|xxxx/, 'sse: the event over 1 MiB did not pass');
+ok(wait_log(qr/bottle mcp: .* larger than 1 MiB: the stream is closed/),
+	'sse: the stream was closed, logged');
 
 # the journal
 

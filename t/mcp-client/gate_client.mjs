@@ -76,7 +76,7 @@ async function tunnelFetch(input, init = {}) {
         req.on("error", reject);
         if (init.signal) {
             init.signal.addEventListener("abort",
-                () => req.destroy(new Error("aborted")));
+                () => req.destroy(new Error("aborted")), { once: true });
         }
         req.end(body ?? undefined);
     });

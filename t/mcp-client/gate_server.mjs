@@ -7,10 +7,14 @@
 //
 //   node gate_server.mjs PORT CERT KEY RECORD json|sse
 //
-// json: answers are application/json; sse: text/event-stream.
+// json: answers are application/json; sse: text/event-stream.  Three paths
+// misbehave, whatever was asked: /gzip answers a gzip'd JSON list, /big-sse
+// an event stream whose second event is over 1 MiB, /notjson a broken
+// JSON body.
 
 import fs from "node:fs";
 import https from "node:https";
+import zlib from "node:zlib";
 import { McpServer, ResourceTemplate } from
     "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from
@@ -80,6 +84,29 @@ https.createServer({ cert: fs.readFileSync(cert), key: fs.readFileSync(key) },
         const raw = Buffer.concat(chunks).toString();
         rec({ http: req.method, url: req.url, headers: req.headers,
               body: raw });
+
+        const list = JSON.stringify({ jsonrpc: "2.0", id: 1, result: {
+            tools: [{ name: "echo" }, { name: "delete_repo" }] } });
+
+        if (req.url === "/gzip") {
+            res.writeHead(200, { "content-type": "application/json",
+                                 "content-encoding": "gzip" });
+            res.end(zlib.gzipSync(list));
+            return;
+        }
+
+        if (req.url === "/big-sse") {
+            res.writeHead(200, { "content-type": "text/event-stream" });
+            res.write("data: " + list + "\n\n");
+            res.end("data: \"" + "x".repeat(1100000) + "delete_repo\"\n\n");
+            return;
+        }
+
+        if (req.url === "/notjson") {
+            res.writeHead(200, { "content-type": "application/json" });
+            res.end(list.slice(0, -2));
+            return;
+        }
 
         let parsed;
         try {
