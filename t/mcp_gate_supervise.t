@@ -35,7 +35,7 @@ plan(skip_all => 'build/supervise-helper not built (make supervise)')
 	unless -x $HELPER;
 
 my $t = Test::Nginx->new()->has_daemon('redis-server')
-	->has_daemon('redis-cli')->has_daemon('curl')->plan(12);
+	->has_daemon('redis-cli')->has_daemon('curl')->plan(13);
 my $d = $t->testdir();
 my $json = JSON::PP->new->canonical;
 
@@ -143,6 +143,12 @@ is_deeply($route && $route->{mcp}{tools}{allow}, [ 'echo', 'delete_repo' ],
 	'approved: the tool is in the stored route\'s mcp.allow');
 is_deeply($route && $route->{mcp}{prompts}{allow}, [ 'greet' ],
 	'approved: the prompt too');
+
+# bottlectl explain says the body is gated and Accept-Encoding stripped
+
+my $ex = `$Test::Bottle::BOTTLECTL explain alice POST https://mcp.example.org/mcp -H 'Accept-Encoding: gzip' 2>&1`;
+like($ex, qr/^stripped: Accept-Encoding\n.*^mcp: a POST body is read as JSON-RPC/ms,
+	'bottlectl explain: the mcp route');
 
 # a host with no route: a new route, POST included
 
