@@ -34,7 +34,8 @@ ngx_int_t
 ngx_http_bottle_mcp(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
 {
     char                    err[256], *json, reason[BOTTLE_MCP_NAME_MAX + 64];
-    size_t                  i, len;
+    u_char                  safe[BOTTLE_MCP_NAME_MAX];
+    size_t                  i, n, len;
     ngx_pool_cleanup_t     *cln;
     bottle_mcp_body_t      *b;
     bottle_mcp_msg_t       *m;
@@ -99,9 +100,13 @@ ngx_http_bottle_mcp(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
             continue;
         }
 
+        /* the name is the agent's: printable ASCII only in the log */
+
+        n = ngx_bottle_safe_copy(safe, sizeof(safe), (u_char *) m->name,
+                                 ngx_strlen(m->name));
         ngx_snprintf((u_char *) reason, sizeof(reason) - 1,
-                     "%s \"%s\" is not allowed%Z",
-                     bottle_mcp_kind_name(m->kind), m->name);
+                     "%s \"%*s\" is not allowed%Z",
+                     bottle_mcp_kind_name(m->kind), n, safe);
 
         ngx_http_bottle_mcp_refused(r, ctx,
                                     m->kind == BOTTLE_MCP_TOOL
@@ -171,6 +176,7 @@ ngx_http_bottle_mcp_refused(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
 {
     size_t              n;
     u_char              buf[256];
+    char                why[BOTTLE_MCP_NAME_MAX + 128];
     ngx_str_t           host;
     ngx_bottle_conf_t  *bcf;
 
@@ -182,11 +188,20 @@ ngx_http_bottle_mcp_refused(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
     bcf = (ngx_bottle_conf_t *) ngx_get_conf(ngx_cycle->conf_ctx,
                                              ngx_bottle_module);
 
+    /* a method name in a malformed body's reason is the agent's too */
+
+    for (n = 0; reason[n] && n < sizeof(why) - 1; n++) {
+        why[n] = ((u_char) reason[n] < 0x20 || (u_char) reason[n] >= 0x7f)
+                 ? '?' : reason[n];
+    }
+
+    why[n] = '\0';
+
     ngx_bottle_log(bcf ? bcf->refusal_log_level : NGX_LOG_INFO,
                    r->connection->log,
                    "bottle refused: bottle=\"%s\" host=\"%V\" rule=\"%s\" "
                    "status=%ui reason=\"%s\"",
-                   ctx->verdict.bottle->id.data, &host, rule, status, reason);
+                   ctx->verdict.bottle->id.data, &host, rule, status, why);
 }
 
 

@@ -433,7 +433,9 @@ static void
 ngx_http_bottle_mcp_log(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx,
     const char *why)
 {
-    ngx_log_error(NGX_LOG_WARN, r->connection->log, 0,
-                  "bottle mcp: bottle=\"%s\" host=\"%V\" %s",
-                  ctx->verdict.bottle->id.data, &ctx->target.host, why);
+    /* not nginx's context: it would print the request line */
+
+    ngx_bottle_log(NGX_LOG_WARN, r->connection->log,
+                   "bottle mcp: bottle=\"%s\" host=\"%V\" %s",
+                   ctx->verdict.bottle->id.data, &ctx->target.host, why);
 }
