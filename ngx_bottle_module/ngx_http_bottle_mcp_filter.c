@@ -32,6 +32,8 @@ typedef struct {
     size_t                   cap;
     size_t                   max;
     const char              *why;        /* REFUSE's reason */
+    ngx_chain_t             *free;       /* sent buffers, reused: a long */
+    ngx_chain_t             *busy;       /* stream's memory stays bounded */
     unsigned                 done:1;
 } ngx_http_bottle_mcp_resp_t;
 
@@ -161,7 +163,7 @@ ngx_http_bottle_mcp_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
     ctx = ngx_http_get_module_ctx(r, ngx_http_bottle_module);
     rs = ctx ? ctx->mcp_resp : NULL;
 
-    if (rs == NULL || in == NULL) {
+    if (rs == NULL) {
         return ngx_http_next_body_filter(r, in);
     }
 
@@ -240,11 +242,16 @@ ngx_http_bottle_mcp_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
         }
     }
 
-    if (out == NULL) {
+    if (out == NULL && rs->busy == NULL && in != NULL) {
         return NGX_OK;
     }
 
-    return ngx_http_next_body_filter(r, out);
+    rc = ngx_http_next_body_filter(r, out);
+
+    ngx_chain_update_chains(r->pool, &rs->free, &rs->busy, &out,
+                            (ngx_buf_tag_t) &ngx_http_bottle_mcp_init);
+
+    return rc;
 }
 
 
@@ -390,24 +397,42 @@ static ngx_int_t
 ngx_http_bottle_mcp_out(ngx_http_request_t *r, ngx_chain_t ***ll,
     const u_char *p, size_t n, ngx_uint_t last)
 {
-    ngx_buf_t    *b;
-    ngx_chain_t  *cl;
+    size_t                       size;
+    ngx_buf_t                   *b;
+    ngx_chain_t                 *cl;
+    ngx_http_bottle_ctx_t       *ctx;
+    ngx_http_bottle_mcp_resp_t  *rs;
 
-    if (n) {
-        b = ngx_create_temp_buf(r->pool, n);
-        if (b == NULL) {
-            return NGX_ERROR;
-        }
+    ctx = ngx_http_get_module_ctx(r, ngx_http_bottle_module);
+    rs = ctx->mcp_resp;
 
-        b->last = ngx_cpymem(b->pos, p, n);
-
-    } else {
-        b = ngx_calloc_buf(r->pool);
-        if (b == NULL) {
-            return NGX_ERROR;
-        }
+    cl = ngx_chain_get_free_buf(r->pool, &rs->free);
+    if (cl == NULL) {
+        return NGX_ERROR;
     }
 
+    b = cl->buf;
+
+    if (n && (b->start == NULL || (size_t) (b->end - b->start) < n)) {
+        if (b->start) {
+            /* a large allocation goes back at once */
+            ngx_pfree(r->pool, b->start);
+        }
+
+        size = ngx_max(n, 4096);
+
+        b->start = ngx_palloc(r->pool, size);
+        if (b->start == NULL) {
+            return NGX_ERROR;
+        }
+
+        b->end = b->start + size;
+    }
+
+    b->pos = b->start;
+    b->last = n ? ngx_cpymem(b->start, p, n) : b->start;
+    b->temporary = n ? 1 : 0;
+    b->tag = (ngx_buf_tag_t) &ngx_http_bottle_mcp_init;
     b->flush = 1;
 
     if (last) {
@@ -415,12 +440,6 @@ ngx_http_bottle_mcp_out(ngx_http_request_t *r, ngx_chain_t ***ll,
         b->last_in_chain = 1;
     }
 
-    cl = ngx_alloc_chain_link(r->pool);
-    if (cl == NULL) {
-        return NGX_ERROR;
-    }
-
-    cl->buf = b;
     cl->next = NULL;
     **ll = cl;
     *ll = &cl->next;
