@@ -41,10 +41,15 @@ ngx_http_bottle_mcp(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
     bottle_mcp_msg_t       *m;
     ngx_http_bottle_dlp_t  *d;
 
-    if (ctx->route == NULL || ctx->route->mcp == NULL
-        || r->method != NGX_HTTP_POST)
+    if (ctx->route == NULL || ctx->route->mcp == NULL) {
+        return NGX_OK;
+    }
+
+    if (r->method != NGX_HTTP_POST && r->headers_in.content_length_n <= 0
+        && !r->headers_in.chunked)
     {
-        /* a GET opens a stream, a DELETE ends a session: no calls */
+        /* a GET opens a stream, a DELETE ends a session: no calls; any
+         * other body is read as a POSTed one would be */
         return NGX_OK;
     }
 

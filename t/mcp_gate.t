@@ -131,7 +131,7 @@ my $redis = redis_start($t, port => $RP, db => 2);
 
 store_put($t, { id => 'alice', token => $TOKEN, routes => [
 	{ host => 'mcp.allowed.test', port => $PJ, internal => $T,
-		methods => [ 'GET', 'POST', 'DELETE' ], mcp => $MCP,
+		methods => [ 'GET', 'POST', 'PUT', 'DELETE' ], mcp => $MCP,
 		dlp => { on_match => 'block' } },
 	{ host => 'sse.allowed.test', port => $PS, internal => $T,
 		methods => [ 'GET', 'POST', 'DELETE' ], mcp => $MCP },
@@ -145,7 +145,7 @@ for my $s ([ $PJ, 'json' ], [ $PS, 'sse' ]) {
 	$t->waitforsocket("127.0.0.1:$s->[0]") or die "no $s->[1] server\n";
 }
 
-$t->run()->plan(56);
+$t->run()->plan(57);
 
 ###############################################################################
 
@@ -318,6 +318,10 @@ like($r, qr/^HTTP\/1\.1 400 .*must be a request/s,
 $r = curl('mcp.allowed.test', $PJ,
 	'{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}');
 like($r, qr/^HTTP\/1\.1 400 .*\\"id\\" must be/s, 'an object id: 400');
+$r = curl('mcp.allowed.test', $PJ, '{"jsonrpc":"2.0","id":1,"method":'
+	. '"tools/call","params":{"name":"delete_repo"}}', '-X', 'PUT');
+like($r, qr/^HTTP\/1\.1 200 .*rule: mcp_tool_denied/s,
+	'a call in a PUT body is gated too');
 is(scalar @{server_log('json')}, $before, 'nothing of these was forwarded');
 
 # the arguments are DLP-scanned as any body
