@@ -36,6 +36,7 @@ ngx_http_bottle_mcp(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
     char                    err[256], *json, reason[BOTTLE_MCP_NAME_MAX + 64];
     u_char                  safe[BOTTLE_MCP_NAME_MAX];
     size_t                  i, n, len;
+    const char             *rule;
     ngx_pool_cleanup_t     *cln;
     bottle_mcp_body_t      *b;
     bottle_mcp_msg_t       *m;
@@ -113,19 +114,12 @@ ngx_http_bottle_mcp(ngx_http_request_t *r, ngx_http_bottle_ctx_t *ctx)
                      "%s \"%*s\" is not allowed%Z",
                      bottle_mcp_kind_name(m->kind), n, safe);
 
-        ngx_http_bottle_mcp_refused(r, ctx,
-                                    m->kind == BOTTLE_MCP_TOOL
-                                    ? "mcp_tool_denied"
-                                    : m->kind == BOTTLE_MCP_RESOURCE
-                                    ? "mcp_resource_denied"
-                                    : "mcp_prompt_denied", NGX_HTTP_OK,
-                                    reason);
-        ngx_http_bottle_mcp_journal(ctx, m,
-                                    m->kind == BOTTLE_MCP_TOOL
-                                    ? "mcp_tool_denied"
-                                    : m->kind == BOTTLE_MCP_RESOURCE
-                                    ? "mcp_resource_denied"
-                                    : "mcp_prompt_denied", reason);
+        rule = m->kind == BOTTLE_MCP_TOOL ? "mcp_tool_denied"
+               : m->kind == BOTTLE_MCP_RESOURCE ? "mcp_resource_denied"
+               : "mcp_prompt_denied";
+
+        ngx_http_bottle_mcp_refused(r, ctx, rule, NGX_HTTP_OK, reason);
+        ngx_http_bottle_mcp_journal(ctx, m, rule, reason);
     }
 
     if (b->refused) {
