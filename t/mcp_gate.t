@@ -145,7 +145,7 @@ for my $s ([ $PJ, 'json' ], [ $PS, 'sse' ]) {
 	$t->waitforsocket("127.0.0.1:$s->[0]") or die "no $s->[1] server\n";
 }
 
-$t->run()->plan(57);
+$t->run()->plan(59);
 
 ###############################################################################
 
@@ -352,6 +352,15 @@ like($r, qr/data: \{"jsonrpc":"2.0","id":1,"result":\{"tools":\[\{"name":"echo"\
 unlike($r, qr/delete_repo|xxxx/, 'sse: the event over 1 MiB did not pass');
 ok(wait_log(qr/bottle mcp: .* larger than 1 MiB: the stream is closed/),
 	'sse: the stream was closed, logged');
+
+# the HTTP+SSE transport's GET stream: not tied to a request, every list
+# in a result filtered; its endpoint event passes
+
+$r = curl('sse.allowed.test', $PS, '', '/old-sse', '-G');
+like($r, qr/^event: endpoint\ndata: \/messages\?sessionId=s1\n\n/m,
+	'old transport: the endpoint event passed');
+like($r, qr/^event: message\ndata: \{"jsonrpc":"2.0","id":9,"result":\{"tools":\[\{"name":"echo"\}\]\}\}\n\n/m,
+	'old transport: a list on the GET stream filtered');
 
 # the journal
 

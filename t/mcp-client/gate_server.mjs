@@ -8,7 +8,8 @@
 //   node gate_server.mjs PORT CERT KEY RECORD json|sse
 //
 // json: answers are application/json; sse: text/event-stream.  Three paths
-// misbehave, whatever was asked: /gzip answers a gzip'd JSON list, /big-sse
+// misbehave, whatever was asked (/old-sse is the old transport's stream,
+// answered to a GET): /gzip answers a gzip'd JSON list, /big-sse
 // an event stream whose second event is over 1 MiB, /notjson a broken
 // JSON body.
 
@@ -99,6 +100,17 @@ https.createServer({ cert: fs.readFileSync(cert), key: fs.readFileSync(key) },
             res.writeHead(200, { "content-type": "text/event-stream" });
             res.write("data: " + list + "\n\n");
             res.end("data: \"" + "x".repeat(1100000) + "delete_repo\"\n\n");
+            return;
+        }
+
+        if (req.url === "/old-sse") {
+            /* the HTTP+SSE transport's GET stream: an endpoint, then an
+             * answer to a request POSTed elsewhere */
+            res.writeHead(200, { "content-type": "text/event-stream" });
+            res.write("event: endpoint\ndata: /messages?sessionId=s1\n\n");
+            res.end("event: message\ndata: " + list.replace('"id":1',
+                                                             '"id":9')
+                    + "\n\n");
             return;
         }
 
