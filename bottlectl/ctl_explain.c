@@ -474,5 +474,11 @@ ctl_explain_allowed(FILE *out, const bottle_route_t *route, ctl_explain_t *x)
                 (int) x->req.upgrade_len, x->req.upgrade);
     }
 
+    if (route->mcp) {
+        fprintf(out, "mcp: a POST body is read as JSON-RPC: tools/call, "
+                "resources/read and prompts/get gated by the route's mcp "
+                "lists, lists filtered (docs/mcp.md)\n");
+    }
+
     fprintf(out, "not checked: the body and DLP, the resolved address\n");
 }

@@ -43,7 +43,9 @@ static const char *const  bottle_audit_types[BOTTLE_AUDIT_NTYPES] = {
     "decision.late",
     "git.push",
     "policy.changed",
-    "dlp.reflected"
+    "dlp.reflected",
+    "mcp.call",
+    "mcp.refusal"
 };
 
 
@@ -184,6 +186,19 @@ bottle_audit_fields(json_t *o, const bottle_audit_event_t *e)
                || bottle_audit_set_list(o, "held_kinds", &e->held_kinds)
                || bottle_audit_set_list(o, "where", &e->where)
                || bottle_audit_set_list(o, "encodings", &e->encodings);
+    case BOTTLE_AUDIT_MCP_CALL:
+    case BOTTLE_AUDIT_MCP_REFUSAL:
+        if (bottle_audit_set_str(o, "method", &e->method, 1) != 0
+            || bottle_audit_set_str(o, "kind", &e->kind, 1) != 0
+            || bottle_audit_set_str(o, "name", &e->name, 1) != 0
+            || bottle_audit_set_str(o, "digest", &e->digest, 1) != 0)
+        {
+            return -1;
+        }
+
+        return e->type == BOTTLE_AUDIT_MCP_REFUSAL
+               && (bottle_audit_set_str(o, "rule", &e->rule, 1) != 0
+                   || bottle_audit_set_str(o, "reason", &e->reason, 1) != 0);
 
     default:
         return -1;

@@ -40,6 +40,8 @@ typedef enum {
     BOTTLE_AUDIT_GIT_PUSH,              /* git.push */
     BOTTLE_AUDIT_POLICY_CHANGED,        /* policy.changed */
     BOTTLE_AUDIT_DLP_REFLECTED,         /* dlp.reflected */
+    BOTTLE_AUDIT_MCP_CALL,              /* mcp.call */
+    BOTTLE_AUDIT_MCP_REFUSAL,           /* mcp.refusal */
     BOTTLE_AUDIT_NTYPES
 } bottle_audit_type_e;
 
@@ -161,6 +163,14 @@ typedef struct {
     bottle_audit_list_t  held_kinds;
     bottle_audit_list_t  where;
     bottle_audit_list_t  encodings;
+
+    /*
+     * mcp.call, mcp.refusal (docs/mcp.md): method (the JSON-RPC method),
+     * kind (tool, resource, prompt), name (of the tool, the resource's
+     * URI, the prompt), digest ("sha256:<64 hex>" of the arguments'
+     * canonical JSON); a refusal's rule and reason.
+     */
+    bottle_audit_str_t   name;
 } bottle_audit_event_t;
 
 

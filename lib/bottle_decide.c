@@ -489,6 +489,14 @@ bottle_decide_strips(const bottle_route_t *route, const char *name,
         }
     }
 
+    /* an MCP route's responses are read: asked for in identity */
+
+    if (route->mcp != NULL
+        && bottle_decide_eq(name, len, "accept-encoding", 15))
+    {
+        return 1;
+    }
+
     /* the injected header is the gateway's, even with preserve_auth */
 
     if (route->auth_type != BOTTLE_AUTH_NONE

@@ -98,6 +98,10 @@ enum {
 #define BOTTLE_HELD_CANARY          0x04
 
 
+/* a route's "mcp" field (bottle_mcp.h) */
+typedef struct bottle_mcp_s  bottle_mcp_t;
+
+
 typedef struct {
     bottle_str_t        host;       /* lowercase, no trailing dot; IP
                                        literals canonical, v6 unbracketed */
@@ -138,6 +142,8 @@ typedef struct {
                                            routes, else supervise */
 
     int                 log_full;       /* log: "full" */
+
+    bottle_mcp_t       *mcp;            /* NULL: not an MCP server route */
 } bottle_route_t;
 
 

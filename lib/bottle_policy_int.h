@@ -105,6 +105,7 @@ int bottle_get_enum(int *out, bottle_ctx_t *ctx, json_t *obj, const char *key,
 int bottle_parse_methods(unsigned *out, bottle_ctx_t *ctx, json_t *obj);
 
 /* one route of a bottle (bottle_policy_route.c) */
+int bottle_parse_mcp(bottle_ctx_t *ctx, json_t *obj, bottle_route_t *r);
 int bottle_parse_route(bottle_ctx_t *ctx, json_t *obj, const bottle_t *b,
     bottle_route_t *r);
 

@@ -19,12 +19,12 @@ static const char *const  bottle_auth_forbidden[] = {
 static const char *const  bottle_route_fields[] = {
     "host", "port", "ports", "passthrough", "internal", "methods", "allow",
     "auth", "preserve_auth", "dlp", "git", "log", "websocket",
-    "agent_provider", NULL
+    "agent_provider", "mcp", NULL
 };
 
 /* fields that only make sense on a route whose traffic is inspected */
 static const char *const  bottle_inspect_fields[] = {
-    "methods", "allow", "auth", "preserve_auth", "dlp", "git", NULL
+    "methods", "allow", "auth", "preserve_auth", "dlp", "git", "mcp", NULL
 };
 
 static const char *const  bottle_allow_fields[] = {
@@ -823,6 +823,7 @@ bottle_parse_route(bottle_ctx_t *ctx, json_t *obj, const bottle_t *b,
         || bottle_parse_auth(ctx, obj, b, r) != 0
         || bottle_parse_dlp(ctx, obj, r) != 0
         || bottle_parse_git(ctx, obj, r) != 0
+        || bottle_parse_mcp(ctx, obj, r) != 0
         || bottle_get_enum(&log, ctx, obj, "log", bottle_log_names, 0) != 0)
     {
         return -1;

@@ -14,6 +14,7 @@
 
 #include "bottle_forge.h"
 #include "bottle_warn.h"
+#include "bottle_mcp.h"
 
 
 #define BOTTLE_WARN_READ    0x3u        /* GET, HEAD */
@@ -167,6 +168,10 @@ bottle_warn_one(json_t *out, const char *host, const json_t *old,
         && (old == NULL || !json_is_false(json_object_get(old, "dlp"))))
     {
         bottle_warn_add(out, "%s: turns DLP off (dlp: false)", host);
+    }
+
+    if (bottle_mcp_widened(now, sizeof(now), old, new)) {
+        bottle_warn_add(out, "%s: %s", host, now);
     }
 }
 

@@ -114,6 +114,8 @@ struct ngx_http_bottle_ctx_s {
     ngx_str_t                refusal;    /* in place of nginx's own page */
     void                    *dlp;        /* ngx_http_bottle_dlp_t */
     void                    *contact;    /* the first contact's */
+    void                    *mcp;        /* bottle_mcp_body_t: the calls */
+    void                    *mcp_resp;   /* the response filter's */
     ngx_http_bottle_resume_pt  resume;   /* after an asynchronous step */
     const char              *ended;      /* why it was ended from outside
                                             (a revocation), for a held
@@ -188,6 +190,9 @@ ngx_int_t ngx_http_bottle_inject(ngx_http_request_t *r,
 ngx_int_t ngx_http_bottle_conns_add(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 void ngx_http_bottle_conns_adopted(ngx_connection_t *c);
+ngx_int_t ngx_http_bottle_mcp(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+ngx_int_t ngx_http_bottle_mcp_init(ngx_conf_t *cf);
 ngx_int_t ngx_http_bottle_strip_args(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx, ngx_str_t *out);
 

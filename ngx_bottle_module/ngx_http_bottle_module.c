@@ -677,7 +677,9 @@ ngx_http_bottle_init(ngx_conf_t *cf)
     ngx_http_next_header_filter = ngx_http_top_header_filter;
     ngx_http_top_header_filter = ngx_http_bottle_header_filter;
 
-    if (ngx_http_bottle_errors_init(cf) != NGX_OK) {
+    if (ngx_http_bottle_errors_init(cf) != NGX_OK
+        || ngx_http_bottle_mcp_init(cf) != NGX_OK)
+    {
         return NGX_ERROR;
     }
 

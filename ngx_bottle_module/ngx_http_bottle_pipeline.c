@@ -267,6 +267,13 @@ ngx_http_bottle_checks_after_dlp(ngx_http_request_t *r,
         return rc;
     }
 
+    /* an MCP server's route: the JSON-RPC calls (NGX_DONE: answered) */
+
+    rc = ngx_http_bottle_mcp(r, ctx);
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
     rc = ngx_http_bottle_inject(r, ctx);
     if (rc != NGX_OK) {
         return rc;

@@ -22,6 +22,7 @@
 #include "bottle_forge.h"
 #include "bottle_forge_client.h"
 #include "bottle_introspect.h"
+#include "bottle_mcp.h"
 #include "supervise.h"
 #include "sv_tools_int.h"
 
@@ -208,7 +209,7 @@ sv_egress_allow(sv_tool_t *t)
 {
     int                 changed, bad;
     char               *text;
-    json_t             *route, *methods, *nb;
+    json_t             *route, *methods, *nb, *mcp;
     const char         *host;
     bottle_policy_t    *p;
 
@@ -216,8 +217,25 @@ sv_egress_allow(sv_tool_t *t)
     route = json_object_get(t->in, "route");
     host = sv_string(t->in, "host", &bad);
     methods = json_object_get(t->in, "methods");
+    mcp = json_object_get(t->in, "mcp");
 
-    if (route && !json_is_null(route)) {
+    if (mcp && !json_is_null(mcp)) {
+        /* a tool, resource or prompt of the host's MCP server */
+
+        if ((route && !json_is_null(route))
+            || (methods && !json_is_null(methods)) || host == NULL || bad)
+        {
+            return sv_refuse(t, "mcp: give it with a host, and no route or "
+                             "methods");
+        }
+
+        route = bottle_mcp_grant(t->b.json, host, mcp, t->err,
+                                 sizeof(t->err));
+        if (route == NULL) {
+            return sv_refuse(t, "%s", t->err);
+        }
+
+    } else if (route && !json_is_null(route)) {
         if (host || (methods && !json_is_null(methods))) {
             return sv_refuse(t, "give a route, or a host and methods, not "
                              "both");
