@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "bottle_policy.h"
+#include "gg_fresh.h"
 #include "gg_gate.h"
 #include "gg_path.h"
 
@@ -168,7 +169,18 @@ gg_cgi(void)
         goto cleanup;
     }
 
-    if (gg_repo_dir(&ctx, &req.repo, err, sizeof(err)) != 0
+    /*
+     * the grant matches in any case (bottle_repo_same()); the forge is
+     * asked, and the hook forwards, with the grant's spelling: the
+     * operator's, the one a case-sensitive forge knows (docs/gitgate.md,
+     * "Owner and repo names")
+     */
+    memcpy(ctx.repo.owner, grant->owner, sizeof(ctx.repo.owner));
+    memcpy(ctx.repo.repo, grant->repo, sizeof(ctx.repo.repo));
+    snprintf(ctx.name, sizeof(ctx.name), "%s/%s/%s", ctx.repo.forge,
+             ctx.repo.owner, ctx.repo.repo);
+
+    if (gg_repo_dir(&ctx, &ctx.repo, err, sizeof(err)) != 0
         || gg_repo_init(&ctx, err, sizeof(err)) != 0
         || gg_hooks(&ctx, hooks, sizeof(hooks), err, sizeof(err)) != 0)
     {
@@ -410,9 +422,14 @@ gg_hooks(gg_ctx_t *ctx, char *hooks, size_t size, char *err, size_t errlen)
 
 /*
  * The gate's copy refreshed from the forge: one refresh at a time per
- * repo (flock), and one that finished less than GITGATE_REFRESH seconds
- * ago is reused, so concurrent fetches share one.  The first refresh
- * also takes the forge's HEAD (what a clone checks out).
+ * repo (flock).  A copy that matched the forge less than GITGATE_REFRESH
+ * seconds ago (the freshness window) is served as it is, and so is one
+ * whose refresh ended while this request waited for the lock: concurrent
+ * fetches share one refresh.  After the window, the forge's refs are
+ * compared with the copy's (gg_fresh_same()) and only a difference is
+ * fetched.  The first refresh also takes the forge's HEAD (what a clone
+ * checks out).  A push through the gate moves the copy's refs itself; a
+ * push the forge refused expires the window (gg_fresh_expire()).
  */
 
 static int
@@ -461,6 +478,18 @@ gg_refresh(gg_ctx_t *ctx, int fetch, char *err, size_t errlen)
     {
         rc = 0;
         goto cleanup;
+    }
+
+    /* after the window: the forge's refs alone, the copy's if the same */
+    if (!first) {
+        rc = gg_fresh_same(ctx, err, errlen);
+        if (rc < 0) {
+            goto cleanup;
+        }
+
+        if (rc == 1) {
+            goto stamp;
+        }
     }
 
     if (first) {
@@ -523,6 +552,8 @@ gg_refresh(gg_ctx_t *ctx, int fetch, char *err, size_t errlen)
         rc = -1;
         goto cleanup;
     }
+
+stamp:
 
     /* the stamp's mtime is the refresh's time */
     close(open(stamp, O_WRONLY | O_CREAT | O_CLOEXEC, 0640));
