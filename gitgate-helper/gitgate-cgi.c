@@ -532,15 +532,19 @@ gg_refresh(gg_ctx_t *ctx, int fetch, char *err, size_t errlen)
         }
     }
 
-    args[0] = "fetch";
-    args[1] = "-q";
-    args[2] = "--prune";
-    args[3] = "--no-tags";
-    args[4] = "--no-write-fetch-head";
-    args[5] = ctx->url;
-    args[6] = "+refs/heads/*:refs/heads/*";
-    args[7] = "+refs/tags/*:refs/tags/*";
-    args[8] = NULL;
+    /* the forge's pack kept as it came (never exploded into loose
+     * objects): fetches are served from it as it is */
+    args[0] = "-c";
+    args[1] = "fetch.unpackLimit=1";
+    args[2] = "fetch";
+    args[3] = "-q";
+    args[4] = "--prune";
+    args[5] = "--no-tags";
+    args[6] = "--no-write-fetch-head";
+    args[7] = ctx->url;
+    args[8] = "+refs/heads/*:refs/heads/*";
+    args[9] = "+refs/tags/*:refs/tags/*";
+    args[10] = NULL;
 
     rc = gg_git(&ctx->conf, ctx->repo_dir, ctx->forge.token, args, out,
                 sizeof(out), err, errlen);
@@ -580,7 +584,7 @@ gg_backend(gg_ctx_t *ctx, const gg_request_t *req, const char *hooks,
 {
     size_t        n, i;
     char          path_info[GG_PATH_LEN], *rel, var[13][GG_PATH_LEN + 64];
-    const char   *env[48], *v, *argv[3];
+    const char   *env[56], *v, *argv[3];
 
     static const char  *pass[] = {
         "PATH", "REQUEST_METHOD", "QUERY_STRING", "CONTENT_TYPE",
@@ -637,7 +641,7 @@ gg_backend(gg_ctx_t *ctx, const gg_request_t *req, const char *hooks,
     env[n++] = "GIT_HTTP_EXPORT_ALL=1";
     env[n++] = "GIT_CONFIG_NOSYSTEM=1";
     env[n++] = "GIT_CONFIG_GLOBAL=/dev/null";
-    env[n++] = "GIT_CONFIG_COUNT=4";
+    env[n++] = "GIT_CONFIG_COUNT=5";
     env[n++] = "GIT_CONFIG_KEY_0=core.hooksPath";
     env[n++] = "GIT_CONFIG_KEY_1=http.receivepack";
     env[n++] = write ? "GIT_CONFIG_VALUE_1=true" : "GIT_CONFIG_VALUE_1=false";
@@ -650,6 +654,11 @@ gg_backend(gg_ctx_t *ctx, const gg_request_t *req, const char *hooks,
      * (gg_pack.h) instead of asking git cat-file for each object */
     env[n++] = "GIT_CONFIG_KEY_3=receive.unpackLimit";
     env[n++] = "GIT_CONFIG_VALUE_3=1";
+    /* a fetch is served from the copy's packs as the forge made them:
+     * no new search for deltas (CPU for each clone, seconds for a big
+     * repo of blobs that do not delta; docs/gitgate.md, "Speed") */
+    env[n++] = "GIT_CONFIG_KEY_4=pack.window";
+    env[n++] = "GIT_CONFIG_VALUE_4=0";
     env[n] = NULL;
 
     argv[0] = ctx->conf.git;

@@ -105,7 +105,7 @@ gitgate_fcgiwrap($t, $sock, children => 8);
 my $r = forge_repo($t, 'Acme/Widgets', size => '64K', file_size => '16K',
 	commits => 1);
 
-$t->run()->plan(28);
+$t->run()->plan(29);
 
 ###############################################################################
 
@@ -211,18 +211,31 @@ is("@copies", 'github.com/acme/widgets.git', 'both spellings: one copy');
 	'work');
 is($rc, 0, 'clone as Acme/Widgets') or diag($out);
 
+# a refresh now (the stamp aged past any window), then fetches inside it
+my $STAMP = "$d/gate/github.com/acme/widgets.git/gitgate-refreshed";
+utime(1, 1, $STAMP) or die "utime: $!\n";
+($rc, $out) = agent($GP, wd('work'), 'fetch', '-q', 'origin');
+is($rc, 0, 'fetch after the window: a refresh') or diag($out);
+my $refreshed = (stat $STAMP)[9];
+
 mark();
 ($rc, $out) = agent($GP, wd('work'), 'fetch', '-q', 'origin');
-is($rc, 0, 'fetch right after the clone') or diag($out);
+is($rc, 0, 'fetch right after it') or diag($out);
 is(scalar @{since()}, 0, 'inside the window: no request to the forge');
 
-# the default window is longer than 2 s (it was 2 s)
+# the default window is longer than 2 s (it was 2 s); a loaded machine
+# may take longer than the window to get there: then not asserted
 sleep 3;
 mark();
+my $started = time();
 ($rc, $out) = agent($GP, wd('work'), 'fetch', '-q', 'origin');
 is($rc, 0, 'fetch 3 s later') or diag($out);
-is(scalar @{since()}, 0, '3 s later, the default window: no request to '
-	. 'the forge');
+SKIP: {
+	skip sprintf('the fetch started %.1f s after the refresh', $started
+		- $refreshed), 1 if $started - $refreshed > 9;
+	is(scalar @{since()}, 0, '3 s later, the default window: no request '
+		. 'to the forge');
+}
 
 # after the window the forge is asked, and what moved is fetched
 
