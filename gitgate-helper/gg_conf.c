@@ -68,9 +68,9 @@ gg_conf_env(gg_conf_t *c, char *err, size_t errlen)
     s = getenv("GITGATE_REFRESH");
     if (s && s[0]) {
         c->refresh = (unsigned) strtoul(s, &end, 10);
-        if (*end != '\0' || c->refresh > 86400) {
+        if (*end != '\0' || c->refresh > GG_REFRESH_MAX) {
             snprintf(err, errlen, "failure 'GITGATE_REFRESH': not a number "
-                     "of seconds up to 86400");
+                     "of seconds up to %d", GG_REFRESH_MAX);
             return -1;
         }
     }

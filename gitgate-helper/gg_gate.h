@@ -11,7 +11,8 @@
  *                      bottle's policy, the forges, the audit journal
  *   GITGATE_POLICY     or a policy file (the file-source gateway) ...
  *   GITGATE_FORGES     ... and a forges file (docs/gitgate.md)
- *   GITGATE_REFRESH    seconds a refresh from the forge is reused (2)
+ *   GITGATE_REFRESH    seconds the gate's copy is served without asking
+ *                      the forge (10, at most 60; gg_fresh.h)
  *   GITGATE_GIT        the git program ("git")
  *
  * No secret is in any of them but a store password; the forge token is
@@ -32,7 +33,8 @@
 #define GG_TOKEN_MAX        4096
 #define GG_OUTPUT_MAX       (64 * 1024)  /* of a git child, kept */
 
-#define GG_REFRESH_DEFAULT  2
+#define GG_REFRESH_DEFAULT  10
+#define GG_REFRESH_MAX      60
 #define GG_PATH_LEN         4096
 
 

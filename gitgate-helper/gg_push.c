@@ -20,6 +20,7 @@
 #include "bottle_audit.h"
 #include "bottle_policy.h"
 #include "bottle_scan.h"
+#include "gg_fresh.h"
 #include "gg_gate.h"
 #include "gg_hook.h"
 #include "gg_scan.h"
@@ -279,6 +280,9 @@ gg_hook(void)
         } else {
             fprintf(stderr, "git-gate: %s\n", err);
         }
+        /* the copy may be behind the forge: the next fetch asks it
+         * (the hook runs in the gate's copy) */
+        gg_fresh_expire(".");
         gg_hook_refuse("forge_refused", "the forge did not accept the "
                        "push (its answer is above); the gate's copy did not "
                        "move; fetch, then push again");

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "bottle_policy.h"
+#include "gg_fresh.h"
 #include "gg_gate.h"
 #include "gg_path.h"
 
@@ -168,7 +169,18 @@ gg_cgi(void)
         goto cleanup;
     }
 
-    if (gg_repo_dir(&ctx, &req.repo, err, sizeof(err)) != 0
+    /*
+     * the grant matches in any case (bottle_repo_same()); the forge is
+     * asked, and the hook forwards, with the grant's spelling: the
+     * operator's, the one a case-sensitive forge knows (docs/gitgate.md,
+     * "Owner and repo names")
+     */
+    memcpy(ctx.repo.owner, grant->owner, sizeof(ctx.repo.owner));
+    memcpy(ctx.repo.repo, grant->repo, sizeof(ctx.repo.repo));
+    snprintf(ctx.name, sizeof(ctx.name), "%s/%s/%s", ctx.repo.forge,
+             ctx.repo.owner, ctx.repo.repo);
+
+    if (gg_repo_dir(&ctx, &ctx.repo, err, sizeof(err)) != 0
         || gg_repo_init(&ctx, err, sizeof(err)) != 0
         || gg_hooks(&ctx, hooks, sizeof(hooks), err, sizeof(err)) != 0)
     {
@@ -410,9 +422,14 @@ gg_hooks(gg_ctx_t *ctx, char *hooks, size_t size, char *err, size_t errlen)
 
 /*
  * The gate's copy refreshed from the forge: one refresh at a time per
- * repo (flock), and one that finished less than GITGATE_REFRESH seconds
- * ago is reused, so concurrent fetches share one.  The first refresh
- * also takes the forge's HEAD (what a clone checks out).
+ * repo (flock).  A copy that matched the forge less than GITGATE_REFRESH
+ * seconds ago (the freshness window) is served as it is, and so is one
+ * whose refresh ended while this request waited for the lock: concurrent
+ * fetches share one refresh.  After the window, the forge's refs are
+ * compared with the copy's (gg_fresh_same()) and only a difference is
+ * fetched.  The first refresh also takes the forge's HEAD (what a clone
+ * checks out).  A push through the gate moves the copy's refs itself; a
+ * push the forge refused expires the window (gg_fresh_expire()).
  */
 
 static int
@@ -463,6 +480,18 @@ gg_refresh(gg_ctx_t *ctx, int fetch, char *err, size_t errlen)
         goto cleanup;
     }
 
+    /* after the window: the forge's refs alone, the copy's if the same */
+    if (!first) {
+        rc = gg_fresh_same(ctx, err, errlen);
+        if (rc < 0) {
+            goto cleanup;
+        }
+
+        if (rc == 1) {
+            goto stamp;
+        }
+    }
+
     if (first) {
         args[0] = "ls-remote";
         args[1] = "--symref";
@@ -503,15 +532,19 @@ gg_refresh(gg_ctx_t *ctx, int fetch, char *err, size_t errlen)
         }
     }
 
-    args[0] = "fetch";
-    args[1] = "-q";
-    args[2] = "--prune";
-    args[3] = "--no-tags";
-    args[4] = "--no-write-fetch-head";
-    args[5] = ctx->url;
-    args[6] = "+refs/heads/*:refs/heads/*";
-    args[7] = "+refs/tags/*:refs/tags/*";
-    args[8] = NULL;
+    /* the forge's pack kept as it came (never exploded into loose
+     * objects): fetches are served from it as it is */
+    args[0] = "-c";
+    args[1] = "fetch.unpackLimit=1";
+    args[2] = "fetch";
+    args[3] = "-q";
+    args[4] = "--prune";
+    args[5] = "--no-tags";
+    args[6] = "--no-write-fetch-head";
+    args[7] = ctx->url;
+    args[8] = "+refs/heads/*:refs/heads/*";
+    args[9] = "+refs/tags/*:refs/tags/*";
+    args[10] = NULL;
 
     rc = gg_git(&ctx->conf, ctx->repo_dir, ctx->forge.token, args, out,
                 sizeof(out), err, errlen);
@@ -523,6 +556,8 @@ gg_refresh(gg_ctx_t *ctx, int fetch, char *err, size_t errlen)
         rc = -1;
         goto cleanup;
     }
+
+stamp:
 
     /* the stamp's mtime is the refresh's time */
     close(open(stamp, O_WRONLY | O_CREAT | O_CLOEXEC, 0640));
@@ -549,7 +584,7 @@ gg_backend(gg_ctx_t *ctx, const gg_request_t *req, const char *hooks,
 {
     size_t        n, i;
     char          path_info[GG_PATH_LEN], *rel, var[13][GG_PATH_LEN + 64];
-    const char   *env[48], *v, *argv[3];
+    const char   *env[56], *v, *argv[3];
 
     static const char  *pass[] = {
         "PATH", "REQUEST_METHOD", "QUERY_STRING", "CONTENT_TYPE",
@@ -606,7 +641,7 @@ gg_backend(gg_ctx_t *ctx, const gg_request_t *req, const char *hooks,
     env[n++] = "GIT_HTTP_EXPORT_ALL=1";
     env[n++] = "GIT_CONFIG_NOSYSTEM=1";
     env[n++] = "GIT_CONFIG_GLOBAL=/dev/null";
-    env[n++] = "GIT_CONFIG_COUNT=4";
+    env[n++] = "GIT_CONFIG_COUNT=5";
     env[n++] = "GIT_CONFIG_KEY_0=core.hooksPath";
     env[n++] = "GIT_CONFIG_KEY_1=http.receivepack";
     env[n++] = write ? "GIT_CONFIG_VALUE_1=true" : "GIT_CONFIG_VALUE_1=false";
@@ -619,6 +654,11 @@ gg_backend(gg_ctx_t *ctx, const gg_request_t *req, const char *hooks,
      * (gg_pack.h) instead of asking git cat-file for each object */
     env[n++] = "GIT_CONFIG_KEY_3=receive.unpackLimit";
     env[n++] = "GIT_CONFIG_VALUE_3=1";
+    /* a fetch is served from the copy's packs as the forge made them:
+     * no new search for deltas (CPU for each clone, seconds for a big
+     * repo of blobs that do not delta; docs/gitgate.md, "Speed") */
+    env[n++] = "GIT_CONFIG_KEY_4=pack.window";
+    env[n++] = "GIT_CONFIG_VALUE_4=0";
     env[n] = NULL;
 
     argv[0] = ctx->conf.git;

@@ -23,6 +23,7 @@ use Test::Nginx;
 use Test::Bottle;
 use Test::Bottle::Gateway;
 
+use POSIX qw//;
 use Time::HiRes qw/ sleep time /;
 
 select STDERR; $| = 1;
@@ -60,15 +61,38 @@ my $GATE = gitgate_fastcgi($sock, GITGATE_DIR => "$d/gate",
 	GITGATE_FORGES => "$d/forges.json",
 	GITGATE_REFRESH => 0);
 
+# the gate as shipped: the default freshness window (warm_under_load())
+my $WP = port(8094);
+my $GATE_WINDOW = gitgate_fastcgi($sock, GITGATE_DIR => "$d/gate",
+	GITGATE_POLICY => "$d/policy.json",
+	GITGATE_FORGES => "$d/forges.json");
+
 $t->write_file_expand('nginx.conf', gitgate_conf(policy => "$d/policy.json",
-	port => $GP, gate => $GATE, realm => 0));
+	port => $GP, gate => $GATE, realm => 0, servers => <<"EOF"));
+server {
+    listen 127.0.0.1:$WP;
+    client_max_body_size 0;
+
+    location / {
+        bottle_attribute git;
+
+$GATE_WINDOW
+    }
+}
+EOF
+
+# the gate's nginx logs as the forge's does (info): Test::Nginx's debug
+# log writes lines for every buffer of the pack, a cost no gateway has
+my $conf = $t->read_file('nginx.conf');
+$conf =~ s/^(error_log \S+) debug;$/$1 info;/m or die "no debug log\n";
+$t->write_file('nginx.conf', $conf);
 
 gitgate_fcgiwrap($t, $sock, children => 4);
 
 my $r = forge_repo($t, 'data/big', size => "${MB}M", file_size => '1M',
 	commits => 2);
 
-$t->run()->plan(4);
+$t->run()->plan(6);
 
 ###############################################################################
 
@@ -95,5 +119,79 @@ diag(sprintf "%d MB: direct %.2f s, through the gate first %.2f s (%.2fx), "
 	$ratio);
 
 cmp_ok($ratio, '<=', 1.3, 'a clone through the gate within 1.3x');
+
+warm_under_load();
+###############################################################################
+
+# issue 34: a warm clone under background load.  BENCH_GITGATE_LOAD CPU
+# burners (default 3, on top of whatever the machine runs), then
+# BENCH_GITGATE_ROUNDS rounds (default 5) of a clone straight from the
+# forge, one through the gate inside its freshness window (the shipped
+# default: the copy served as it is) and one after it (GITGATE_REFRESH 0:
+# the forge's refs compared with the copy's first), in a rotating order;
+# the medians' ratios.
+
+sub warm_under_load {
+	my $burners = $ENV{BENCH_GITGATE_LOAD} // 3;
+	my $rounds = $ENV{BENCH_GITGATE_ROUNDS} // 5;
+
+	my @burn;
+	for (1 .. $burners) {
+		my $pid = fork() // die "fork: $!\n";
+		if ($pid == 0) {
+			open STDOUT, '>', '/dev/null';
+			exec('yes') or POSIX::_exit(127);
+		}
+		push @burn, $pid;
+	}
+
+	my $window = "http://x:$TOKEN\@127.0.0.1:$WP/github.com/";
+	my %url = (
+		direct => [ $r->{auth_url} ],
+		window => [ '-c', "url.$window.insteadOf=https://github.com/",
+			'https://github.com/data/big' ],
+		after => [ @via, 'https://github.com/data/big' ],
+	);
+	my @kinds = qw/ direct window after /;
+	my (%s, $failed, $n);
+
+	# the window's copy refreshed once, then warm
+	run_git($t, @{$url{window}}[0 .. 1], 'ls-remote', $url{window}[2]);
+
+	for my $round (1 .. $rounds) {
+		for my $k (@kinds[map { ($_ + $round) % 3 } 0 .. 2]) {
+			my $dir = "load-$k-$round";
+			my @u = @{$url{$k}};
+			my $t0 = time();
+			my ($rc, $out) = run_git($t, @u[0 .. $#u - 1], 'clone',
+				'-q', '--no-checkout', $u[-1], $dir);
+			push @{$s{$k}}, time() - $t0;
+			$failed++, diag("$dir: $out") if $rc;
+			system('rm', '-rf', "$d/$dir");
+		}
+	}
+
+	kill 'TERM', @burn;
+	waitpid($_, 0) for @burn;
+
+	my %m = map { $_ => median(@{$s{$_}}) } @kinds;
+	my $load = do { open my $fh, '<', '/proc/loadavg'; (split ' ', <$fh>)[0] };
+	diag(sprintf "warm clone of %d MB under load (%d burners, load average "
+		. "%s, %d rounds, medians): direct %.2f s, through the gate "
+		. "inside the window %.2f s (%.2fx), after it %.2f s (%.2fx)",
+		$MB, $burners, $load, $rounds, $m{direct}, $m{window},
+		$m{window} / $m{direct}, $m{after}, $m{after} / $m{direct});
+	diag(sprintf "  %-7s %s", $_, join ' ', map { sprintf '%.2f', $_ }
+		@{$s{$_}}) for @kinds;
+
+	is($failed // 0, 0, 'clones under load');
+	cmp_ok($m{window} / $m{direct}, '<=', 1.15,
+		'a warm clone under load within 1.15x');
+}
+
+sub median {
+	my @v = sort { $a <=> $b } @_;
+	return @v % 2 ? $v[$#v / 2] : ($v[@v / 2 - 1] + $v[@v / 2]) / 2;
+}
 
 ###############################################################################
