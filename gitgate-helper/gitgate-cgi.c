@@ -188,8 +188,15 @@ gg_cgi(void)
             goto cleanup;
         }
 
-        if (rc != 0 || gg_refresh(&ctx, req.service == GG_SVC_UPLOAD, err,
-                                    sizeof(err)) != 0) {
+        /* a first clone in protocol v2: served while the copy fills
+         * (gg_first.c); the advertisement has no refs to refresh */
+        if (rc == 0 && req.service == GG_SVC_UPLOAD && gg_first_v2()
+            && gg_first_empty(&ctx))
+        {
+            /* served below */
+
+        } else if (rc != 0 || gg_refresh(&ctx, req.service == GG_SVC_UPLOAD,
+                                         err, sizeof(err)) != 0) {
             fprintf(stderr, "gitgate-cgi: %s: %s\n", ctx.name, err);
             gg_refuse(&req, "git-gate: %s cannot be read from the forge "
                       "(rule: forge_unavailable); try again, or ask the "
@@ -197,6 +204,24 @@ gg_cgi(void)
             rc = 0;
             goto cleanup;
         }
+    }
+
+    if (req.op == GG_OP_RPC && req.service == GG_SVC_UPLOAD
+        && gg_first_empty(&ctx))
+    {
+        rc = gg_first_rpc(&ctx, gg_refresh, err, sizeof(err));
+        if (rc <= 0) {
+            if (rc < 0) {
+                fprintf(stderr, "gitgate-cgi: %s: %s\n", ctx.name, err);
+                gg_http_error(502, "Bad Gateway", "git-gate: %s cannot be "
+                              "read from the forge (rule: "
+                              "forge_unavailable); try again, or ask the "
+                              "operator", ctx.name);
+            }
+            rc = 0;
+            goto cleanup;
+        }
+        rc = 0;
     }
 
     /* only returns on failure */
