@@ -36,55 +36,24 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gg_gate.h"
 #include "gg_pkt.h"
+#include "gg_first_int.h"
 
 
-#define GG_FIRST_BODY_MAX   (1024 * 1024)   /* an agent request parsed */
-#define GG_FIRST_REFS_MAX   100000          /* forge refs held */
-#define GG_FIRST_BUF        (4 * GG_PKT_MAX)
-#define GG_FIRST_OUT        (64 * 1024)
 
-
-typedef struct {
-    pid_t        pid;
-    int          in;            /* to the helper */
-    int          out;           /* from it */
-    size_t       pos, len;
-    char         buf[GG_FIRST_BUF];
-} gg_rh_t;
-
-typedef struct {
-    int          fd;
-    int          gone;          /* the agent left: keep filling */
-    size_t       len;
-    char         buf[GG_FIRST_OUT];
-} gg_out_t;
 
 
 static int gg_body_read(char **body, size_t *len, int *spill);
 static int gg_body_restore(const gg_ctx_t *ctx, const char *body, size_t len,
     char *err, size_t errlen);
-static int gg_rh_open(gg_ctx_t *ctx, gg_rh_t *rh, char *err, size_t errlen);
-static void gg_rh_close(gg_rh_t *rh);
-static int gg_rh_fill(gg_rh_t *rh);
-static int gg_rh_pkt(gg_rh_t *rh, int *type, const char **d, size_t *dlen,
-    const char **raw, size_t *rawlen);
-static int gg_rh_send(gg_rh_t *rh, const char *req, size_t len);
-static int gg_pkt_add(char *buf, size_t size, size_t *len, const char *s,
-    size_t slen);
 static int gg_ls_refs(gg_ctx_t *ctx, const gg_v2_request_t *r, char *err,
     size_t errlen);
 static int gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r,
     gg_refresh_pt refresh, char *err, size_t errlen);
-static int gg_allowed(gg_rh_t *rh, char **oids, size_t *n, char *err,
-    size_t errlen);
-static int gg_oid_cmp(const void *a, const void *b);
-static void gg_out(gg_out_t *o, const char *p, size_t len);
-static void gg_out_flush(gg_out_t *o);
-static int gg_write_all(int fd, const char *p, size_t len);
 
 
 int
@@ -126,7 +95,7 @@ gg_first_rpc(gg_ctx_t *ctx, gg_refresh_pt refresh, char *err, size_t errlen)
     body = NULL;
     len = 0;
     spill = 0;
-    memset(&r, 0, sizeof(r));
+       memset(&r, 0, sizeof(r));
 
     if (gg_forge_url(ctx, err, errlen) != 0) {
         return -1;
@@ -237,7 +206,7 @@ gg_body_restore(const gg_ctx_t *ctx, const char *body, size_t len, char *err,
     ssize_t  r;
 
     fd = open(ctx->conf.dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0 || gg_write_all(fd, body, len) != 0) {
+    if (fd < 0 || gg_first_write(fd, body, len) != 0) {
         goto failed;
     }
 
@@ -252,7 +221,7 @@ gg_body_restore(const gg_ctx_t *ctx, const char *body, size_t len, char *err,
         if (r == 0) {
             break;
         }
-        if (gg_write_all(fd, buf, (size_t) r) != 0) {
+        if (gg_first_write(fd, buf, (size_t) r) != 0) {
             goto failed;
         }
     }
@@ -284,8 +253,10 @@ gg_ls_refs(gg_ctx_t *ctx, const gg_v2_request_t *r, char *err,
     char        *req, *ans, *line, *p;
     size_t       len, size, i, dlen, rawlen, alen, asize;
     gg_rh_t     *rh;
+    gg_seen_t   cache;
     const char  *d, *raw, *oid, *peeled;
 
+    memset(&cache, 0, sizeof(cache));
     size = GG_FIRST_BODY_MAX + 64;
     req = malloc(size);
     rh = malloc(sizeof(*rh));
@@ -369,6 +340,8 @@ gg_ls_refs(gg_ctx_t *ctx, const gg_v2_request_t *r, char *err,
             if (keep == 0) {
                 continue;
             }
+            gg_seen_add(&cache, oid);
+            gg_seen_add(&cache, peeled);
         }
 
         if (alen + rawlen > asize) {
@@ -384,10 +357,12 @@ gg_ls_refs(gg_ctx_t *ctx, const gg_v2_request_t *r, char *err,
         alen += rawlen;
     }
 
+    gg_seen_write(ctx, &cache);
+
     printf("Status: 200 OK\r\nContent-Type: application/"
            "x-git-upload-pack-result\r\nCache-Control: no-cache\r\n\r\n");
     fflush(stdout);
-    gg_write_all(1, ans, alen);
+    gg_first_write(1, ans, alen);
     rc = 0;
 
 done:
@@ -396,6 +371,7 @@ done:
     free(rh);
     free(req);
     free(ans);
+    free(cache.oids);
     return rc;
 }
 
@@ -410,10 +386,11 @@ static int
 gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
     char *err, size_t errlen)
 {
-    int           type, rc, ip_in, ip_out, status, inpack, broken;
-    char         *req, *oids, key[GG_PKT_OID_HEX], line[64], gdir[GG_PATH_LEN];
+    int           type, rc, ip_in, ip_out, status, inpack, broken, logfd,
+                  saved;
+    char         *req, *oids, line[64], gdir[GG_PATH_LEN];
     size_t        n, i, len, size, dlen, rawlen;
-    pid_t         ip_pid;
+    pid_t         ip_pid, pid;
     gg_rh_t      *rh;
     gg_out_t     *o;
     const char   *d, *raw, *args[4];
@@ -425,6 +402,7 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
     oids = NULL;
     ip_pid = -1;
     ip_in = ip_out = -1;
+    logfd = saved = -1;
 
     if (rh == NULL || o == NULL || req == NULL) {
         free(rh);
@@ -434,7 +412,7 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
         return -1;
     }
 
-    if (gg_rh_open(ctx, rh, err, errlen) != 0) {
+       if (gg_rh_open(ctx, rh, err, errlen) != 0) {
         free(rh);
         free(o);
         free(req);
@@ -443,16 +421,22 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
 
     rc = -1;
 
-    /* nothing beyond the grant: each want one of the served refs' */
-    if (gg_allowed(rh, &oids, &n, err, errlen) != 0) {
-        goto done;
-    }
+    /*
+     * nothing beyond the grant: each want one of the served refs'
+     * objects, as the agent's ls-refs just listed them (the gate's own
+     * record of the forge's answer, GG_FIRST_CACHE_AGE seconds at most),
+     * or as the forge lists them now
+     */
+    n = 0;
+    if (gg_seen_read(ctx, &oids, &n) != 0 || !gg_wants_in(r, oids, n)) {
+        free(oids);
+        oids = NULL;
 
-    for (i = 0; i < r->nwants; i++) {
-        memcpy(key, r->wants[i], GG_PKT_OID_HEX);
-        if (n == 0 || bsearch(key, oids, n, GG_PKT_OID_HEX, gg_oid_cmp)
-                      == NULL)
-        {
+        if (gg_allowed(rh, &oids, &n, err, errlen) != 0) {
+            goto done;
+        }
+
+        if (!gg_wants_in(r, oids, n)) {
             rc = 1;
             goto done;
         }
@@ -487,22 +471,46 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
 
     rc = -1;
 
-    snprintf(gdir, sizeof(gdir), "%s", ctx->repo_dir);
     args[0] = "index-pack";
     args[1] = "--stdin";
     args[2] = NULL;
 
-    if (gg_git_spawn(&ctx->conf, gdir, NULL, args, &ip_in, &ip_out, &ip_pid,
-                     err, errlen) != 0)
-    {
+    /*
+     * index-pack's stderr, and the gate's own once the agent is
+     * answered, go to <copy>/gitgate-first.log: fcgiwrap ends the
+     * response only when stdout and stderr are both closed
+     */
+    snprintf(line, sizeof(line), "/gitgate-first.log");
+    snprintf(gdir, sizeof(gdir), "%s%s", ctx->repo_dir, line);
+    logfd = open(gdir, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    saved = fcntl(2, F_DUPFD_CLOEXEC, 3);
+    if (logfd < 0 || saved < 0 || dup2(logfd, 2) < 0) {
+        snprintf(err, errlen, "failure '%.300s': %s", gdir, strerror(errno));
         goto done;
     }
+
+    snprintf(gdir, sizeof(gdir), "%s", ctx->repo_dir);
+    rc = gg_git_spawn(&ctx->conf, gdir, NULL, args, &ip_in, &ip_out,
+                      &ip_pid, err, errlen);
+    dup2(saved, 2);
+    close(saved);
+    saved = -1;
+    if (rc != 0) {
+        rc = -1;
+        goto done;
+    }
+    rc = -1;
 
     if (gg_rh_send(rh, req, len) != 0) {
         snprintf(err, errlen, "failure 'fetch': the forge's transport "
                  "went away");
         goto done;
     }
+
+       /* roomy pipes: the agent and index-pack each read at their pace */
+    fcntl(ip_in, F_SETPIPE_SZ, GG_FIRST_PIPE);
+    fcntl(1, F_SETPIPE_SZ, GG_FIRST_PIPE);
+    fcntl(rh->out, F_SETPIPE_SZ, GG_FIRST_PIPE);
 
     /* from here on the agent has an answer: failures are only logged */
     signal(SIGPIPE, SIG_IGN);
@@ -543,8 +551,7 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
             if (dlen >= 8 && memcmp(d, "packfile", 8) == 0
                 && (dlen == 8 || (dlen == 9 && d[8] == '\n')))
             {
-                inpack = 1;
-            } else {
+                inpack = 1;            } else {
                 /* a section the gate did not ask for */
                 broken = 1;
             }
@@ -554,7 +561,7 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
         if (dlen == 0 || d[0] == 3) {
             broken = 1;
         } else if (d[0] == 1 && ip_in >= 0
-                   && gg_write_all(ip_in, d + 1, dlen - 1) != 0)
+                   && gg_first_write(ip_in, d + 1, dlen - 1) != 0)
         {
             close(ip_in);
             ip_in = -1;
@@ -564,7 +571,21 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
     /* the agent is answered; the copy's pack is finished after it */
     gg_out_flush(o);
     close(1);
-    gg_rh_close(rh);
+    dup2(logfd, 2);
+       gg_rh_close(rh);
+
+    /*
+     * fcgiwrap ends the agent's response once this process is gone:
+     * the pack's indexing and the refresh go on in a child, which keeps
+     * the first-fill lock (an flock stays with the open file)
+     */
+    pid = fork();
+    if (pid > 0) {
+        _exit(0);
+    }
+    if (pid == 0) {
+        setsid();
+    }
 
     if (broken && ip_pid > 0) {
         kill(ip_pid, SIGTERM);
@@ -599,10 +620,10 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
         goto done;
     }
 
-    if (refresh(ctx, 1, err, errlen) != 0) {
+       if (refresh(ctx, 1, err, errlen) != 0) {
         fprintf(stderr, "gitgate-cgi: %s: %s\n", ctx->name, err);
     }
-
+   
 done:
 
     if (ip_in >= 0) {
@@ -616,327 +637,15 @@ done:
         waitpid(ip_pid, &status, 0);
     }
     gg_rh_close(rh);
+    if (logfd >= 0) {
+        close(logfd);
+    }
+    if (saved >= 0) {
+        close(saved);
+    }
     free(rh);
     free(o);
     free(req);
     free(oids);
     return rc;
-}
-
-
-/* the forge's heads and tags (tips and peeled tags), sorted */
-
-static int
-gg_allowed(gg_rh_t *rh, char **oids, size_t *n, char *err, size_t errlen)
-{
-    int          type, keep;
-    char        *p;
-    size_t       dlen, rawlen, size;
-    const char  *d, *raw, *oid, *peeled;
-
-    static const char  req[] = "0014command=ls-refs\n" "0001" "0009peel\n"
-                               "001bref-prefix refs/heads/\n"
-                               "001aref-prefix refs/tags/\n" "0000";
-
-    *oids = NULL;
-    *n = 0;
-    size = 0;
-
-    if (gg_rh_send(rh, req, sizeof(req) - 1) != 0) {
-        snprintf(err, errlen, "failure 'ls-refs': the forge's transport "
-                 "went away");
-        return -1;
-    }
-
-    for ( ;; ) {
-        if (gg_rh_pkt(rh, &type, &d, &dlen, &raw, &rawlen) != 0) {
-            snprintf(err, errlen, "failure 'ls-refs': the forge's answer "
-                     "is cut short or malformed");
-            return -1;
-        }
-
-        if (type == GG_PKT_END) {
-            break;
-        }
-
-        if (type != GG_PKT_DATA) {
-            continue;
-        }
-
-        keep = gg_ls_refs_line(d, dlen, &oid, &peeled);
-        if (keep < 0 || *n + 2 > 2 * GG_FIRST_REFS_MAX) {
-            snprintf(err, errlen, "failure 'ls-refs': a malformed line "
-                     "from the forge, or too many refs");
-            return -1;
-        }
-
-        if (keep == 0 || oid == NULL) {
-            continue;
-        }
-
-        if (*n + 2 > size) {
-            size = size * 2 + 64;
-            p = realloc(*oids, size * GG_PKT_OID_HEX);
-            if (p == NULL) {
-                snprintf(err, errlen, "out of memory");
-                return -1;
-            }
-            *oids = p;
-        }
-
-        memcpy(*oids + (*n)++ * GG_PKT_OID_HEX, oid, GG_PKT_OID_HEX);
-        if (peeled) {
-            memcpy(*oids + (*n)++ * GG_PKT_OID_HEX, peeled, GG_PKT_OID_HEX);
-        }
-    }
-
-    if (*n) {
-        qsort(*oids, *n, GG_PKT_OID_HEX, gg_oid_cmp);
-    }
-
-    return 0;
-}
-
-
-static int
-gg_oid_cmp(const void *a, const void *b)
-{
-    return memcmp(a, b, GG_PKT_OID_HEX);
-}
-
-
-/* `git remote-http(s) <url> <url>`, stateless-connect git-upload-pack */
-
-static int
-gg_rh_open(gg_ctx_t *ctx, gg_rh_t *rh, char *err, size_t errlen)
-{
-    int          type;
-    char        *nl, cmd[32];
-    size_t       dlen, rawlen;
-    const char  *args[4], *d, *raw;
-
-    static const char  sc[] = "stateless-connect git-upload-pack\n";
-
-    rh->pid = -1;
-    rh->in = rh->out = -1;
-    rh->pos = rh->len = 0;
-
-    if (strncmp(ctx->url, "https://", 8) == 0) {
-        snprintf(cmd, sizeof(cmd), "remote-https");
-    } else if (strncmp(ctx->url, "http://", 7) == 0) {
-        snprintf(cmd, sizeof(cmd), "remote-http");
-    } else {
-        snprintf(err, errlen, "failure '%s': not an http(s) forge", ctx->name);
-        return -1;
-    }
-
-    args[0] = cmd;
-    args[1] = ctx->url;
-    args[2] = ctx->url;
-    args[3] = NULL;
-
-    if (gg_git_spawn(&ctx->conf, NULL, ctx->forge.token, args, &rh->in,
-                     &rh->out, &rh->pid, err, errlen) != 0)
-    {
-        return -1;
-    }
-
-    if (gg_write_all(rh->in, sc, sizeof(sc) - 1) != 0) {
-        goto failed;
-    }
-
-    /* "\n": connected; "fallback\n": not protocol v2 */
-    for ( ;; ) {
-        nl = memchr(rh->buf + rh->pos, '\n', rh->len - rh->pos);
-        if (nl) {
-            break;
-        }
-        if (gg_rh_fill(rh) != 0) {
-            goto failed;
-        }
-    }
-
-    if (nl != rh->buf + rh->pos) {
-        goto failed;
-    }
-    rh->pos++;
-
-    /* the capability advertisement, up to its flush */
-    for ( ;; ) {
-        if (gg_rh_pkt(rh, &type, &d, &dlen, &raw, &rawlen) != 0) {
-            goto failed;
-        }
-        if (type == GG_PKT_FLUSH) {
-            return 0;
-        }
-    }
-
-failed:
-
-    snprintf(err, errlen, "failure '%s': the forge does not answer "
-             "protocol v2", ctx->name);
-    gg_rh_close(rh);
-    return -1;
-}
-
-
-static void
-gg_rh_close(gg_rh_t *rh)
-{
-    int  status;
-
-    if (rh->in >= 0) {
-        close(rh->in);
-        rh->in = -1;
-    }
-    if (rh->out >= 0) {
-        close(rh->out);
-        rh->out = -1;
-    }
-    if (rh->pid > 0) {
-        while (waitpid(rh->pid, &status, 0) < 0 && errno == EINTR) {
-            /* again */
-        }
-        rh->pid = -1;
-    }
-}
-
-
-static int
-gg_rh_fill(gg_rh_t *rh)
-{
-    ssize_t  r;
-
-    if (rh->pos && rh->pos == rh->len) {
-        rh->pos = rh->len = 0;
-
-    } else if (rh->pos > GG_FIRST_BUF / 2) {
-        memmove(rh->buf, rh->buf + rh->pos, rh->len - rh->pos);
-        rh->len -= rh->pos;
-        rh->pos = 0;
-    }
-
-    if (rh->len == GG_FIRST_BUF) {
-        return -1;
-    }
-
-    for ( ;; ) {
-        r = read(rh->out, rh->buf + rh->len, GG_FIRST_BUF - rh->len);
-        if (r < 0 && errno == EINTR) {
-            continue;
-        }
-        if (r <= 0) {
-            return -1;
-        }
-        rh->len += (size_t) r;
-        return 0;
-    }
-}
-
-
-/* the next pkt-line; its bytes valid until the next call */
-
-static int
-gg_rh_pkt(gg_rh_t *rh, int *type, const char **d, size_t *dlen,
-    const char **raw, size_t *rawlen)
-{
-    long  n;
-
-    for ( ;; ) {
-        n = gg_pkt_next(rh->buf + rh->pos, rh->len - rh->pos, type, d, dlen);
-        if (n < 0) {
-            return -1;
-        }
-        if (n > 0) {
-            *raw = rh->buf + rh->pos;
-            *rawlen = (size_t) n;
-            rh->pos += (size_t) n;
-            return 0;
-        }
-        if (gg_rh_fill(rh) != 0) {
-            return -1;
-        }
-    }
-}
-
-
-static int
-gg_rh_send(gg_rh_t *rh, const char *req, size_t len)
-{
-    return gg_write_all(rh->in, req, len);
-}
-
-
-/* a pkt-line of s[0, slen); s NULL: 0000 (slen 0) or 0001 (slen 1) */
-
-static int
-gg_pkt_add(char *buf, size_t size, size_t *len, const char *s, size_t slen)
-{
-    if (s == NULL) {
-        if (size - *len < 4) {
-            return -1;
-        }
-        memcpy(buf + *len, slen ? "0001" : "0000", 4);
-        *len += 4;
-        return 0;
-    }
-
-    if (slen + 4 > GG_PKT_MAX || size - *len < slen + 5) {
-        return -1;
-    }
-
-    snprintf(buf + *len, 5, "%04zx", slen + 4);
-    memcpy(buf + *len + 4, s, slen);
-    *len += slen + 4;
-    return 0;
-}
-
-
-static void
-gg_out(gg_out_t *o, const char *p, size_t len)
-{
-    if (o->len + len > sizeof(o->buf)) {
-        gg_out_flush(o);
-    }
-
-    if (len > sizeof(o->buf)) {
-        if (!o->gone && gg_write_all(o->fd, p, len) != 0) {
-            o->gone = 1;
-        }
-        return;
-    }
-
-    memcpy(o->buf + o->len, p, len);
-    o->len += len;
-}
-
-
-static void
-gg_out_flush(gg_out_t *o)
-{
-    if (o->len && !o->gone && gg_write_all(o->fd, o->buf, o->len) != 0) {
-        o->gone = 1;
-    }
-    o->len = 0;
-}
-
-
-static int
-gg_write_all(int fd, const char *p, size_t len)
-{
-    ssize_t  w;
-
-    while (len) {
-        w = write(fd, p, len);
-        if (w < 0 && errno == EINTR) {
-            continue;
-        }
-        if (w <= 0) {
-            return -1;
-        }
-        p += w;
-        len -= (size_t) w;
-    }
-
-    return 0;
 }
