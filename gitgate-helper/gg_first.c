@@ -95,7 +95,7 @@ gg_first_rpc(gg_ctx_t *ctx, gg_refresh_pt refresh, char *err, size_t errlen)
     body = NULL;
     len = 0;
     spill = 0;
-       memset(&r, 0, sizeof(r));
+    memset(&r, 0, sizeof(r));
 
     if (gg_forge_url(ctx, err, errlen) != 0) {
         return -1;
@@ -118,7 +118,13 @@ gg_first_rpc(gg_ctx_t *ctx, gg_refresh_pt refresh, char *err, size_t errlen)
         && r.command == GG_CMD_LS_REFS)
     {
         rc = gg_ls_refs(ctx, &r, err, errlen);
-        goto done;
+        if (rc == 0) {
+            goto done;
+        }
+
+        /* nothing sent yet: served from the copy, filled first */
+        fprintf(stderr, "gitgate-cgi: %s: %s; the copy is filled first\n",
+                ctx->name, err);
     }
 
     snprintf(lock, sizeof(lock), "%s/gitgate-first.lock", ctx->repo_dir);
@@ -133,8 +139,13 @@ gg_first_rpc(gg_ctx_t *ctx, gg_refresh_pt refresh, char *err, size_t errlen)
     /* held until exit: waiters go on once the copy is filled */
     if (gg_first_empty(ctx) && r.simple) {
         rc = gg_fetch(ctx, &r, refresh, err, errlen);
-        if (rc != 1) {
+        if (rc == 0) {
             goto done;
+        }
+
+        if (rc < 0) {
+            fprintf(stderr, "gitgate-cgi: %s: %s; the copy is filled "
+                    "first\n", ctx->name, err);
         }
     }
 
@@ -388,7 +399,7 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
 {
     int           type, rc, ip_in, ip_out, status, inpack, broken, logfd,
                   saved;
-    char         *req, *oids, line[64], gdir[GG_PATH_LEN];
+    char         *req, *oids, line[64], gdir[GG_PATH_LEN + 32];
     size_t        n, i, len, size, dlen, rawlen;
     pid_t         ip_pid, pid;
     gg_rh_t      *rh;
@@ -480,8 +491,7 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
      * answered, go to <copy>/gitgate-first.log: fcgiwrap ends the
      * response only when stdout and stderr are both closed
      */
-    snprintf(line, sizeof(line), "/gitgate-first.log");
-    snprintf(gdir, sizeof(gdir), "%s%s", ctx->repo_dir, line);
+    snprintf(gdir, sizeof(gdir), "%s/gitgate-first.log", ctx->repo_dir);
     logfd = open(gdir, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
     saved = fcntl(2, F_DUPFD_CLOEXEC, 3);
     if (logfd < 0 || saved < 0 || dup2(logfd, 2) < 0) {

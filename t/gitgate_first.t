@@ -127,6 +127,8 @@ is(objects("$d/small-gate.git"), objects_reachable("$d/small-forge.git",
 	map { $forge{$_} } keys %forge), 'first clone: the same objects');
 ok(!has_object("$d/small-gate.git", $SECRET),
 	'first clone: no pull request commit');
+# the copy's index and refresh finish after the agent's answer
+copy_settled('small');
 is(refs_line("$d/gate/github.com/data/small.git"),
 	join(',', map { "$_=$forge{$_}" } sort keys %forge),
 	'first clone: the copy holds the refs');
@@ -157,6 +159,7 @@ for my $i (1 .. 3) {
 }
 my $ok = 0;
 for (@pids) { waitpid($_, 0); $ok++ if $? == 0; }
+diag(`cat $d/git-client.*.out 2>/dev/null | tail -20`) if $ok != 3;
 is($ok, 3, 'three first clones at once');
 is(fetches() - $n0, 1, 'three first clones: one fetch from the forge');
 is(join(' ', map { `git --git-dir=$d/more-$_/.git rev-parse HEAD` =~ s/\n//r }
@@ -210,6 +213,18 @@ is(`git --git-dir=$d/old/.git rev-parse HEAD` =~ s/\n//r, $R{old}{head},
 	'protocol v0 first clone: the forge\'s head');
 
 ###############################################################################
+
+# the first fill's lock free again: the copy indexed and refreshed
+sub copy_settled {
+	my ($name) = @_;
+	my $lock = "$d/gate/github.com/data/$name.git/gitgate-first.lock";
+	for (1 .. 600) {
+		open my $fh, '<', $lock or return;
+		return if flock($fh, 6);    # LOCK_EX | LOCK_NB
+		close $fh;
+		sleep 0.1;
+	}
+}
 
 sub fgit {
 	my ($dir, @args) = @_;
