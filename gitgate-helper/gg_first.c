@@ -402,6 +402,8 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
     char         *req, *oids, line[64], gdir[GG_PATH_LEN + 32];
     size_t        n, i, len, size, dlen, rawlen;
     pid_t         ip_pid, pid;
+    size_t        got;
+    ssize_t       nr;
     gg_rh_t      *rh;
     gg_out_t     *o;
     const char   *d, *raw, *args[4];
@@ -589,6 +591,11 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
      * the pack's indexing and the refresh go on in a child, which keeps
      * the first-fill lock (an flock stays with the open file)
      */
+    /*
+     * index-pack is then a child of the process that exits: the one
+     * that goes on knows it ended from its stdout, "pack\t<hash>\n"
+     * once the pack and its index are kept, nothing on a failure
+     */
     pid = fork();
     if (pid > 0) {
         _exit(0);
@@ -606,16 +613,28 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
         ip_in = -1;
     }
 
-    while ((i = (size_t) read(ip_out, line, sizeof(line))) > 0
-           && i != (size_t) -1)
-    {
-        /* "pack\t<hash>": not needed */
+    got = 0;
+    for ( ;; ) {
+        nr = read(ip_out, line + got, sizeof(line) - 1 - got);
+        if (nr < 0 && errno == EINTR) {
+            continue;
+        }
+        if (nr <= 0) {
+            break;
+        }
+        got += (size_t) nr;
+        if (got == sizeof(line) - 1) {
+            break;
+        }
     }
+    line[got] = '\0';
     close(ip_out);
     ip_out = -1;
 
-    while (waitpid(ip_pid, &status, 0) < 0 && errno == EINTR) {
-        /* again */
+    if (pid < 0) {
+        while (waitpid(ip_pid, &status, 0) < 0 && errno == EINTR) {
+            /* again */
+        }
     }
     ip_pid = -1;
 
@@ -624,16 +643,18 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
         goto done;
     }
 
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (got < 5 + GG_PKT_OID_HEX || memcmp(line, "pack\t", 5) != 0
+        || !gg_pkt_oid(line + 5, got - 5))
+    {
         fprintf(stderr, "gitgate-cgi: %s: failure 'index-pack': the "
                 "forge's pack was not kept\n", ctx->name);
         goto done;
     }
 
-       if (refresh(ctx, 1, err, errlen) != 0) {
+    if (refresh(ctx, 1, err, errlen) != 0) {
         fprintf(stderr, "gitgate-cgi: %s: %s\n", ctx->name, err);
     }
-   
+
 done:
 
     if (ip_in >= 0) {

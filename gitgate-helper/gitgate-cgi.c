@@ -350,7 +350,7 @@ gg_mkdirs(char *path, char *err, size_t errlen)
 static int
 gg_repo_init(gg_ctx_t *ctx, char *err, size_t errlen)
 {
-    int          rc;
+    int          rc, i;
     char         head[GG_PATH_LEN + 8], out[1024];
     struct stat  st;
     const char  *args[5];
@@ -370,7 +370,17 @@ gg_repo_init(gg_ctx_t *ctx, char *err, size_t errlen)
     args[3] = ctx->repo_dir;
     args[4] = NULL;
 
-    rc = gg_git(&ctx->conf, NULL, NULL, args, out, sizeof(out), err, errlen);
+    /* two first requests at once: git init fails on the other's config
+     * lock; again once it is done */
+    for (i = 0; i < 5; i++) {
+        rc = gg_git(&ctx->conf, NULL, NULL, args, out, sizeof(out), err,
+                    errlen);
+        if (rc <= 0) {
+            break;
+        }
+        usleep(100000);
+    }
+
     if (rc > 0) {
         snprintf(err, errlen, "failure '%.300s': git init: %.200s",
                  ctx->repo_dir, out);
