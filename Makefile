@@ -289,6 +289,12 @@ $(BUILD)/fuzz/gg_trailer_fuzz: fuzz/gg_trailer_fuzz.c fuzz/fuzz.h \
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< gitgate-helper/gg_trailer.c
 
+# git-gate's pkt-line and protocol v2 readers: their own source
+$(BUILD)/fuzz/gg_pkt_fuzz: fuzz/gg_pkt_fuzz.c fuzz/fuzz.h \
+                           gitgate-helper/gg_pkt.c gitgate-helper/gg_pkt.h
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< gitgate-helper/gg_pkt.c
+
 # git-gate's blob reader: git cat-file's answers, its own source
 $(BUILD)/fuzz/gg_blob_fuzz: fuzz/gg_blob_fuzz.c fuzz/fuzz.h \
                             gitgate-helper/gg_blob.c \

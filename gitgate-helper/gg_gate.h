@@ -24,6 +24,7 @@
 #define GG_GATE_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "bottle_policy.h"
 #include "gg_scan.h"
@@ -131,6 +132,20 @@ int gg_git(const gg_conf_t *c, const char *git_dir, const char *token,
 /* the forge's URL of ctx->repo into ctx->url, its token into ctx->forge;
  * 0, 1 if the forge is not connected, -1 and err */
 int gg_forge_url(gg_ctx_t *ctx, char *err, size_t errlen);
+
+/* git with its stdin (*in) and stdout (*out) as pipes, stderr inherited,
+ * the token as gg_git() hands it; 0 and the caller waits for *pid */
+int gg_git_spawn(const gg_conf_t *c, const char *git_dir, const char *token,
+    const char *const *args, int *in, int *out, pid_t *pid, char *err,
+    size_t errlen);
+
+/* the first clone of a repo (gg_first.c); refresh is gitgate-cgi's */
+typedef int (*gg_refresh_pt)(gg_ctx_t *ctx, int fetch, char *err,
+    size_t errlen);
+int gg_first_empty(const gg_ctx_t *ctx);
+int gg_first_v2(void);
+int gg_first_rpc(gg_ctx_t *ctx, gg_refresh_pt refresh, char *err,
+    size_t errlen);
 
 /* releases what ctx holds, the forge token wiped */
 void gg_ctx_free(gg_ctx_t *ctx);

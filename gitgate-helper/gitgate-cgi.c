@@ -200,8 +200,15 @@ gg_cgi(void)
             goto cleanup;
         }
 
-        if (rc != 0 || gg_refresh(&ctx, req.service == GG_SVC_UPLOAD, err,
-                                    sizeof(err)) != 0) {
+        /* a first clone in protocol v2: served while the copy fills
+         * (gg_first.c); the advertisement has no refs to refresh */
+        if (rc == 0 && req.service == GG_SVC_UPLOAD && gg_first_v2()
+            && gg_first_empty(&ctx))
+        {
+            /* served below */
+
+        } else if (rc != 0 || gg_refresh(&ctx, req.service == GG_SVC_UPLOAD,
+                                         err, sizeof(err)) != 0) {
             fprintf(stderr, "gitgate-cgi: %s: %s\n", ctx.name, err);
             gg_refuse(&req, "git-gate: %s cannot be read from the forge "
                       "(rule: forge_unavailable); try again, or ask the "
@@ -209,6 +216,24 @@ gg_cgi(void)
             rc = 0;
             goto cleanup;
         }
+    }
+
+    if (req.op == GG_OP_RPC && req.service == GG_SVC_UPLOAD
+        && gg_first_empty(&ctx))
+    {
+        rc = gg_first_rpc(&ctx, gg_refresh, err, sizeof(err));
+        if (rc <= 0) {
+            if (rc < 0) {
+                fprintf(stderr, "gitgate-cgi: %s: %s\n", ctx.name, err);
+                gg_http_error(502, "Bad Gateway", "git-gate: %s cannot be "
+                              "read from the forge (rule: "
+                              "forge_unavailable); try again, or ask the "
+                              "operator", ctx.name);
+            }
+            rc = 0;
+            goto cleanup;
+        }
+        rc = 0;
     }
 
     /* only returns on failure */
@@ -337,7 +362,7 @@ gg_mkdirs(char *path, char *err, size_t errlen)
 static int
 gg_repo_init(gg_ctx_t *ctx, char *err, size_t errlen)
 {
-    int          rc;
+    int          rc, i;
     char         head[GG_PATH_LEN + 8], out[1024];
     struct stat  st;
     const char  *args[5];
@@ -357,7 +382,17 @@ gg_repo_init(gg_ctx_t *ctx, char *err, size_t errlen)
     args[3] = ctx->repo_dir;
     args[4] = NULL;
 
-    rc = gg_git(&ctx->conf, NULL, NULL, args, out, sizeof(out), err, errlen);
+    /* two first requests at once: git init fails on the other's config
+     * lock; again once it is done */
+    for (i = 0; i < 5; i++) {
+        rc = gg_git(&ctx->conf, NULL, NULL, args, out, sizeof(out), err,
+                    errlen);
+        if (rc <= 0) {
+            break;
+        }
+        usleep(100000);
+    }
+
     if (rc > 0) {
         snprintf(err, errlen, "failure '%.300s': git init: %.200s",
                  ctx->repo_dir, out);
