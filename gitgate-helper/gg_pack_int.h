@@ -99,6 +99,8 @@ void gg_xcache_free(gg_pack_t *p);
 
 /* huge pages: objects' buffers of at least this are advised to use them */
 #define GG_HUGE         (2 * 1024 * 1024)
+/* gg_alloc() maps a buffer's pages at once from this size up */
+#define GG_POPULATE     (64 * 1024)
 
 /* an object's buffer, malloc()'s, huge pages asked for when big */
 void *gg_alloc(size_t size);
