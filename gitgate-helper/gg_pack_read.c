@@ -165,6 +165,7 @@ gg_resolve(gg_pobj_t **out, gg_pack_t *p, uint32_t pack, uint64_t off,
                 free(d);
                 goto oom;
             }
+            gg_cache_whole(p, base);
             break;
         }
 
