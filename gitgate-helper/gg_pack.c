@@ -291,6 +291,8 @@ gg_pack_alloc(gg_pack_t **out, uint64_t cache, char *err, size_t errlen)
         goto oom;
     }
     p->budget = cache ? cache : GG_PACK_CACHE_DEFAULT;
+    p->wbudget = p->budget / 4 < GG_WHOLE_BUDGET ? p->budget / 4
+                                                 : GG_WHOLE_BUDGET;
     p->hsize = 4096;
     p->hash = calloc(p->hsize, sizeof(gg_pobj_t *));
     p->cpack = malloc(GG_PACK_DEPTH * sizeof(uint32_t));
@@ -633,7 +635,7 @@ gg_cache_trim(gg_pack_t *p)
 
     /* only whole entries' objects on that list: the held ones at most
      * are passed over */
-    for (o = p->wtail; o != NULL && p->wused > GG_WHOLE_BUDGET; o = prev) {
+    for (o = p->wtail; o != NULL && p->wused > p->wbudget; o = prev) {
         prev = o->wprev;
         if (o->refs == 0) {
             gg_cache_drop(p, o);

@@ -69,6 +69,8 @@ struct gg_pack_s {
     gg_pobj_t          *whead;      /* whole entries: most recent */
     gg_pobj_t          *wtail;
     uint64_t            wused;
+    uint64_t            wbudget;    /* GG_WHOLE_BUDGET, at most a quarter
+                                       of budget */
 
     unsigned char      *scratch;    /* a delta, inflated, while applied */
     size_t              scap;
@@ -108,7 +110,8 @@ void gg_xcache_free(gg_pack_t *p);
  * cache's budget: one costs only its inflate to have again, and their
  * buffers, freed, are what the next ones are inflated into, pages already
  * mapped and in the CPU's caches (a push of new files reads each one
- * once).  Objects built from deltas keep the whole budget.
+ * once).  Objects built from deltas keep the whole budget.  A cache of
+ * less than 4 * GG_WHOLE_BUDGET keeps a quarter of it for them.
  */
 #define GG_WHOLE_MIN    (64 * 1024)
 #define GG_WHOLE_BUDGET (4 * 1024 * 1024)
