@@ -192,6 +192,12 @@ bench-gitgate-shapes: $(BUILD)/gitgate_scan_bench $(BUILD)/gitgate-scan
 bench-gitgate-clone: module gitgate
 	BENCH_GITGATE_CLONE=1 prove -v t/gitgate_clone_bench.t
 
+# a push of 50 MB of new text through git-gate next to one straight to the
+# fake forge (t/gitgate_push_bench.t; BENCH_GITGATE_PUSH_MB)
+.PHONY: bench-gitgate-push
+bench-gitgate-push: module gitgate
+	BENCH_GITGATE_PUSH=1 prove -v t/gitgate_push_bench.t
+
 gitgate-asan:
 	$(MAKE) BUILD=build-asan \
 	    CC_OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined" \

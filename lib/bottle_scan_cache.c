@@ -70,6 +70,28 @@ cache_path(char *path, size_t len, const char *dir, const char *name,
 }
 
 
+/* the SHA-256 of the file's name (its key) and of the database's bytes:
+ * a database under another key does not check */
+static int
+cache_digest(unsigned char *md, const char *path, const char *bytes,
+    size_t len)
+{
+    int          ok;
+    const char  *base;
+    EVP_MD_CTX  *c;
+
+    base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    c = EVP_MD_CTX_new();
+    ok = c != NULL && EVP_DigestInit_ex(c, EVP_sha256(), NULL) == 1
+         && EVP_DigestUpdate(c, base, strlen(base) + 1) == 1
+         && EVP_DigestUpdate(c, bytes, len) == 1
+         && EVP_DigestFinal_ex(c, md, NULL) == 1;
+    EVP_MD_CTX_free(c);
+    return ok ? 0 : -1;
+}
+
+
 static int
 cache_load(hs_database_t **out, const char *path)
 {
@@ -104,8 +126,8 @@ cache_load(hs_database_t **out, const char *path)
     if (memcmp(buf, CACHE_MAGIC, CACHE_MAGIC_LEN) != 0) {
         goto done;
     }
-    SHA256((unsigned char *) buf + CACHE_HDR, got - CACHE_HDR, md);
-    if (memcmp(md, buf + CACHE_MAGIC_LEN, sizeof(md)) != 0
+    if (cache_digest(md, path, buf + CACHE_HDR, got - CACHE_HDR) != 0
+        || memcmp(md, buf + CACHE_MAGIC_LEN, sizeof(md)) != 0
         || hs_deserialize_database(buf + CACHE_HDR, got - CACHE_HDR, out)
            != HS_SUCCESS)
     {
@@ -135,7 +157,10 @@ cache_store(const hs_database_t *db, const char *path)
     if (hs_serialize_database(db, &bytes, &len) != HS_SUCCESS) {
         return;
     }
-    SHA256((unsigned char *) bytes, len, md);
+    if (cache_digest(md, path, bytes, len) != 0) {
+        free(bytes);
+        return;
+    }
     snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", path, (long) getpid());
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
               0600);
