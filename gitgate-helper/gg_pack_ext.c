@@ -187,7 +187,6 @@ gg_whole(gg_pobj_t **out, gg_pack_t *p, uint32_t pack, uint64_t off,
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    gg_cache_whole(p, o);
     *out = o;
     return 0;
 }

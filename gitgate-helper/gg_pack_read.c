@@ -49,6 +49,11 @@ gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
  * pages (where the kernel gives them on madvise) makes that one every
  * 2 MB, a fifth of an append push's CPU (README "Speed").
  */
+#ifdef MADV_POPULATE_WRITE
+static uintptr_t  gg_populated;
+#endif
+
+
 void *
 gg_alloc(size_t size)
 {
@@ -67,13 +72,19 @@ gg_alloc(size_t size)
 #endif
 #ifdef MADV_POPULATE_WRITE
     /* the pages it is written to, mapped in one call rather than a fault
-     * each (where the kernel has it, 5.14 on; a VM's fault costs most) */
-    if (d != NULL && size >= GG_POPULATE) {
-        a = ((uintptr_t) d + 4095) & ~(uintptr_t) 4095;
+     * each (where the kernel has it, 5.14 on; a VM's fault costs most);
+     * only above the highest end seen yet: below it, malloc hands back
+     * memory already mapped */
+    if (d != NULL && size >= GG_POPULATE
+        && (uintptr_t) d + size > gg_populated)
+    {
+        a = (uintptr_t) d > gg_populated ? (uintptr_t) d : gg_populated;
+        a = (a + 4095) & ~(uintptr_t) 4095;
         b = ((uintptr_t) d + size) & ~(uintptr_t) 4095;
         if (b > a) {
             (void) madvise((void *) a, b - a, MADV_POPULATE_WRITE);
         }
+        gg_populated = (uintptr_t) d + size;
     }
 #endif
 #if !defined MADV_HUGEPAGE && !defined MADV_POPULATE_WRITE
