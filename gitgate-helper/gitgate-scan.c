@@ -53,7 +53,7 @@ main(int argc, char **argv)
     int                     i, rc;
     char                    err[512], *input;
     size_t                  len;
-    const char             *policy, *bottle, *repo, *quarantine;
+    const char             *policy, *bottle, *repo, *quarantine, *cache;
     gg_report_t             r;
     gg_updates_t            u;
     const bottle_t         *b;
@@ -114,9 +114,9 @@ main(int argc, char **argv)
         goto cleanup;
     }
 
-    if (bottle_scan_db_create_cached(&db,
-                                     gg_scan_cache(getenv("GITGATE_SCAN_CACHE")),
-                                     err, sizeof(err)) != 0
+    cache = gg_scan_cache(getenv("GITGATE_SCAN_CACHE"));
+
+    if (bottle_scan_db_create_cached(&db, cache, err, sizeof(err)) != 0
         || bottle_scan_secrets_for_git(&sec, db, b, err, sizeof(err)) != 0
         || gg_read_input(&input, &len, err, sizeof(err)) != 0
         || gg_updates_parse(&u, input, len, err, sizeof(err)) != 0
