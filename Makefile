@@ -164,11 +164,40 @@ bench-gitgate: $(BUILD)/gitgate_scan_bench
 	    rm -rf $$dir; \
 	done
 
+# the push scan per text shape (issue 34), the hook's own process timed
+# too (start-up included): BENCH_GITGATE_SHAPES x push-add, push-append,
+# push-edit, at 1 MB and at BENCH_GITGATE_SHAPE_MB (50)
+BENCH_GITGATE_SHAPES ?= words code json long base64
+BENCH_GITGATE_SHAPE_MODES ?= push-add push-append push-edit
+BENCH_GITGATE_SHAPE_MB ?= 50
+
+.PHONY: bench-gitgate-shapes
+bench-gitgate-shapes: $(BUILD)/gitgate_scan_bench $(BUILD)/gitgate-scan
+	@for shape in $(BENCH_GITGATE_SHAPES); do \
+	  for mode in $(BENCH_GITGATE_SHAPE_MODES); do \
+	    for mb in 1 $(BENCH_GITGATE_SHAPE_MB); do \
+	      dir=$$(mktemp -d /tmp/gitgate-bench.XXXXXX); \
+	      set -- $$(python3 bench/gitgate_bench.py $$dir/r.git $$mode \
+	                $$mb $$shape); \
+	      echo "== $$shape $$mode: $$mb MB of added lines"; \
+	      HOOK=$(BUILD)/gitgate-scan $(BUILD)/gitgate_scan_bench \
+	          $$dir/r.git $$1 $$2 refs/heads/main; \
+	      rm -rf $$dir; \
+	    done; \
+	  done; \
+	done
+
 # a 100 MB clone through git-gate next to one straight from the fake
 # forge (t/gitgate_clone_bench.t; BENCH_GITGATE_CLONE_MB)
 .PHONY: bench-gitgate-clone
 bench-gitgate-clone: module gitgate
 	BENCH_GITGATE_CLONE=1 prove -v t/gitgate_clone_bench.t
+
+# a push of 50 MB of new text through git-gate next to one straight to the
+# fake forge (t/gitgate_push_bench.t; BENCH_GITGATE_PUSH_MB)
+.PHONY: bench-gitgate-push
+bench-gitgate-push: module gitgate
+	BENCH_GITGATE_PUSH=1 prove -v t/gitgate_push_bench.t
 
 gitgate-asan:
 	$(MAKE) BUILD=build-asan \

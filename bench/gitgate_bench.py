@@ -1,7 +1,14 @@
 #!/usr/bin/env python3
 """Writes a push for bench/gitgate_scan_bench.c with git fast-import.
 
-    gitgate_bench.py REPO MODE MB
+    gitgate_bench.py REPO MODE MB [SHAPE]
+
+SHAPE, the text's (issue 34): mixed (the default: words of code and
+numbers, the bench's text before), words (random lowercase words, as an
+outside tester writes them), code (C-like source), json (minified JSON:
+a file is one line), long (lines of 10-100 KB of words), base64 (blobs of
+random bytes, half the files wrapped at 76 columns, half in lines of
+10-100 KB).
 
 MODE: add (every commit adds new files), append (commits grow existing
 files at their end), edit (commits insert lines inside existing files:
@@ -22,6 +29,7 @@ size, an older version often stored on a newer one).
 """
 
 import os
+import base64
 import random
 import subprocess
 import sys
@@ -55,7 +63,8 @@ if sys.argv[1] == "--push":
     print(old, new)
     sys.exit(0)
 
-repo, mode, mb = sys.argv[1], sys.argv[2], int(sys.argv[3])
+repo, mode, mb = sys.argv[1], sys.argv[2], float(sys.argv[3])
+shape = sys.argv[4] if len(sys.argv) > 4 else "mixed"
 push = mode.startswith("push-")
 if push:
     mode = mode[len("push-"):]
@@ -66,7 +75,7 @@ WORDS = ("int char return static const void struct size_t if else for "
          "def import from class None True False the of and to in is").split()
 
 
-def text(nbytes):
+def text_mixed(nbytes, i):
     """Lines of words and numbers, each line new: files that share lines
     would be stored as deltas of each other, which a push of new work
     mostly is not (and libgit2 resolves a chain of deltas of a blob over
@@ -87,9 +96,120 @@ def text(nbytes):
     return "".join(out)
 
 
+LOWER = "abcdefghijklmnopqrstuvwxyz"
+# their own generator: mixed's text as before
+vrng = random.Random(11)
+VOCAB = ["".join(vrng.choices(LOWER, k=vrng.randint(2, 10)))
+         for _ in range(20000)]
+IDENT = ["_".join(vrng.choices(VOCAB[:3000], k=vrng.randint(1, 3)))
+         for _ in range(5000)]
+
+
+def words_of(nbytes, short, long_):
+    """lines of VOCAB words, each line between short and long_ bytes"""
+    out, n = [], 0
+    words = rng.choices(VOCAB, k=nbytes // 6 + 16)
+    w = 0
+    while n < nbytes:
+        want = rng.randint(short, long_)
+        k = max(1, want // 7)
+        if w + k > len(words):
+            w = 0
+            rng.shuffle(words)
+            k = min(k, len(words))
+        s = " ".join(words[w:w + k]) + "\n"
+        w += k
+        out.append(s)
+        n += len(s)
+    return "".join(out)
+
+
+def text_words(nbytes, i):
+    return words_of(nbytes, 20, 120)
+
+
+def text_long(nbytes, i):
+    return words_of(nbytes, 10_000, 100_000)
+
+
+CODE = [
+    "{i}static int\n{a}({b} *{c}, size_t {d})\n{{\n",
+    "{i}if ({a} > {n} && {b} != NULL) {{\n",
+    "{i}    return {a}({b}, {c} + {n});\n",
+    "{i}}}\n",
+    "{i}for ({a} = 0; {a} < {b}->{c}; {a}++) {{\n",
+    "{i}{a}->{b} = {c}[{n}] ^ 0x{h:x};\n",
+    "{i}/* {w} */\n",
+    "{i}snprintf({a}, sizeof({a}), \"{w} %d\\n\", {b});\n",
+    "\n",
+    "{i}{a} = {b}({c}, \"{w}\", {n});\n",
+    "#include \"{a}.h\"\n",
+    "{i}}} else if ({a} == {n}) {{\n",
+    "{i}    {a} += {b} * {n};\n",
+]
+
+
+def text_code(nbytes, i):
+    out, n = [], 0
+    while n < nbytes:
+        ids = rng.choices(IDENT, k=4)
+        s = rng.choice(CODE).format(
+            i="    " * rng.randint(0, 3), a=ids[0], b=ids[1], c=ids[2],
+            d=ids[3], n=rng.randint(0, 99999), h=rng.getrandbits(24),
+            w=" ".join(rng.choices(VOCAB, k=rng.randint(2, 8))))
+        out.append(s)
+        n += len(s)
+    return "".join(out)
+
+
+def text_json(nbytes, i):
+    """minified: the whole text one line, its newline at the end"""
+    out, n = [], 0
+    while n < nbytes:
+        ws = rng.choices(VOCAB, k=6)
+        s = ('{"id":%d,"name":"%s %s","tags":["%s","%s"],"score":%d.%03d,'
+             '"active":%s,"owner":{"login":"%s","n":%d},"text":"%s"},' % (
+                 rng.getrandbits(30), ws[0], ws[1], ws[2], ws[3],
+                 rng.randint(0, 999), rng.randint(0, 999),
+                 "true" if rng.getrandbits(1) else "false", ws[4],
+                 rng.randint(0, 9999),
+                 " ".join(rng.choices(VOCAB, k=rng.randint(3, 12)))))
+        out.append(s)
+        n += len(s)
+    return "[" + "".join(out)[:-1] + "]\n"
+
+
+def text_base64(nbytes, i):
+    raw = base64.b64encode(rng.randbytes(nbytes * 3 // 4)).decode()
+    if i % 2 == 0:
+        width = [76]
+    else:
+        width = [rng.randint(10_000, 100_000) for _ in range(64)]
+    out, at, k = [], 0, 0
+    while at < len(raw):
+        w = width[k % len(width)]
+        out.append(raw[at:at + w] + "\n")
+        at += w
+        k += 1
+    return "".join(out)
+
+
+SHAPES = {"mixed": text_mixed, "words": text_words, "code": text_code,
+          "json": text_json, "long": text_long, "base64": text_base64}
+if shape not in SHAPES:
+    sys.exit("gitgate_bench: SHAPE is one of " + " ".join(SHAPES))
+
+
+def text(nbytes, i=0):
+    return SHAPES[shape](nbytes, i)
+
+
 NFILES, FILE = 20, 1_000_000
 # new files: 1.25 MB unless GITGATE_BENCH_FILE says (bytes)
 ADD_FILE = int(os.environ.get("GITGATE_BENCH_FILE", "1250000"))
+# a push smaller than one commit's: smaller files and appends (MB 1)
+ADD_FILE = min(ADD_FILE, int(mb * 1_000_000 / 4))
+APPEND = min(250_000, int(mb * 1_000_000 / NFILES))
 out = []
 mark = [0]
 
@@ -115,7 +235,7 @@ def commit(ref, msg, files, parent=None):
     return m
 
 
-base_text = [text(FILE) for _ in range(NFILES)]
+base_text = [text(FILE, i) for i in range(NFILES)]
 base = commit("refs/heads/main", "base",
               [("src/f%02d.c" % i, blob(t)) for i, t in enumerate(base_text)])
 
@@ -126,12 +246,12 @@ while total < mb * 1_000_000:
     files = []
     if mode == "add":
         for j in range(4):
-            t = text(ADD_FILE)
+            t = text(ADD_FILE, j)
             total += len(t)
             files.append(("new/c%03d_%d.txt" % (k, j), blob(t)))
     else:
         for i in range(NFILES):
-            add = text(250_000)
+            add = text(APPEND, i)
             total += len(add)
             if mode == "append":
                 cur[i] += add

@@ -2,9 +2,14 @@
  * What the pre-receive hooks share (gg_hook.h).
  */
 
+#define _POSIX_C_SOURCE  200809L
+
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #include "gg_hook.h"
 #include "gg_trailer.h"
@@ -130,4 +135,24 @@ gg_report_print(const gg_report_t *r)
     fprintf(stderr, "git-gate: remove the secret from the commits that "
             "carry it (git commit --amend, git rebase -i), then push "
             "again\n");
+}
+
+
+const char *
+gg_scan_cache(const char *dir)
+{
+    struct stat  st;
+
+    if (dir == NULL || dir[0] == '\0') {
+        return NULL;
+    }
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        return NULL;
+    }
+    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)
+        || st.st_uid != geteuid() || (st.st_mode & 022))
+    {
+        return NULL;
+    }
+    return dir;
 }

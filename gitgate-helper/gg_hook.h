@@ -26,5 +26,13 @@ void gg_report_print(const gg_report_t *r);
  * many more places hold the same value */
 void gg_report_marked(const gg_finding_t *f, const char *what);
 
+/*
+ * The directory the compiled rule databases are kept in between hook
+ * runs (bottle_scan_db_create_cached()): dir, made 0700 if missing; NULL
+ * when dir is NULL or is not a directory of this user that no one else
+ * may write (the scan then compiles them, as without one).
+ */
+const char *gg_scan_cache(const char *dir);
+
 
 #endif /* GG_HOOK_H */

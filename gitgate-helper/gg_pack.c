@@ -291,6 +291,8 @@ gg_pack_alloc(gg_pack_t **out, uint64_t cache, char *err, size_t errlen)
         goto oom;
     }
     p->budget = cache ? cache : GG_PACK_CACHE_DEFAULT;
+    p->wbudget = p->budget / 4 < GG_WHOLE_BUDGET ? p->budget / 4
+                                                 : GG_WHOLE_BUDGET;
     p->hsize = 4096;
     p->hash = calloc(p->hsize, sizeof(gg_pobj_t *));
     p->cpack = malloc(GG_PACK_DEPTH * sizeof(uint32_t));
@@ -504,6 +506,38 @@ gg_hash(const gg_pack_t *p, uint32_t pack, uint64_t off)
 }
 
 
+static void
+gg_whole_unlink(gg_pack_t *p, gg_pobj_t *o)
+{
+    if (o->wprev) {
+        o->wprev->wnext = o->wnext;
+    } else {
+        p->whead = o->wnext;
+    }
+    if (o->wnext) {
+        o->wnext->wprev = o->wprev;
+    } else {
+        p->wtail = o->wprev;
+    }
+    o->wprev = NULL;
+    o->wnext = NULL;
+}
+
+
+static void
+gg_whole_front(gg_pack_t *p, gg_pobj_t *o)
+{
+    o->wprev = NULL;
+    o->wnext = p->whead;
+    if (p->whead) {
+        p->whead->wprev = o;
+    } else {
+        p->wtail = o;
+    }
+    p->whead = o;
+}
+
+
 gg_pobj_t *
 gg_cache_find(gg_pack_t *p, uint32_t pack, uint64_t off)
 {
@@ -516,6 +550,10 @@ gg_cache_find(gg_pack_t *p, uint32_t pack, uint64_t off)
             if (p->head != o) {
                 gg_lru_unlink(p, o);
                 gg_lru_front(p, o);
+            }
+            if (o->whole && p->whead != o) {
+                gg_whole_unlink(p, o);
+                gg_whole_front(p, o);
             }
             return o;
         }
@@ -571,6 +609,10 @@ gg_cache_drop(gg_pack_t *p, gg_pobj_t *o)
     }
     gg_lru_unlink(p, o);
     p->used -= o->len;
+    if (o->whole) {
+        gg_whole_unlink(p, o);
+        p->wused -= o->len;
+    }
     free(o->data);
     free(o->nl);
     free(o);
@@ -590,6 +632,29 @@ gg_cache_trim(gg_pack_t *p)
             gg_cache_drop(p, o);
         }
     }
+
+    /* only whole entries' objects on that list: the held ones at most
+     * are passed over */
+    for (o = p->wtail; o != NULL && p->wused > p->wbudget; o = prev) {
+        prev = o->wprev;
+        if (o->refs == 0) {
+            gg_cache_drop(p, o);
+        }
+    }
+}
+
+
+/* o, just added, is a whole entry's inflated bytes */
+void
+gg_cache_whole(gg_pack_t *p, gg_pobj_t *o)
+{
+    if (o->len < GG_WHOLE_MIN || o->whole) {
+        return;
+    }
+    o->whole = 1;
+    p->wused += o->len;
+    gg_whole_front(p, o);
+    gg_cache_trim(p);
 }
 
 

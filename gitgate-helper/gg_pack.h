@@ -66,6 +66,11 @@ typedef struct gg_pobj_s {
     size_t              dlen;       /* a delta's bytes (gg_pack_ext.c):
                                        its length; its inserts' literals
                                        follow, one after the other */
+    /* a whole entry's inflated bytes, of GG_WHOLE_MIN and more: also on
+     * the list of those, most recent first (gg_cache_whole()) */
+    unsigned            whole;
+    struct gg_pobj_s   *wprev;
+    struct gg_pobj_s   *wnext;
 } gg_pobj_t;
 
 

@@ -66,6 +66,11 @@ struct gg_pack_s {
     gg_pobj_t          *tail;
     uint64_t            used;
     uint64_t            budget;
+    gg_pobj_t          *whead;      /* whole entries: most recent */
+    gg_pobj_t          *wtail;
+    uint64_t            wused;
+    uint64_t            wbudget;    /* GG_WHOLE_BUDGET, at most a quarter
+                                       of budget */
 
     unsigned char      *scratch;    /* a delta, inflated, while applied */
     size_t              scap;
@@ -99,6 +104,20 @@ void gg_xcache_free(gg_pack_t *p);
 
 /* huge pages: objects' buffers of at least this are advised to use them */
 #define GG_HUGE         (2 * 1024 * 1024)
+/*
+ * Whole entries' objects (inflated, no delta applied) of GG_WHOLE_MIN
+ * bytes and more are kept up to GG_WHOLE_BUDGET of them, within the
+ * cache's budget: one costs only its inflate to have again, and their
+ * buffers, freed, are what the next ones are inflated into, pages already
+ * mapped and in the CPU's caches (a push of new files reads each one
+ * once).  Objects built from deltas keep the whole budget.  A cache of
+ * less than 4 * GG_WHOLE_BUDGET keeps a quarter of it for them.
+ */
+#define GG_WHOLE_MIN    (64 * 1024)
+#define GG_WHOLE_BUDGET (4 * 1024 * 1024)
+
+/* gg_alloc() maps a buffer's pages at once from this size up */
+#define GG_POPULATE     (64 * 1024)
 
 /* an object's buffer, malloc()'s, huge pages asked for when big */
 void *gg_alloc(size_t size);
@@ -115,6 +134,7 @@ int gg_pack_find(uint32_t *pack, uint64_t *off, const gg_pack_t *p,
 /* the cached object at (pack, off), made the most recent; or NULL */
 gg_pobj_t *gg_cache_find(gg_pack_t *p, uint32_t pack, uint64_t off);
 /* a new object, held once, data taken over */
+void gg_cache_whole(gg_pack_t *p, gg_pobj_t *o);
 gg_pobj_t *gg_cache_add(gg_pack_t *p, uint32_t pack, uint64_t off, int type,
     unsigned char *data, size_t len);
 

@@ -57,7 +57,7 @@ int
 gg_hook(void)
 {
     int                     rc, written, fw, left, proposed;
-    char                    err[1024], *input, *out;
+    char                    err[1024], *input, *out, cache[GG_PATH_LEN + 16];
     char                    lease[GG_MAX_REFNAME + GG_OID_HEXSZ + 32];
     size_t                  len, i, nargs;
     const char             *quarantine, *forge, *owner, *repo, **args;
@@ -129,7 +129,10 @@ gg_hook(void)
                          && bottle_trailer_required(ctx.bottle, &ctx.repo);
 
     /* 1, 2: the scan, before any connection to the forge */
-    if (bottle_scan_db_create(&db, err, sizeof(err)) != 0
+    /* the compiled databases kept in the gate's own directory */
+    snprintf(cache, sizeof(cache), "%s/.scan-cache", ctx.conf.dir);
+    if (bottle_scan_db_create_cached(&db, gg_scan_cache(cache), err,
+                                     sizeof(err)) != 0
         || bottle_scan_secrets_for_git(&sec, db, ctx.bottle, err,
                                        sizeof(err)) != 0
         || gg_scan_push(&r, ".", quarantine, &u, sec, err, sizeof(err)) != 0)

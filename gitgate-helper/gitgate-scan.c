@@ -11,7 +11,9 @@
  * name the rule and where, never the value.  A scan that cannot run
  * refuses with rule "internal".  GITGATE_FILEMODES, GITGATE_BLOB_TIMEOUT
  * and GITGATE_PACK_CACHE_MB are read from the environment, as the gate's
- * hook reads its FastCGI parameters (docs/gitgate.md).
+ * hook reads its FastCGI parameters (docs/gitgate.md); GITGATE_SCAN_CACHE,
+ * a directory of this user's where the compiled rule databases are kept
+ * between runs (the gate's hook keeps them in <GITGATE_DIR>/.scan-cache).
  */
 
 #include <stdio.h>
@@ -51,7 +53,7 @@ main(int argc, char **argv)
     int                     i, rc;
     char                    err[512], *input;
     size_t                  len;
-    const char             *policy, *bottle, *repo, *quarantine;
+    const char             *policy, *bottle, *repo, *quarantine, *cache;
     gg_report_t             r;
     gg_updates_t            u;
     const bottle_t         *b;
@@ -112,7 +114,9 @@ main(int argc, char **argv)
         goto cleanup;
     }
 
-    if (bottle_scan_db_create(&db, err, sizeof(err)) != 0
+    cache = gg_scan_cache(getenv("GITGATE_SCAN_CACHE"));
+
+    if (bottle_scan_db_create_cached(&db, cache, err, sizeof(err)) != 0
         || bottle_scan_secrets_for_git(&sec, db, b, err, sizeof(err)) != 0
         || gg_read_input(&input, &len, err, sizeof(err)) != 0
         || gg_updates_parse(&u, input, len, err, sizeof(err)) != 0

@@ -124,6 +124,14 @@ typedef struct {
  * lowercase reason in err.
  */
 int bottle_scan_db_create(bottle_scan_db_t **out, char *err, size_t errlen);
+/*
+ * The same; cache (NULL: none) a directory only this program's user may
+ * write, where the compiled databases are kept for the next process: read
+ * from there when a file holds them (its digest and vectorscan's checks
+ * pass), else compiled and written there (bottle_scan_cache.c).
+ */
+int bottle_scan_db_create_cached(bottle_scan_db_t **out, const char *cache,
+    char *err, size_t errlen);
 void bottle_scan_db_free(bottle_scan_db_t *db);
 
 /* the rule table, for docs and tests: name, vendor and shape of rule i */

@@ -281,6 +281,13 @@ void bottle_scan_state_free(bottle_scan_t *s);
 void bottle_scan_add(bottle_scan_t *s, int detector, const char *rule,
     uint64_t start, uint64_t end, int removable, int cross, int view);
 
+/* bottle_scan_cache.c: hs_compile_multi()'s, the database read from
+ * dir (NULL: none) when a file there holds it, else compiled and written
+ * there */
+int bottle_scan_cache_compile(hs_database_t **out, const char *dir,
+    const char *name, const char **pats, const unsigned *flags,
+    const unsigned *ids, size_t n, unsigned mode, hs_compile_error_t **ce);
+
 /* bottle_scan_rules.c: 1 if the vendor token t[0, n) is a documentation
  * example or a placeholder (docs/dlp.md, "Placeholders") */
 int bottle_scan_placeholder(const bottle_scan_db_t *db,

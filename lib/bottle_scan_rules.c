@@ -696,13 +696,14 @@ pcre_compile_jit(const char *pat, uint32_t opts, int *jit)
 
 
 static int
-db_compile(hs_database_t **out, const char **pats, const unsigned *flags,
-    const unsigned *ids, size_t n, char *err, size_t errlen)
+db_compile(hs_database_t **out, const char *cache, const char *name,
+    const char **pats, const unsigned *flags, const unsigned *ids, size_t n,
+    char *err, size_t errlen)
 {
     hs_compile_error_t  *ce;
 
-    if (hs_compile_multi(pats, flags, ids, (unsigned) n, HS_MODE_STREAM,
-                         NULL, out, &ce)
+    if (bottle_scan_cache_compile(out, cache, name, pats, flags, ids, n,
+                                  HS_MODE_STREAM, &ce)
         != HS_SUCCESS)
     {
         snprintf(err, errlen, "cannot compile rule \"%s\": %s",
@@ -760,6 +761,14 @@ min_width(size_t *out, const char **pats, const unsigned *flags, size_t n,
 
 int
 bottle_scan_db_create(bottle_scan_db_t **out, char *err, size_t errlen)
+{
+    return bottle_scan_db_create_cached(out, NULL, err, errlen);
+}
+
+
+int
+bottle_scan_db_create_cached(bottle_scan_db_t **out, const char *cache,
+    char *err, size_t errlen)
 {
     int                  rc;
     uint32_t             opts;
@@ -854,9 +863,10 @@ bottle_scan_db_create(bottle_scan_db_t **out, char *err, size_t errlen)
         goto cleanup;
     }
 
-    if (db_compile(&db->vendor, pats, flags, ids, nv, err, errlen) != 0
-        || db_compile(&db->inject, pats + nv, flags + nv, ids + nv, ni, err,
-                      errlen) != 0)
+    if (db_compile(&db->vendor, cache, "vendor", pats, flags, ids, nv, err,
+                   errlen) != 0
+        || db_compile(&db->inject, cache, "inject", pats + nv, flags + nv,
+                      ids + nv, ni, err, errlen) != 0)
     {
         goto cleanup;
     }

@@ -166,7 +166,7 @@ my $connected = Test::Bottle::bottlectl($t, $redis, 'forge', 'connect',
 	'--token-file', "$d/forge-token", '--account', 'gate-bot');
 my $forges = Test::Bottle::bottlectl($t, $redis, 'forges');
 
-$t->run()->plan(158);
+$t->run()->plan(159);
 
 ###############################################################################
 
@@ -340,6 +340,12 @@ sub commit_file {
 refused_push('github token', sub { commit_file('cfg.txt', "t=$GHP\n") },
 	'github_pat');
 refused_push('slack token', sub { commit_file('s.txt', "$SLACK\n") }, 'slack');
+
+# the hook keeps the compiled rule databases in the gate's own directory
+# for its next runs (issue 34)
+my @hsdb = glob("$d/gate/.scan-cache/scan-*.hsdb");
+is(scalar(@hsdb), 2, 'the push scan keeps its compiled databases in '
+	. 'GITGATE_DIR/.scan-cache');
 refused_push('gitlab token', sub { commit_file('g.txt', "k: $GITLAB\n") },
 	'gitlab');
 

@@ -166,7 +166,7 @@ sub start {
 
 ###############################################################################
 
-$t->plan(164);
+$t->plan(164 + 13);
 
 # a clean push: several commits and an annotated tag
 
@@ -1050,6 +1050,80 @@ two_pushes('split', 'wl/j.txt', conf("key_a$GHP = 1\n"),
 one_push('trail', 'wl/k.txt', conf_tail("${GHP}x"), conf_tail($GHP), 81);
 two_pushes('trail', 'wl/l.txt', conf_tail("${GHP}x"), conf_tail($GHP), 81);
 git($R, 'config', '--unset', 'receive.unpackLimit');
+
+# the compiled rule databases kept between runs (GITGATE_SCAN_CACHE,
+# issue 34): written there by one run, read by the next; one that does
+# not check (bytes changed, another database's) is compiled again, never
+# trusted; a directory others may write is not used
+
+sub hook_cache {
+	my ($cache) = @_;
+	$t->write_file('remote.git/hooks/pre-receive',
+		"#!/bin/sh\nGITGATE_SCAN_CACHE='$cache' exec '$SCAN' "
+		. "--policy '$d/policy.json' --bottle b1\n");
+	chmod(0755, "$R/hooks/pre-receive") or die;
+}
+
+sub cache_files { my ($dir) = @_; return sort glob("$dir/scan-*.hsdb"); }
+
+sub slurp {
+	open my $fh, '<:raw', $_[0] or return '';
+	local $/;
+	return scalar <$fh>;
+}
+
+my $CACHE = "$d/scan-cache";
+hook_cache($CACHE);
+
+sub cache_case {
+	my ($name) = @_;
+	start("cache-$name");
+	my $bad = commit("cache $name", "cache/$name.py" => "T = \"$GHP\"\n");
+	my $r = git_push("HEAD:refs/heads/cache-$name");
+	refused($r, 'github_pat_classic',
+		"commit [0-9a-f]{12} file cache/$name.py line 1",
+		"scan cache, $name: the token found, the push refused");
+}
+
+cache_case('first');
+my @files = cache_files($CACHE);
+is(scalar(@files), 2, 'scan cache: the two databases written on the first run');
+is((stat($CACHE))[2] & 07777, 0700, 'scan cache: the directory made 0700');
+my ($inject, $vendor) = @files;
+my $good = slurp($vendor);
+
+cache_case('read');
+is(slurp($vendor), $good, 'scan cache: the next run reads it as it is');
+
+# bytes of the vendor rules' database changed: not trusted, compiled again
+my $bent = $good;
+substr($bent, length($bent) / 2, 8) ^= "\xff" x 8;
+$t->write_file('scan-cache/' . ($vendor =~ s!.*/!!r), $bent);
+cache_case('changed');
+is(slurp($vendor), $good, 'scan cache: a changed database compiled and '
+	. 'written again');
+
+# another database (valid, its own digest) under the vendor rules' name
+$t->write_file('scan-cache/' . ($vendor =~ s!.*/!!r), slurp($inject));
+cache_case('swapped');
+is(slurp($vendor), $good, 'scan cache: another database under its name '
+	. 'compiled over');
+
+# truncated to its header
+$t->write_file('scan-cache/' . ($vendor =~ s!.*/!!r), substr($good, 0, 46));
+cache_case('truncated');
+is(slurp($vendor), $good, 'scan cache: a truncated database compiled over');
+
+# a directory the group may write: not used
+my $OPEN = "$d/scan-cache-open";
+mkdir($OPEN) or die;
+chmod(0770, $OPEN) or die;
+hook_cache($OPEN);
+cache_case('open');
+my @open = cache_files($OPEN);
+is(scalar(@open), 0, 'scan cache: a directory others may write '
+	. 'is not used');
+hook("$d/policy.json");
 
 # never the value; the sanitizer build leaves no report
 

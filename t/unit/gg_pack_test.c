@@ -878,6 +878,10 @@ main(void)
           "--depth=50 --window=250", repo, r2, r2) == 0,
        "git repack -adf --depth=50 --window=250");
     check_repo(r2, "an aggressive repack", 0);
+    /* whole entries' objects over a quarter of it dropped once put back
+     * (gg_cache_whole()), the deltas' bases among them read again */
+    check_repo(r2, "an aggressive repack, a cache of 1 MB", 1024 * 1024);
+    check_repo(repo, "fast-import's chains, a cache of 1 MB", 1024 * 1024);
 
     /* a push's thin pack: the objects of half..main, deltas on objects
      * only the receiver has, fixed as receive-pack fixes them */
