@@ -459,7 +459,7 @@ demo-stop:
 # nor created: docs/install.md).  `make uninstall` removes what it wrote.
 PREFIX     ?= /usr/local
 DESTDIR    ?=
-UNITDIR    ?= /lib/systemd/system
+UNITDIR    ?= /usr/lib/systemd/system
 SYSUSERSDIR ?= /usr/lib/sysusers.d
 HELPER_BINS = bottlectl gitgate-scan supervise-helper
 HELPER_LIBEXEC = gitgate-cgi

@@ -17,12 +17,14 @@ set -eu
 # geoip, image and xslt modules are not needed) and its stream module, the
 # libraries the module, bottlectl and the helpers link, openssl for
 # bottle-ca, the system's trust store for upstreams, curl (the health
-# check), s6 (bottle-init, the image's PID 1), fcgiwrap and git (git-gate)
+# check), s6 (bottle-init, the image's PID 1), fcgiwrap and git (git-gate).
+# spawn-fcgi satisfies fcgiwrap's "systemd | spawn-fcgi": without it apt
+# takes systemd and its libraries (docs/install.md, "What the image holds")
 INSTALLED_PKGS="
 nginx libnginx-mod-stream
 libhiredis0.14 libssl3 libpcre2-8-0 libjansson4 zlib1g libbrotli1 libvectorscan5
 libgit2-1.5 libmicrohttpd12 libcurl4 libdeflate0
-openssl ca-certificates curl s6 fcgiwrap git
+openssl ca-certificates curl s6 spawn-fcgi fcgiwrap git
 "
 
 # make (the module, libbottle, bottlectl, gitgate-scan, supervise-helper
@@ -38,12 +40,15 @@ dnsmasq-base
 RUNTIME_PKGS="$BUILD_PKGS $INSTALLED_PKGS"
 
 # the test suite, the fuzzers and the benches (prometheus: promtool, which
-# checks and unit-tests the shipped alert rules, t/monitoring.t)
+# checks and unit-tests the shipped alert rules, t/monitoring.t; logrotate:
+# the installed rotation, t/install.t; buildah and debootstrap: the image
+# built and run, t/image_smoke.t)
 TEST_PKGS="
 clang llvm libclang-rt-14-dev
 redis-server prometheus
 perl libio-socket-ssl-perl libjson-pp-perl
-git python3 iproute2 valgrind procps brotli fcgiwrap
+git python3 iproute2 valgrind procps brotli fcgiwrap logrotate
+buildah debootstrap
 mitmproxy hey nodejs node-undici
 chromium
 "

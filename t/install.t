@@ -92,7 +92,7 @@ sub tree {
 dns_start($t, port => $DNS, hosts => { $HOST => '127.0.0.1' });
 fake_upstream($t, port => $UP, name => 'api');
 
-plan(tests => 40);
+plan(tests => 48);
 
 ###############################################################################
 
@@ -130,6 +130,31 @@ like($t->read_file("$D/etc/nginx/bottle/bottle-resolver.conf"),
 	qr/^resolver\s+127\.0\.0\.1:$DNS valid=30s;$/m,
 	'bottle-resolver.conf: the resolver make install was given');
 ok(-f "$D/usr/local/share/ngx-bottle/install.manifest", 'the manifest');
+ok(-f "$D/usr/lib/systemd/system/ngx-bottle-supervise.service"
+	&& !-e "$D/lib", 'the units under /usr/lib/systemd/system, nothing in /lib');
+
+# the closing message: every step left to the operator, in order
+like($out, qr{systemd-sysusers.*systemd-tmpfiles --create /usr/lib/tmpfiles\.d/ngx-bottle\.conf.*bottle-ca create /etc/ngx-bottle/ca.*include /etc/nginx/bottle/bottle-main\.conf;.*/etc/default/ngx-bottle: BOTTLE_STORE=.*systemctl daemon-reload.*systemctl enable --now ngx-bottle-supervise\.service ngx-bottle-gitgate\.socket.*nginx -t && nginx -s reload}s,
+	'make install\'s last lines: every step, /etc/default/ngx-bottle too');
+
+# tmpfiles.d: the run and log directories, made by systemd-tmpfiles
+
+my $TMPF = "$D/usr/lib/tmpfiles.d/ngx-bottle.conf";
+SKIP: {
+	skip 'no systemd-tmpfiles', 2
+		unless `sh -c 'command -v systemd-tmpfiles'`;
+	my $root = "$d/tmpfiles-root";
+	make_path("$root/etc");
+	system("cp /etc/passwd /etc/group $root/etc/") == 0 or die;
+	($rc, $out) = run_cmd('systemd-tmpfiles', '--create', "--root=$root",
+		$TMPF);
+	is($rc, 0, 'systemd-tmpfiles --create on the installed entry')
+		or diag($out);
+	is(join(' ', map { sprintf('%s:%04o', $_, (stat "$root$_")[2] & 07777) }
+		qw{ /run/ngx-bottle /var/log/ngx-bottle }),
+		'/run/ngx-bottle:0755 /var/log/ngx-bottle:0755',
+		'it makes /run/ngx-bottle and /var/log/ngx-bottle');
+}
 ok(!(grep { !-f "$D/usr/local/share/ngx-bottle/monitoring/$_" }
 	qw/ bottle-alerts.yml bottle-alerts.test.yml bottle-dashboard.json /),
 	'the alert rules and the dashboard in share/ngx-bottle/monitoring/');
@@ -238,6 +263,36 @@ like($r, qr/^Server: nginx\r$/m, 'the gateway\'s servers: server_tokens off');
 $r = `curl -s -i --noproxy '' --max-time 10 -x http://agent:wrong-token-0123456789\@127.0.0.1:$FRONT http://$HOST:$UP/x`;
 like($r, qr/^HTTP\/1\.1 407 /, 'a wrong token: 407');
 
+# the installed logrotate file, its paths moved as the pieces': the logs
+# rotated, nginx told, a new request in a new access.log
+
+my $LR = "$D/etc/logrotate.d/ngx-bottle";
+ok(-f $LR, 'the logrotate file in /etc/logrotate.d/');
+SKIP: {
+	skip 'no logrotate', 3 unless -x '/usr/sbin/logrotate';
+	my $lr = $t->read_file($LR);
+	$lr =~ s{/var/log/ngx-bottle/}{$R/logs/}g;
+	$lr =~ s{/run/nginx\.pid}{$d/nginx.pid}g;
+	$t->write_file('logrotate.conf', $lr);
+	chmod 0644, "$d/logrotate.conf";
+	select undef, undef, undef, 1.5;	# access.log's buffer: flushed once a second
+	($rc, $out) = run_cmd('/usr/sbin/logrotate', '-f', '-s',
+		"$d/logrotate.state", "$d/logrotate.conf");
+	is($rc, 0, 'logrotate on the installed file') or diag($out);
+	like($t->read_file("$R/logs/access.log.1"), qr{/through},
+		'the access log rotated');
+	`curl -s --noproxy '' --max-time 10 -x http://agent:$TOKEN\@127.0.0.1:$FRONT http://$HOST:$UP/after`;
+	my $new = '';
+	for (1 .. 50) {
+		$new = -f "$R/logs/access.log"
+			? $t->read_file("$R/logs/access.log") : '';
+		last if $new =~ /after/;
+		select undef, undef, undef, 0.2;
+	}
+	like($new, qr{^(?!.*/through).*/after}s,
+		'nginx reopened it: the next request in a new access.log');
+}
+
 # the operator's server keeps nginx's defaults
 
 $r = `curl -s -i --max-time 10 http://127.0.0.1:@{[ port(8081) ]}/op`;
@@ -250,10 +305,12 @@ like($r, qr/^HTTP\/1\.1 413 /, 'the operator\'s server: client_max_body_size '
 
 $t->stop();
 
-like($t->read_file("$R/logs/access.log"),
+my $alog = join '', map { -f $_ ? $t->read_file($_) : '' }
+	"$R/logs/access.log.1", "$R/logs/access.log";
+like($alog,
 	qr/"GET $HOST\/through" 200 bottle=alice host=$HOST verdict=allowed /,
 	'the gateway\'s access log, its format');
-unlike($t->read_file("$R/logs/access.log"), qr/\/op |\/big /,
+unlike($alog, qr/\/op |\/big /,
 	'the operator\'s requests are not in it');
 ok(-s "$R/logs/stream.log", 'the front\'s stream log');
 

@@ -100,7 +100,7 @@ symlink("$REPO/scripts/daemons/$_", "$d/daemons/$_") or die
 	for qw/ nginx supervise gitgate /;
 stand_in('stubborn');
 
-plan(tests => 59);
+plan(tests => 60);
 
 ###############################################################################
 
@@ -125,6 +125,8 @@ my @bare = grep { !/^\[(init|nginx|supervise|gitgate|stubborn)\] / }
 is(join("\n", @bare), '', 'every line has a daemon\'s name');
 
 is(proxy_status(), 407, 'nginx answers: no credentials, 407');
+ok(wait_for($gw, qr/^\[nginx\] 127\.0\.0\.1 \[[^]]+\] "GET example\.invalid\/" 407 /m),
+	'nginx: its access log on stdout, prefixed');
 is(supervise_status("$d/run"), 405, 'supervise answers on its socket');
 
 my $res = mcp_initialize("Bearer $TOKEN");
@@ -317,6 +319,10 @@ sub env {
 		BOTTLE_SUPERVISE_LISTEN => "127.0.0.1:$SV",
 		BOTTLE_RESOLVER => '127.0.0.1',
 		BOTTLE_WORKERS => 1,
+		# the access logs on stdout, as the image has them; nginx's
+		# start lines (notice) to see it start
+		BOTTLE_ACCESS_LOG => 'stdout',
+		BOTTLE_ERROR_LOG_LEVEL => 'notice',
 		BOTTLE_MODULE => $Test::Nginx::MODULE,
 		BOTTLE_NGINX_PRELOAD => $ENV{TEST_NGINX_PRELOAD} // '',
 		# as Test::Nginx runs nginx with the sanitizers: nginx does

@@ -2,7 +2,7 @@
 
 # The helpers' systemd units (docs/install.md, "The helpers under
 # systemd"), as make install writes them into a DESTDIR: in
-# /lib/systemd/system whatever the PREFIX, naming the installed programs
+# /usr/lib/systemd/system whatever the PREFIX, naming the installed programs
 # under PREFIX and the sockets nginx's pieces name; accepted by
 # systemd-analyze verify (with their PREFIX paths moved into the DESTDIR,
 # where the programs are); the supervise service's command run as systemd
@@ -44,7 +44,7 @@ plan(skip_all => "no build/$_ (make)") for grep { !-x "$REPO/build/$_" }
 my $d = $t->testdir();
 my $D = "$d/destdir";
 my $PREFIX = "/opt/bottle";	# not the default: the units follow it
-my $U = "/lib/systemd/system";
+my $U = "/usr/lib/systemd/system";
 my @UNITS = qw/ ngx-bottle-supervise.service ngx-bottle-gitgate.socket
 	ngx-bottle-gitgate.service /;
 
