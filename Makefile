@@ -57,13 +57,14 @@ $(BUILD)/lib/%.o: lib/%.c $(LIB_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) -c -o $@ $<
 
-# nginx's objs/Makefile does not know the .so depends on libbottle.a
+# nginx's objs/Makefile does not know the .so depends on libbottle.a; the
+# copy's name is this make's own (.ci/run runs make compat and make test at once)
 module: $(NGX_BUILD)/objs/Makefile $(LIBBOTTLE)
 	if [ $(LIBBOTTLE) -nt $(NGX_BUILD)/objs/ngx_bottle_module.so ]; then \
 	    rm -f $(NGX_BUILD)/objs/ngx_bottle_module.so; fi
 	$(MAKE) -C $(NGX_BUILD) -f objs/Makefile objs/ngx_bottle_module.so
-	cp $(NGX_BUILD)/objs/ngx_bottle_module.so $(MODULE).tmp
-	mv -f $(MODULE).tmp $(MODULE)
+	tmp=$(MODULE).$$$$.tmp; cp $(NGX_BUILD)/objs/ngx_bottle_module.so $$tmp \
+	    && mv -f $$tmp $(MODULE)
 
 # config globs ngx_bottle_module/*.c: configure again when the list changes
 MODULE_SRCS = $(sort $(wildcard ngx_bottle_module/*.c))
