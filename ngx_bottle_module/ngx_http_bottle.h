@@ -183,6 +183,8 @@ ngx_table_elt_t *ngx_http_bottle_find_header(ngx_http_request_t *r,
     const char *lowcase, size_t len, ngx_uint_t *count);
 ngx_int_t ngx_http_bottle_strip(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
+void ngx_http_bottle_headers_install(ngx_http_request_t *r,
+    ngx_list_t *kept);
 void ngx_http_bottle_capture_cookies(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx);
 ngx_int_t ngx_http_bottle_inject(ngx_http_request_t *r,

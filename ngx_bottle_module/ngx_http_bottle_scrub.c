@@ -178,30 +178,7 @@ ngx_http_bottle_scrub_request(ngx_http_request_t *r,
         return NGX_OK;
     }
 
-    r->headers_in.headers = kept;
-
-    if (kept.last == &kept.part) {
-        r->headers_in.headers.last = &r->headers_in.headers.part;
-    }
-
-    /* nginx's shortcuts into the old list: those kept found again */
-
-    r->headers_in.range = NULL;
-    r->headers_in.if_range = NULL;
-    r->headers_in.authorization = NULL;
-
-    for (part = &r->headers_in.headers.part; part; part = part->next) {
-        h = part->elts;
-
-        for (i = 0; i < part->nelts; i++) {
-            if (h[i].key.len == sizeof("authorization") - 1
-                && ngx_strncasecmp(h[i].key.data, (u_char *) "authorization",
-                                   h[i].key.len) == 0)
-            {
-                r->headers_in.authorization = &h[i];
-            }
-        }
-    }
+    ngx_http_bottle_headers_install(r, &kept);
 
     return NGX_OK;
 }
