@@ -114,7 +114,15 @@ END {
 	}
 }
 
-plan(tests => 17);
+plan(tests => 19);
+
+# the demo upstream's access log: what reached it
+sub upstream_log {
+	sleep 0.3;
+	open my $fh, '<', "$DEMO/upstream/access.log" or return '';
+	local $/;
+	return <$fh> // '';
+}
 
 ###############################################################################
 
@@ -141,16 +149,20 @@ my $r = curl('-x', $PROXY, '-H', 'Authorization: Bearer the-agents-own',
 like($r, qr/^HTTP\/1\.1 200 /, 'http: 200');
 like($r, qr/^demo upstream: GET http:\/\/\Q$HOST\E:$HTTP\/hello$/m,
 	'http: the demo upstream answered');
-like($r, qr/^Authorization: Bearer \Q$SECRET\E$/m,
-	'http: with the gateway\'s credential');
-unlike($r, qr/the-agents-own/, 'http: not the agent\'s');
+like($r, qr/^Authorization: Bearer \[held:credential:DEMO_API\]\**$/m,
+	'http: the upstream\'s echo of the gateway\'s credential scrubbed');
+unlike($r, qr/the-agents-own|\Q$SECRET\E/, 'http: not the agent\'s, nor the held value');
+like(upstream_log(), qr/^GET http:\/\/\Q$HOST\E\/hello Authorization: Bearer \Q$SECRET\E$/m,
+	'http: the upstream got the gateway\'s credential');
 
 $r = curl('-x', $PROXY, '--cacert', $CA, "https://$HOST:$HTTPS/hello");
 like($r, qr/^HTTP\/2 200 /m, 'https: 200, verified against the gateway CA');
 like($r, qr/^demo upstream: GET https:\/\/\Q$HOST\E:$HTTPS\/hello$/m,
 	'https: the demo upstream answered');
-like($r, qr/^Authorization: Bearer \Q$SECRET\E$/m,
-	'https: with the gateway\'s credential');
+like($r, qr/^Authorization: Bearer \[held:credential:DEMO_API\]\**$/m,
+	'https: the upstream\'s echo scrubbed');
+like(upstream_log(), qr/^GET https:\/\/\Q$HOST\E\/hello Authorization: Bearer \Q$SECRET\E$/m,
+	'https: the upstream got the gateway\'s credential');
 
 $r = curl('-x', $PROXY, 'http://example.org/');
 like($r, qr/^HTTP\/1\.1 403 .*^X-Bottle-Rule: no_route\r$/ms,

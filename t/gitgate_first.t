@@ -128,7 +128,7 @@ is(objects("$d/small-gate.git"), objects_reachable("$d/small-forge.git",
 ok(!has_object("$d/small-gate.git", $SECRET),
 	'first clone: no pull request commit');
 # the copy's index and refresh finish after the agent's answer
-copy_settled('small');
+Test::Bottle::Forge::gate_settled($t);
 is(refs_line("$d/gate/github.com/data/small.git"),
 	join(',', map { "$_=$forge{$_}" } sort keys %forge),
 	'first clone: the copy holds the refs');
@@ -213,18 +213,6 @@ is(`git --git-dir=$d/old/.git rev-parse HEAD` =~ s/\n//r, $R{old}{head},
 	'protocol v0 first clone: the forge\'s head');
 
 ###############################################################################
-
-# the first fill's lock free again: the copy indexed and refreshed
-sub copy_settled {
-	my ($name) = @_;
-	my $lock = "$d/gate/github.com/data/$name.git/gitgate-first.lock";
-	for (1 .. 600) {
-		open my $fh, '<', $lock or return;
-		return if flock($fh, 6);    # LOCK_EX | LOCK_NB
-		close $fh;
-		sleep 0.1;
-	}
-}
 
 sub fgit {
 	my ($dir, @args) = @_;

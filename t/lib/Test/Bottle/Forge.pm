@@ -823,6 +823,7 @@ sub status {
 sub connections {
 	my ($t, %o) = @_;
 	my $f = get($t, $o{forge});
+	gate_settled($t);
 	my $s = status($t, %o);
 	return $s->{accepts} - $f->{status_queries};
 }
@@ -835,6 +836,7 @@ sub connections {
 sub log {
 	my ($t, %o) = @_;
 	my $f = get($t, $o{forge});
+	gate_settled($t);
 
 	my $deadline = time() + ($o{wait} // 5);
 	for (;;) {
@@ -846,6 +848,25 @@ sub log {
 
 	require Test::Bottle;
 	return Test::Bottle::read_jsonl($t, $f->{log});
+}
+
+# gate_settled($t): every first fill of a git-gate copy under the test's
+# directory (GITGATE_DIR <testdir>/gate*) done: a first clone's answer ends
+# before the copy is indexed and refreshed from the forge, by a child that
+# holds <copy>/gitgate-first.lock until then (docs/gitgate.md, "First
+# clone"); what the forge counts after a clone waits for it (60 s at most).
+
+sub gate_settled {
+	my ($t) = @_;
+	my $d = $t->testdir();
+	for my $lock (glob "$d/gate*/*/*/*.git/gitgate-first.lock") {
+		for (1 .. 600) {
+			open my $fh, '<', $lock or last;
+			last if flock($fh, 6);    # LOCK_EX | LOCK_NB
+			close $fh;
+			sleep 0.1;
+		}
+	}
 }
 
 ###############################################################################
