@@ -174,6 +174,15 @@ int bottlectl_source_load(bottlectl_source_t *src, const char *path);
 void bottlectl_source_free(bottlectl_source_t *src);
 
 /*
+ * Every bottle of a loaded document in its stored form (*items, *n of
+ * them; bottlectl_put_items_free() whatever the result): 0, or -1 after
+ * one line on stderr.
+ */
+int bottlectl_put_items(bottlectl_t *ctl, const bottlectl_source_t *src,
+    bottlectl_put_t **items, size_t *n);
+void bottlectl_put_items_free(bottlectl_put_t *items, size_t n);
+
+/*
  * The bottle as stored, read at once: its version ("" none) and its
  * object (*json NULL when none).  0 or an exit status after a line.
  */

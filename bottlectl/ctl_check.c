@@ -139,25 +139,9 @@ bottlectl_policy_diff(bottlectl_t *ctl, const char *path)
         goto cleanup;
     }
 
-    n = json_array_size(src.bottles);
-
-    items = calloc(n ? n : 1, sizeof(bottlectl_put_t));
-    if (items == NULL) {
-        bottlectl_error("out of memory");
+    if (bottlectl_put_items(ctl, &src, &items, &n) != 0) {
         rc = BOTTLECTL_REFUSED;
         goto cleanup;
-    }
-
-    for (i = 0; i < n; i++) {
-        if (bottlectl_put_prepare(ctl, src.name, &items[i],
-                                  json_array_get(src.bottles, i),
-                                  bottle_policy_at(src.policy, i),
-                                  src.policy)
-            != 0)
-        {
-            rc = BOTTLECTL_REFUSED;
-            goto cleanup;
-        }
     }
 
     for (i = 0; i < n; i++) {
@@ -171,11 +155,7 @@ bottlectl_policy_diff(bottlectl_t *ctl, const char *path)
 
 cleanup:
 
-    for (i = 0; items && i < n; i++) {
-        free(items[i].json);
-    }
-
-    free(items);
+    bottlectl_put_items_free(items, n);
     bottlectl_source_free(&src);
 
     if (rc == BOTTLECTL_UNREACHABLE) {

@@ -34,7 +34,7 @@ bottlectl_policy_put(bottlectl_t *ctl, const char *file,
     const char *operator_name)
 {
     int                  rc;
-    size_t               i, n;
+    size_t               n;
     bottlectl_put_t     *items;
     bottlectl_source_t   src;
 
@@ -54,37 +54,60 @@ bottlectl_policy_put(bottlectl_t *ctl, const char *file,
         goto cleanup;
     }
 
-    n = json_array_size(src.bottles);
-
-    items = calloc(n ? n : 1, sizeof(bottlectl_put_t));
-    if (items == NULL) {
-        bottlectl_error("out of memory");
+    if (bottlectl_put_items(ctl, &src, &items, &n) != 0) {
         goto cleanup;
-    }
-
-    for (i = 0; i < n; i++) {
-        if (bottlectl_put_prepare(ctl, src.name, &items[i],
-                                  json_array_get(src.bottles, i),
-                                  bottle_policy_at(src.policy, i),
-                                  src.policy)
-            != 0)
-        {
-            goto cleanup;
-        }
     }
 
     rc = bottlectl_put_eval(ctl, src.name, items, n, operator_name);
 
 cleanup:
 
+    bottlectl_put_items_free(items, n);
+    bottlectl_source_free(&src);
+
+    return rc;
+}
+
+
+int
+bottlectl_put_items(bottlectl_t *ctl, const bottlectl_source_t *src,
+    bottlectl_put_t **items, size_t *n)
+{
+    size_t  i;
+
+    *n = json_array_size(src->bottles);
+
+    *items = calloc(*n ? *n : 1, sizeof(bottlectl_put_t));
+    if (*items == NULL) {
+        bottlectl_error("out of memory");
+        return -1;
+    }
+
+    for (i = 0; i < *n; i++) {
+        if (bottlectl_put_prepare(ctl, src->name, &(*items)[i],
+                                  json_array_get(src->bottles, i),
+                                  bottle_policy_at(src->policy, i),
+                                  src->policy)
+            != 0)
+        {
+            return -1;
+        }
+    }
+
+    return 0;
+}
+
+
+void
+bottlectl_put_items_free(bottlectl_put_t *items, size_t n)
+{
+    size_t  i;
+
     for (i = 0; items && i < n; i++) {
         free(items[i].json);
     }
 
     free(items);
-    bottlectl_source_free(&src);
-
-    return rc;
 }
 
 
