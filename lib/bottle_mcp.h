@@ -147,8 +147,8 @@ size_t bottle_mcp_sse_event(const char *buf, size_t len);
 /*
  * One whole event through bottle_mcp_filter: its data lines are the
  * message (an event named other than "message" passes as it is).
- * 0: it passes as it is; 1: *out (malloc()ed) replaces it; 2: its data is
- * not JSON and it must not pass; -1: out of memory.
+ * 0: it passes as it is; 1: *out (malloc()ed, NUL-terminated) replaces
+ * it; 2: its data is not JSON and it must not pass; -1: out of memory.
  */
 int bottle_mcp_sse_filter(char **out, size_t *outlen, const bottle_mcp_t *m,
     const bottle_mcp_body_t *b, const char *ev, size_t len);

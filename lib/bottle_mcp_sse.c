@@ -224,6 +224,7 @@ bottle_mcp_sse_filter(char **out, size_t *outlen, const bottle_mcp_t *m,
 
     *p++ = '\n';
     *outlen = p - *out;
+    *p = '\0';         /* as bottle_mcp_filter()'s: within the 16 spare */
     free(msg);
 
     return 1;
