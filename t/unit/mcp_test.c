@@ -169,6 +169,38 @@ main(void)
     free(r);
     bottle_mcp_body_free(&b);
 
+    /* the batch bound, BOTTLE_MCP_BATCH_MAX messages */
+    {
+        size_t       k, len;
+        char        *big;
+        const char  *one = "{\"jsonrpc\":\"2.0\",\"id\":1,"
+                           "\"method\":\"tools/list\"},";
+
+        len = strlen(one);
+        big = malloc((BOTTLE_MCP_BATCH_MAX + 1) * len + 2);
+
+        for (k = 0; big && k <= BOTTLE_MCP_BATCH_MAX; k++) {
+            memcpy(big + 1 + k * len, one, len);
+        }
+
+        if (big) {
+            big[0] = '[';
+            big[BOTTLE_MCP_BATCH_MAX * len] = ']';     /* 256 messages */
+            ok(bottle_mcp_read(&b, m, big, BOTTLE_MCP_BATCH_MAX * len + 1,
+                               err, sizeof(err)) == 0
+               && b.n == BOTTLE_MCP_BATCH_MAX, "a batch of 256 is read");
+            bottle_mcp_body_free(&b);
+
+            big[BOTTLE_MCP_BATCH_MAX * len] = ',';
+            big[(BOTTLE_MCP_BATCH_MAX + 1) * len] = ']';   /* 257 */
+            ok(bottle_mcp_read(&b, m, big,
+                               (BOTTLE_MCP_BATCH_MAX + 1) * len + 1,
+                               err, sizeof(err)) != 0 && strstr(err, "256"),
+               "a batch of 257 is refused");
+            free(big);
+        }
+    }
+
     ok(READ("{\"jsonrpc\":\"2.0\",\"id\":1,") != 0
        && strstr(err, "not JSON"), "malformed: not JSON");
     ok(READ("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\","
