@@ -3,8 +3,8 @@
  * clone").  While the gate's copy was never filled (no
  * gitgate-refreshed stamp) and the agent speaks protocol v2, the gate
  * does not fill the copy and then serve it: it passes the agent's
- * requests on to the forge with its own token, through git's own HTTP
- * transport (`git remote-http(s)`, "stateless-connect"), and
+ * requests on to the forge with its own token, through its own HTTP
+ * client (libcurl, gg_first_rh.c), and
  *
  *   ls-refs   answers with the forge's refs, only HEAD, refs/heads/... and
  *             refs/tags/... (what the copy would advertise);
@@ -398,8 +398,9 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
     char *err, size_t errlen)
 {
     int           type, rc, ip_in, ip_out, status, inpack, broken, logfd,
-                  saved;
-    char         *req, *oids, line[64], gdir[GG_PATH_LEN + 32];
+                  packfd;
+    char         *req, *oids, line[64], gdir[GG_PATH_LEN + 32],
+                  pack[GG_PATH_LEN + 32];
     size_t        n, i, len, size, dlen, rawlen;
     pid_t         ip_pid, pid;
     size_t        got;
@@ -415,7 +416,7 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
     oids = NULL;
     ip_pid = -1;
     ip_in = ip_out = -1;
-    logfd = saved = -1;
+    logfd = packfd = -1;
 
     if (rh == NULL || o == NULL || req == NULL) {
         free(rh);
@@ -425,7 +426,7 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
         return -1;
     }
 
-       if (gg_rh_open(ctx, rh, err, errlen) != 0) {
+    if (gg_rh_open(ctx, rh, err, errlen) != 0) {
         free(rh);
         free(o);
         free(req);
@@ -484,34 +485,24 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
 
     rc = -1;
 
-    args[0] = "index-pack";
-    args[1] = "--stdin";
-    args[2] = NULL;
-
     /*
-     * index-pack's stderr, and the gate's own once the agent is
-     * answered, go to <copy>/gitgate-first.log: fcgiwrap ends the
-     * response only when stdout and stderr are both closed
+     * the pack goes to <copy>/gitgate-first.pack as it streams, and is
+     * indexed once the agent is answered (two cores are not shared with
+     * the copy's index-pack while the agent waits); index-pack's stderr,
+     * and the gate's own once the agent is answered, go to
+     * <copy>/gitgate-first.log: fcgiwrap ends the response only when
+     * stdout and stderr are both closed
      */
     snprintf(gdir, sizeof(gdir), "%s/gitgate-first.log", ctx->repo_dir);
     logfd = open(gdir, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-    saved = fcntl(2, F_DUPFD_CLOEXEC, 3);
-    if (logfd < 0 || saved < 0 || dup2(logfd, 2) < 0) {
-        snprintf(err, errlen, "failure '%.300s': %s", gdir, strerror(errno));
-        goto done;
-    }
-
-    snprintf(gdir, sizeof(gdir), "%s", ctx->repo_dir);
-    rc = gg_git_spawn(&ctx->conf, gdir, NULL, args, &ip_in, &ip_out,
-                      &ip_pid, err, errlen);
-    dup2(saved, 2);
-    close(saved);
-    saved = -1;
-    if (rc != 0) {
+    snprintf(pack, sizeof(pack), "%s/gitgate-first.pack", ctx->repo_dir);
+    packfd = open(pack, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+    if (logfd < 0 || packfd < 0) {
+        snprintf(err, errlen, "failure '%.300s': %s",
+                 logfd < 0 ? gdir : pack, strerror(errno));
         rc = -1;
         goto done;
     }
-    rc = -1;
 
     if (gg_rh_send(rh, req, len) != 0) {
         snprintf(err, errlen, "failure 'fetch': the forge's transport "
@@ -519,10 +510,8 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
         goto done;
     }
 
-       /* roomy pipes: the agent and index-pack each read at their pace */
-    fcntl(ip_in, F_SETPIPE_SZ, GG_FIRST_PIPE);
+    /* a roomy pipe: the agent reads at its pace */
     fcntl(1, F_SETPIPE_SZ, GG_FIRST_PIPE);
-    fcntl(rh->out, F_SETPIPE_SZ, GG_FIRST_PIPE);
 
     /* from here on the agent has an answer: failures are only logged */
     signal(SIGPIPE, SIG_IGN);
@@ -563,7 +552,8 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
             if (dlen >= 8 && memcmp(d, "packfile", 8) == 0
                 && (dlen == 8 || (dlen == 9 && d[8] == '\n')))
             {
-                inpack = 1;            } else {
+                inpack = 1;
+            } else {
                 /* a section the gate did not ask for */
                 broken = 1;
             }
@@ -572,11 +562,10 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
 
         if (dlen == 0 || d[0] == 3) {
             broken = 1;
-        } else if (d[0] == 1 && ip_in >= 0
-                   && gg_first_write(ip_in, d + 1, dlen - 1) != 0)
+        } else if (d[0] == 1 && packfd >= 0
+                   && gg_first_write(packfd, d + 1, dlen - 1) != 0)
         {
-            close(ip_in);
-            ip_in = -1;
+            broken = 1;
         }
     }
 
@@ -584,17 +573,12 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
     gg_out_flush(o);
     close(1);
     dup2(logfd, 2);
-       gg_rh_close(rh);
+    gg_rh_close(rh);
 
     /*
      * fcgiwrap ends the agent's response once this process is gone:
      * the pack's indexing and the refresh go on in a child, which keeps
      * the first-fill lock (an flock stays with the open file)
-     */
-    /*
-     * index-pack is then a child of the process that exits: the one
-     * that goes on knows it ended from its stdout, "pack\t<hash>\n"
-     * once the pack and its index are kept, nothing on a failure
      */
     pid = fork();
     if (pid > 0) {
@@ -604,8 +588,23 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
         setsid();
     }
 
-    if (broken && ip_pid > 0) {
-        kill(ip_pid, SIGTERM);
+    if (!broken) {
+        err[0] = '\0';
+        args[0] = "index-pack";
+        args[1] = "--stdin";
+        args[2] = NULL;
+        snprintf(gdir, sizeof(gdir), "%s", ctx->repo_dir);
+
+        if (gg_git_spawn(&ctx->conf, gdir, NULL, args, &ip_in, &ip_out,
+                         &ip_pid, err, errlen) != 0
+            || gg_first_copy(packfd, ip_in) != 0)
+        {
+            if (err[0] == '\0') {
+                snprintf(err, errlen, "failure 'index-pack': %s",
+                         strerror(errno));
+            }
+            broken = 1;
+        }
     }
 
     if (ip_in >= 0) {
@@ -613,8 +612,13 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
         ip_in = -1;
     }
 
+    /* "pack\t<hash>\n" once the pack and its index are kept, nothing
+     * on a failure */
     got = 0;
     for ( ;; ) {
+        if (ip_out < 0) {
+            break;
+        }
         nr = read(ip_out, line + got, sizeof(line) - 1 - got);
         if (nr < 0 && errno == EINTR) {
             continue;
@@ -628,15 +632,21 @@ gg_fetch(gg_ctx_t *ctx, const gg_v2_request_t *r, gg_refresh_pt refresh,
         }
     }
     line[got] = '\0';
-    close(ip_out);
-    ip_out = -1;
+    if (ip_out >= 0) {
+        close(ip_out);
+        ip_out = -1;
+    }
 
-    if (pid < 0) {
+    if (ip_pid > 0) {
         while (waitpid(ip_pid, &status, 0) < 0 && errno == EINTR) {
             /* again */
         }
     }
     ip_pid = -1;
+
+    close(packfd);
+    packfd = -1;
+    unlink(pack);
 
     if (broken) {
         fprintf(stderr, "gitgate-cgi: %s: %s\n", ctx->name, err);
@@ -671,8 +681,9 @@ done:
     if (logfd >= 0) {
         close(logfd);
     }
-    if (saved >= 0) {
-        close(saved);
+    if (packfd >= 0) {
+        close(packfd);
+        unlink(pack);
     }
     free(rh);
     free(o);

@@ -1,7 +1,7 @@
 /*
  * The first clone's transport and helpers (gg_first.c, gg_first_rh.c):
- * `git remote-http(s)` in stateless-connect mode, pkt-line output, the
- * record of the refs an ls-refs listed.
+ * the forge's smart HTTP, protocol v2, through libcurl in this process,
+ * pkt-line output, the record of the refs an ls-refs listed.
  */
 
 #ifndef GG_FIRST_INT_H
@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <sys/types.h>
+#include <curl/curl.h>
 
 #include "gg_gate.h"
 #include "gg_pkt.h"
@@ -20,13 +21,30 @@
 #define GG_FIRST_OUT        (64 * 1024)
 #define GG_FIRST_CACHE_AGE  60              /* seconds */
 #define GG_FIRST_PIPE       (1024 * 1024)   /* pipe-max-size's default */
+#define GG_FIRST_READ       (64 * 1024)     /* libcurl's reads */
 
+/*
+ * One forge connection (kept alive across its requests): each answer's
+ * body is read into buf as the caller asks for pkt-lines, and ends with
+ * a 0002 (response end) the transport adds once the answer is whole, as
+ * git's stateless-connect does.
+ */
 typedef struct {
-    pid_t        pid;
-    int          in;            /* to the helper */
-    int          out;           /* from it */
-    size_t       pos, len;
-    char         buf[GG_FIRST_BUF];
+    CURL                *h;
+    CURLM               *m;
+    struct curl_slist   *hdr;       /* a GET's headers */
+    struct curl_slist   *post;      /* a POST's: its own, then hdr */
+    const char          *url;       /* the repo's, no trailing '/' */
+    char                *req;       /* the request's url */
+    int                  added;     /* h is in m */
+    int                  checked;   /* the answer's status and type */
+    int                  done;      /* the transfer ended */
+    int                  ended;     /* its 0002 is in buf */
+    int                  paused;
+    CURLcode             result;
+    const char          *type;      /* the content type expected */
+    size_t               pos, len;
+    char                 buf[GG_FIRST_BUF];
 } gg_rh_t;
 
 typedef struct {
@@ -57,6 +75,7 @@ int gg_pkt_add(char *buf, size_t size, size_t *len, const char *s,
 void gg_out(gg_out_t *o, const char *p, size_t len);
 void gg_out_flush(gg_out_t *o);
 int gg_first_write(int fd, const char *p, size_t len);
+int gg_first_copy(int from, int to);
 void gg_seen_add(gg_seen_t *c, const char *oid);
 void gg_seen_write(const gg_ctx_t *ctx, gg_seen_t *c);
 int gg_seen_read(const gg_ctx_t *ctx, char **oids, size_t *n);

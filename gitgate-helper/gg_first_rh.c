@@ -1,9 +1,8 @@
 /*
- * The first clone's transport (gg_first_int.h): git's own HTTP client,
- * `git remote-http(s) <url> <url>`, in "stateless-connect
- * git-upload-pack" mode (protocol v2: each request a POST, each answer
- * ending with a 0002 response-end), with the forge's token as gg_git()
- * hands it; and the small helpers gg_first.c shares with it.
+ * The first clone's transport (gg_first_int.h): the forge's smart HTTP,
+ * protocol v2 (each request a POST, each answer ending with a 0002
+ * response-end as git's stateless-connect gives it), through libcurl in
+ * this process; and the small helpers gg_first.c shares with it.
  */
 
 #define _GNU_SOURCE
@@ -14,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -104,70 +102,147 @@ gg_first_oid_cmp(const void *a, const void *b)
 }
 
 
-/* `git remote-http(s) <url> <url>`, stateless-connect git-upload-pack */
+static int gg_rh_request(gg_rh_t *rh, const char *path, const char *body,
+    size_t len, const char *type);
+static size_t gg_rh_write(char *p, size_t size, size_t n, void *data);
+
+
+/*
+ * The forge's smart HTTP, protocol v2, with libcurl in this process: the
+ * capability advertisement (GET info/refs), then gg_rh_send()'s POSTs to
+ * git-upload-pack on the same connection.  The token goes as Basic
+ * credentials with the first request (no 401 round trip), redirects are
+ * not followed (they would take the token elsewhere), no proxy from the
+ * environment; GIT_SSL_CAINFO and GIT_SSL_CAPATH are honoured as git's
+ * own transport honours them.
+ */
 
 int
 gg_rh_open(gg_ctx_t *ctx, gg_rh_t *rh, char *err, size_t errlen)
 {
-    int          type;
-    char        *nl, cmd[32];
-    size_t       dlen, rawlen;
-    const char  *args[4], *d, *raw;
+    int                 type, v2;
+    size_t              dlen, rawlen;
+    const char         *d, *raw, *ca;
+    struct curl_slist  *l;
 
-    static const char  sc[] = "stateless-connect git-upload-pack\n";
+    memset(rh, 0, sizeof(*rh));
+    rh->url = ctx->url;
 
-    rh->pid = -1;
-    rh->in = rh->out = -1;
-    rh->pos = rh->len = 0;
-
-    if (strncmp(ctx->url, "https://", 8) == 0) {
-        snprintf(cmd, sizeof(cmd), "remote-https");
-    } else if (strncmp(ctx->url, "http://", 7) == 0) {
-        snprintf(cmd, sizeof(cmd), "remote-http");
-    } else {
+    if (strncmp(ctx->url, "https://", 8) != 0
+        && strncmp(ctx->url, "http://", 7) != 0)
+    {
         snprintf(err, errlen, "failure '%s': not an http(s) forge", ctx->name);
         return -1;
     }
 
-    args[0] = cmd;
-    args[1] = ctx->url;
-    args[2] = ctx->url;
-    args[3] = NULL;
-
-    if (gg_git_spawn(&ctx->conf, NULL, ctx->forge.token, args, &rh->in,
-                     &rh->out, &rh->pid, err, errlen) != 0)
-    {
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        snprintf(err, errlen, "failure '%s': cannot start libcurl",
+                 ctx->name);
         return -1;
     }
 
-    if (gg_first_write(rh->in, sc, sizeof(sc) - 1) != 0) {
+    rh->h = curl_easy_init();
+    rh->m = curl_multi_init();
+    rh->req = malloc(strlen(ctx->url) + 64);
+    /* the POSTs' headers: the GET's and a content type after them */
+    l = curl_slist_append(NULL, "Git-Protocol: version=2");
+    rh->hdr = l;
+    l = l ? curl_slist_append(l, "Accept-Encoding: identity") : NULL;
+    l = l ? curl_slist_append(l, "Expect:") : NULL;
+    rh->post = l ? curl_slist_append(NULL, "Content-Type: "
+                                     "application/x-git-upload-pack-request")
+                 : NULL;
+
+    if (rh->h == NULL || rh->m == NULL || rh->req == NULL || rh->post == NULL)
+    {
+        snprintf(err, errlen, "out of memory");
+        gg_rh_close(rh);
+        return -1;
+    }
+
+    rh->post->next = rh->hdr;
+
+    if (curl_easy_setopt(rh->h, CURLOPT_PROTOCOLS_STR, "http,https")
+           != CURLE_OK
+        || curl_easy_setopt(rh->h, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK
+        || curl_easy_setopt(rh->h, CURLOPT_NOPROXY, "*") != CURLE_OK
+        || curl_easy_setopt(rh->h, CURLOPT_NOSIGNAL, 1L) != CURLE_OK
+        || curl_easy_setopt(rh->h, CURLOPT_USERAGENT, "git/ngx-bottle")
+           != CURLE_OK
+        || curl_easy_setopt(rh->h, CURLOPT_CONNECTTIMEOUT, 10L) != CURLE_OK
+        || curl_easy_setopt(rh->h, CURLOPT_LOW_SPEED_LIMIT, 1L) != CURLE_OK
+        || curl_easy_setopt(rh->h, CURLOPT_LOW_SPEED_TIME, 60L) != CURLE_OK
+        || curl_easy_setopt(rh->h, CURLOPT_BUFFERSIZE, (long) GG_FIRST_READ)
+           != CURLE_OK
+        || curl_easy_setopt(rh->h, CURLOPT_WRITEFUNCTION, gg_rh_write)
+           != CURLE_OK
+        || curl_easy_setopt(rh->h, CURLOPT_WRITEDATA, rh) != CURLE_OK)
+    {
+        snprintf(err, errlen, "failure '%s': cannot set up libcurl",
+                 ctx->name);
+        gg_rh_close(rh);
+        return -1;
+    }
+
+    if (ctx->forge.token[0]
+        && (curl_easy_setopt(rh->h, CURLOPT_HTTPAUTH, (long) CURLAUTH_BASIC)
+               != CURLE_OK
+            || curl_easy_setopt(rh->h, CURLOPT_USERNAME, "x-access-token")
+               != CURLE_OK
+            || curl_easy_setopt(rh->h, CURLOPT_PASSWORD, ctx->forge.token)
+               != CURLE_OK))
+    {
+        snprintf(err, errlen, "failure '%s': cannot set up libcurl",
+                 ctx->name);
+        gg_rh_close(rh);
+        return -1;
+    }
+
+    ca = getenv("GIT_SSL_CAINFO");
+    if (ca && ca[0]) {
+        curl_easy_setopt(rh->h, CURLOPT_CAINFO, ca);
+    }
+    ca = getenv("GIT_SSL_CAPATH");
+    if (ca && ca[0]) {
+        curl_easy_setopt(rh->h, CURLOPT_CAPATH, ca);
+    }
+
+    if (gg_rh_request(rh, "/info/refs?service=git-upload-pack", NULL, 0,
+                      "application/x-git-upload-pack-advertisement") != 0)
+    {
         goto failed;
     }
 
-    /* "\n": connected; "fallback\n": not protocol v2 */
-    for ( ;; ) {
-        nl = memchr(rh->buf + rh->pos, '\n', rh->len - rh->pos);
-        if (nl) {
-            break;
-        }
-        if (gg_rh_fill(rh) != 0) {
-            goto failed;
-        }
-    }
-
-    if (nl != rh->buf + rh->pos) {
-        goto failed;
-    }
-    rh->pos++;
-
-    /* the capability advertisement, up to its flush */
+    /* "# service=..." and its flush (a v0 habit some forges keep), then
+     * "version 2" and the capabilities, up to their flush */
+    v2 = 0;
     for ( ;; ) {
         if (gg_rh_pkt(rh, &type, &d, &dlen, &raw, &rawlen) != 0) {
             goto failed;
         }
         if (type == GG_PKT_FLUSH) {
-            return 0;
+            if (v2) {
+                break;
+            }
+            continue;
         }
+        if (type != GG_PKT_DATA) {
+            goto failed;
+        }
+        if (!v2 && dlen >= 9 && memcmp(d, "version 2", 9) == 0
+            && (dlen == 9 || (dlen == 10 && d[9] == '\n')))
+        {
+            v2 = 1;
+        } else if (!v2 && (dlen < 10 || memcmp(d, "# service=", 10) != 0)) {
+            goto failed;
+        }
+    }
+
+    /* the advertisement's body is whole: its 0002 next */
+    if (gg_rh_pkt(rh, &type, &d, &dlen, &raw, &rawlen) == 0
+        && type == GG_PKT_END)
+    {
+        return 0;
     }
 
 failed:
@@ -182,29 +257,134 @@ failed:
 void
 gg_rh_close(gg_rh_t *rh)
 {
-    int  status;
+    if (rh->added) {
+        curl_multi_remove_handle(rh->m, rh->h);
+        rh->added = 0;
+    }
+    if (rh->h) {
+        curl_easy_cleanup(rh->h);
+        rh->h = NULL;
+    }
+    if (rh->m) {
+        curl_multi_cleanup(rh->m);
+        rh->m = NULL;
+    }
+    if (rh->post) {
+        rh->post->next = NULL;      /* rh->hdr's, freed below */
+    }
+    curl_slist_free_all(rh->post);
+    curl_slist_free_all(rh->hdr);
+    rh->hdr = rh->post = NULL;
+    free(rh->req);
+    rh->req = NULL;
+}
 
-    if (rh->in >= 0) {
-        close(rh->in);
-        rh->in = -1;
+
+/* a request on the connection; its answer read by gg_rh_pkt() */
+
+static int
+gg_rh_request(gg_rh_t *rh, const char *path, const char *body, size_t len,
+    const char *type)
+{
+    if (rh->added) {
+        curl_multi_remove_handle(rh->m, rh->h);
+        rh->added = 0;
     }
-    if (rh->out >= 0) {
-        close(rh->out);
-        rh->out = -1;
+
+    sprintf(rh->req, "%s%s", rh->url, path);
+
+    rh->checked = rh->done = rh->ended = rh->paused = 0;
+    rh->result = CURLE_OK;
+    rh->type = type;
+    rh->pos = rh->len = 0;
+
+    if (curl_easy_setopt(rh->h, CURLOPT_URL, rh->req) != CURLE_OK
+        || curl_easy_setopt(rh->h, CURLOPT_HTTPHEADER,
+                            body ? rh->post : rh->hdr) != CURLE_OK)
+    {
+        return -1;
     }
-    if (rh->pid > 0) {
-        while (waitpid(rh->pid, &status, 0) < 0 && errno == EINTR) {
-            /* again */
+
+    if (body) {
+        if (curl_easy_setopt(rh->h, CURLOPT_POSTFIELDSIZE, (long) len)
+               != CURLE_OK
+            || curl_easy_setopt(rh->h, CURLOPT_COPYPOSTFIELDS, body)
+               != CURLE_OK)
+        {
+            return -1;
         }
-        rh->pid = -1;
+    } else if (curl_easy_setopt(rh->h, CURLOPT_HTTPGET, 1L) != CURLE_OK) {
+        return -1;
     }
+
+    if (curl_multi_add_handle(rh->m, rh->h) != CURLM_OK) {
+        return -1;
+    }
+    rh->added = 1;
+
+    return 0;
 }
 
 
 int
+gg_rh_send(gg_rh_t *rh, const char *req, size_t len)
+{
+    return gg_rh_request(rh, "/git-upload-pack", req, len,
+                         "application/x-git-upload-pack-result");
+}
+
+
+/* the answer's body into buf; the transfer paused while buf is full */
+
+static size_t
+gg_rh_write(char *p, size_t size, size_t n, void *data)
+{
+    long         status;
+    size_t       len;
+    gg_rh_t     *rh;
+    const char  *type;
+
+    rh = data;
+    len = size * n;
+
+    if (!rh->checked) {
+        status = 0;
+        type = NULL;
+        curl_easy_getinfo(rh->h, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(rh->h, CURLINFO_CONTENT_TYPE, &type);
+        if (status != 200 || type == NULL
+            || strncmp(type, rh->type, strlen(rh->type)) != 0)
+        {
+            return 0;                   /* the transfer fails */
+        }
+        rh->checked = 1;
+    }
+
+    if (GG_FIRST_BUF - rh->len < len && rh->pos) {
+        memmove(rh->buf, rh->buf + rh->pos, rh->len - rh->pos);
+        rh->len -= rh->pos;
+        rh->pos = 0;
+    }
+
+    if (GG_FIRST_BUF - rh->len < len) {
+        rh->paused = 1;
+        return CURL_WRITEFUNC_PAUSE;
+    }
+
+    memcpy(rh->buf + rh->len, p, len);
+    rh->len += len;
+    return len;
+}
+
+
+/* more of the answer in buf (the callers' pointers into it now stale) */
+
+int
 gg_rh_fill(gg_rh_t *rh)
 {
-    ssize_t  r;
+    int        running;
+    size_t     before;
+    CURLMsg   *msg;
 
     if (rh->pos && rh->pos == rh->len) {
         rh->pos = rh->len = 0;
@@ -215,20 +395,50 @@ gg_rh_fill(gg_rh_t *rh)
         rh->pos = 0;
     }
 
-    if (rh->len == GG_FIRST_BUF) {
+    if (rh->len == GG_FIRST_BUF || !rh->added || rh->ended) {
         return -1;
     }
 
+    before = rh->len;
+
     for ( ;; ) {
-        r = read(rh->out, rh->buf + rh->len, GG_FIRST_BUF - rh->len);
-        if (r < 0 && errno == EINTR) {
-            continue;
+        if (rh->paused) {
+            rh->paused = 0;
+            curl_easy_pause(rh->h, CURLPAUSE_CONT);
         }
-        if (r <= 0) {
+
+        if (rh->len > before) {
+            return 0;
+        }
+
+        if (rh->done) {
+            if (rh->result != CURLE_OK || !rh->checked
+                || GG_FIRST_BUF - rh->len < 4)
+            {
+                return -1;
+            }
+            memcpy(rh->buf + rh->len, "0002", 4);
+            rh->len += 4;
+            rh->ended = 1;
+            return 0;
+        }
+
+        if (curl_multi_perform(rh->m, &running) != CURLM_OK) {
             return -1;
         }
-        rh->len += (size_t) r;
-        return 0;
+
+        while ((msg = curl_multi_info_read(rh->m, &running)) != NULL) {
+            if (msg->msg == CURLMSG_DONE && msg->easy_handle == rh->h) {
+                rh->done = 1;
+                rh->result = msg->data.result;
+            }
+        }
+
+        if (rh->len == before && !rh->done && !rh->paused
+            && curl_multi_poll(rh->m, NULL, 0, 1000, NULL) != CURLM_OK)
+        {
+            return -1;
+        }
     }
 }
 
@@ -256,13 +466,6 @@ gg_rh_pkt(gg_rh_t *rh, int *type, const char **d, size_t *dlen,
             return -1;
         }
     }
-}
-
-
-int
-gg_rh_send(gg_rh_t *rh, const char *req, size_t len)
-{
-    return gg_first_write(rh->in, req, len);
 }
 
 
@@ -478,3 +681,34 @@ gg_wants_in(const gg_v2_request_t *r, const char *oids, size_t n)
     return 1;
 }
 
+
+/* the whole of file from into to (a pipe) */
+
+int
+gg_first_copy(int from, int to)
+{
+    char     *buf;
+    ssize_t   r;
+
+    if (lseek(from, 0, SEEK_SET) != 0) {
+        return -1;
+    }
+
+    buf = malloc(GG_FIRST_PIPE);
+    if (buf == NULL) {
+        return -1;
+    }
+
+    for ( ;; ) {
+        r = read(from, buf, GG_FIRST_PIPE);
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r <= 0 || gg_first_write(to, buf, (size_t) r) != 0) {
+            break;
+        }
+    }
+
+    free(buf);
+    return r == 0 ? 0 : -1;
+}

@@ -81,7 +81,7 @@ fgit($small, 'update-ref', 'refs/pull/1/head', $SECRET);
 fgit($small, 'branch', 'dev', $R{small}{head} . '~1');
 fgit($small, 'tag', '-a', '-m', 'v1', 'v1', $R{small}{head} . '~2');
 
-$t->run()->plan(26);
+$t->run()->plan(28);
 
 ###############################################################################
 
@@ -109,6 +109,7 @@ ok(!has_object("$d/gate/github.com/data/small.git", $SECRET),
 
 system('rm', '-rf', "$d/gate/github.com/data/small.git");
 my $n0 = fetches();
+my $l0 = @{forge_log($t)};
 my ($rc, $out) = run_git($t, @via, 'clone', '-q', '--mirror',
 	'https://github.com/data/small', 'small-gate.git');
 is($rc, 0, 'first clone') or diag($out);
@@ -134,6 +135,16 @@ is(refs_line("$d/gate/github.com/data/small.git"),
 	'first clone: the copy holds the refs');
 is(`git --git-dir=$d/gate/github.com/data/small.git fsck 2>&1; echo \$?`,
 	"0\n", 'first clone: the copy is whole');
+ok(!-e "$d/gate/github.com/data/small.git/gitgate-first.pack",
+	'first clone: the streamed pack indexed, its file removed');
+
+# the gate's own requests (libcurl, its user agent): the token with the
+# first request of each, never a 401 round trip
+my @own = grep { $_->{user_agent} eq 'git/ngx-bottle' }
+	@{forge_log($t)}[$l0 .. $#{forge_log($t)}];
+is(join(' ', map { "$_->{method}:$_->{status}:$_->{user}" } @own),
+	join(' ', ('GET:200:x-access-token POST:200:x-access-token') x 2),
+	'first clone: the gate\'s requests carry the token, no 401');
 
 # the second clone is served from the copy
 
