@@ -64,6 +64,8 @@ typedef struct {
 int gg_allowed(gg_rh_t *rh, char **oids, size_t *n, char *err,
     size_t errlen);
 int gg_first_oid_cmp(const void *a, const void *b);
+int gg_forge_refs(gg_ctx_t *ctx, char *out, size_t size, char *err,
+    size_t errlen);
 int gg_rh_open(gg_ctx_t *ctx, gg_rh_t *rh, char *err, size_t errlen);
 void gg_rh_close(gg_rh_t *rh);
 int gg_rh_fill(gg_rh_t *rh);

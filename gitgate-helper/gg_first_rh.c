@@ -95,6 +95,107 @@ gg_allowed(gg_rh_t *rh, char **oids, size_t *n, char *err, size_t errlen)
 }
 
 
+/*
+ * The forge's branches and tags as `git ls-remote --heads --tags` prints
+ * them ("<oid>\t<ref>\n", no peeled lines), into out (NUL-terminated; a
+ * full out is cut short there: the caller then takes it as changed), over
+ * the connection rh_open() made: 0, or -1 and err
+ */
+
+int
+gg_forge_refs(gg_ctx_t *ctx, char *out, size_t size, char *err,
+    size_t errlen)
+{
+    int          type, rc;
+    size_t       len, dlen, rawlen, nlen;
+    gg_rh_t     *rh;
+    const char  *d, *raw, *oid, *peeled, *name, *e;
+
+    static const char  req[] = "0014command=ls-refs\n" "0001"
+                               "001bref-prefix refs/heads/\n"
+                               "001aref-prefix refs/tags/\n" "0000";
+
+    rh = malloc(sizeof(*rh));
+    if (rh == NULL || size == 0) {
+        free(rh);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+
+    if (gg_rh_open(ctx, rh, err, errlen) != 0) {
+        free(rh);
+        return -1;
+    }
+
+    rc = -1;
+    len = 0;
+    out[0] = '\0';
+
+    if (gg_rh_send(rh, req, sizeof(req) - 1) != 0) {
+        snprintf(err, errlen, "failure '%s': ls-refs: the forge's transport "
+                 "went away", ctx->name);
+        goto done;
+    }
+
+    for ( ;; ) {
+        if (gg_rh_pkt(rh, &type, &d, &dlen, &raw, &rawlen) != 0) {
+            snprintf(err, errlen, "failure '%s': ls-refs: the forge's "
+                     "answer is cut short or malformed", ctx->name);
+            goto done;
+        }
+
+        if (type == GG_PKT_END) {
+            break;
+        }
+
+        if (type != GG_PKT_DATA) {
+            continue;
+        }
+
+        if (gg_ls_refs_line(d, dlen, &oid, &peeled) < 0) {
+            snprintf(err, errlen, "failure '%s': ls-refs: a malformed line "
+                     "from the forge", ctx->name);
+            goto done;
+        }
+
+        name = d + GG_PKT_OID_HEX + 1;
+        if (oid == NULL
+            || (dlen - GG_PKT_OID_HEX - 1 < 11
+                || (memcmp(name, "refs/heads/", 11) != 0
+                    && memcmp(name, "refs/tags/", 10) != 0)))
+        {
+            continue;
+        }
+
+        e = memchr(name, ' ', dlen - GG_PKT_OID_HEX - 1);
+        if (e == NULL) {
+            e = memchr(name, '\n', dlen - GG_PKT_OID_HEX - 1);
+        }
+        nlen = e ? (size_t) (e - name) : dlen - GG_PKT_OID_HEX - 1;
+
+        if (size - len <= GG_PKT_OID_HEX + nlen + 2) {
+            len = size - 1;             /* full: taken as changed */
+            continue;
+        }
+
+        memcpy(out + len, oid, GG_PKT_OID_HEX);
+        out[len + GG_PKT_OID_HEX] = '\t';
+        memcpy(out + len + GG_PKT_OID_HEX + 1, name, nlen);
+        len += GG_PKT_OID_HEX + 1 + nlen;
+        out[len++] = '\n';
+        out[len] = '\0';
+    }
+
+    rc = 0;
+
+done:
+
+    gg_rh_close(rh);
+    free(rh);
+    return rc;
+}
+
+
 int
 gg_first_oid_cmp(const void *a, const void *b)
 {

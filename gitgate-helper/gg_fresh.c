@@ -1,9 +1,10 @@
 /*
  * The gate's copy compared with the forge (gg_fresh.h).
  *
- * A refresh of a copy that the forge has not moved is one `git
- * ls-remote` (the forge's advertisement of branches and tags, nothing
- * else) and one `git for-each-ref` on the copy, instead of a `git fetch`
+ * A refresh of a copy that the forge has not moved is one ls-refs of
+ * the forge's branches and tags (protocol v2 through the gate's own
+ * HTTP client, gg_forge_refs(); `git ls-remote` where the forge does not
+ * answer it) and one `git for-each-ref` on the copy, instead of a `git fetch`
  * (which also negotiates, updates refs and may start an automatic
  * maintenance).  Peeled tag lines ("^{}") are left out: the copy's refs
  * name the same tags.  Order is not relied on: both sides are sorted.
@@ -19,6 +20,7 @@
 #include <time.h>
 
 #include "gg_fresh.h"
+#include "gg_first_int.h"
 
 
 static size_t gg_fresh_lines(char *buf, char ***out);
@@ -49,8 +51,11 @@ gg_fresh_same(gg_ctx_t *ctx, char *err, size_t errlen)
     args[3] = ctx->url;
     args[4] = NULL;
 
-    rc = gg_git(&ctx->conf, ctx->repo_dir, ctx->forge.token, args, forge,
-                GG_FRESH_REFS_MAX, err, errlen);
+    rc = gg_forge_refs(ctx, forge, GG_FRESH_REFS_MAX, err, errlen);
+    if (rc != 0) {
+        rc = gg_git(&ctx->conf, ctx->repo_dir, ctx->forge.token, args, forge,
+                    GG_FRESH_REFS_MAX, err, errlen);
+    }
     if (rc != 0) {
         if (rc > 0) {
             snprintf(err, errlen, "failure '%s': git ls-remote: %.300s",

@@ -19,7 +19,8 @@
 
 
 /*
- * The forge's branches and tags (git ls-remote, with the forge token)
+ * The forge's branches and tags (an ls-refs with the forge token, or git
+ * ls-remote where the forge does not speak protocol v2)
  * against the copy's (git for-each-ref): 1 if they are the same, 0 if
  * not (or too many to compare: then fetch), -1 and err if the forge
  * cannot be asked.

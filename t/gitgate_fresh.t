@@ -105,7 +105,7 @@ gitgate_fcgiwrap($t, $sock, children => 8);
 my $r = forge_repo($t, 'Acme/Widgets', size => '64K', file_size => '16K',
 	commits => 1);
 
-$t->run()->plan(29);
+$t->run()->plan(30);
 
 ###############################################################################
 
@@ -255,6 +255,10 @@ mark();
 is($rc, 0, 'fetch after the window, nothing new') or diag($out);
 is(adverts(), 1, 'nothing new: one advertisement from the forge')
 	or diag(explain(since()));
+is(join(' ', map { "$_->{method}:$_->{status}:$_->{user}:$_->{user_agent}" }
+	@{since()}), 'GET:200:x-access-token:git/ngx-bottle '
+	. 'POST:200:x-access-token:git/ngx-bottle', 'nothing new: the gate\'s '
+	. 'own ls-refs, the token with its first request (no 401)');
 
 ###############################################################################
 # a push through the gate moves the copy: a fetch inside the window sees it
