@@ -479,8 +479,10 @@ uninstall:
 # nginx and mitmproxy, on loopback (bench/README.md); BENCH_QUICK=1 for a
 # short smoke run
 .PHONY: bench
-bench: module ctl bench-journal
+bench: module ctl gitgate bench-journal
 	python3 bench/run.py
+	$(MAKE) --no-print-directory bench-gitgate-clone bench-gitgate-push \
+	    bench-gitgate-shapes
 
 # journal events/s of one writer, the chained append against a plain XADD
 # in the same run (bench/journal_bench.c, bench/README.md)
