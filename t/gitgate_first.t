@@ -81,7 +81,7 @@ fgit($small, 'update-ref', 'refs/pull/1/head', $SECRET);
 fgit($small, 'branch', 'dev', $R{small}{head} . '~1');
 fgit($small, 'tag', '-a', '-m', 'v1', 'v1', $R{small}{head} . '~2');
 
-$t->run()->plan(28);
+$t->run()->plan(32);
 
 ###############################################################################
 
@@ -223,7 +223,37 @@ is($rc, 0, 'protocol v0 first clone') or diag($out);
 is(`git --git-dir=$d/old/.git rev-parse HEAD` =~ s/\n//r, $R{old}{head},
 	'protocol v0 first clone: the forge\'s head');
 
+# the 1 MiB bound on an agent's request body (docs/gitgate.md): an ls-refs
+# of exactly 1 MiB (40,328 ref-prefix lines and one shorter) goes to the
+# forge as the gate's own request; one byte more and the copy is filled
+# first, then serves it
+
+for my $extra (0, 1) {
+	system('rm', '-rf', "$d/gate/github.com/data/small.git");
+	my $body = "0014command=ls-refs\n0001"
+		. ("001aref-prefix refs/tags/\n" x 40328)
+		. ($extra ? "0015ref-prefix refs/\n" : "0014ref-prefix refs\n")
+		. '0000';
+	my $len = length($body);
+	mark_log();
+	my $r = gate_post('/github.com/data/small/git-upload-pack', $body);
+	my @own = grep { $_->{user_agent} eq 'git/ngx-bottle'
+		&& $_->{method} eq 'POST' && $_->{bytes_in} > 1048576 }
+		@{since_mark()};
+	like($r, qr/refs\/tags\/v1/, "a $len-byte ls-refs: answered");
+	is(scalar @own, $extra ? 0 : 1, "a $len-byte ls-refs: "
+		. ($extra ? 'served from the copy, filled first'
+			: 'passed on as the gate\'s own request'));
+}
+
 ###############################################################################
+
+my $log_mark = 0;
+sub mark_log { $log_mark = @{forge_log($t)}; }
+sub since_mark {
+	my $l = forge_log($t);
+	return [ @$l[$log_mark .. $#$l] ];
+}
 
 sub fgit {
 	my ($dir, @args) = @_;
