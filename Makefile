@@ -135,7 +135,8 @@ $(BUILD)/gitgate-cgi: gitgate-helper/gitgate-cgi.c $(GG_SRCS) $(GG_HDRS) \
                       $(LIBBOTTLE)
 	@mkdir -p $(dir $@)
 	$(CC) $(GG_CFLAGS) $(DEB_LD_OPT) $(LD_OPT) -o $@ \
-	    gitgate-helper/gitgate-cgi.c $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
+	    gitgate-helper/gitgate-cgi.c $(GG_SRCS) -Wl,--as-needed \
+	    $(LIBBOTTLE) $(GG_LIBS)
 
 $(BUILD)/gitgate-scan: gitgate-helper/gitgate-scan.c $(GG_SRCS) $(GG_HDRS) \
                        $(LIBBOTTLE)
