@@ -145,7 +145,7 @@ for my $s ([ $PJ, 'json' ], [ $PS, 'sse' ]) {
 	$t->waitforsocket("127.0.0.1:$s->[0]") or die "no $s->[1] server\n";
 }
 
-$t->run()->plan(59);
+$t->run()->plan(63);
 
 ###############################################################################
 
@@ -345,6 +345,20 @@ unlike($r, qr/delete_repo/, 'a gzip\'d response: nothing of it passed');
 $r = curl('mcp.allowed.test', $PJ, $LIST, '/notjson');
 like($r, qr/rule: mcp_response/, 'a response that is not JSON: an error');
 unlike($r, qr/delete_repo/, 'a response that is not JSON: not passed');
+
+# the 4 MiB bound on a JSON answer held whole (docs/mcp.md): 4,194,304
+# bytes are read and filtered, one byte more is replaced by an error
+
+$r = curl('mcp.allowed.test', $PJ, $LIST, '/big-json-4194304');
+like($r, qr/^HTTP\/1\.1 200 .*\{"name":"echo"\}\]/s,
+	'a JSON answer of 4 MiB: passed, filtered');
+unlike($r, qr/delete_repo|yyyy/, 'a JSON answer of 4 MiB: the tool not '
+	. 'allowed taken out');
+$r = curl('mcp.allowed.test', $PJ, $LIST, '/big-json-4194305');
+like($r, qr/rule: mcp_response/, 'a JSON answer of 4 MiB and a byte: an '
+	. 'error');
+unlike($r, qr/delete_repo|yyyy/, 'a JSON answer of 4 MiB and a byte: '
+	. 'nothing of it passed');
 
 $r = curl('sse.allowed.test', $PS, $LIST, '/big-sse');
 like($r, qr/data: \{"jsonrpc":"2.0","id":1,"result":\{"tools":\[\{"name":"echo"\}\]\}\}/,

@@ -9,7 +9,8 @@
 //
 // json: answers are application/json; sse: text/event-stream.  Three paths
 // misbehave, whatever was asked (/old-sse is the old transport's stream,
-// answered to a GET): /gzip answers a gzip'd JSON list, /big-sse
+// answered to a GET): /gzip answers a gzip'd JSON list, /big-json-N a
+// JSON list of exactly N bytes, /big-sse
 // an event stream whose second event is over 1 MiB, /notjson a broken
 // JSON body.
 
@@ -100,6 +101,18 @@ https.createServer({ cert: fs.readFileSync(cert), key: fs.readFileSync(key) },
             res.writeHead(200, { "content-type": "text/event-stream" });
             res.write("data: " + list + "\n\n");
             res.end("data: \"" + "x".repeat(1100000) + "delete_repo\"\n\n");
+            return;
+        }
+
+        const big = /^\/big-json-(\d+)$/.exec(req.url);
+        if (big) {
+            /* a list of exactly that many bytes: a description pads it */
+            const head = '{"jsonrpc":"2.0","id":1,"result":{"tools":[' +
+                '{"name":"echo"},{"name":"delete_repo","description":"';
+            const tail = '"}]}}';
+            const n = Number(big[1]) - head.length - tail.length;
+            res.writeHead(200, { "content-type": "application/json" });
+            res.end(head + "y".repeat(n) + tail);
             return;
         }
 
