@@ -400,7 +400,7 @@ $(BUILD)/fuzz/%_fuzz: fuzz/%_fuzz.c fuzz/fuzz.h $(LIB_SRCS) $(LIB_HDRS)
 
 # the suite, then the nginx-level tests again with the sanitizer build
 test: all asan
-	prove -r t/
+	prove --timer -r t/
 	$(MAKE) --no-print-directory test-asan
 
 # The nginx-level tests with build-asan/: Debian's nginx is not
@@ -416,7 +416,7 @@ test-asan: asan
 	GG_EXTENT_TEST=build-asan/unit/gg_extent_test GG_LMATCH_TEST=build-asan/unit/gg_lmatch_test \
 	SUPERVISE_HELPER=build-asan/supervise-helper \
 	TEST_NGINX_PRELOAD="$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so)" \
-	    prove t/ t/unit/gg_pack.t t/unit/gg_delta.t t/unit/gg_extent.t \
+	    prove --timer t/ t/unit/gg_pack.t t/unit/gg_delta.t t/unit/gg_extent.t \
 	    t/unit/gg_lmatch.t
 
 # `make compat`: the module (--with-compat) and nginx built from each
