@@ -8,11 +8,12 @@
  *   sv_http.c   libmicrohttpd: routes, headers, body cap, sessions,
  *               suspend and resume
  *   sv_rpc.c    JSON-RPC 2.0 and MCP's methods (no store)
- *   sv_tools.c  the eight tools' table, check-proposal, the answers
+ *   sv_tools.c  the eight tools' table and tools/call
  *   sv_egress.c egress-allow, egress-block, list-egress-routes
  *   sv_repo.c   forge-connect, add-repo, create-repo
  *   sv_launch.c launch-bottle's checks
- *   sv_queue.c  what every tool ends with: a refusal or the queueing
+ *   sv_queue.c  what every tool ends with: a refusal or the queueing;
+ *               the answers, check-proposal
  *   sv_wait.c   waiters for decisions: one subscriber thread, timeouts
  *   sv_store.c  per-thread store connections, a bottle's policy
  *   sv_heartbeat.c  the heartbeat record, from a thread of its own
