@@ -14,7 +14,6 @@
 
 #define _POSIX_C_SOURCE  200809L
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -618,27 +617,4 @@ bottlectl_help_match(const char *s, const char *cmd, const char *sub)
     len = strlen(sub);
 
     return strncmp(s, sub, len) == 0 && (s[len] == ' ' || s[len] == '\n');
-}
-
-
-void
-bottlectl_error(const char *fmt, ...)
-{
-    va_list  args;
-
-    fflush(stdout);
-    fputs("bottlectl: ", stderr);
-    va_start(args, fmt);
-    vfprintf(stderr, fmt, args);
-    va_end(args);
-    fputc('\n', stderr);
-}
-
-
-int
-bottlectl_usage(const char *synopsis)
-{
-    bottlectl_error("usage: bottlectl %s", synopsis);
-
-    return BOTTLECTL_USAGE;
 }

@@ -63,7 +63,7 @@ struct bottlectl_s {
 };
 
 
-/* bottlectl.c */
+/* ctl_common.c: what every file may call; it calls none of them */
 
 /* one line "bottlectl: ..." on stderr */
 void bottlectl_error(const char *fmt, ...)
@@ -74,6 +74,12 @@ void bottlectl_error(const char *fmt, ...)
 
 /* "usage: ..." for the command, then BOTTLECTL_USAGE */
 int bottlectl_usage(const char *synopsis);
+
+/* a file, or stdin for "-", whole (64 MiB at most); 0 or -1 after a line */
+int bottlectl_read(char **out, size_t *len, const char *file);
+
+/* who answers: $BOTTLE_OPERATOR, else $USER@<host name> */
+const char *bottlectl_operator(void);
 
 
 /* ctl_store.c */
@@ -93,6 +99,9 @@ int bottlectl_command(bottlectl_t *ctl, redisReply **out, int argc,
 
 /* the store lost mid-command: the line and BOTTLECTL_UNREACHABLE */
 int bottlectl_lost(bottlectl_t *ctl);
+
+/* a reply's string element, or "" */
+const char *bottlectl_str(const redisReply *r, size_t i);
 
 /*
  * A write under a write id (bottle_store.h, "written once"): argv[0..1]
@@ -120,17 +129,6 @@ int bottlectl_unreachable(bottlectl_t *ctl, const char *why);
 
 int bottlectl_policy(bottlectl_t *ctl, int argc, char **argv);
 int bottlectl_bottles(bottlectl_t *ctl, int argc, char **argv);
-
-/*
- * One bottle for a command that looks at it (explain): from the --policy
- * file when it was given (*out is that whole policy), else from the store
- * (*out is a policy holding that bottle alone).  Find the bottle in it
- * with bottle_policy_find_id(); free it with bottle_policy_free().
- * Returns 0, or after one line on stderr BOTTLECTL_REFUSED (no such
- * bottle, an invalid policy) or BOTTLECTL_UNREACHABLE.
- */
-int bottlectl_fetch_bottle(bottlectl_t *ctl, const char *id,
-    bottle_policy_t **out);
 
 
 /* ctl_put.c */
@@ -210,14 +208,25 @@ char *bottlectl_policy_event(const char *bottle, const char *action,
     const char *operator_name, const char *wid, long long old_version,
     const bottlectl_summary_t *s);
 
+/* HGET bottle:policy:<id> json: 0 with a string reply, or an exit status */
+int bottlectl_get_json(bottlectl_t *ctl, const char *id, redisReply **out);
+
+/*
+ * One bottle for a command that looks at it (explain): from the --policy
+ * file when it was given (*out is that whole policy), else from the store
+ * (*out is a policy holding that bottle alone).  Find the bottle in it
+ * with bottle_policy_find_id(); free it with bottle_policy_free().
+ * Returns 0, or after one line on stderr BOTTLECTL_REFUSED (no such
+ * bottle, an invalid policy) or BOTTLECTL_UNREACHABLE.
+ */
+int bottlectl_fetch_bottle(bottlectl_t *ctl, const char *id,
+    bottle_policy_t **out);
+
 
 /* ctl_check.c: policy check, policy diff */
 
 int bottlectl_policy_check(bottlectl_t *ctl, const char *path);
 int bottlectl_policy_diff(bottlectl_t *ctl, const char *path);
-
-/* a file, or stdin for "-", whole (64 MiB at most); 0 or -1 after a line */
-int bottlectl_read(char **out, size_t *len, const char *file);
 
 
 /* ctl_audit.c */
@@ -244,18 +253,14 @@ int bottlectl_check(bottlectl_t *ctl, int argc, char **argv);
 int64_t bottlectl_now(void);
 
 
-/* who answers: $BOTTLE_OPERATOR, else $USER@<host name> */
-const char *bottlectl_operator(void);
-
-/* a reply's string element, or "" */
-const char *bottlectl_str(const redisReply *r, size_t i);
-
-
 /* ctl_decide.c: approve, deny, modify */
 
 int bottlectl_approve(bottlectl_t *ctl, int argc, char **argv);
 int bottlectl_deny(bottlectl_t *ctl, int argc, char **argv);
 int bottlectl_modify(bottlectl_t *ctl, int argc, char **argv);
+
+
+/* ctl_proposal.c: what propose, decide and forge share of an answer */
 
 /*
  * The change an approval would make to the bottle's stored policy,

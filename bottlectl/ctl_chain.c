@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE  200809L
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,4 +132,22 @@ bottlectl_chain_link(char out[BOTTLE_AUDIT_HEX_LEN],
     bottle_audit_sha256_hex(digest, e->event, e->event_len);
 
     return bottle_audit_link(out, e->prev, e->seq, digest);
+}
+
+
+/* bottlectl_chain.h */
+
+int
+bottlectl_broken(const char *fmt, ...)
+{
+    va_list  ap;
+
+    fputs("audit verify: broken: ", stdout);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    putchar('\n');
+    fflush(stdout);
+
+    return BOTTLECTL_REFUSED;
 }

@@ -1,6 +1,7 @@
 /*
- * bottlectl policy get|rm, bottles, and bottlectl_fetch_bottle() for the
- * commands that look at one bottle (explain).  policy put is ctl_put.c.
+ * bottlectl policy get|rm, bottles.  policy put is ctl_put.c, the stored
+ * bottle read (bottlectl_get_json(), bottlectl_fetch_bottle()) is
+ * ctl_source.c's.
  */
 
 #define _POSIX_C_SOURCE  200809L
@@ -24,8 +25,6 @@ typedef struct {
 static int bottlectl_policy_get(bottlectl_t *ctl, const char *id);
 static int bottlectl_policy_rm(bottlectl_t *ctl, const char *id,
     const char *operator_name);
-static int bottlectl_get_json(bottlectl_t *ctl, const char *id,
-    redisReply **out);
 static int bottlectl_bottles_store(bottlectl_t *ctl);
 static int bottlectl_bottles_file(bottlectl_t *ctl);
 static void bottlectl_bottles_print(bottlectl_t *ctl, bottlectl_row_t *rows,
@@ -119,57 +118,6 @@ bottlectl_policy(bottlectl_t *ctl, int argc, char **argv)
     }
 
     return bottlectl_policy_rm(ctl, args[1], operator_name);
-}
-
-
-/* HGET bottle:policy:<id> json: 0 with a string reply, or an exit status */
-
-static int
-bottlectl_get_json(bottlectl_t *ctl, const char *id, redisReply **out)
-{
-    int          rc;
-    char        *key;
-    size_t       len;
-    const char  *argv[3];
-    redisReply  *r;
-
-    *out = NULL;
-
-    len = sizeof(BOTTLE_STORE_POLICY_PREFIX) + strlen(id);
-    key = malloc(len);
-    if (key == NULL) {
-        bottlectl_error("out of memory");
-        return BOTTLECTL_REFUSED;
-    }
-
-    snprintf(key, len, "%s%s", BOTTLE_STORE_POLICY_PREFIX, id);
-
-    argv[0] = "HGET";
-    argv[1] = key;
-    argv[2] = BOTTLE_STORE_F_JSON;
-
-    rc = bottlectl_command(ctl, &r, 3, argv, NULL);
-    free(key);
-
-    if (rc != BOTTLECTL_OK) {
-        return rc;
-    }
-
-    if (r->type == REDIS_REPLY_ERROR) {
-        bottlectl_error("cannot read bottle \"%s\": %s", id, r->str);
-        freeReplyObject(r);
-        return BOTTLECTL_REFUSED;
-    }
-
-    if (r->type != REDIS_REPLY_STRING) {
-        bottlectl_error("no bottle \"%s\"", id);
-        freeReplyObject(r);
-        return BOTTLECTL_REFUSED;
-    }
-
-    *out = r;
-
-    return BOTTLECTL_OK;
 }
 
 
@@ -544,58 +492,6 @@ bottlectl_row_cmp(const void *a, const void *b)
 {
     return strcmp(((const bottlectl_row_t *) a)->id,
                   ((const bottlectl_row_t *) b)->id);
-}
-
-
-int
-bottlectl_fetch_bottle(bottlectl_t *ctl, const char *id,
-    bottle_policy_t **out)
-{
-    int           rc;
-    char          err[1024], source[BOTTLECTL_URL_LEN];
-    redisReply   *r;
-
-    *out = NULL;
-
-    if (ctl->policy) {
-        if (bottle_policy_load(out, ctl->policy, err, sizeof(err)) != 0) {
-            bottlectl_error("%s", err);
-            return BOTTLECTL_REFUSED;
-        }
-
-        if (bottle_policy_find_id(*out, id, strlen(id)) == NULL) {
-            bottlectl_error("no bottle \"%s\" in '%s'", id, ctl->policy);
-            bottle_policy_free(*out);
-            *out = NULL;
-            return BOTTLECTL_REFUSED;
-        }
-
-        return BOTTLECTL_OK;
-    }
-
-    rc = bottlectl_get_json(ctl, id, &r);
-    if (rc != BOTTLECTL_OK) {
-        return rc;
-    }
-
-    snprintf(source, sizeof(source), "%s%s", BOTTLE_STORE_POLICY_PREFIX, id);
-
-    rc = bottle_policy_parse(out, r->str, r->len, source, err, sizeof(err));
-    freeReplyObject(r);
-
-    if (rc != 0) {
-        bottlectl_error("%s", err);
-        return BOTTLECTL_REFUSED;
-    }
-
-    if (bottle_policy_find_id(*out, id, strlen(id)) == NULL) {
-        bottlectl_error("%s: holds no bottle \"%s\"", source, id);
-        bottle_policy_free(*out);
-        *out = NULL;
-        return BOTTLECTL_REFUSED;
-    }
-
-    return BOTTLECTL_OK;
 }
 
 

@@ -9,7 +9,6 @@
 
 #define _POSIX_C_SOURCE  200809L
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +16,6 @@
 #include <jansson.h>
 
 #include "bottlectl.h"
-
-
-#define BOTTLECTL_POLICY_MAX  (64 * 1024 * 1024)    /* bytes read at most */
 
 
 static int bottlectl_put_eval(bottlectl_t *ctl, const char *name,
@@ -466,72 +462,4 @@ bottlectl_put_settled(bottlectl_t *ctl, const char *settled)
     printf("%s\n", settled + 8);
 
     return BOTTLECTL_OK;
-}
-
-
-int
-bottlectl_read(char **out, size_t *len, const char *file)
-{
-    FILE    *f;
-    char    *buf, *nbuf;
-    size_t   cap, n, got;
-
-    *out = NULL;
-    *len = 0;
-
-    f = strcmp(file, "-") == 0 ? stdin : fopen(file, "rb");
-    if (f == NULL) {
-        bottlectl_error("cannot open '%s': %s", file, strerror(errno));
-        return -1;
-    }
-
-    buf = NULL;
-    cap = 0;
-    n = 0;
-
-    for ( ;; ) {
-        if (n + 1 >= cap) {
-            cap = cap ? cap * 2 : 65536;
-            nbuf = cap <= BOTTLECTL_POLICY_MAX + 1 ? realloc(buf, cap) : NULL;
-            if (nbuf == NULL) {
-                bottlectl_error("cannot read '%s': %s", file,
-                                cap > BOTTLECTL_POLICY_MAX + 1
-                                ? "larger than 64 MiB" : "out of memory");
-                goto failed;
-            }
-            buf = nbuf;
-        }
-
-        got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-
-        if (got == 0) {
-            break;
-        }
-    }
-
-    if (ferror(f)) {
-        bottlectl_error("cannot read '%s': %s", file, strerror(errno));
-        goto failed;
-    }
-
-    if (f != stdin) {
-        fclose(f);
-    }
-
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-
-    return 0;
-
-failed:
-
-    if (f != stdin) {
-        fclose(f);
-    }
-
-    free(buf);
-
-    return -1;
 }

@@ -1,9 +1,10 @@
 /*
  * A policy document as bottlectl policy put, check and diff read it: a
  * file, standard input, or a directory read exactly as the gateway reads
- * one (bottle_policy_load(): its "*.json" files sorted by name); and what
+ * one (bottle_policy_load(): its "*.json" files sorted by name); what
  * a put changes in one bottle, for the policy.changed journal event and
- * policy diff.
+ * policy diff; and one bottle as stored, for policy get, a put's parent
+ * and explain (bottlectl_fetch_bottle()).
  */
 
 #define _POSIX_C_SOURCE  200809L
@@ -492,6 +493,109 @@ bottlectl_stored(bottlectl_t *ctl, const char *id, json_t **json,
         }
 
         freeReplyObject(r);
+    }
+
+    return BOTTLECTL_OK;
+}
+
+
+/* HGET bottle:policy:<id> json: 0 with a string reply, or an exit status */
+
+int
+bottlectl_get_json(bottlectl_t *ctl, const char *id, redisReply **out)
+{
+    int          rc;
+    char        *key;
+    size_t       len;
+    const char  *argv[3];
+    redisReply  *r;
+
+    *out = NULL;
+
+    len = sizeof(BOTTLE_STORE_POLICY_PREFIX) + strlen(id);
+    key = malloc(len);
+    if (key == NULL) {
+        bottlectl_error("out of memory");
+        return BOTTLECTL_REFUSED;
+    }
+
+    snprintf(key, len, "%s%s", BOTTLE_STORE_POLICY_PREFIX, id);
+
+    argv[0] = "HGET";
+    argv[1] = key;
+    argv[2] = BOTTLE_STORE_F_JSON;
+
+    rc = bottlectl_command(ctl, &r, 3, argv, NULL);
+    free(key);
+
+    if (rc != BOTTLECTL_OK) {
+        return rc;
+    }
+
+    if (r->type == REDIS_REPLY_ERROR) {
+        bottlectl_error("cannot read bottle \"%s\": %s", id, r->str);
+        freeReplyObject(r);
+        return BOTTLECTL_REFUSED;
+    }
+
+    if (r->type != REDIS_REPLY_STRING) {
+        bottlectl_error("no bottle \"%s\"", id);
+        freeReplyObject(r);
+        return BOTTLECTL_REFUSED;
+    }
+
+    *out = r;
+
+    return BOTTLECTL_OK;
+}
+
+
+int
+bottlectl_fetch_bottle(bottlectl_t *ctl, const char *id,
+    bottle_policy_t **out)
+{
+    int           rc;
+    char          err[1024], source[BOTTLECTL_URL_LEN];
+    redisReply   *r;
+
+    *out = NULL;
+
+    if (ctl->policy) {
+        if (bottle_policy_load(out, ctl->policy, err, sizeof(err)) != 0) {
+            bottlectl_error("%s", err);
+            return BOTTLECTL_REFUSED;
+        }
+
+        if (bottle_policy_find_id(*out, id, strlen(id)) == NULL) {
+            bottlectl_error("no bottle \"%s\" in '%s'", id, ctl->policy);
+            bottle_policy_free(*out);
+            *out = NULL;
+            return BOTTLECTL_REFUSED;
+        }
+
+        return BOTTLECTL_OK;
+    }
+
+    rc = bottlectl_get_json(ctl, id, &r);
+    if (rc != BOTTLECTL_OK) {
+        return rc;
+    }
+
+    snprintf(source, sizeof(source), "%s%s", BOTTLE_STORE_POLICY_PREFIX, id);
+
+    rc = bottle_policy_parse(out, r->str, r->len, source, err, sizeof(err));
+    freeReplyObject(r);
+
+    if (rc != 0) {
+        bottlectl_error("%s", err);
+        return BOTTLECTL_REFUSED;
+    }
+
+    if (bottle_policy_find_id(*out, id, strlen(id)) == NULL) {
+        bottlectl_error("%s: holds no bottle \"%s\"", source, id);
+        bottle_policy_free(*out);
+        *out = NULL;
+        return BOTTLECTL_REFUSED;
     }
 
     return BOTTLECTL_OK;

@@ -232,3 +232,16 @@ bottlectl_write(bottlectl_t *ctl, const char *wid, redisReply **out,
 
     return BOTTLECTL_UNKNOWN;
 }
+
+
+const char *
+bottlectl_str(const redisReply *r, size_t i)
+{
+    if (r->type != REDIS_REPLY_ARRAY || i >= r->elements
+        || r->element[i]->type != REDIS_REPLY_STRING)
+    {
+        return "";
+    }
+
+    return r->element[i]->str;
+}

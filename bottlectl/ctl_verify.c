@@ -15,7 +15,6 @@
 #define _POSIX_C_SOURCE  200809L
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -397,22 +396,4 @@ bottlectl_verify_end(bottlectl_verify_t *v)
     }
 
     return BOTTLECTL_OK;
-}
-
-
-/* bottlectl_chain.h */
-
-int
-bottlectl_broken(const char *fmt, ...)
-{
-    va_list  ap;
-
-    fputs("audit verify: broken: ", stdout);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    putchar('\n');
-    fflush(stdout);
-
-    return BOTTLECTL_REFUSED;
 }

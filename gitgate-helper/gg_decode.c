@@ -1,6 +1,6 @@
 /*
- * git-gate's push scanner: a file's decoded views (issue 26, item 6), and
- * the push's scan budget.
+ * git-gate's push scanner: a file's decoded views (issue 26, item 6); the
+ * push's scan budget they are checked against is gg_ctx.c's.
  *
  * A file's raw bytes are scanned as always (gg_lines.c); then, besides:
  *
@@ -38,8 +38,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <sys/resource.h>
 
 #include "bottle_coding.h"
 #include "gg_scan_int.h"
@@ -544,87 +542,4 @@ gg_decoded(gg_ctx_t *c, const char *path, size_t index, const char *o,
         return 0;
     }
     return gg_dec_views(c, path, index, "", o, olen, d, nlen, nlen, 0);
-}
-
-
-/* the budget */
-
-static uint64_t
-gg_now_ms(void)
-{
-    struct timespec  ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
-}
-
-
-static uint64_t
-gg_peak_kb(void)
-{
-    struct rusage  ru;
-
-    if (getrusage(RUSAGE_SELF, &ru) != 0) {
-        return 0;
-    }
-    return (uint64_t) ru.ru_maxrss;
-}
-
-
-void
-gg_budget_start(gg_ctx_t *c)
-{
-    c->t0 = gg_now_ms();
-    c->rss0 = gg_peak_kb();
-}
-
-
-int
-gg_budget(gg_ctx_t *c)
-{
-    uint64_t  now, peak;
-
-    if (c->over) {
-        return -1;
-    }
-
-    if (c->time_ms == 0 && c->mem_kb == 0) {
-        return 0;
-    }
-
-    now = gg_now_ms();
-
-    if (c->time_ms) {
-        if (now - c->t0 > c->time_ms) {
-            c->over = 1;
-            snprintf(c->budget_why, sizeof(c->budget_why), "the scan ran "
-                     "over its time budget of %llu.%03llu s "
-                     "(GITGATE_SCAN_TIMEOUT) at %s%s%s",
-                     (unsigned long long) (c->time_ms / 1000),
-                     (unsigned long long) (c->time_ms % 1000),
-                     c->obj_kind, *c->obj ? " " : "", c->obj);
-        }
-    }
-
-    /* getrusage() is a system call: at most once a millisecond (a field
-     * of a few bytes after another), and after any longer field */
-    if (!c->over && c->mem_kb && now != c->mem_at) {
-        c->mem_at = now;
-        peak = gg_peak_kb();
-        if (peak > c->rss0 && peak - c->rss0 > c->mem_kb) {
-            c->over = 1;
-            snprintf(c->budget_why, sizeof(c->budget_why), "the scan ran "
-                     "over its memory budget of %llu MB "
-                     "(GITGATE_SCAN_MEMORY_MB) at %s%s%s: %llu MB",
-                     (unsigned long long) (c->mem_kb >> 10), c->obj_kind,
-                     *c->obj ? " " : "", c->obj,
-                     (unsigned long long) ((peak - c->rss0) >> 10));
-        }
-    }
-
-    if (c->over) {
-        snprintf(c->err, c->errlen, "%s", c->budget_why);
-        return -1;
-    }
-    return 0;
 }

@@ -431,61 +431,6 @@ gg_refusal(gg_ctx_t *c, const char *rule, const char *where)
 }
 
 
-/* buffers */
-
-int
-gg_buf_add(gg_buf_t *b, const void *data, size_t len)
-{
-    char    *p;
-    size_t   cap;
-
-    if (b->len + len > b->cap) {
-        cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + len) {
-            cap *= 2;
-        }
-        p = realloc(b->data, cap);
-        if (p == NULL) {
-            return -1;
-        }
-        b->data = p;
-        b->cap = cap;
-    }
-
-    if (len) {
-        memcpy(b->data + b->len, data, len);
-    }
-    b->len += len;
-    return 0;
-}
-
-
-int
-gg_line_at(gg_ctx_t *c, uint64_t pos, int ctx)
-{
-    gg_line_t  *l;
-    size_t      cap;
-
-    if (c->nlines == c->lcap) {
-        cap = c->lcap ? c->lcap * 2 : 1024;
-        l = realloc(c->lines, cap * sizeof(*l));
-        if (l == NULL) {
-            return -1;
-        }
-        c->lines = l;
-        c->lcap = cap;
-    }
-
-    c->lines[c->nlines].off = c->add.len;
-    c->lines[c->nlines].pos = pos;
-    c->lines[c->nlines].lineno = 0;
-    c->lines[c->nlines].ctx = ctx;
-    c->nlines++;
-    return 0;
-}
-
-
-
 void
 gg_report_free(gg_report_t *r)
 {

@@ -711,7 +711,9 @@ gg_pack_close(gg_pack_t *p)
     if (p == NULL) {
         return;
     }
-    gg_xcache_free(p);
+    if (p->xc_free) {
+        p->xc_free(p);
+    }
     for (o = p->head; o != NULL; o = next) {
         next = o->next;
         free(o->data);

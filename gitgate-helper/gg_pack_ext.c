@@ -382,7 +382,9 @@ gg_xc_drop(gg_pack_t *p, size_t i)
 }
 
 
-void
+/* the cached extents, freed without putting their sources (closing):
+ * gg_pack_close() calls it through p->xc_free */
+static void
 gg_xcache_free(gg_pack_t *p)
 {
     size_t  i;
@@ -457,6 +459,7 @@ gg_xc_put(gg_pack_t *p, uint32_t pack, uint64_t off, const gg_extents_t *x)
         if (p->xc == NULL) {
             return;
         }
+        p->xc_free = gg_xcache_free;
     }
     while (p->nxc > 0
            && (p->nxc == GG_XCACHE_N || p->xcext + x->n > GG_XCACHE_EXT))

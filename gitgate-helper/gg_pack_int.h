@@ -87,6 +87,9 @@ struct gg_pack_s {
     size_t              xtcap;
     gg_xcache_t        *xc;         /* versions' extents, GG_XCACHE_N */
     size_t              nxc;
+    /* frees xc on close: set by gg_pack_ext.c, which owns it, when it
+     * allocates xc (the packs and the cache call no layer above them) */
+    void              (*xc_free)(gg_pack_t *p);
     uint64_t            xtick;
     size_t              xcext;      /* extents they hold */
 };
@@ -98,9 +101,6 @@ struct gg_pack_s {
 /* the whole entry oid in the first pack holding it whole: 0, or -1 */
 int gg_pack_find_whole(uint32_t *pack, uint64_t *off, const gg_pack_t *p,
     const unsigned char *oid);
-
-/* the cached extents, freed without putting their sources (closing) */
-void gg_xcache_free(gg_pack_t *p);
 
 /* huge pages: objects' buffers of at least this are advised to use them */
 #define GG_HUGE         (2 * 1024 * 1024)

@@ -1,7 +1,7 @@
 /*
  * git-gate's push scanner: the objects a push brings, read from their raw
  * bytes: a commit's tree against its parent's, walked entry by entry (a
- * changed file handed to gg_scan.c's gg_delta()), a commit's and an
+ * changed file handed to gg_change.c's gg_delta()), a commit's and an
  * annotated tag's headers and message; the walk that finds the commits
  * and tags is gg_scan.c's.
  */

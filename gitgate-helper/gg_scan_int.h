@@ -238,11 +238,16 @@ int gg_simple(gg_ctx_t *c, int kind, const char *data, size_t len);
  * scan_budget): rule, where; 0 or -1 */
 int gg_refusal(gg_ctx_t *c, const char *rule, const char *where);
 
+/* the context's services (gg_ctx.c, which calls no scanner file) */
 int gg_buf_add(gg_buf_t *b, const void *data, size_t len);
 
 /* one added or modified entry: its path, then its added lines
- * (gg_scan.c); 0 or -1 */
+ * (gg_change.c); 0 or -1 */
 int gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index);
+/* one blob's contents: from the packs (*po held, put it back), else from
+ * git cat-file into buf (*po NULL); 0 or -1 (gg_change.c) */
+int gg_read(const char **data, size_t *len, gg_pobj_t **po, gg_blob_t *buf,
+    gg_ctx_t *c, const git_oid *id);
 
 /* the raw objects (gg_raw.c), each 0 or -1: every changed entry of tree
  * against ptree (NULL: every entry); a commit, its tree against its
@@ -254,7 +259,7 @@ int gg_tag(gg_ctx_t *c, const git_tag *tag, const git_oid *id, size_t index,
     int withheld);
 
 /* a run (or ctx line) from pos of the new file on, its number not
- * counted (gg_v_lineno() when a finding needs it) */
+ * counted (gg_v_lineno() when a finding needs it; gg_ctx.c) */
 int gg_line_at(gg_ctx_t *c, uint64_t pos, int ctx);
 
 /* the added lines in c->add and c->lines (as gg_match_lines() or the diff
@@ -329,7 +334,8 @@ int gg_dec_stream(gg_ctx_t *c, gg_buf_t *out, gg_buf_t *meta,
 size_t gg_u16_view(char *out, const unsigned char *p, size_t n, int be,
     size_t start);
 
-/* the budget: started, then checked (0, or -1 with c->over and c->err) */
+/* the budget (gg_ctx.c): started, then checked (0, or -1 with c->over
+ * and c->err) */
 void gg_budget_start(gg_ctx_t *c);
 int gg_budget(gg_ctx_t *c);
 

@@ -3,12 +3,17 @@
  * more (docs/supervise.md).  nginx fronts it and names the calling bottle
  * in X-Bottle-Id; the helper trusts nothing else.
  *
- *   sv_main.c   flags, signals, the log, start and stop
+ *   sv_main.c   flags, signals, start and stop
+ *   sv_log.c    the log, the clock, the event sequence (calls no file)
  *   sv_http.c   libmicrohttpd: routes, headers, body cap, sessions,
  *               suspend and resume
  *   sv_rpc.c    JSON-RPC 2.0 and MCP's methods (no store)
- *   sv_tools.c  the eight tools: checks, refusals, queueing
+ *   sv_tools.c  the eight tools' table and tools/call
+ *   sv_egress.c egress-allow, egress-block, list-egress-routes
+ *   sv_repo.c   forge-connect, add-repo, create-repo
  *   sv_launch.c launch-bottle's checks
+ *   sv_queue.c  what every tool ends with: a refusal or the queueing;
+ *               the answers, check-proposal
  *   sv_wait.c   waiters for decisions: one subscriber thread, timeouts
  *   sv_store.c  per-thread store connections, a bottle's policy
  *   sv_heartbeat.c  the heartbeat record, from a thread of its own
@@ -81,7 +86,12 @@ typedef struct {
 extern sv_conf_t  sv_conf;
 
 
-/* sv_main.c: one line to stderr or --log, "supervise-helper: ..." */
+/* sv_log.c, below every other file: --log FILE opened (0, or -1 with
+ * errno; stderr until then) and closed */
+int sv_log_open(const char *file);
+void sv_log_close(void);
+
+/* one line to stderr or --log, "supervise-helper: ..." */
 void sv_log(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2)))
@@ -90,6 +100,9 @@ void sv_log(const char *fmt, ...)
 
 /* a fresh event sequence number (decision.proposed ids) */
 uint64_t sv_seq(void);
+
+/* ms since the epoch */
+int64_t sv_now(void);
 
 
 /* sv_rpc.c: a JSON-RPC message parsed; no store, no MHD (fuzzed) */
@@ -220,8 +233,6 @@ void sv_wait_remove(sv_waiter_t *w);
 /* resumes every waiter (shutdown); returns how many were waiting */
 size_t sv_wait_release_all(void);
 
-int64_t sv_now(void);
-
 
 /* sv_tools.c: tools/call for a bottle.  The result (new reference) in
  * *out, or the waiter listed with *out NULL: wait, then sv_tools_answer */
@@ -238,8 +249,8 @@ typedef struct {
 int sv_tools_call(json_t **out, sv_call_t *call, const json_t *params,
     char *err, size_t errlen);
 
-/* the answer of a queued proposal now: decided, or pending (*pending 1;
- * also when the store cannot say) */
+/* sv_queue.c: the answer of a queued proposal now: decided, or pending
+ * (*pending 1; also when the store cannot say) */
 json_t *sv_tools_answer(sv_call_t *call, int *pending);
 
 

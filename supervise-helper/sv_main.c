@@ -12,7 +12,6 @@
 
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,18 +21,12 @@
 #include <curl/curl.h>
 #include <microhttpd.h>
 
-#include "bottle_audit.h"
 #include "bottle_heartbeat.h"
 #include "supervise.h"
 #include "sv_operator.h"
 
 
 sv_conf_t  sv_conf;
-
-static FILE            *sv_log_file;
-static pthread_mutex_t  sv_log_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t  sv_seq_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t         sv_seq_next;
 
 
 static int sv_usage(void);
@@ -60,7 +53,6 @@ main(int argc, char **argv)
     sv_conf.timeout = SV_TIMEOUT_DEFAULT;
     sv_conf.stream_max = BOTTLE_PROPOSAL_STREAM_MAX;
     sv_conf.heartbeat = BOTTLE_HEARTBEAT_PERIOD_MS / 1000;
-    sv_log_file = stderr;
 
     /* before any thread: forge-connect's probe and the forge API use it */
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
@@ -166,15 +158,10 @@ main(int argc, char **argv)
     bottle_store_url_print(&sv_conf.store, sv_conf.store_text,
                            sizeof(sv_conf.store_text));
 
-    if (log) {
-        sv_log_file = fopen(log, "a");
-        if (sv_log_file == NULL) {
-            fprintf(stderr, SV_NAME ": failure '%s': %s\n", log,
-                    strerror(errno));
-            return 1;
-        }
-
-        setvbuf(sv_log_file, NULL, _IOLBF, 0);
+    if (log && sv_log_open(log) != 0) {
+        fprintf(stderr, SV_NAME ": failure '%s': %s\n", log,
+                strerror(errno));
+        return 1;
     }
 
     if (gethostname(host, sizeof(host)) != 0) {
@@ -248,9 +235,7 @@ main(int argc, char **argv)
     sv_log("stopped (signal %d, %zu waiting call%s answered pending)", sig,
            n, n == 1 ? "" : "s");
 
-    if (sv_log_file != stderr) {
-        fclose(sv_log_file);
-    }
+    sv_log_close();
 
     return 0;
 }
@@ -318,48 +303,4 @@ sv_timeout(const char *s, int *out)
     *out = (int) v;
 
     return 0;
-}
-
-
-void
-sv_log(const char *fmt, ...)
-{
-    char        line[2048], when[BOTTLE_AUDIT_TIME_LEN];
-    size_t      i;
-    va_list     ap;
-
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-
-    /* one line, whatever the agent sent */
-
-    for (i = 0; line[i]; i++) {
-        if ((unsigned char) line[i] < 0x20 || line[i] == 0x7f) {
-            line[i] = '?';
-        }
-    }
-
-    if (bottle_audit_time(when, sizeof(when), sv_now()) != 0) {
-        when[0] = '\0';
-    }
-
-    pthread_mutex_lock(&sv_log_lock);
-    fprintf(sv_log_file ? sv_log_file : stderr, "%s " SV_NAME ": %s\n",
-            when, line);
-    fflush(sv_log_file ? sv_log_file : stderr);
-    pthread_mutex_unlock(&sv_log_lock);
-}
-
-
-uint64_t
-sv_seq(void)
-{
-    uint64_t  n;
-
-    pthread_mutex_lock(&sv_seq_lock);
-    n = ++sv_seq_next;
-    pthread_mutex_unlock(&sv_seq_lock);
-
-    return n;
 }

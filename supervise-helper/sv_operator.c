@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <netdb.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,11 +37,6 @@
 
 #define SV_OPERATOR_THREADS     4
 #define SV_OPERATOR_TIMEOUT     30      /* seconds idle per connection */
-
-#define SV_OPERATOR_CSP                                                      \
-    "default-src 'none'; script-src 'self'; style-src 'self'; "              \
-    "connect-src 'self'; img-src 'none'; base-uri 'none'; "                  \
-    "form-action 'none'; frame-ancestors 'none'"
 
 
 /* the page: supervise-helper/operator/, embedded at build time (xxd -i) */
@@ -86,9 +80,6 @@ static void sv_operator_done(void *cls, struct MHD_Connection *c,
 static int sv_operator_authorized(sv_operator_t *op,
     struct MHD_Connection *c);
 static const char *sv_operator_csrf(struct MHD_Connection *c);
-static enum MHD_Result sv_operator_send(struct MHD_Connection *c,
-    unsigned status, const char *type, const void *data, size_t len,
-    int copy, const char *allow);
 static enum MHD_Result sv_operator_unauthorized(struct MHD_Connection *c);
 static enum MHD_Result sv_operator_405(struct MHD_Connection *c,
     const char *allow);
@@ -586,77 +577,6 @@ sv_operator_csrf(struct MHD_Connection *c)
 
 
 static enum MHD_Result
-sv_operator_send(struct MHD_Connection *c, unsigned status, const char *type,
-    const void *data, size_t len, int copy, const char *allow)
-{
-    enum MHD_Result       rc;
-    struct MHD_Response  *r;
-
-    r = MHD_create_response_from_buffer(len, (void *) data,
-                                        copy ? MHD_RESPMEM_MUST_COPY
-                                             : MHD_RESPMEM_PERSISTENT);
-    if (r == NULL) {
-        return MHD_NO;
-    }
-
-    MHD_add_response_header(r, "Content-Type", type);
-    MHD_add_response_header(r, "Content-Security-Policy", SV_OPERATOR_CSP);
-    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-    MHD_add_response_header(r, "X-Frame-Options", "DENY");
-    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
-    MHD_add_response_header(r, "Cross-Origin-Resource-Policy", "same-origin");
-    MHD_add_response_header(r, "Cache-Control", "no-store");
-
-    if (allow) {
-        MHD_add_response_header(r, "Allow", allow);
-    }
-
-    rc = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-
-    return rc;
-}
-
-
-enum MHD_Result
-sv_operator_json(struct MHD_Connection *c, unsigned status, json_t *o)
-{
-    char             *s;
-    enum MHD_Result   rc;
-
-    s = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
-    json_decref(o);
-
-    if (s == NULL) {
-        return sv_operator_send(c, 500, "application/json",
-                                "{\"error\":\"out of memory\"}", 25, 0,
-                                NULL);
-    }
-
-    rc = sv_operator_send(c, status, "application/json", s, strlen(s), 1,
-                          NULL);
-    free(s);
-
-    return rc;
-}
-
-
-enum MHD_Result
-sv_operator_error(struct MHD_Connection *c, unsigned status,
-    const char *fmt, ...)
-{
-    char     msg[BOTTLE_DECISION_ERR_LEN + 64];
-    va_list  ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-
-    return sv_operator_json(c, status, json_pack("{s:s}", "error", msg));
-}
-
-
-static enum MHD_Result
 sv_operator_405(struct MHD_Connection *c, const char *allow)
 {
     static const char  body[] = "{\"error\":\"method not allowed\"}";
@@ -688,24 +608,4 @@ sv_operator_unauthorized(struct MHD_Connection *c)
     MHD_destroy_response(r);
 
     return rc;
-}
-
-
-void
-sv_operator_logf(sv_operator_t *op, const char *fmt, ...)
-{
-    char     line[2048];
-    va_list  ap;
-
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-
-    if (op->logf) {
-        op->logf("operator page: %s", line);
-        return;
-    }
-
-    fprintf(op->log, "operator page: %s\n", line);
-    fflush(op->log);
 }

@@ -1,7 +1,8 @@
 /*
- * What the operator page's two files share (sv_operator.h): the server's
- * state, a request's body, the JSON answers and the log; the API's
- * handlers are sv_operator_api.c.
+ * What the operator page's files share (sv_operator.h): the server's
+ * state, a request's body, the answers and the log (sv_operator_send.c,
+ * below the others); the API's handlers are sv_operator_api.c and
+ * sv_operator_view.c, which sv_operator.c routes to.
  */
 
 #ifndef SV_OPERATOR_INT_H
@@ -36,6 +37,18 @@ typedef struct {
     int                      too_big;
 } sv_request_t;
 
+
+/* the page's Content-Security-Policy, on every response */
+#define SV_OPERATOR_CSP                                                      \
+    "default-src 'none'; script-src 'self'; style-src 'self'; "              \
+    "connect-src 'self'; img-src 'none'; base-uri 'none'; "                  \
+    "form-action 'none'; frame-ancestors 'none'"
+
+/* a response with the page's security headers (and Allow, if given);
+ * data copied if copy, else kept (static) */
+enum MHD_Result sv_operator_send(struct MHD_Connection *c, unsigned status,
+    const char *type, const void *data, size_t len, int copy,
+    const char *allow);
 
 /* o as the JSON body (steals o) */
 enum MHD_Result sv_operator_json(struct MHD_Connection *c, unsigned status,

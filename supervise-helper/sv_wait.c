@@ -53,17 +53,6 @@ static int              sv_wait_running;
 static volatile int     sv_wait_stopping;
 
 
-int64_t
-sv_now(void)
-{
-    struct timeval  tv;
-
-    gettimeofday(&tv, NULL);
-
-    return (int64_t) tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
-
-
 int
 sv_wait_start(void)
 {

@@ -59,4 +59,93 @@ my @long = grep { (() = slurp($_) =~ /\n/g) > 1000 }
 	glob("$root/supervise-helper/*.[ch]");
 is("@long", '', 'no source file over 1000 lines');
 
+# The helpers' and bottlectl's calls go one way: within each directory,
+# file A calls file B when A names a function B defines without static
+# (a call or a pointer taken: a command table names its handlers); no
+# file may reach itself again.  Comments, strings and preprocessor lines
+# are not read.
+
+sub strip_c {
+	my ($t) = @_;
+	$t =~ s{/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'}{
+		(my $m = $&) =~ tr/\n//cd; $m eq '' ? ' ' : $m }gse;
+	$t =~ s/^[ \t]*#[^\n]*(?:\\\n[^\n]*)*//mg;
+	return $t;
+}
+
+sub calls_between {
+	my ($dir) = @_;
+	my (%text, %def, %own, %edge);
+
+	for my $f (glob("$root/$dir/*.c")) {
+		(my $n = $f) =~ s{.*/}{};
+		my $t = $text{$n} = strip_c(slurp($f));
+
+		# a definition: its name at the start of a line, its parameters,
+		# then its body; "static" on the line before keeps it in the file
+		while ($t =~ /^(\w+)[ \t]*\(/mg) {
+			my ($name, $start, $i, $depth) = ($1, $-[0], pos($t), 1);
+			while ($depth && $i < length $t) {
+				my $c = substr($t, $i++, 1);
+				$depth++ if $c eq '(';
+				$depth-- if $c eq ')';
+			}
+			next unless substr($t, $i) =~ /\A\s*\{/;
+			my ($prev) = substr($t, 0, $start) =~ /([^\n]*)\n\z/;
+			if (($prev // '') =~ /\bstatic\b/) {
+				$own{$n}{$name} = 1;
+			} elsif ($name ne 'main') {
+				push @{$def{$name}}, $n;
+			}
+		}
+	}
+
+	for my $n (keys %text) {
+		for my $name (keys %def) {
+			next if $own{$n}{$name};
+			my @in = grep { $_ ne $n } @{$def{$name}};
+			next unless @in && $text{$n} =~ /\b\Q$name\E\b/;
+			$edge{$n}{$_}{$name} = 1 for @in;
+		}
+	}
+
+	return (\%text, \%edge);
+}
+
+subtest 'the helpers\' and bottlectl\'s calls go one way' => sub {
+	for my $dir (qw(gitgate-helper bottlectl supervise-helper)) {
+		my ($text, $edge) = calls_between($dir);
+		my %reach;
+
+		for my $a (keys %$text) {
+			my @todo = ($a);
+			my %seen;
+			while (@todo) {
+				for my $b (keys %{$edge->{pop @todo} || {}}) {
+					push @todo, $b unless $seen{$b}++;
+				}
+			}
+			$reach{$a} = \%seen;
+		}
+
+		my (%done, @circles);
+
+		for my $a (sort keys %$text) {
+			next if $done{$a} || !$reach{$a}{$a};
+			my @in = grep { $reach{$a}{$_} && $reach{$_}{$a} } sort keys %$text;
+			$done{$_} = 1 for @in;
+			my %in = map { $_ => 1 } @in;
+			push @circles, join(', ', map {
+				my $from = $_;
+				map { "$from -> $_ (" . join(' ', sort keys
+					%{$edge->{$from}{$_}}) . ')' }
+					grep { $in{$_} } sort keys %{$edge->{$from}};
+			} @in);
+		}
+
+		ok(keys %$text > 5, "$dir: its files read");
+		is(join("\n", @circles), '', "$dir: no circle of calls between files");
+	}
+};
+
 done_testing();

@@ -30,7 +30,7 @@
 static const char  *data_dir = "t/unit/data";
 
 
-/* bottlectl.c's two, as bottlectl has them: one line on stderr */
+/* ctl_common.c's two, as bottlectl has them: one line on stderr */
 
 void
 bottlectl_error(const char *fmt, ...)
