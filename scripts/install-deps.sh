@@ -15,7 +15,8 @@ set -eu
 
 # what an installed gateway runs with: nginx (not nginx-core: its mail,
 # geoip, image and xslt modules are not needed) and its stream module, the
-# libraries the module, bottlectl and the helpers link, openssl for
+# libraries the module, bottlectl and the helpers link (libcurl4 also as
+# what gitgate-cgi loads when it first asks a forge), openssl for
 # bottle-ca, the system's trust store for upstreams, curl (the health
 # check), s6 (bottle-init, the image's PID 1), fcgiwrap and git (git-gate).
 # spawn-fcgi satisfies fcgiwrap's "systemd | spawn-fcgi": without it apt
