@@ -21,30 +21,33 @@ sub slurp {
 }
 
 my @lib = glob("$root/lib/*.[ch]");
-my @mod = glob("$root/ngx_bottle_module/*.[ch]");
+my @rooms = qw(core stream http);
+my @mod = map { glob("$root/ngx_bottle_module/$_/*.[ch]") } @rooms;
 
 ok(@lib > 10 && @mod > 10, 'lib/ and ngx_bottle_module/ hold the sources');
 ok(!-d "$root/src", 'no src/ left');
+is(join(' ', map { s{.*/}{}r } glob("$root/ngx_bottle_module/*.[ch]")), '',
+	'every module source is in core/, stream/ or http/');
 
 my @bad = grep { slurp($_) =~ /^\s*#\s*include\s*[<"](?:ngx_|nginx)/m } @lib;
 is("@bad", '', 'no file under lib/ includes an nginx header');
 
 @bad = grep {
 	my $f = $_;
-	grep { -e "$root/ngx_bottle_module/$_" }
+	grep { my $h = $_; grep { -e "$root/ngx_bottle_module/$_/$h" } @rooms }
 		slurp($f) =~ /^\s*#\s*include\s*"([^"]+)"/mg;
 } @lib;
 is("@bad", '', 'no file under lib/ includes a file of the module');
 
 # the pipeline's own functions, called from a step
 
-my $pipeline = "$root/ngx_bottle_module/ngx_http_bottle_pipeline.c";
+my $pipeline = "$root/ngx_bottle_module/http/ngx_http_bottle_pipeline.c";
 my @exported = slurp($pipeline) =~ /^(?!static)\w[^\n(]*\n(ngx_http_\w+)\(/mg;
 ok(@exported, 'the pipeline exports its entry points: ' . join(' ', @exported));
 
 # the module file registers the handlers: it is above the pipeline
 my @steps = grep { !/ngx_http_bottle_(?:pipeline|module)\.c$/ }
-	glob("$root/ngx_bottle_module/ngx_http_bottle_*.c");
+	glob("$root/ngx_bottle_module/http/ngx_http_bottle_*.c");
 
 for my $f (@steps) {
 	my $text = slurp($f);
