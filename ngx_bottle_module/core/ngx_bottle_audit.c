@@ -299,6 +299,12 @@ ngx_bottle_audit_init_process(ngx_cycle_t *cycle)
     ngx_bottle_audit_t       *a = &ngx_bottle_audit;
     ngx_bottle_audit_conf_t  *acf;
 
+    /* refusals reach the journal through core's observers */
+
+    if (ngx_bottle_refusal_observe(ngx_bottle_audit_refusal) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     acf = (ngx_bottle_audit_conf_t *) ngx_get_conf(cycle->conf_ctx,
                                                    ngx_bottle_audit_module);
 

@@ -20,7 +20,8 @@ static int64_t ngx_bottle_audit_now(void);
 /* every event: refusals are logged once each, at ngx_bottle_log_verdict */
 
 void
-ngx_bottle_audit_refusal(ngx_bottle_verdict_t *v)
+ngx_bottle_audit_refusal(ngx_connection_t *c, ngx_bottle_verdict_t *v,
+    ngx_uint_t status)
 {
     u_char                    id[128];
     bottle_audit_event_t      e;

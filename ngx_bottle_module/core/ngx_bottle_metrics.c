@@ -71,6 +71,8 @@ static ngx_bottle_metrics_bottle_t *ngx_bottle_metrics_slot(
 
 static ngx_bottle_metrics_worker_t *ngx_bottle_metrics_worker(void);
 static u_char *ngx_bottle_metrics_workers(u_char *p, u_char *end);
+static void ngx_bottle_metrics_refused(ngx_connection_t *c,
+    ngx_bottle_verdict_t *v, ngx_uint_t status);
 
 
 static ngx_bottle_metrics_sh_t      *ngx_bottle_metrics_sh;
@@ -194,6 +196,8 @@ ngx_bottle_metrics_init_process(ngx_cycle_t *cycle)
     ngx_list_part_t     *part;
     ngx_shm_zone_t      *zone;
     ngx_bottle_store_t  *st;
+
+    (void) ngx_bottle_refusal_observe(ngx_bottle_metrics_refused);
 
     ngx_bottle_metrics_sh = NULL;
     ngx_bottle_metrics_shpool = NULL;
@@ -435,6 +439,16 @@ ngx_bottle_metrics_request(const bottle_t *b, ngx_bottle_rule_e rule)
     s = ngx_bottle_metrics_slot(b);
 
     (void) ngx_atomic_fetch_add(&s->requests[rule], 1);
+}
+
+
+/* a refusal's observer (ngx_bottle_log_verdict) */
+
+static void
+ngx_bottle_metrics_refused(ngx_connection_t *c, ngx_bottle_verdict_t *v,
+    ngx_uint_t status)
+{
+    ngx_bottle_metrics_request(v->bottle, v->rule);
 }
 
 
