@@ -88,12 +88,6 @@ for my $b (keys %text) {
 # until it is gone, and no other may appear
 
 my %up = map { $_ => 1 } (
-	'core/ngx_bottle_metrics.c -> core/ngx_bottle_zone.c',
-	'core/ngx_bottle_metrics.c -> core/ngx_bottle_module.c',
-	'core/ngx_bottle_store.c -> core/ngx_bottle_conns.c',
-	'core/ngx_bottle_store_redis.c -> core/ngx_bottle_conns.c',
-	'core/ngx_bottle_store_sync.c -> core/ngx_bottle_audit.c',
-	'core/ngx_bottle_store_sync.c -> core/ngx_bottle_module.c',
 	'core/ngx_bottle_audit.c -> core/ngx_bottle_audit_event.c',
 	'core/ngx_bottle_audit.c -> core/ngx_bottle_audit_contact.c',
 	'core/ngx_bottle_audit.c -> core/ngx_bottle_audit_wait.c',

@@ -450,8 +450,8 @@ ngx_atomic_t *ngx_bottle_metrics_fulllog_gen(void);
 ngx_atomic_t *ngx_bottle_metrics_fulllog_failing(void);
 void ngx_bottle_metrics_lock(void);
 void ngx_bottle_metrics_unlock(void);
-ngx_int_t ngx_bottle_metrics_render(ngx_pool_t *pool, ngx_str_t *extra,
-    ngx_str_t *out);
+ngx_int_t ngx_bottle_metrics_render(ngx_pool_t *pool, ngx_uint_t tunnels,
+    ngx_str_t *extra, ngx_str_t *out);
 
 /*
  * What one worker knows of its own connections and queues: a slot of the

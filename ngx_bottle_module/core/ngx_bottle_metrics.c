@@ -195,6 +195,7 @@ ngx_bottle_metrics_init_process(ngx_cycle_t *cycle)
     ngx_uint_t           i;
     ngx_list_part_t     *part;
     ngx_shm_zone_t      *zone;
+    ngx_bottle_conf_t   *bcf;
     ngx_bottle_store_t  *st;
 
     (void) ngx_bottle_refusal_observe(ngx_bottle_metrics_refused);
@@ -227,7 +228,9 @@ found:
 
     /* the store's state until its connection says otherwise */
 
-    st = ngx_bottle_cycle_store(cycle);
+    bcf = (ngx_bottle_conf_t *) ngx_get_conf(cycle->conf_ctx,
+                                             ngx_bottle_module);
+    st = bcf ? bcf->store : NULL;
 
     if (st && st->redis) {
         ngx_bottle_metrics_worker_set(NGX_BOTTLE_WORKER_STORE, 1);
@@ -726,8 +729,8 @@ ngx_bottle_metrics_workers(u_char *p, u_char *end)
 /* the Prometheus text format, version 0.0.4 */
 
 ngx_int_t
-ngx_bottle_metrics_render(ngx_pool_t *pool, ngx_str_t *extra,
-    ngx_str_t *out)
+ngx_bottle_metrics_render(ngx_pool_t *pool, ngx_uint_t tunnels,
+    ngx_str_t *extra, ngx_str_t *out)
 {
     size_t                          size;
     u_char                         *p, *end;
@@ -822,7 +825,7 @@ ngx_bottle_metrics_render(ngx_pool_t *pool, ngx_str_t *extra,
                      "inspected routes, in all workers.\n"
                      "# TYPE bottle_tunnels gauge\n"
                      "bottle_tunnels %ui\n%V",
-                     ngx_bottle_zone_count(), extra);
+                     tunnels, extra);
 
     out->len = p - out->data;
 
