@@ -91,8 +91,6 @@ my %up = map { $_ => 1 } (
 	'core/ngx_bottle_audit.c -> core/ngx_bottle_audit_event.c',
 	'core/ngx_bottle_audit.c -> core/ngx_bottle_audit_contact.c',
 	'core/ngx_bottle_audit.c -> core/ngx_bottle_audit_wait.c',
-	'http/ngx_http_bottle_held.c -> http/ngx_http_bottle_dlp.c',
-	'http/ngx_http_bottle_dlp_body.c -> http/ngx_http_bottle_dlp.c',
 );
 
 for my $e (sort keys %up) {
