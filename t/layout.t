@@ -88,7 +88,6 @@ for my $b (keys %text) {
 # until it is gone, and no other may appear
 
 my %up = map { $_ => 1 } (
-	'core/ngx_bottle_audit.c -> core/ngx_bottle_audit_wait.c',
 );
 
 for my $e (sort keys %up) {
