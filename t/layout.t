@@ -84,8 +84,9 @@ for my $b (keys %text) {
 	}
 }
 
-# calls that still run up, to be untied (issue 32): each is named here
-# until it is gone, and no other may appear
+# a call that must run up is named here, with its reason; each is checked
+# to still exist (issue 32 untied them all: where a lower file reports up,
+# the higher one registers a callback)
 
 my %up = map { $_ => 1 } (
 );
