@@ -66,8 +66,11 @@ module: $(NGX_BUILD)/objs/Makefile $(LIBBOTTLE)
 	tmp=$(MODULE).$$$$.tmp; cp $(NGX_BUILD)/objs/ngx_bottle_module.so $$tmp \
 	    && mv -f $$tmp $(MODULE)
 
-# config globs ngx_bottle_module/*.c: configure again when the list changes
-MODULE_SRCS = $(sort $(wildcard ngx_bottle_module/*.c))
+# config globs ngx_bottle_module/{core,stream,http}/*.[ch]: configure again
+# when the list changes
+MODULE_SRCS = $(sort $(wildcard ngx_bottle_module/core/*.[ch] \
+                                ngx_bottle_module/stream/*.[ch] \
+                                ngx_bottle_module/http/*.[ch]))
 
 $(BUILD)/module-sources: FORCE
 	@mkdir -p $(BUILD)

@@ -44,7 +44,12 @@ ngx_http_bottle_metrics_handler(ngx_http_request_t *r)
                             ngx_http_bottle_firehose_attached())
                 - extra.data;
 
-    if (ngx_bottle_metrics_render(r->pool, &extra, &text) != NGX_OK) {
+    /* the open tunnels, as the bottle zone counts them */
+
+    if (ngx_bottle_metrics_render(r->pool, ngx_bottle_zone_count(), &extra,
+                                  &text)
+        != NGX_OK)
+    {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 

@@ -35,6 +35,8 @@ static void ngx_bottle_audit_state(ngx_bottle_redis_t *rd, ngx_uint_t up);
 static void ngx_bottle_audit_drop_head(void);
 static void ngx_bottle_audit_flush(void);
 static void ngx_bottle_audit_send_truncation(void);
+static void ngx_bottle_audit_waited(ngx_bottle_audit_entry_t *e,
+    ngx_uint_t replicated);
 static void ngx_bottle_audit_reply(redisAsyncContext *ac, void *r,
     void *privdata);
 static void ngx_bottle_audit_truncation_reply(redisAsyncContext *ac, void *r,
@@ -298,6 +300,12 @@ ngx_bottle_audit_init_process(ngx_cycle_t *cycle)
 {
     ngx_bottle_audit_t       *a = &ngx_bottle_audit;
     ngx_bottle_audit_conf_t  *acf;
+
+    /* refusals reach the journal through core's observers */
+
+    if (ngx_bottle_refusal_observe(ngx_bottle_audit_refusal) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     acf = (ngx_bottle_audit_conf_t *) ngx_get_conf(cycle->conf_ctx,
                                                    ngx_bottle_audit_module);
@@ -635,12 +643,38 @@ ngx_bottle_audit_flush(void)
 
         if (e->key && e->deadline && !e->abandoned
             && a->rd.url->nsentinels
-            && ngx_bottle_audit_wait_send(e, a->sent - 1) != NGX_OK)
+            && ngx_bottle_audit_wait_send(e, a->sent - 1,
+                                          ngx_bottle_audit_waited)
+               != NGX_OK)
         {
             ngx_bottle_redis_reset(&a->rd, "a command could not be sent");
             return;
         }
     }
+}
+
+
+/* the queue's head's WAIT answered (ngx_bottle_audit_wait.c) */
+
+static void
+ngx_bottle_audit_waited(ngx_bottle_audit_entry_t *e, ngx_uint_t replicated)
+{
+    ngx_bottle_audit_t  *a = &ngx_bottle_audit;
+
+    if (replicated) {
+        ngx_bottle_audit_acked(e);
+
+    } else {
+        ngx_bottle_audit_contact_forget(e);
+        ngx_free(e->key);
+        e->key = NULL;
+
+        ngx_bottle_audit_wake(a->head, NGX_DECLINED,
+                              "the audit journal could not record the first "
+                              "contact: no replica acknowledged it in time");
+    }
+
+    ngx_bottle_audit_next();
 }
 
 

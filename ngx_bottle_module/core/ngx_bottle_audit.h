@@ -130,10 +130,15 @@ void ngx_bottle_audit_contact_forget(ngx_bottle_audit_entry_t *e);
 
 /*
  * A Sentinel store (ngx_bottle_audit_wait.c): a required first contact is
- * acknowledged once a replica has it, "WAIT 1 <ms left>" after its EVAL
+ * acknowledged once a replica has it, "WAIT 1 <ms left>" after its EVAL;
+ * the answer for the queue's head goes to done (the queue's, which calls
+ * the wait: the wait calls nothing of the queue), replicated 1 or 0
  */
+typedef void (*ngx_bottle_audit_waited_pt)(ngx_bottle_audit_entry_t *e,
+    ngx_uint_t replicated);
+
 ngx_int_t ngx_bottle_audit_wait_send(ngx_bottle_audit_entry_t *e,
-    uint64_t seq);
+    uint64_t seq, ngx_bottle_audit_waited_pt done);
 
 
 #endif /* _NGX_BOTTLE_AUDIT_H_INCLUDED_ */

@@ -50,6 +50,13 @@ typedef struct {
 } ngx_bottle_secrets_task_t;
 
 
+/* per process, set from above (ngx_bottle_store.h) */
+static void                     (*ngx_bottle_store_change_handler)(void);
+static ngx_bottle_store_check_pt  ngx_bottle_store_checks[
+                                      NGX_BOTTLE_STORE_CHECKS];
+static ngx_uint_t                 ngx_bottle_store_nchecks;
+
+
 ngx_bottle_store_t *
 ngx_bottle_store_create(ngx_pool_t *pool, bottle_scan_db_t *db,
     ngx_log_t *log)
@@ -141,7 +148,7 @@ ngx_bottle_store_put(ngx_bottle_store_t *st, ngx_bottle_entry_t *e)
     }
 
     /* open connections are decided again against it */
-    ngx_bottle_conns_changed();
+    ngx_bottle_store_changed();
 }
 
 
@@ -162,7 +169,7 @@ ngx_bottle_store_remove(ngx_bottle_store_t *st, ngx_bottle_entry_t *e)
     st->bytes -= e->size;
     st->json_bytes -= e->json_len;
 
-    ngx_bottle_conns_changed();
+    ngx_bottle_store_changed();
 
     ngx_bottle_entry_release(e);
 }
@@ -648,4 +655,60 @@ ngx_bottle_secrets_ready(ngx_bottle_entry_t *e, ngx_int_t rc)
         w = ngx_queue_data(q, ngx_bottle_waiter_t, queue);
         w->handler(w, rc);
     }
+}
+
+
+void
+ngx_bottle_store_on_change(void (*handler)(void))
+{
+    ngx_bottle_store_change_handler = handler;
+}
+
+
+void
+ngx_bottle_store_changed(void)
+{
+    if (ngx_bottle_store_change_handler) {
+        ngx_bottle_store_change_handler();
+    }
+}
+
+
+/* again (a reload in the same master) changes nothing */
+
+ngx_int_t
+ngx_bottle_store_check_add(ngx_bottle_store_check_pt check)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < ngx_bottle_store_nchecks; i++) {
+        if (ngx_bottle_store_checks[i] == check) {
+            return NGX_OK;
+        }
+    }
+
+    if (ngx_bottle_store_nchecks == NGX_BOTTLE_STORE_CHECKS) {
+        return NGX_ERROR;
+    }
+
+    ngx_bottle_store_checks[ngx_bottle_store_nchecks++] = check;
+
+    return NGX_OK;
+}
+
+
+/* in a thread: nothing of nginx but the list set before threads run */
+
+int
+ngx_bottle_store_check(const bottle_policy_t *p, char *err, size_t errlen)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < ngx_bottle_store_nchecks; i++) {
+        if (ngx_bottle_store_checks[i](p, err, errlen) != 0) {
+            return -1;
+        }
+    }
+
+    return 0;
 }

@@ -183,7 +183,11 @@ ngx_http_bottle_body_handler(ngx_http_request_t *r)
 }
 
 
-/* the DLP's body scan came back from its thread with rc: the rest */
+/*
+ * The DLP's body scan came back from its thread with rc: the rest; or a
+ * held request was approved (NGX_HTTP_BOTTLE_RESCAN): the DLP again, then
+ * the rest.
+ */
 
 static void
 ngx_http_bottle_checks_resume(ngx_http_request_t *r,
@@ -191,7 +195,10 @@ ngx_http_bottle_checks_resume(ngx_http_request_t *r,
 {
     ctx->async = 0;
 
-    if (rc == NGX_OK) {
+    if (rc == NGX_HTTP_BOTTLE_RESCAN) {
+        rc = ngx_http_bottle_checks(r, ctx);
+
+    } else if (rc == NGX_OK) {
         rc = ngx_http_bottle_checks_after_dlp(r, ctx);
     }
 

@@ -85,9 +85,15 @@ typedef struct {
 typedef struct ngx_http_bottle_inbound_s  ngx_http_bottle_inbound_t;
 typedef struct ngx_http_bottle_ctx_s  ngx_http_bottle_ctx_t;
 
-/* where the pipeline goes on when a step that went asynchronous is done */
+/*
+ * Where the pipeline goes on when a step that went asynchronous is done;
+ * rc NGX_HTTP_BOTTLE_RESCAN: the checks again from the DLP (a held request
+ * the operator approved), so a step never calls back into the DLP.
+ */
 typedef void (*ngx_http_bottle_resume_pt)(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx, ngx_int_t rc);
+
+#define NGX_HTTP_BOTTLE_RESCAN  NGX_BUSY
 
 
 struct ngx_http_bottle_ctx_s {

@@ -100,6 +100,24 @@ ngx_bottle_store_t *ngx_bottle_store_create(ngx_pool_t *pool,
 void ngx_bottle_store_put(ngx_bottle_store_t *st, ngx_bottle_entry_t *e);
 void ngx_bottle_store_remove(ngx_bottle_store_t *st, ngx_bottle_entry_t *e);
 
+/*
+ * What the store reports up, registered from above: the bottles changed
+ * (or may no longer be served from), for the open connections
+ * (ngx_bottle_conns.c); and the gateway's own checks of a bottle read
+ * from the store (the audit journal's, the full log's), run in order in a
+ * thread, 0 or -1 with the reason in err.
+ */
+typedef int (*ngx_bottle_store_check_pt)(const bottle_policy_t *p,
+    char *err, size_t errlen);
+
+#define NGX_BOTTLE_STORE_CHECKS  4
+
+void ngx_bottle_store_on_change(void (*handler)(void));
+void ngx_bottle_store_changed(void);
+ngx_int_t ngx_bottle_store_check_add(ngx_bottle_store_check_pt check);
+int ngx_bottle_store_check(const bottle_policy_t *p, char *err,
+    size_t errlen);
+
 /* a new entry owning policy (one bottle), or NULL */
 ngx_bottle_entry_t *ngx_bottle_entry_create(ngx_bottle_store_t *st,
     bottle_policy_t *policy, uint64_t version);

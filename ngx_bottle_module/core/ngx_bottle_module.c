@@ -496,6 +496,14 @@ ngx_bottle_policy_directive(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     if (policy == NULL) {
+        /* a bottle read from the store is checked as a file's is */
+        if (ngx_bottle_store_check_add(ngx_bottle_audit_check) != NGX_OK
+            || ngx_bottle_store_check_add(ngx_bottle_full_log_check)
+               != NGX_OK)
+        {
+            return NGX_CONF_ERROR;
+        }
+
         /* the master reads the store now (ngx_bottle_store_load.c) */
         bcf->store->limits = bcf->limits;
 

@@ -400,6 +400,7 @@ ngx_http_bottle_record_init_process(ngx_cycle_t *cycle)
     ngx_http_bottle_record_main_conf_t  *rmcf;
 
     ngx_bottle_metrics_init_process(cycle);
+    ngx_bottle_final_init_process();
 
     /* NULL: EVP_sha256() at each body, as before */
     ngx_http_bottle_record_sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);

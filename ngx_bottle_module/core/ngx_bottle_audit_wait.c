@@ -20,8 +20,13 @@ static void ngx_bottle_audit_waited(redisAsyncContext *ac, void *r,
     void *privdata);
 
 
+/* one queue per worker, one handler for its answers */
+static ngx_bottle_audit_waited_pt  ngx_bottle_audit_wait_done;
+
+
 ngx_int_t
-ngx_bottle_audit_wait_send(ngx_bottle_audit_entry_t *e, uint64_t seq)
+ngx_bottle_audit_wait_send(ngx_bottle_audit_entry_t *e, uint64_t seq,
+    ngx_bottle_audit_waited_pt done)
 {
     u_char               ms[NGX_INT64_LEN];
     size_t               argvlen[3];
@@ -54,6 +59,7 @@ ngx_bottle_audit_wait_send(ngx_bottle_audit_entry_t *e, uint64_t seq)
     }
 
     e->waiting = 1;
+    ngx_bottle_audit_wait_done = done;
 
     return NGX_OK;
 }
@@ -85,18 +91,6 @@ ngx_bottle_audit_waited(redisAsyncContext *ac, void *r, void *privdata)
         return;
     }
 
-    if (reply->type == REDIS_REPLY_INTEGER && reply->integer >= 1) {
-        ngx_bottle_audit_acked(e);
-
-    } else {
-        ngx_bottle_audit_contact_forget(e);
-        ngx_free(e->key);
-        e->key = NULL;
-
-        ngx_bottle_audit_wake(a->head, NGX_DECLINED,
-                              "the audit journal could not record the first "
-                              "contact: no replica acknowledged it in time");
-    }
-
-    ngx_bottle_audit_next();
+    ngx_bottle_audit_wait_done(e, reply->type == REDIS_REPLY_INTEGER
+                                  && reply->integer >= 1);
 }

@@ -14,13 +14,11 @@
 #include "ngx_bottle_audit.h"
 
 
-static int64_t ngx_bottle_audit_now(void);
-
-
 /* every event: refusals are logged once each, at ngx_bottle_log_verdict */
 
 void
-ngx_bottle_audit_refusal(ngx_bottle_verdict_t *v)
+ngx_bottle_audit_refusal(ngx_connection_t *c, ngx_bottle_verdict_t *v,
+    ngx_uint_t status)
 {
     u_char                    id[128];
     bottle_audit_event_t      e;
@@ -183,50 +181,4 @@ ngx_bottle_audit_expired(ngx_str_t *bottle, ngx_str_t *host,
     *maxlen = ngx_bottle_audit.maxlen;
 
     return bottle_audit_chained(&e, len);
-}
-
-
-void
-ngx_bottle_audit_common(bottle_audit_event_t *e, bottle_audit_type_e type,
-    const bottle_t *bottle, ngx_str_t *host, ngx_str_t *correlation,
-    u_char *idbuf, size_t idsize)
-{
-    ngx_bottle_audit_t  *a = &ngx_bottle_audit;
-
-    ngx_memzero(e, sizeof(bottle_audit_event_t));
-
-    e->type = type;
-    e->time_ms = ngx_bottle_audit_now();
-    e->id.data = (const char *) idbuf;
-    e->id.len = bottle_audit_id((char *) idbuf, idsize,
-                                (const char *) a->gateway, a->gateway_len,
-                                e->time_ms, a->counter++);
-    e->gateway.data = (const char *) a->gateway;
-    e->gateway.len = a->gateway_len;
-
-    if (bottle) {
-        e->bottle.data = bottle->id.data;
-        e->bottle.len = bottle->id.len;
-    }
-
-    if (host) {
-        e->host.data = (const char *) host->data;
-        e->host.len = host->len;
-    }
-
-    if (correlation) {
-        e->correlation_id.data = (const char *) correlation->data;
-        e->correlation_id.len = correlation->len;
-    }
-}
-
-
-static int64_t
-ngx_bottle_audit_now(void)
-{
-    ngx_time_t  *tp;
-
-    tp = ngx_timeofday();
-
-    return (int64_t) tp->sec * 1000 + tp->msec;
 }

@@ -160,7 +160,19 @@ extern ngx_module_t  ngx_bottle_module;
 ngx_bottle_store_t *ngx_bottle_cycle_store(ngx_cycle_t *cycle);
 bottle_scan_secrets_t *ngx_bottle_inbound_secrets(void);
 
+/*
+ * A refusal, reported once to core by ngx_bottle_log_verdict(): what
+ * records it (the metrics zone, the front's final record, the audit
+ * journal) registers an observer in its init_process; status is the one
+ * the agent got.
+ */
+typedef void (*ngx_bottle_refusal_pt)(ngx_connection_t *c,
+    ngx_bottle_verdict_t *v, ngx_uint_t status);
+
+#define NGX_BOTTLE_REFUSAL_OBSERVERS  4
+
 const ngx_bottle_rule_t *ngx_bottle_rule(ngx_bottle_rule_e rule);
+ngx_int_t ngx_bottle_refusal_observe(ngx_bottle_refusal_pt handler);
 void ngx_bottle_log_verdict(ngx_connection_t *c, ngx_bottle_verdict_t *v);
 ngx_int_t ngx_bottle_refusal_body(ngx_pool_t *pool, ngx_bottle_verdict_t *v,
     ngx_str_t *out);
@@ -271,7 +283,8 @@ int ngx_bottle_full_log_check(const bottle_policy_t *p, char *err,
 ngx_uint_t ngx_bottle_audit_enabled(void);
 int ngx_bottle_audit_check(const bottle_policy_t *p, char *err,
     size_t errlen);
-void ngx_bottle_audit_refusal(ngx_bottle_verdict_t *v);
+void ngx_bottle_audit_refusal(ngx_connection_t *c, ngx_bottle_verdict_t *v,
+    ngx_uint_t status);
 void ngx_bottle_audit_finding(const bottle_t *bottle, ngx_str_t *host,
     ngx_str_t *correlation, const char *detector, const char *rule,
     const char *location, const char *digest, const char *action);
@@ -437,8 +450,8 @@ ngx_atomic_t *ngx_bottle_metrics_fulllog_gen(void);
 ngx_atomic_t *ngx_bottle_metrics_fulllog_failing(void);
 void ngx_bottle_metrics_lock(void);
 void ngx_bottle_metrics_unlock(void);
-ngx_int_t ngx_bottle_metrics_render(ngx_pool_t *pool, ngx_str_t *extra,
-    ngx_str_t *out);
+ngx_int_t ngx_bottle_metrics_render(ngx_pool_t *pool, ngx_uint_t tunnels,
+    ngx_str_t *extra, ngx_str_t *out);
 
 /*
  * What one worker knows of its own connections and queues: a slot of the
@@ -478,8 +491,7 @@ typedef struct {
 } ngx_bottle_final_t;
 
 ngx_bottle_final_t *ngx_bottle_metrics_finals(void);
-void ngx_bottle_final_refused(ngx_connection_t *c, ngx_bottle_rule_e rule,
-    ngx_uint_t status);
+void ngx_bottle_final_init_process(void);
 ngx_int_t ngx_bottle_final_get(ngx_str_t *key, ngx_bottle_final_t *out);
 void ngx_bottle_final_forget(ngx_str_t *key);
 

@@ -47,6 +47,9 @@ ngx_bottle_conns_init_process(ngx_cycle_t *cycle)
     ngx_bottle_conns_event.data = &ngx_bottle_conns;
 
     ngx_bottle_conns_ready = 1;
+
+    /* the store says when its bottles change */
+    ngx_bottle_store_on_change(ngx_bottle_conns_changed);
 }
 
 

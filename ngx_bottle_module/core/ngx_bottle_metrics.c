@@ -71,6 +71,8 @@ static ngx_bottle_metrics_bottle_t *ngx_bottle_metrics_slot(
 
 static ngx_bottle_metrics_worker_t *ngx_bottle_metrics_worker(void);
 static u_char *ngx_bottle_metrics_workers(u_char *p, u_char *end);
+static void ngx_bottle_metrics_refused(ngx_connection_t *c,
+    ngx_bottle_verdict_t *v, ngx_uint_t status);
 
 
 static ngx_bottle_metrics_sh_t      *ngx_bottle_metrics_sh;
@@ -193,7 +195,10 @@ ngx_bottle_metrics_init_process(ngx_cycle_t *cycle)
     ngx_uint_t           i;
     ngx_list_part_t     *part;
     ngx_shm_zone_t      *zone;
+    ngx_bottle_conf_t   *bcf;
     ngx_bottle_store_t  *st;
+
+    (void) ngx_bottle_refusal_observe(ngx_bottle_metrics_refused);
 
     ngx_bottle_metrics_sh = NULL;
     ngx_bottle_metrics_shpool = NULL;
@@ -223,7 +228,9 @@ found:
 
     /* the store's state until its connection says otherwise */
 
-    st = ngx_bottle_cycle_store(cycle);
+    bcf = (ngx_bottle_conf_t *) ngx_get_conf(cycle->conf_ctx,
+                                             ngx_bottle_module);
+    st = bcf ? bcf->store : NULL;
 
     if (st && st->redis) {
         ngx_bottle_metrics_worker_set(NGX_BOTTLE_WORKER_STORE, 1);
@@ -435,6 +442,16 @@ ngx_bottle_metrics_request(const bottle_t *b, ngx_bottle_rule_e rule)
     s = ngx_bottle_metrics_slot(b);
 
     (void) ngx_atomic_fetch_add(&s->requests[rule], 1);
+}
+
+
+/* a refusal's observer (ngx_bottle_log_verdict) */
+
+static void
+ngx_bottle_metrics_refused(ngx_connection_t *c, ngx_bottle_verdict_t *v,
+    ngx_uint_t status)
+{
+    ngx_bottle_metrics_request(v->bottle, v->rule);
 }
 
 
@@ -712,8 +729,8 @@ ngx_bottle_metrics_workers(u_char *p, u_char *end)
 /* the Prometheus text format, version 0.0.4 */
 
 ngx_int_t
-ngx_bottle_metrics_render(ngx_pool_t *pool, ngx_str_t *extra,
-    ngx_str_t *out)
+ngx_bottle_metrics_render(ngx_pool_t *pool, ngx_uint_t tunnels,
+    ngx_str_t *extra, ngx_str_t *out)
 {
     size_t                          size;
     u_char                         *p, *end;
@@ -808,7 +825,7 @@ ngx_bottle_metrics_render(ngx_pool_t *pool, ngx_str_t *extra,
                      "inspected routes, in all workers.\n"
                      "# TYPE bottle_tunnels gauge\n"
                      "bottle_tunnels %ui\n%V",
-                     ngx_bottle_zone_count(), extra);
+                     tunnels, extra);
 
     out->len = p - out->data;
 

@@ -23,6 +23,11 @@
 static ngx_bottle_rule_t  ngx_bottle_rules[BOTTLE_RULE_COUNT];
 static ngx_uint_t         ngx_bottle_rules_made;
 
+/* per process: registered by the recorders' init_process, once each */
+static ngx_bottle_refusal_pt  ngx_bottle_refusal_observers[
+                                  NGX_BOTTLE_REFUSAL_OBSERVERS];
+static ngx_uint_t             ngx_bottle_refusal_nobservers;
+
 
 const ngx_bottle_rule_t *
 ngx_bottle_rule(ngx_bottle_rule_e rule)
@@ -75,6 +80,32 @@ ngx_bottle_safe_copy(u_char *dst, size_t cap, const u_char *src, size_t len)
 
 
 /*
+ * A recorder of refusals subscribes: again (a reload's init_process in a
+ * single process) changes nothing.
+ */
+
+ngx_int_t
+ngx_bottle_refusal_observe(ngx_bottle_refusal_pt handler)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < ngx_bottle_refusal_nobservers; i++) {
+        if (ngx_bottle_refusal_observers[i] == handler) {
+            return NGX_OK;
+        }
+    }
+
+    if (ngx_bottle_refusal_nobservers == NGX_BOTTLE_REFUSAL_OBSERVERS) {
+        return NGX_ERROR;
+    }
+
+    ngx_bottle_refusal_observers[ngx_bottle_refusal_nobservers++] = handler;
+
+    return NGX_OK;
+}
+
+
+/*
  * One line per refusal.  nginx's own context ("request: ...", "host: ...")
  * would print the agent's request line, query credentials included, so the
  * log handler is set aside and the line carries the agent's address itself.
@@ -85,11 +116,13 @@ ngx_bottle_log_verdict(ngx_connection_t *c, ngx_bottle_verdict_t *v)
 {
     size_t                    n;
     ngx_str_t                 id, host, client;
+    ngx_uint_t                i, status;
     ngx_bottle_conf_t        *bcf;
     const ngx_bottle_rule_t  *rule;
     u_char                    buf[NGX_BOTTLE_LOG_HOST_MAX];
 
     rule = ngx_bottle_rule(v->rule);
+    status = v->status ? v->status : rule->status;
 
     if (v->bottle) {
         id.data = (u_char *) v->bottle->id.data;
@@ -117,13 +150,13 @@ ngx_bottle_log_verdict(ngx_connection_t *c, ngx_bottle_verdict_t *v)
     ngx_bottle_log(bcf ? bcf->refusal_log_level : NGX_LOG_INFO, c->log,
                    "bottle refused: bottle=\"%V\" host=\"%V\" rule=\"%V\" "
                    "status=%ui reason=\"%V\" client=%V",
-                   &id, &host, &rule->name,
-                   v->status ? v->status : rule->status, &v->reason,
-                   &client);
+                   &id, &host, &rule->name, status, &v->reason, &client);
 
-    ngx_bottle_metrics_request(v->bottle, v->rule);
-    ngx_bottle_final_refused(c, v->rule, v->status ? v->status : rule->status);
-    ngx_bottle_audit_refusal(v);
+    /* then recorded: the metrics zone, the front's final, the journal */
+
+    for (i = 0; i < ngx_bottle_refusal_nobservers; i++) {
+        ngx_bottle_refusal_observers[i](c, v, status);
+    }
 }
 
 

@@ -21,6 +21,8 @@
 #include "ngx_bottle.h"
 
 
+static void ngx_bottle_final_refused(ngx_connection_t *c,
+    ngx_bottle_verdict_t *v, ngx_uint_t status);
 static ngx_bottle_final_t *ngx_bottle_final_find(ngx_bottle_final_t *t,
     ngx_str_t *key, uint32_t hash, ngx_uint_t take);
 
@@ -72,8 +74,10 @@ ngx_bottle_final_find(ngx_bottle_final_t *t, ngx_str_t *key, uint32_t hash,
 }
 
 
-void
-ngx_bottle_final_refused(ngx_connection_t *c, ngx_bottle_rule_e rule,
+/* a refusal's observer (ngx_bottle_log_verdict) */
+
+static void
+ngx_bottle_final_refused(ngx_connection_t *c, ngx_bottle_verdict_t *v,
     ngx_uint_t status)
 {
     uint32_t             hash;
@@ -107,11 +111,18 @@ ngx_bottle_final_refused(ngx_connection_t *c, ngx_bottle_rule_e rule,
         e->refused = 0;
     }
 
-    e->rule = (u_char) rule;
+    e->rule = (u_char) v->rule;
     e->status = (uint16_t) status;
     e->refused++;
 
     ngx_bottle_metrics_unlock();
+}
+
+
+void
+ngx_bottle_final_init_process(void)
+{
+    (void) ngx_bottle_refusal_observe(ngx_bottle_final_refused);
 }
 
 

@@ -509,8 +509,7 @@ ngx_bottle_store_redis_parse(ngx_bottle_slot_t *slot, bottle_scan_db_t *db)
     }
 
     if (bottle_policy_unsupported(p, slot->err, sizeof(slot->err)) != 0
-        || ngx_bottle_audit_check(p, slot->err, sizeof(slot->err)) != 0
-        || ngx_bottle_full_log_check(p, slot->err, sizeof(slot->err)) != 0
+        || ngx_bottle_store_check(p, slot->err, sizeof(slot->err)) != 0
         || bottle_limits_check_bottle(&slot->sr->store->limits, source, b,
                                       slot->err, sizeof(slot->err))
            != 0)

@@ -568,37 +568,6 @@ ngx_http_bottle_dlp_redact(ngx_http_bottle_dlp_t *d,
 }
 
 
-ngx_int_t
-ngx_http_bottle_dlp_redact_str(ngx_http_bottle_dlp_t *d, ngx_str_t *s,
-    int field, const bottle_scan_match_t *m, size_t n)
-{
-    u_char   *p;
-    ssize_t   len;
-
-    len = bottle_scan_redact_len(s->len, 0, m, n, field,
-                                 NGX_HTTP_BOTTLE_BLOCKING, 0);
-    if (len < 0) {
-        return NGX_ERROR;
-    }
-
-    p = ngx_pnalloc(d->r->pool, len);
-    if (p == NULL) {
-        return NGX_ERROR;
-    }
-
-    len = bottle_scan_redact(p, len, s->data, s->len, 0, m, n, field,
-                             NGX_HTTP_BOTTLE_BLOCKING, 0);
-    if (len < 0) {
-        return NGX_ERROR;
-    }
-
-    s->data = p;
-    s->len = len;
-
-    return NGX_OK;
-}
-
-
 static ngx_str_t *
 ngx_http_bottle_dlp_field_value(ngx_http_bottle_dlp_t *d, int field)
 {

@@ -229,13 +229,9 @@ ngx_http_bottle_held_wake(ngx_http_request_t *r)
                    "value=sha256:%*xs approved (proposal %s)", &id,
                    &ctx->target.host, (size_t) 8, hd->digest, hd->hold->id);
 
-    /* scanned again: another finding is held again */
+    /* scanned again, by the pipeline: another finding is held again */
 
-    rc = ngx_http_bottle_dlp(r, ctx);
-
-    if (rc != NGX_AGAIN) {
-        ctx->resume(r, ctx, rc);
-    }
+    ctx->resume(r, ctx, NGX_HTTP_BOTTLE_RESCAN);
 }
 
 

@@ -436,5 +436,5 @@ ngx_bottle_store_redis_expire(ngx_event_t *ev)
                   "nothing is served, open connections are closed",
                   sr->name, (ngx_msec_t) (ngx_current_msec - sr->lost_at));
 
-    ngx_bottle_conns_changed();
+    ngx_bottle_store_changed();
 }
