@@ -116,7 +116,8 @@ ctl-asan:
 # git-gate's push scan (gitgate-helper/README.md): libbottle and libgit2;
 # `make gitgate-asan` builds build-asan/gitgate-scan with the sanitizers,
 # `make bench-gitgate` measures it
-GG_MAINS    = gitgate-helper/gitgate-scan.c gitgate-helper/gitgate-cgi.c
+GG_MAINS    = gitgate-helper/gitgate-scan.c gitgate-helper/gitgate-cgi.c \
+              gitgate-helper/gitgate-hook.c
 GG_SRCS     = $(filter-out $(GG_MAINS), $(wildcard gitgate-helper/*.c))
 GG_HDRS     = $(wildcard gitgate-helper/*.h)
 # the pack reader alone (its unit test, its fuzz target)
@@ -127,7 +128,7 @@ GG_CFLAGS   = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib \
               -Igitgate-helper $(shell pkg-config --cflags libgit2)
 GG_LIBS     = $(shell pkg-config --libs libgit2) -ldeflate -lhiredis $(LIB_LIBS)
 
-gitgate: $(BUILD)/gitgate-scan $(BUILD)/gitgate-cgi
+gitgate: $(BUILD)/gitgate-scan $(BUILD)/gitgate-cgi $(BUILD)/gitgate-hook
 
 # git-gate's smart HTTP behind nginx + fcgiwrap, and the gate's
 # pre-receive hook (the same binary, run as "pre-receive")
@@ -142,6 +143,16 @@ $(BUILD)/gitgate-scan: gitgate-helper/gitgate-scan.c $(GG_SRCS) $(GG_HDRS) \
 	@mkdir -p $(dir $@)
 	$(CC) $(GG_CFLAGS) $(DEB_LD_OPT) $(LD_OPT) -o $@ \
 	    gitgate-helper/gitgate-scan.c $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
+
+# the gate's pre-receive hook as a client of the resident scanner: libc
+# only, static (no loader at start-up) but with the sanitizers
+GG_HOOK_STATIC = $(if $(findstring sanitize,$(LD_OPT)),,-static)
+$(BUILD)/gitgate-hook: gitgate-helper/gitgate-hook.c \
+                       gitgate-helper/gg_scand_msg.c gitgate-helper/gg_scand.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) \
+	    -Igitgate-helper $(LD_OPT) $(GG_HOOK_STATIC) -o $@ \
+	    gitgate-helper/gitgate-hook.c gitgate-helper/gg_scand_msg.c
 
 # scan MB/s of a generated push of BENCH_GITGATE_MB (150) MB of added
 # lines, per kind of change, in fast-import's pack and as a real push's
@@ -384,6 +395,14 @@ $(BUILD)/fuzz/supervise_rpc_fuzz: fuzz/supervise_rpc_fuzz.c fuzz/fuzz.h \
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -Isupervise-helper -o $@ $< \
 	    supervise-helper/sv_rpc.c $(LIB_SRCS) $(LIB_LIBS)
+
+# the resident scanner's request parser (libc only)
+$(BUILD)/fuzz/gg_scand_fuzz: fuzz/gg_scand_fuzz.c fuzz/fuzz.h \
+                             gitgate-helper/gg_scand_msg.c \
+                             gitgate-helper/gg_scand.h
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< \
+	    gitgate-helper/gg_scand_msg.c
 
 # git-gate's request path parser, with libbottle's grant grammar
 $(BUILD)/fuzz/gg_path_fuzz: fuzz/gg_path_fuzz.c fuzz/fuzz.h \

@@ -24,6 +24,7 @@
 #include "gg_gate.h"
 #include "gg_hook.h"
 #include "gg_scan.h"
+#include "gg_scand_run.h"
 #include "gg_trailer.h"
 #include "gg_update.h"
 
@@ -34,6 +35,7 @@
 
 static void gg_hook_refuse(const char *rule, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+static int gg_hook_child(int argc, char **argv, void *data);
 static void gg_relay(gg_ctx_t *ctx, const char *out);
 static void gg_journal_push(gg_ctx_t *ctx, const gg_updates_t *u,
     const char *verdict, const char *rule, const char *reason,
@@ -54,7 +56,7 @@ gg_hook_refuse(const char *rule, const char *fmt, ...)
 
 
 int
-gg_hook(void)
+gg_hook(bottle_scan_db_t *loaded)
 {
     int                     rc, written, fw, left, proposed;
     char                    err[1024], *input, *out, cache[GG_PATH_LEN + 16];
@@ -131,10 +133,11 @@ gg_hook(void)
     /* 1, 2: the scan, before any connection to the forge */
     /* the compiled databases kept in the gate's own directory */
     snprintf(cache, sizeof(cache), "%s/.scan-cache", ctx.conf.dir);
-    if (bottle_scan_db_create_cached(&db, gg_scan_cache(cache), err,
-                                     sizeof(err)) != 0
-        || bottle_scan_secrets_for_git(&sec, db, ctx.bottle, err,
-                                       sizeof(err)) != 0
+    if ((loaded == NULL
+         && bottle_scan_db_create_cached(&db, gg_scan_cache(cache), err,
+                                         sizeof(err)) != 0)
+        || bottle_scan_secrets_for_git(&sec, loaded ? loaded : db,
+                                       ctx.bottle, err, sizeof(err)) != 0
         || gg_scan_push(&r, ".", quarantine, &u, sec, err, sizeof(err)) != 0)
     {
         gg_hook_refuse("internal", "why: %s\n  the push could not be "
@@ -319,6 +322,42 @@ cleanup:
     }
     gg_ctx_free(&ctx);
     return rc;
+}
+
+
+/* the resident scanner: the rule databases read once, before any push */
+
+int
+gg_hook_serve(const char *dir)
+{
+    int                rc;
+    char               err[512], cache[GG_PATH_LEN + 16],
+                       sock[GG_PATH_LEN + 16];
+    bottle_scan_db_t  *db;
+
+    snprintf(cache, sizeof(cache), "%s/.scan-cache", dir);
+    snprintf(sock, sizeof(sock), "%s/.scand", dir);
+
+    if (bottle_scan_db_create_cached(&db, gg_scan_cache(cache), err,
+                                     sizeof(err)) != 0)
+    {
+        fprintf(stderr, "gitgate-cgi --scand: %s\n", err);
+        return 1;
+    }
+
+    rc = gg_scand_serve(dir, sock, gg_hook_child, db);
+
+    bottle_scan_db_free(db);
+    return rc;
+}
+
+
+static int
+gg_hook_child(int argc, char **argv, void *data)
+{
+    (void) argc;
+    (void) argv;
+    return gg_hook(data);
 }
 
 

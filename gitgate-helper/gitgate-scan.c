@@ -14,6 +14,12 @@
  * hook reads its FastCGI parameters (docs/gitgate.md); GITGATE_SCAN_CACHE,
  * a directory of this user's where the compiled rule databases are kept
  * between runs (the gate's hook keeps them in <GITGATE_DIR>/.scan-cache).
+ *
+ *   gitgate-scan --scand DIR
+ *
+ * is its resident scanner (gg_scand_run.h): the hook client gitgate-hook,
+ * given gitgate-scan's arguments and GITGATE_SCAND_DIR=DIR, starts it and
+ * hands it each push.
  */
 
 #include <stdio.h>
@@ -25,6 +31,10 @@
 #include "gg_scan.h"
 #include "gg_update.h"
 #include "gg_hook.h"
+#include "gg_scand_run.h"
+
+
+static int scan_hook(int argc, char **argv, void *data);
 
 
 static void
@@ -49,6 +59,32 @@ refuse_internal(const char *why)
 
 int
 main(int argc, char **argv)
+{
+    int                rc;
+    char               err[512];
+    bottle_scan_db_t  *db;
+
+    if (argc == 3 && strcmp(argv[1], "--scand") == 0) {
+        if (bottle_scan_db_create_cached(&db,
+                gg_scan_cache(getenv("GITGATE_SCAN_CACHE")), err,
+                sizeof(err)) != 0)
+        {
+            fprintf(stderr, "gitgate-scan --scand: %s\n", err);
+            return 1;
+        }
+        rc = gg_scand_serve(NULL, argv[2], scan_hook, db);
+        bottle_scan_db_free(db);
+        return rc;
+    }
+
+    return scan_hook(argc, argv, NULL);
+}
+
+
+/* the hook; data, the rule databases already read, or NULL */
+
+static int
+scan_hook(int argc, char **argv, void *data)
 {
     int                     i, rc;
     char                    err[512], *input;
@@ -116,8 +152,10 @@ main(int argc, char **argv)
 
     cache = gg_scan_cache(getenv("GITGATE_SCAN_CACHE"));
 
-    if (bottle_scan_db_create_cached(&db, cache, err, sizeof(err)) != 0
-        || bottle_scan_secrets_for_git(&sec, db, b, err, sizeof(err)) != 0
+    if ((data == NULL
+         && bottle_scan_db_create_cached(&db, cache, err, sizeof(err)) != 0)
+        || bottle_scan_secrets_for_git(&sec, data ? data : db, b, err,
+                                       sizeof(err)) != 0
         || gg_read_input(&input, &len, err, sizeof(err)) != 0
         || gg_updates_parse(&u, input, len, err, sizeof(err)) != 0
         || gg_scan_push(&r, repo, quarantine, &u, sec, err, sizeof(err)) != 0)
