@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -95,6 +96,13 @@ gg_scand_serve(const char *root, const char *dir, gg_scand_run_pt run,
 
     /* loaded once, inherited by every child */
     git_libgit2_init();
+
+    /*
+     * The start-up's freed memory given back: a child's malloc() would
+     * reuse it, each page a copy of the scanner's (copy on write) where a
+     * fresh one is only zeroed
+     */
+    malloc_trim(0);
 
     uid = geteuid();
     alive = 0;

@@ -344,6 +344,8 @@ hook_start(const char *dir, const char *prog, const char *arg)
         if (chdir("/") != 0) {
             _exit(127);
         }
+        /* every symbol bound once in the scanner, not in each child */
+        setenv("LD_BIND_NOW", "1", 1);
         execl(prog, prog, "--scand", arg, (char *) NULL);
         _exit(127);
     }
