@@ -182,9 +182,13 @@ bench-gitgate: $(BUILD)/gitgate_scan_bench
 BENCH_GITGATE_SHAPES ?= words code json long base64
 BENCH_GITGATE_SHAPE_MODES ?= push-add push-append push-edit
 BENCH_GITGATE_SHAPE_MB ?= 50
+# the hook measured: the resident scanner's client (its child's CPU
+# counted), or $(BUILD)/gitgate-scan, a process per push
+BENCH_GITGATE_HOOK ?= $(BUILD)/gitgate-hook
 
 .PHONY: bench-gitgate-shapes
-bench-gitgate-shapes: $(BUILD)/gitgate_scan_bench $(BUILD)/gitgate-scan
+bench-gitgate-shapes: $(BUILD)/gitgate_scan_bench $(BUILD)/gitgate-scan \
+                      $(BUILD)/gitgate-hook
 	@for shape in $(BENCH_GITGATE_SHAPES); do \
 	  for mode in $(BENCH_GITGATE_SHAPE_MODES); do \
 	    for mb in 1 $(BENCH_GITGATE_SHAPE_MB); do \
@@ -192,7 +196,7 @@ bench-gitgate-shapes: $(BUILD)/gitgate_scan_bench $(BUILD)/gitgate-scan
 	      set -- $$(python3 bench/gitgate_bench.py $$dir/r.git $$mode \
 	                $$mb $$shape); \
 	      echo "== $$shape $$mode: $$mb MB of added lines"; \
-	      HOOK=$(BUILD)/gitgate-scan $(BUILD)/gitgate_scan_bench \
+	      HOOK=$(BENCH_GITGATE_HOOK) $(BUILD)/gitgate_scan_bench \
 	          $$dir/r.git $$1 $$2 refs/heads/main; \
 	      rm -rf $$dir; \
 	    done; \
@@ -482,7 +486,7 @@ DESTDIR    ?=
 UNITDIR    ?= /usr/lib/systemd/system
 SYSUSERSDIR ?= /usr/lib/sysusers.d
 HELPER_BINS = bottlectl gitgate-scan supervise-helper
-HELPER_LIBEXEC = gitgate-cgi
+HELPER_LIBEXEC = gitgate-cgi gitgate-hook
 
 install: module ctl gitgate supervise
 	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" BUILD="$(BUILD)" \
