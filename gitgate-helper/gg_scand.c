@@ -13,7 +13,8 @@
  * stdin, stdout and stderr, environment and directory, and runs the
  * hook's own code.  The child answers the client itself: the scanner
  * never waits for a scan, and a scan that crashes or grows takes only
- * its child with it.
+ * its child with it.  The bottles' policies and compiled secrets a child
+ * offers are kept for the next pushes (gg_scand_cache.c).
  */
 
 #define _GNU_SOURCE
@@ -51,7 +52,7 @@
 
 static int gg_scand_listen(const char *dir, int *lock);
 static void gg_scand_child(int c, const char *root, gg_scand_run_pt run,
-    void *data);
+    bottle_scan_db_t *db);
 static int gg_scand_recv(int c, char *buf, size_t *len, int fd[3]);
 static int gg_scand_paths(const gg_scand_msg_t *m, const char *root,
     char *cwd, char *err, size_t errlen);
@@ -63,7 +64,7 @@ static void gg_scand_say(int c, const char *fmt, ...)
 
 int
 gg_scand_serve(const char *root, const char *dir, gg_scand_run_pt run,
-    void *data)
+    bottle_scan_db_t *db)
 {
     int               l, c, lock, n, idle, alive;
     char             *v;
@@ -73,7 +74,7 @@ gg_scand_serve(const char *root, const char *dir, gg_scand_run_pt run,
     socklen_t         sl;
     struct stat       exe0, exe;
     struct ucred      cred;
-    struct pollfd     pfd;
+    struct pollfd     pfd[2];
     struct sockaddr_un  sa;
 
     idle = GG_SCAND_IDLE;
@@ -90,7 +91,7 @@ gg_scand_serve(const char *root, const char *dir, gg_scand_run_pt run,
     signal(SIGPIPE, SIG_IGN);
 
     l = gg_scand_listen(dir, &lock);
-    if (l < 0) {
+    if (l < 0 || gg_scand_cache_init() != 0) {
         return 1;
     }
 
@@ -113,14 +114,26 @@ gg_scand_serve(const char *root, const char *dir, gg_scand_run_pt run,
             alive--;
         }
 
-        pfd.fd = l;
-        pfd.events = POLLIN;
-        n = poll(&pfd, 1, 1000);
+        pfd[0].fd = l;
+        pfd[0].events = POLLIN;
+        pfd[1].fd = gg_scand_cache_fd();
+        pfd[1].events = POLLIN;
+        pfd[0].revents = 0;
+        pfd[1].revents = 0;
+        n = poll(pfd, 2, 1000);
 
         if (n <= 0) {
             if (time(NULL) - last >= idle && alive == 0) {
                 break;
             }
+            continue;
+        }
+
+        /* a child's policy, parsed and compiled for the next pushes */
+        if (pfd[1].revents & POLLIN) {
+            gg_scand_cache_offer(db);
+        }
+        if (!(pfd[0].revents & POLLIN)) {
             continue;
         }
 
@@ -159,7 +172,8 @@ gg_scand_serve(const char *root, const char *dir, gg_scand_run_pt run,
         if (pid == 0) {
             close(l);
             close(lock);
-            gg_scand_child(c, root, run, data);
+            gg_scand_cache_child();
+            gg_scand_child(c, root, run, db);
             _exit(1);
         }
         if (pid > 0) {
@@ -233,7 +247,8 @@ gg_scand_listen(const char *dir, int *lock)
 
 
 static void
-gg_scand_child(int c, const char *root, gg_scand_run_pt run, void *data)
+gg_scand_child(int c, const char *root, gg_scand_run_pt run,
+    bottle_scan_db_t *db)
 {
     int             fd[3], i, rc, delay;
     char            buf[GG_SCAND_MSG_MAX + 1], cwd[PATH_MAX], err[512];
@@ -295,7 +310,7 @@ gg_scand_child(int c, const char *root, gg_scand_run_pt run, void *data)
     }
     argv[m.nargs + 1] = NULL;
 
-    rc = run((int) m.nargs + 1, argv, data);
+    rc = run((int) m.nargs + 1, argv, db);
 
     fflush(stdout);
     fflush(stderr);

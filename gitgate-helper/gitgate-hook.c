@@ -101,7 +101,8 @@ main(int argc, char **argv)
     {
         memset(&sa, 0, sizeof(sa));
         sa.sun_family = AF_UNIX;
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/sock", dir);
+        memcpy(sa.sun_path, dir, strlen(dir));
+        memcpy(sa.sun_path + strlen(dir), "/sock", sizeof("/sock"));
 
         s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
         if (s >= 0 && connect(s, (struct sockaddr *) &sa, sizeof(sa)) != 0) {
@@ -298,7 +299,7 @@ static void
 hook_start(const char *dir, const char *prog, const char *arg)
 {
     int          fd, nul;
-    char         path[PATH_MAX];
+    char         path[PATH_MAX + 8];
     pid_t        pid;
     struct stat  st;
 

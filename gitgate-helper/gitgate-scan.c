@@ -34,7 +34,7 @@
 #include "gg_scand_run.h"
 
 
-static int scan_hook(int argc, char **argv, void *data);
+static int scan_hook(int argc, char **argv, bottle_scan_db_t *data);
 
 
 static void
@@ -84,7 +84,7 @@ main(int argc, char **argv)
 /* the hook; data, the rule databases already read, or NULL */
 
 static int
-scan_hook(int argc, char **argv, void *data)
+scan_hook(int argc, char **argv, bottle_scan_db_t *data)
 {
     int                     i, rc;
     char                    err[512], *input;
@@ -93,7 +93,7 @@ scan_hook(int argc, char **argv, void *data)
     gg_report_t             r;
     gg_updates_t            u;
     const bottle_t         *b;
-    bottle_policy_t        *p;
+    bottle_policy_t        *p, *kept;
     bottle_scan_db_t       *db;
     bottle_scan_secrets_t  *sec;
 
@@ -132,6 +132,7 @@ scan_hook(int argc, char **argv, void *data)
     quarantine = getenv("GIT_QUARANTINE_PATH");
 
     p = NULL;
+    kept = NULL;
     db = NULL;
     sec = NULL;
     input = NULL;
@@ -139,7 +140,12 @@ scan_hook(int argc, char **argv, void *data)
     memset(&r, 0, sizeof(r));
     rc = 1;
 
-    if (bottle_policy_load(&p, policy, err, sizeof(err)) != 0) {
+    /* in the resident scanner's child: the policy and its bottle's
+     * secrets, when it has seen these bytes (gg_scand_run.h) */
+    if (data && gg_scand_policy_file(policy, bottle, &p) == 0) {
+        kept = p;
+
+    } else if (bottle_policy_load(&p, policy, err, sizeof(err)) != 0) {
         refuse_internal(err);
         goto cleanup;
     }
@@ -154,11 +160,14 @@ scan_hook(int argc, char **argv, void *data)
 
     if ((data == NULL
          && bottle_scan_db_create_cached(&db, cache, err, sizeof(err)) != 0)
-        || bottle_scan_secrets_for_git(&sec, data ? data : db, b, err,
-                                       sizeof(err)) != 0
+        || (gg_scand_secrets(kept) == NULL
+            && bottle_scan_secrets_for_git(&sec, data ? data : db, b, err,
+                                           sizeof(err)) != 0)
         || gg_read_input(&input, &len, err, sizeof(err)) != 0
         || gg_updates_parse(&u, input, len, err, sizeof(err)) != 0
-        || gg_scan_push(&r, repo, quarantine, &u, sec, err, sizeof(err)) != 0)
+        || gg_scan_push(&r, repo, quarantine, &u,
+                        sec ? sec : gg_scand_secrets(kept), err,
+                        sizeof(err)) != 0)
     {
         refuse_internal(err);
         goto cleanup;
@@ -182,7 +191,7 @@ cleanup:
     if (db) {
         bottle_scan_db_free(db);
     }
-    if (p) {
+    if (p && p != kept) {
         bottle_policy_free(p);
     }
     return rc;
