@@ -16,8 +16,8 @@
  * a scanner that closes without starting the scan, GITGATE_SCAND=off: the
  * hook program itself runs, exec'd here (gitgate-cgi as "pre-receive", or
  * gitgate-scan).  A scan that started and ends without a verdict (its
- * child killed), or runs over GITGATE_SCAND_WAIT seconds: refused, rule
- * "internal".
+ * child killed), or runs over GITGATE_SCAND_WAIT seconds, or a scanner
+ * that says nothing for 30 s: refused, rule "internal".
  */
 
 #define _GNU_SOURCE
@@ -232,7 +232,14 @@ hook_wait(int s)
 
     clock_gettime(CLOCK_MONOTONIC, &t0);
 
+    /* closed unanswered: the child ran nothing (it says "started" before
+     * anything); no answer in time: it may still start, so this process
+     * must not scan too */
     n = hook_recv(s, buf, sizeof(buf), 30000);
+    if (n == -2) {
+        hook_refuse("the scanner did not start the scan in time");
+        return 1;
+    }
     if (n <= 0 || gg_scand_reply_started(buf, (size_t) n, &pid) != 0) {
         return -1;
     }
