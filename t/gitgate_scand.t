@@ -158,7 +158,8 @@ sub children_of {
 	for my $f (glob '/proc/[0-9]*/stat') {
 		open my $fh, '<', $f or next;
 		my $s = <$fh> // '';
-		push @k, $1 if $s =~ /^(\d+) \(.*\) \S (\d+) / && $2 == $pid;
+		# (not a zombie: one the scanner has not reaped yet)
+		push @k, $1 if $s =~ /^(\d+) \(.*\) ([^Z]) (\d+) / && $3 == $pid;
 	}
 	return @k;
 }
