@@ -119,7 +119,8 @@ ctl-asan:
 # git-gate's push scan (gitgate-helper/README.md): libbottle and libgit2;
 # `make gitgate-asan` builds build-asan/gitgate-scan with the sanitizers,
 # `make bench-gitgate` measures it
-GG_MAINS    = gitgate-helper/gitgate-scan.c gitgate-helper/gitgate-cgi.c
+GG_MAINS    = gitgate-helper/gitgate-scan.c gitgate-helper/gitgate-cgi.c \
+              gitgate-helper/gitgate-hook.c
 GG_SRCS     = $(filter-out $(GG_MAINS), $(wildcard gitgate-helper/*.c))
 GG_HDRS     = $(wildcard gitgate-helper/*.h)
 # the pack reader alone (its unit test, its fuzz target)
@@ -130,7 +131,7 @@ GG_CFLAGS   = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib \
               -Igitgate-helper $(shell pkg-config --cflags libgit2)
 GG_LIBS     = $(shell pkg-config --libs libgit2) -ldeflate -lhiredis $(LIB_LIBS)
 
-gitgate: $(BUILD)/gitgate-scan $(BUILD)/gitgate-cgi
+gitgate: $(BUILD)/gitgate-scan $(BUILD)/gitgate-cgi $(BUILD)/gitgate-hook
 
 # git-gate's smart HTTP behind nginx + fcgiwrap, and the gate's
 # pre-receive hook (the same binary, run as "pre-receive")
@@ -146,6 +147,16 @@ $(BUILD)/gitgate-scan: gitgate-helper/gitgate-scan.c $(GG_SRCS) $(GG_HDRS) \
 	@mkdir -p $(dir $@)
 	$(CC) $(GG_CFLAGS) $(DEB_LD_OPT) $(LD_OPT) -o $@ \
 	    gitgate-helper/gitgate-scan.c $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
+
+# the gate's pre-receive hook as a client of the resident scanner: libc
+# only, static (no loader at start-up) but with the sanitizers
+GG_HOOK_STATIC = $(if $(findstring sanitize,$(LD_OPT)),,-static)
+$(BUILD)/gitgate-hook: gitgate-helper/gitgate-hook.c \
+                       gitgate-helper/gg_scand_msg.c gitgate-helper/gg_scand.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) \
+	    -Igitgate-helper $(LD_OPT) $(GG_HOOK_STATIC) -o $@ \
+	    gitgate-helper/gitgate-hook.c gitgate-helper/gg_scand_msg.c
 
 # scan MB/s of a generated push of BENCH_GITGATE_MB (150) MB of added
 # lines, per kind of change, in fast-import's pack and as a real push's
@@ -175,9 +186,13 @@ bench-gitgate: $(BUILD)/gitgate_scan_bench
 BENCH_GITGATE_SHAPES ?= words code json long base64
 BENCH_GITGATE_SHAPE_MODES ?= push-add push-append push-edit
 BENCH_GITGATE_SHAPE_MB ?= 50
+# the hook measured: the resident scanner's client (its child's CPU
+# counted), or $(BUILD)/gitgate-scan, a process per push
+BENCH_GITGATE_HOOK ?= $(BUILD)/gitgate-hook
 
 .PHONY: bench-gitgate-shapes
-bench-gitgate-shapes: $(BUILD)/gitgate_scan_bench $(BUILD)/gitgate-scan
+bench-gitgate-shapes: $(BUILD)/gitgate_scan_bench $(BUILD)/gitgate-scan \
+                      $(BUILD)/gitgate-hook
 	@for shape in $(BENCH_GITGATE_SHAPES); do \
 	  for mode in $(BENCH_GITGATE_SHAPE_MODES); do \
 	    for mb in 1 $(BENCH_GITGATE_SHAPE_MB); do \
@@ -185,7 +200,7 @@ bench-gitgate-shapes: $(BUILD)/gitgate_scan_bench $(BUILD)/gitgate-scan
 	      set -- $$(python3 bench/gitgate_bench.py $$dir/r.git $$mode \
 	                $$mb $$shape); \
 	      echo "== $$shape $$mode: $$mb MB of added lines"; \
-	      HOOK=$(BUILD)/gitgate-scan $(BUILD)/gitgate_scan_bench \
+	      HOOK=$(BENCH_GITGATE_HOOK) $(BUILD)/gitgate_scan_bench \
 	          $$dir/r.git $$1 $$2 refs/heads/main; \
 	      rm -rf $$dir; \
 	    done; \
@@ -389,6 +404,14 @@ $(BUILD)/fuzz/supervise_rpc_fuzz: fuzz/supervise_rpc_fuzz.c fuzz/fuzz.h \
 	clang $(FUZZ_CFLAGS) -Isupervise-helper -o $@ $< \
 	    supervise-helper/sv_rpc.c $(LIB_SRCS) $(LIB_LIBS)
 
+# the resident scanner's request parser (libc only)
+$(BUILD)/fuzz/gg_scand_fuzz: fuzz/gg_scand_fuzz.c fuzz/fuzz.h \
+                             gitgate-helper/gg_scand_msg.c \
+                             gitgate-helper/gg_scand.h
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< \
+	    gitgate-helper/gg_scand_msg.c
+
 # git-gate's request path parser, with libbottle's grant grammar
 $(BUILD)/fuzz/gg_path_fuzz: fuzz/gg_path_fuzz.c fuzz/fuzz.h \
                             gitgate-helper/gg_path.c \
@@ -467,7 +490,7 @@ DESTDIR    ?=
 UNITDIR    ?= /usr/lib/systemd/system
 SYSUSERSDIR ?= /usr/lib/sysusers.d
 HELPER_BINS = bottlectl gitgate-scan supervise-helper
-HELPER_LIBEXEC = gitgate-cgi
+HELPER_LIBEXEC = gitgate-cgi gitgate-hook
 
 install: module ctl gitgate supervise
 	DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" BUILD="$(BUILD)" \

@@ -17,6 +17,7 @@
 #include "bottle_audit_chain.h"
 #include "bottle_forge.h"
 #include "bottle_heartbeat.h"
+#include "gg_scand_run.h"
 #include "bottle_store.h"
 #include "gg_gate.h"
 
@@ -256,7 +257,10 @@ gg_policy_load(bottle_policy_t **out, const gg_conf_t *c, gg_store_t *s,
             return -1;
         }
 
-        rc = bottle_policy_parse(out, r->str, r->len, key, err, errlen);
+        /* in the resident scanner's child: parsed already, when these
+         * bytes were seen (gg_scand_run.h) */
+        rc = gg_scand_policy("store", key, id, r->str, r->len, out) == 0
+             ? 0 : bottle_policy_parse(out, r->str, r->len, key, err, errlen);
         freeReplyObject(r);
 
         if (rc != 0) {

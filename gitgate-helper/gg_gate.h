@@ -150,8 +150,13 @@ int gg_first_rpc(gg_ctx_t *ctx, gg_refresh_pt refresh, char *err,
 /* releases what ctx holds, the forge token wiped */
 void gg_ctx_free(gg_ctx_t *ctx);
 
-/* the pre-receive hook (gg_push.c): its exit status */
-int gg_hook(void);
+/* the pre-receive hook (gg_push.c): its exit status; loaded, the rule
+ * databases the resident scanner read (gg_scand.c), or NULL: read here */
+int gg_hook(bottle_scan_db_t *loaded);
+
+/* gitgate-cgi --scand GITGATE_DIR: the resident scanner of the gate's
+ * hook, on <dir>/.scand/sock (gg_scand_run.h); its exit status */
+int gg_hook_serve(const char *dir);
 
 /*
  * gitleaks-allow (gg_allow.c), for a push whose only findings are marked

@@ -24,6 +24,7 @@
 #include "gg_gate.h"
 #include "gg_hook.h"
 #include "gg_scan.h"
+#include "gg_scand_run.h"
 #include "gg_trailer.h"
 #include "gg_update.h"
 
@@ -34,6 +35,7 @@
 
 static void gg_hook_refuse(const char *rule, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+static int gg_hook_child(int argc, char **argv, bottle_scan_db_t *db);
 static void gg_relay(gg_ctx_t *ctx, const char *out);
 static void gg_journal_push(gg_ctx_t *ctx, const gg_updates_t *u,
     const char *verdict, const char *rule, const char *reason,
@@ -54,7 +56,7 @@ gg_hook_refuse(const char *rule, const char *fmt, ...)
 
 
 int
-gg_hook(void)
+gg_hook(bottle_scan_db_t *loaded)
 {
     int                     rc, written, fw, left, proposed;
     char                    err[1024], *input, *out, cache[GG_PATH_LEN + 16];
@@ -66,7 +68,7 @@ gg_hook(void)
     gg_report_t             r;
     gg_updates_t            u;
     bottle_scan_db_t       *db;
-    bottle_scan_secrets_t  *sec;
+    bottle_scan_secrets_t  *sec, *kept;
     const bottle_repo_t    *grant;
     char                  **spec;
 
@@ -131,11 +133,18 @@ gg_hook(void)
     /* 1, 2: the scan, before any connection to the forge */
     /* the compiled databases kept in the gate's own directory */
     snprintf(cache, sizeof(cache), "%s/.scan-cache", ctx.conf.dir);
-    if (bottle_scan_db_create_cached(&db, gg_scan_cache(cache), err,
-                                     sizeof(err)) != 0
-        || bottle_scan_secrets_for_git(&sec, db, ctx.bottle, err,
-                                       sizeof(err)) != 0
-        || gg_scan_push(&r, ".", quarantine, &u, sec, err, sizeof(err)) != 0)
+    /* the resident scanner's, for a policy it has seen (borrowed) */
+    kept = gg_scand_secrets(ctx.policy);
+
+    if ((loaded == NULL
+         && bottle_scan_db_create_cached(&db, gg_scan_cache(cache), err,
+                                         sizeof(err)) != 0)
+        || (kept == NULL
+            && bottle_scan_secrets_for_git(&sec, loaded ? loaded : db,
+                                           ctx.bottle, err, sizeof(err))
+               != 0)
+        || gg_scan_push(&r, ".", quarantine, &u, kept ? kept : sec, err,
+                        sizeof(err)) != 0)
     {
         gg_hook_refuse("internal", "why: %s\n  the push could not be "
                        "checked, so it does not go on; try again, or ask "
@@ -317,8 +326,48 @@ cleanup:
     if (db) {
         bottle_scan_db_free(db);
     }
+    if (gg_scand_secrets(ctx.policy)) {
+        /* the scanner's: its child exits with it */
+        ctx.policy = NULL;
+    }
     gg_ctx_free(&ctx);
     return rc;
+}
+
+
+/* the resident scanner: the rule databases read once, before any push */
+
+int
+gg_hook_serve(const char *dir)
+{
+    int                rc;
+    char               err[512], cache[GG_PATH_LEN + 16],
+                       sock[GG_PATH_LEN + 16];
+    bottle_scan_db_t  *db;
+
+    snprintf(cache, sizeof(cache), "%s/.scan-cache", dir);
+    snprintf(sock, sizeof(sock), "%s/.scand", dir);
+
+    if (bottle_scan_db_create_cached(&db, gg_scan_cache(cache), err,
+                                     sizeof(err)) != 0)
+    {
+        fprintf(stderr, "gitgate-cgi --scand: %s\n", err);
+        return 1;
+    }
+
+    rc = gg_scand_serve(dir, sock, gg_hook_child, db);
+
+    bottle_scan_db_free(db);
+    return rc;
+}
+
+
+static int
+gg_hook_child(int argc, char **argv, bottle_scan_db_t *db)
+{
+    (void) argc;
+    (void) argv;
+    return gg_hook(db);
 }
 
 

@@ -66,7 +66,12 @@ main(int argc, char **argv)
     base = base ? base + 1 : argv[0];
 
     if (strcmp(base, "pre-receive") == 0) {
-        return gg_hook();
+        return gg_hook(NULL);
+    }
+
+    /* the resident scanner, started by the hook client (gitgate-hook) */
+    if (argc == 3 && strcmp(argv[1], "--scand") == 0) {
+        return gg_hook_serve(argv[2]);
     }
 
     if (argc > 1) {
@@ -403,16 +408,17 @@ gg_repo_init(gg_ctx_t *ctx, char *err, size_t errlen)
 
 
 /*
- * <dir>/.hooks/pre-receive: a symlink to this program, which runs as the
- * hook under that name.  Replaced atomically when it points elsewhere (a
- * new install).
+ * <dir>/.hooks/pre-receive: a symlink to the hook client gitgate-hook
+ * next to this program (it hands the push to the resident scanner), or,
+ * without one, to this program, which runs as the hook under that name.
+ * Replaced atomically when it points elsewhere (a new install).
  */
 
 static int
 gg_hooks(gg_ctx_t *ctx, char *hooks, size_t size, char *err, size_t errlen)
 {
     char     self[GG_PATH_LEN], link[GG_PATH_LEN + 16], cur[GG_PATH_LEN],
-             tmp[GG_PATH_LEN + 32];
+             tmp[GG_PATH_LEN + 32], client[GG_PATH_LEN], *slash;
     ssize_t  n;
 
     n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -422,6 +428,18 @@ gg_hooks(gg_ctx_t *ctx, char *hooks, size_t size, char *err, size_t errlen)
         return -1;
     }
     self[n] = '\0';
+
+    /* the client next to this program, when installed */
+    slash = strrchr(self, '/');
+    if (slash && (size_t) (slash - self) + sizeof("/gitgate-hook")
+                 <= sizeof(client))
+    {
+        memcpy(client, self, (size_t) (slash - self));
+        strcpy(client + (slash - self), "/gitgate-hook");
+        if (access(client, X_OK) == 0) {
+            strcpy(self, client);
+        }
+    }
 
     snprintf(hooks, size, "%s/.hooks", ctx->conf.dir);
     snprintf(link, sizeof(link), "%s/pre-receive", hooks);
@@ -628,7 +646,9 @@ gg_backend(gg_ctx_t *ctx, const gg_request_t *req, const char *hooks,
         "GITGATE_FORGES", "GITGATE_GIT", "GITGATE_REFRESH",
         "GITGATE_PACK_CACHE_MB", "GITGATE_BLOB_TIMEOUT", "GITGATE_FILEMODES",
         "GITGATE_SCAN_TIMEOUT", "GITGATE_SCAN_MEMORY_MB",
-        "GITGATE_DECODED_MAX_MB", "GITGATE_DECODED_RATIO", NULL
+        "GITGATE_DECODED_MAX_MB", "GITGATE_DECODED_RATIO", "GITGATE_SCAND",
+        "GITGATE_SCAND_IDLE", "GITGATE_SCAND_WAIT",
+        "GITGATE_SCAND_TEST_DELAY", NULL
     };
 
     rel = ctx->repo_dir + strlen(ctx->conf.dir);

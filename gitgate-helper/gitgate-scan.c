@@ -14,6 +14,12 @@
  * hook reads its FastCGI parameters (docs/gitgate.md); GITGATE_SCAN_CACHE,
  * a directory of this user's where the compiled rule databases are kept
  * between runs (the gate's hook keeps them in <GITGATE_DIR>/.scan-cache).
+ *
+ *   gitgate-scan --scand DIR
+ *
+ * is its resident scanner (gg_scand_run.h): the hook client gitgate-hook,
+ * given gitgate-scan's arguments and GITGATE_SCAND_DIR=DIR, starts it and
+ * hands it each push.
  */
 
 #include <stdio.h>
@@ -25,6 +31,10 @@
 #include "gg_scan.h"
 #include "gg_update.h"
 #include "gg_hook.h"
+#include "gg_scand_run.h"
+
+
+static int scan_hook(int argc, char **argv, bottle_scan_db_t *data);
 
 
 static void
@@ -50,6 +60,32 @@ refuse_internal(const char *why)
 int
 main(int argc, char **argv)
 {
+    int                rc;
+    char               err[512];
+    bottle_scan_db_t  *db;
+
+    if (argc == 3 && strcmp(argv[1], "--scand") == 0) {
+        if (bottle_scan_db_create_cached(&db,
+                gg_scan_cache(getenv("GITGATE_SCAN_CACHE")), err,
+                sizeof(err)) != 0)
+        {
+            fprintf(stderr, "gitgate-scan --scand: %s\n", err);
+            return 1;
+        }
+        rc = gg_scand_serve(NULL, argv[2], scan_hook, db);
+        bottle_scan_db_free(db);
+        return rc;
+    }
+
+    return scan_hook(argc, argv, NULL);
+}
+
+
+/* the hook; data, the rule databases already read, or NULL */
+
+static int
+scan_hook(int argc, char **argv, bottle_scan_db_t *data)
+{
     int                     i, rc;
     char                    err[512], *input;
     size_t                  len;
@@ -57,7 +93,7 @@ main(int argc, char **argv)
     gg_report_t             r;
     gg_updates_t            u;
     const bottle_t         *b;
-    bottle_policy_t        *p;
+    bottle_policy_t        *p, *kept;
     bottle_scan_db_t       *db;
     bottle_scan_secrets_t  *sec;
 
@@ -96,6 +132,7 @@ main(int argc, char **argv)
     quarantine = getenv("GIT_QUARANTINE_PATH");
 
     p = NULL;
+    kept = NULL;
     db = NULL;
     sec = NULL;
     input = NULL;
@@ -103,7 +140,12 @@ main(int argc, char **argv)
     memset(&r, 0, sizeof(r));
     rc = 1;
 
-    if (bottle_policy_load(&p, policy, err, sizeof(err)) != 0) {
+    /* in the resident scanner's child: the policy and its bottle's
+     * secrets, when it has seen these bytes (gg_scand_run.h) */
+    if (data && gg_scand_policy_file(policy, bottle, &p) == 0) {
+        kept = p;
+
+    } else if (bottle_policy_load(&p, policy, err, sizeof(err)) != 0) {
         refuse_internal(err);
         goto cleanup;
     }
@@ -116,11 +158,16 @@ main(int argc, char **argv)
 
     cache = gg_scan_cache(getenv("GITGATE_SCAN_CACHE"));
 
-    if (bottle_scan_db_create_cached(&db, cache, err, sizeof(err)) != 0
-        || bottle_scan_secrets_for_git(&sec, db, b, err, sizeof(err)) != 0
+    if ((data == NULL
+         && bottle_scan_db_create_cached(&db, cache, err, sizeof(err)) != 0)
+        || (gg_scand_secrets(kept) == NULL
+            && bottle_scan_secrets_for_git(&sec, data ? data : db, b, err,
+                                           sizeof(err)) != 0)
         || gg_read_input(&input, &len, err, sizeof(err)) != 0
         || gg_updates_parse(&u, input, len, err, sizeof(err)) != 0
-        || gg_scan_push(&r, repo, quarantine, &u, sec, err, sizeof(err)) != 0)
+        || gg_scan_push(&r, repo, quarantine, &u,
+                        sec ? sec : gg_scand_secrets(kept), err,
+                        sizeof(err)) != 0)
     {
         refuse_internal(err);
         goto cleanup;
@@ -144,7 +191,7 @@ cleanup:
     if (db) {
         bottle_scan_db_free(db);
     }
-    if (p) {
+    if (p && p != kept) {
         bottle_policy_free(p);
     }
     return rc;

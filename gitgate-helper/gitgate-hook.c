@@ -1,0 +1,393 @@
+/*
+ * gitgate-hook: git-gate's pre-receive hook as a small client of the
+ * resident scanner (gg_scand.h, docs/gitgate.md "The resident scanner").
+ * libc only, so that git starts it in well under a millisecond.
+ *
+ *   pre-receive (a symlink in <GITGATE_DIR>/.hooks)      the gate's hook
+ *   gitgate-hook --policy FILE --bottle ID [--repo DIR]  gitgate-scan's,
+ *       with GITGATE_SCAND_DIR=DIR (without it: gitgate-scan itself)
+ *
+ * It connects to <GITGATE_DIR>/.scand/sock (GITGATE_SCAND_DIR/sock),
+ * passes its directory, its arguments, the variables the hook reads and
+ * its stdin, stdout and stderr; the scanner's child runs the hook there
+ * and writes to git itself; the child's exit status is this program's.
+ *
+ * Never open on a failure: no scanner (it is started for the next push),
+ * a scanner that closes without starting the scan, GITGATE_SCAND=off: the
+ * hook program itself runs, exec'd here (gitgate-cgi as "pre-receive", or
+ * gitgate-scan).  A scan that started and ends without a verdict (its
+ * child killed), or runs over GITGATE_SCAND_WAIT seconds, or a scanner
+ * that says nothing for 30 s: refused, rule "internal".
+ */
+
+#define _GNU_SOURCE
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include "gg_scand.h"
+
+
+extern char  **environ;
+
+
+static int hook_send(int s, const char *mode, int argc, char **argv);
+static int hook_wait(int s);
+static ssize_t hook_recv(int s, char *buf, size_t size, int ms);
+static void hook_start(const char *dir, const char *prog, const char *arg);
+static void hook_refuse(const char *why);
+static void hook_report(long long utime_us, long long stime_us);
+
+
+static char  self_dir[PATH_MAX];
+
+
+int
+main(int argc, char **argv)
+{
+    int                 s, rc, gate;
+    char                dir[PATH_MAX], full[PATH_MAX], exe[PATH_MAX];
+    char               *slash, *off;
+    const char         *root, *name, **fargv;
+    ssize_t             n;
+    struct sockaddr_un  sa;
+
+    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0) {
+        hook_refuse("the hook cannot find its programs");
+        return 1;
+    }
+    exe[n] = '\0';
+    slash = strrchr(exe, '/');
+    *slash = '\0';
+    snprintf(self_dir, sizeof(self_dir), "%s", exe);
+
+    gate = argc == 1;
+    name = gate ? "gitgate-cgi" : "gitgate-scan";
+    root = gate ? getenv("GITGATE_DIR") : NULL;
+
+    if ((size_t) snprintf(full, sizeof(full), "%s/%s", self_dir, name)
+        >= sizeof(full))
+    {
+        hook_refuse("the hook's directory is too long");
+        return 1;
+    }
+
+    dir[0] = '\0';
+    if (gate && root && root[0] == '/') {
+        snprintf(dir, sizeof(dir), "%s/.scand", root);
+    } else if (!gate && getenv("GITGATE_SCAND_DIR")) {
+        snprintf(dir, sizeof(dir), "%s", getenv("GITGATE_SCAND_DIR"));
+    }
+
+    off = getenv("GITGATE_SCAND");
+    s = -1;
+
+    if (dir[0] && !(off && strcmp(off, "off") == 0)
+        && strlen(dir) + sizeof("/sock") <= sizeof(sa.sun_path))
+    {
+        memset(&sa, 0, sizeof(sa));
+        sa.sun_family = AF_UNIX;
+        memcpy(sa.sun_path, dir, strlen(dir));
+        memcpy(sa.sun_path + strlen(dir), "/sock", sizeof("/sock"));
+
+        s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (s >= 0 && connect(s, (struct sockaddr *) &sa, sizeof(sa)) != 0) {
+            close(s);
+            s = -1;
+            hook_start(dir, full, gate ? root : dir);
+        }
+    }
+
+    if (s >= 0 && hook_send(s, gate ? "gate" : "scan", argc, argv) == 0) {
+        rc = hook_wait(s);
+        if (rc >= 0) {
+            return rc;
+        }
+    }
+
+    if (s >= 0) {
+        close(s);
+    }
+
+    /* the hook itself, in this process */
+    fargv = (const char **) argv;
+    fargv[0] = gate ? "pre-receive" : "gitgate-scan";
+    execv(full, (char *const *) fargv);
+    if (!gate) {
+        execvp("gitgate-scan", (char *const *) fargv);
+    }
+
+    hook_refuse("the hook program cannot run");
+    return 1;
+}
+
+
+/* the request and the three descriptors: 0, or -1 (nothing started) */
+
+static int
+hook_send(int s, const char *mode, int argc, char **argv)
+{
+    int             i, fd[3] = { 0, 1, 2 };
+    char            cwd[PATH_MAX], *buf;
+    char          **e;
+    mode_t          um;
+    ssize_t         len;
+    struct iovec    iov;
+    struct msghdr   mh;
+    struct cmsghdr *cm;
+    gg_scand_msg_t  m;
+    union {
+        char            b[CMSG_SPACE(3 * sizeof(int))];
+        struct cmsghdr  align;
+    } ctl;
+
+    if (getcwd(cwd, sizeof(cwd)) == NULL || argc - 1 > GG_SCAND_ARGS_MAX) {
+        return -1;
+    }
+
+    memset(&m, 0, sizeof(m));
+    m.mode = mode;
+    m.cwd = cwd;
+    um = umask(022);
+    umask(um);
+    m.umask = (unsigned) um;
+    for (i = 1; i < argc; i++) {
+        m.args[m.nargs++] = argv[i];
+    }
+    for (e = environ; *e; e++) {
+        if (!gg_scand_env_passed(*e) || strchr(*e, '=') == NULL) {
+            continue;
+        }
+        if (m.nenv == GG_SCAND_ENV_MAX) {
+            return -1;
+        }
+        m.env[m.nenv++] = *e;
+    }
+
+    buf = malloc(GG_SCAND_MSG_MAX);
+    if (buf == NULL) {
+        return -1;
+    }
+    len = gg_scand_msg_build(buf, GG_SCAND_MSG_MAX, &m);
+    if (len < 0) {
+        free(buf);
+        return -1;
+    }
+
+    iov.iov_base = buf;
+    iov.iov_len = (size_t) len;
+    memset(&mh, 0, sizeof(mh));
+    memset(&ctl, 0, sizeof(ctl));
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = ctl.b;
+    mh.msg_controllen = sizeof(ctl.b);
+    cm = CMSG_FIRSTHDR(&mh);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
+    memcpy(CMSG_DATA(cm), fd, sizeof(fd));
+
+    len = sendmsg(s, &mh, MSG_NOSIGNAL) == len ? 0 : -1;
+    free(buf);
+    return (int) len;
+}
+
+
+/*
+ * The child's answers: its exit status; -1 when it never started (the
+ * caller runs the hook itself); 1, refused, when it started and ended
+ * without a verdict or ran over the wait.
+ */
+
+static int
+hook_wait(int s)
+{
+    int        status, wait_s;
+    char       buf[GG_SCAND_REPLY_MAX], *v;
+    long       pid;
+    ssize_t    n;
+    long long  ut, st;
+    struct timespec  t0, t1;
+
+    wait_s = GG_SCAND_WAIT;
+    v = getenv("GITGATE_SCAND_WAIT");
+    if (v && atoi(v) >= 1 && atoi(v) <= 86400) {
+        wait_s = atoi(v);
+    }
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+
+    /* closed unanswered: the child ran nothing (it says "started" before
+     * anything); no answer in time: it may still start, so this process
+     * must not scan too */
+    n = hook_recv(s, buf, sizeof(buf), 30000);
+    if (n == -2) {
+        hook_refuse("the scanner did not start the scan in time");
+        return 1;
+    }
+    if (n <= 0 || gg_scand_reply_started(buf, (size_t) n, &pid) != 0) {
+        return -1;
+    }
+
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+
+    n = hook_recv(s, buf, sizeof(buf),
+                  wait_s * 1000 - (int) ((t1.tv_sec - t0.tv_sec) * 1000));
+
+    if (n == -2) {
+        kill((pid_t) pid, SIGKILL);
+        hook_refuse("the scan ran over its time (GITGATE_SCAND_WAIT)");
+        return 1;
+    }
+
+    if (n <= 0 || gg_scand_reply_done(buf, (size_t) n, &status, &ut, &st)
+                  != 0)
+    {
+        hook_refuse("the scan ended without a verdict");
+        return 1;
+    }
+
+    hook_report(ut, st);
+    return status;
+}
+
+
+/* one answer: its length, 0 at the end, -1 on an error, -2 on time out */
+
+static ssize_t
+hook_recv(int s, char *buf, size_t size, int ms)
+{
+    int            n;
+    ssize_t        k;
+    struct pollfd  pfd;
+
+    pfd.fd = s;
+    pfd.events = POLLIN;
+
+    do {
+        n = poll(&pfd, 1, ms > 0 ? ms : 0);
+    } while (n < 0 && errno == EINTR);
+
+    if (n == 0) {
+        return -2;
+    }
+    if (n < 0) {
+        return -1;
+    }
+
+    k = recv(s, buf, size, 0);
+    return k < 0 ? -1 : k;
+}
+
+
+/*
+ * The scanner started, detached (double fork, setsid), its descriptors
+ * /dev/null: git waits for the hook's output to close.  One at a time:
+ * a scanner holds <dir>/lock for its life, and a busy lock means one runs
+ * or starts.
+ */
+
+static void
+hook_start(const char *dir, const char *prog, const char *arg)
+{
+    int          fd, nul;
+    char         path[PATH_MAX + 8];
+    pid_t        pid;
+    struct stat  st;
+
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        return;
+    }
+    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)
+        || st.st_uid != geteuid() || (st.st_mode & 077))
+    {
+        return;
+    }
+
+    snprintf(path, sizeof(path), "%s/lock", dir);
+    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0) {
+        return;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd);
+        return;
+    }
+    flock(fd, LOCK_UN);
+    close(fd);
+
+    pid = fork();
+    if (pid < 0) {
+        return;
+    }
+
+    if (pid == 0) {
+        setsid();
+        if (fork() != 0) {
+            _exit(0);
+        }
+        nul = open("/dev/null", O_RDWR);
+        if (nul < 0) {
+            _exit(127);
+        }
+        dup2(nul, 0);
+        dup2(nul, 1);
+        dup2(nul, 2);
+        closefrom(3);
+        if (chdir("/") != 0) {
+            _exit(127);
+        }
+        /* every symbol bound once in the scanner, not in each child */
+        setenv("LD_BIND_NOW", "1", 1);
+        execl(prog, prog, "--scand", arg, (char *) NULL);
+        _exit(127);
+    }
+
+    waitpid(pid, NULL, 0);
+}
+
+
+static void
+hook_refuse(const char *why)
+{
+    fprintf(stderr, "git-gate refused this push (rule: internal)\n"
+            "  why: %s\n"
+            "  the push could not be checked, so it does not go on; "
+            "try again, or ask the operator\n", why);
+}
+
+
+/* GITGATE_SCAND_REPORT=FILE: the scan's CPU appended there (the bench's
+ * measure: this process's own is its caller's to count) */
+
+static void
+hook_report(long long utime_us, long long stime_us)
+{
+    FILE        *f;
+    const char  *path;
+
+    path = getenv("GITGATE_SCAND_REPORT");
+    if (path == NULL || path[0] == '\0') {
+        return;
+    }
+    f = fopen(path, "a");
+    if (f) {
+        fprintf(f, "%lld %lld\n", utime_us, stime_us);
+        fclose(f);
+    }
+}

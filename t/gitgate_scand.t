@@ -1,0 +1,360 @@
+#!/usr/bin/perl
+
+# git-gate's resident scanner (issue 34, docs/gitgate.md "The resident
+# scanner"): the gate's pre-receive hook is build/gitgate-hook, a client
+# that hands the push to `gitgate-cgi --scand GITGATE_DIR` on
+# <GITGATE_DIR>/.scand/sock (started by the first push, gone after
+# GITGATE_SCAND_IDLE seconds).  A push with a secret is refused through it
+# with the remote: lines the in-process hook (GITGATE_SCAND=off) gives; a
+# clean push is accepted; a policy change applies to the next push; the
+# scanner killed mid-push, or the scan's child killed, never lets a push
+# through; a hostile local client gets nothing, another uid cannot
+# connect; the scanner exits when idle.
+#
+# GITGATE_CGI=path runs another build (its gitgate-hook next to it).
+
+###############################################################################
+
+use warnings;
+use strict;
+
+use Test::More;
+
+BEGIN { use FindBin; chdir($FindBin::Bin); }
+
+use lib 'lib';
+use Test::Nginx;
+use Test::Bottle;
+use Test::Bottle::Gateway;
+
+use JSON::PP;
+use Socket qw/ AF_UNIX SOCK_SEQPACKET pack_sockaddr_un /;
+use Time::HiRes qw/ sleep time /;
+
+select STDERR; $| = 1;
+select STDOUT; $| = 1;
+
+my $CGI = gitgate_cgi();
+(my $HOOK = $CGI) =~ s{[^/]+$}{gitgate-hook};
+plan(skip_all => "$CGI not built (make gitgate)") unless -x $CGI;
+
+my $t = Test::Nginx->new()->has(qw/http fastcgi bottle/)->has_daemon('git')
+	->has_daemon($Test::Bottle::Forge::FCGIWRAP)
+	->has_daemon($Test::Bottle::REDIS);
+my $d = $t->testdir();
+
+my $FORGE_TOKEN = 'forge-' . 'scand-token-0451';
+my $ALICE = 'alice-token-0123456789';
+my $HELD = 'held-' . 'scand-value-31337';
+my $GHP = 'ghp_' . join('', map { ('A' .. 'Z', 'a' .. 'z', 0 .. 9)[($_ * 7) % 62] }
+	1 .. 36);
+
+###############################################################################
+
+my $redis = redis_start($t, port => 8091);
+my $forge = forge_start($t, port => 8092, token => $FORGE_TOKEN);
+my $GP = port(8093);
+my $OP = port(8094);
+my $SP = port(8095);
+my $sock = "$d/gate-fcgi.sock";
+my $gate = "$d/gate";
+
+my %P = (GITGATE_DIR => $gate, GITGATE_STORE => $redis->{url},
+	GITGATE_REFRESH => 0, GITGATE_SCAND_IDLE => 10);
+my $GATE = gitgate_fastcgi($sock, %P);
+# the same gate, its hook in-process
+my $GATE_OFF = gitgate_fastcgi($sock, %P, GITGATE_SCAND => 'off');
+# the same gate, each scan's child waiting 4 s first (test only)
+my $GATE_SLOW = gitgate_fastcgi($sock, %P, GITGATE_SCAND_TEST_DELAY => 4);
+
+$t->write_file_expand('nginx.conf', gitgate_conf(policy => $redis->{url},
+	port => $GP, gate => $GATE, servers => <<"EOF"));
+server {
+    listen 127.0.0.1:$OP;
+    client_max_body_size 0;
+
+    location / {
+        bottle_attribute git;
+
+$GATE_OFF
+    }
+}
+
+server {
+    listen 127.0.0.1:$SP;
+    client_max_body_size 0;
+
+    location / {
+        bottle_attribute git;
+
+$GATE_SLOW
+    }
+}
+EOF
+
+gitgate_fcgiwrap($t, $sock, children => 4);
+mkdir $gate;
+
+forge_repo($t, 'acme/widgets', commits => 1);
+
+sub put_alice {
+	store_put($t, { id => 'alice', token => $ALICE,
+		held_secrets => { @_ },
+		repos => [ 'github.com/acme/widgets:write' ], routes => [] });
+}
+put_alice(DB => $HELD);
+
+$t->write_file('forge-token', "$FORGE_TOKEN\n");
+Test::Bottle::bottlectl($t, $redis, 'forge', 'connect', 'github.com',
+	'--kind', 'github', '--url', "$forge->{url}/", '--token-file',
+	"$d/forge-token");
+
+$t->run()->plan(34);
+
+###############################################################################
+
+sub agent {
+	my ($port, @args) = @_;
+	my $base = "http://x:$ALICE\@127.0.0.1:$port/github.com/";
+	return run_git($t, { dir => -d "$d/work" ? "$d/work" : $d },
+		'-c', "url.$base.insteadOf=https://github.com/", @args);
+}
+
+sub git_in { return run_git($t, { dir => "$d/work" }, @_); }
+
+sub head_of {
+	my (undef, $h) = git_in('rev-parse', $_[0] // 'HEAD');
+	chomp $h;
+	return $h;
+}
+
+sub commit_file {
+	my ($file, $text) = @_;
+	$t->write_file("work/$file", $text);
+	git_in('add', $file);
+	git_in('commit', '-q', '-m', "add $file");
+	return head_of();
+}
+
+sub forge_main { return forge_refs($t, 'acme/widgets')->{'refs/heads/main'}; }
+
+sub remote_lines { return join '', grep { /^remote: / } split /^/m, $_[0]; }
+
+# the scanner of $gate: its pid, from /proc
+sub scand_pid {
+	for my $f (glob '/proc/[0-9]*/cmdline') {
+		open my $fh, '<', $f or next;
+		local $/;
+		my $c = <$fh> // '';
+		return $1 if $c eq "$CGI\0--scand\0$gate\0"
+			&& $f =~ m{/proc/(\d+)/};
+	}
+	return undef;
+}
+
+sub children_of {
+	my ($pid) = @_;
+	my @k;
+	for my $f (glob '/proc/[0-9]*/stat') {
+		open my $fh, '<', $f or next;
+		my $s = <$fh> // '';
+		# (not a zombie: one the scanner has not reaped yet)
+		push @k, $1 if $s =~ /^(\d+) \(.*\) ([^Z]) (\d+) / && $3 == $pid;
+	}
+	return @k;
+}
+
+sub wait_for {
+	my ($cond, $s) = @_;
+	for (1 .. ($s // 20) * 20) { return 1 if $cond->(); sleep 0.05; }
+	return 0;
+}
+
+# a push in the background: its pid, its output in $file
+sub push_bg {
+	my ($port, $file, @args) = @_;
+	my $pid = fork() // die "fork: $!\n";
+	if ($pid == 0) {
+		my ($rc, $out) = agent($port, 'push', 'origin', @args);
+		open my $fh, '>', "$d/$file" or POSIX::_exit(1);
+		print $fh "rc=$rc\n$out";
+		close $fh;
+		POSIX::_exit(0);
+	}
+	return $pid;
+}
+
+my ($rc, $out) = agent($GP, 'clone', '-q', 'https://github.com/acme/widgets',
+	'work');
+is($rc, 0, 'clone') or diag($out);
+
+###############################################################################
+# the first push starts the scanner; the hook is the client
+
+is(readlink("$gate/.hooks/pre-receive"), $HOOK,
+	'the gate\'s pre-receive hook is gitgate-hook');
+
+my $h1 = commit_file('a.txt', "hello\n");
+($rc, $out) = agent($GP, 'push', 'origin', 'main');
+is($rc, 0, 'first clean push accepted') or diag($out);
+is(forge_main(), $h1, 'first push: on the forge');
+
+ok(wait_for(sub { -S "$gate/.scand/sock" && scand_pid() }),
+	'the scanner started, its socket in .scand');
+is(sprintf('%o', (stat "$gate/.scand")[2] & 07777), '700',
+	'.scand is 0700');
+my $spid = scand_pid() // 0;
+
+my $h2 = commit_file('b.txt', "clean again\n");
+($rc, $out) = agent($GP, 'push', 'origin', 'main');
+is($rc, 0, 'clean push through the scanner') or diag($out);
+is(forge_main(), $h2, 'clean push: on the forge');
+
+###############################################################################
+# a secret: the same remote: lines as the in-process hook's
+
+commit_file('s.txt', "token = $GHP\n");
+my $c = forge_connections($t);
+my ($rc1, $out1) = agent($GP, 'push', 'origin', 'main');
+my ($rc2, $out2) = agent($OP, 'push', 'origin', 'main');
+isnt($rc1, 0, 'secret: refused through the scanner');
+like($out1, qr/^remote: git-gate refused this push \(rule: github/m,
+	'secret: remote: names the rule');
+is(remote_lines($out1), remote_lines($out2),
+	'secret: remote: lines as the in-process hook\'s');
+isnt($rc2, 0, 'secret: refused in-process');
+is(forge_connections($t), $c, 'secret: forge untouched');
+is(scand_pid() // 0, $spid, 'the same scanner served it');
+git_in('reset', '-q', '--hard', $h2);
+
+###############################################################################
+# a policy change applies to the next push
+
+my $h3 = commit_file('p.txt', "db = rotated-$HELD\n");
+($rc, $out) = agent($GP, 'push', 'origin', 'main');
+isnt($rc, 0, 'held secret: refused');
+like($out, qr/^remote: git-gate refused this push \(rule: held_secret:DB/m,
+	'held secret: remote: names it');
+
+put_alice(OTHER => 'other-' . 'value-000000001');
+($rc, $out) = agent($GP, 'push', 'origin', 'main');
+is($rc, 0, 'the secret no longer held: the same push accepted')
+	or diag($out);
+is(forge_main(), $h3, 'policy change: on the forge');
+is(scand_pid() // 0, $spid, 'policy change: the same scanner');
+put_alice(DB => $HELD);
+
+###############################################################################
+# the scanner killed while its child scans: the child's verdict stands
+
+commit_file('k.txt', "db = $HELD\n");
+$c = forge_connections($t);
+my $bg = push_bg($SP, 'push-k.out', 'main');
+ok(wait_for(sub { children_of($spid) }), 'slow push: the scan\'s child runs');
+kill 'KILL', $spid;
+waitpid($bg, 0);
+$out = $t->read_file('push-k.out');
+like($out, qr/^rc=[1-9]/, 'scanner killed mid-push: refused');
+like($out, qr/^remote: git-gate refused this push \(rule: held_secret:DB/m,
+	'scanner killed mid-push: its rule, from the child');
+is(forge_connections($t), $c, 'scanner killed mid-push: forge untouched');
+
+# no scanner (its socket left behind): the hook runs in-process, and a
+# new scanner starts
+($rc, $out) = agent($GP, 'push', 'origin', 'main');
+like($out, qr/^remote: git-gate refused this push \(rule: held_secret:DB/m,
+	'no scanner: refused in-process');
+ok(wait_for(sub { my $p = scand_pid(); $p && $p != $spid }),
+	'no scanner: a new one started');
+$spid = scand_pid() // 0;
+git_in('reset', '-q', '--hard', $h3);
+
+###############################################################################
+# the scan's child killed: refused, rule internal
+
+my $h4 = commit_file('c.txt', "clean\n");
+$c = forge_connections($t);
+$bg = push_bg($SP, 'push-c.out', 'main');
+my @kids;
+ok(wait_for(sub { @kids = children_of($spid) }),
+	'slow clean push: the scan\'s child runs');
+# (past its "started": killed before it, the client would scan itself)
+sleep 1.5;
+kill 'KILL', @kids;
+waitpid($bg, 0);
+$out = $t->read_file('push-c.out');
+like($out, qr/^rc=[1-9]/, 'child killed: the push refused');
+like($out, qr/^remote: \s git-gate \s refused \s this \s push \s
+	\(rule: \s internal\) \s* \n remote: \s+ why: \s the \s scan \s ended \s without \s a \s verdict/mx,
+	'child killed: rule internal, why');
+is(forge_connections($t), $c, 'child killed: forge untouched');
+
+###############################################################################
+# a hostile local client gets nothing
+
+sub hostile {
+	my ($msg) = @_;
+	socket(my $s, AF_UNIX, SOCK_SEQPACKET, 0) or return "socket: $!";
+	connect($s, pack_sockaddr_un("$gate/.scand/sock")) or return "connect: $!";
+	send($s, $msg, 0);
+	my $got = '';
+	my $rin = '';
+	vec($rin, fileno($s), 1) = 1;
+	select(my $rout = $rin, undef, undef, 15) or return 'no answer, open';
+	recv($s, $got, 1024, 0);
+	return "got '$got'";
+}
+
+my $repo = "$gate/github.com/acme/widgets.git";
+is(join(' | ', map { hostile($_) } 'garbage',
+	"ggscand1\0gate\0$repo\0" . "22\0" . "0\0" . "999\0",
+	"ggscand1\0gate\0$repo\0" . "22\0" . "0\0" . "1\0GITGATE_FORGE=github.com\0",
+	"ggscand1\0scan\0/\0" . "22\0" . "0\0" . "0\0"),
+	"got '' | got '' | got '' | got ''",
+	'bad requests, a request without descriptors: closed, nothing said');
+
+# one with descriptors but another directory than the repo's (python3
+# passes them)
+my $py = <<'EOF';
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+env = ["GITGATE_FORGE=github.com", "GITGATE_OWNER=acme",
+       "GITGATE_REPO=widgets", "GIT_QUARANTINE_PATH=/tmp"]
+parts = ["ggscand1", "gate", sys.argv[2], "22", "0", str(len(env))] + env
+socket.send_fds(s, [("\0".join(parts) + "\0").encode()], [0, 1, 2])
+s.settimeout(15)
+print("got '%s'" % s.recv(1024).decode())
+EOF
+$t->write_file('hostile.py', $py);
+my $res = join ' | ', map {
+	my $o = `python3 $d/hostile.py $gate/.scand/sock $_ 2>&1`; chomp $o; $o
+} $d, $repo;
+is($res, "got '' | got ''",
+	'another directory, a quarantine outside the repo: nothing runs');
+
+SKIP: {
+	skip 'not root: another uid not tried', 1 if $> != 0;
+	my $o = `setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 -c '
+import socket
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+try:
+    s.connect("$gate/.scand/sock"); print("connected")
+except OSError as e:
+    print("refused", e.errno)
+' 2>&1`;
+	like($o, qr/^refused 13/, 'another uid cannot connect');
+}
+
+my $h5 = commit_file('d.txt', "after the hostile ones\n");
+git_in('reset', '-q', '--hard', $h5);
+($rc, $out) = agent($GP, 'push', 'origin', 'main');
+is($rc, 0, 'the scanner still serves after them') or diag($out);
+
+###############################################################################
+# idle: gone, its socket too
+
+ok(wait_for(sub { !scand_pid() && !-e "$gate/.scand/sock" }, 40),
+	'idle: the scanner exits, its socket removed');
+
+###############################################################################
