@@ -53,6 +53,7 @@ typedef struct {
     ngx_uint_t                         sent;      /* records in flight */
     ngx_uint_t                         inflight;  /* batches in flight */
     long long                          consumers;
+    size_t                             body;      /* max_body_bytes */
     unsigned                           on:1;
     unsigned                           asking:1;
 } ngx_http_bottle_firehose_t;
@@ -74,13 +75,31 @@ extern ngx_module_t  ngx_bottle_audit_module;
 static ngx_http_bottle_firehose_t  ngx_http_bottle_firehose;
 
 
+static ngx_uint_t ngx_http_bottle_firehose_wants(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+static void ngx_http_bottle_firehose_end(ngx_http_bottle_end_t *e);
+
+static const ngx_http_bottle_end_observer_t  ngx_http_bottle_firehose_observer = {
+    ngx_http_bottle_firehose_wants,
+    ngx_http_bottle_firehose_end
+};
+
+
 ngx_int_t
-ngx_http_bottle_firehose_init_process(ngx_cycle_t *cycle, ngx_uint_t queue)
+ngx_http_bottle_firehose_init_process(ngx_cycle_t *cycle, ngx_uint_t queue,
+    size_t body)
 {
     ngx_bottle_audit_conf_t     *acf;
     ngx_http_bottle_firehose_t  *fh = &ngx_http_bottle_firehose;
 
     ngx_memzero(fh, sizeof(ngx_http_bottle_firehose_t));
+    fh->body = body;
+
+    if (ngx_http_bottle_end_observe(&ngx_http_bottle_firehose_observer)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
 
     acf = (ngx_bottle_audit_conf_t *) ngx_get_conf(cycle->conf_ctx,
                                                    ngx_bottle_audit_module);
@@ -114,6 +133,36 @@ ngx_http_bottle_firehose_init_process(ngx_cycle_t *cycle, ngx_uint_t queue)
     fh->on = 1;
 
     return ngx_bottle_redis_start(&fh->rd);
+}
+
+
+/* a request's end: its record queued while a consumer is attached */
+
+static ngx_uint_t
+ngx_http_bottle_firehose_wants(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx)
+{
+    return ngx_http_bottle_firehose_attached()
+           && (ctx->verdict.bottle == NULL
+               || ctx->verdict.bottle->firehose != BOTTLE_FIREHOSE_OFF);
+}
+
+
+static void
+ngx_http_bottle_firehose_end(ngx_http_bottle_end_t *e)
+{
+    if (e->rec == NULL || !ngx_http_bottle_firehose_wants(e->r, e->ctx)) {
+        return;
+    }
+
+    ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_FIREHOSE_SNAPSHOTS);
+
+    e->bodies(e, ngx_http_bottle_firehose.body, 0);
+
+    ngx_http_bottle_firehose_publish(e->rec,
+                                     e->ctx->verdict.bottle == NULL
+                                     || e->ctx->verdict.bottle->firehose
+                                        == BOTTLE_FIREHOSE_METADATA);
 }
 
 

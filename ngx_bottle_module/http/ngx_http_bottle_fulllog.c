@@ -43,6 +43,16 @@ static ngx_uint_t ngx_http_bottle_fulllog_failing(ngx_uint_t failing);
 static ngx_http_bottle_fulllog_t  ngx_http_bottle_fulllog;
 
 
+static ngx_uint_t ngx_http_bottle_fulllog_wants(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+static void ngx_http_bottle_fulllog_end(ngx_http_bottle_end_t *e);
+
+static const ngx_http_bottle_end_observer_t  ngx_http_bottle_fulllog_observer = {
+    ngx_http_bottle_fulllog_wants,
+    ngx_http_bottle_fulllog_end
+};
+
+
 ngx_int_t
 ngx_http_bottle_fulllog_init_process(ngx_cycle_t *cycle, ngx_str_t *dir)
 {
@@ -51,6 +61,12 @@ ngx_http_bottle_fulllog_init_process(ngx_cycle_t *cycle, ngx_str_t *dir)
 
     ngx_memzero(fl, sizeof(ngx_http_bottle_fulllog_t));
     fl->fd = NGX_INVALID_FILE;
+
+    if (ngx_http_bottle_end_observe(&ngx_http_bottle_fulllog_observer)
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
 
     if (dir == NULL || dir->len == 0) {
         return NGX_OK;
@@ -73,6 +89,42 @@ ngx_http_bottle_fulllog_init_process(ngx_cycle_t *cycle, ngx_str_t *dir)
     (void) ngx_http_bottle_fulllog_open();
 
     return NGX_OK;
+}
+
+
+/* a request's end: its two lines when its route logs in full */
+
+static ngx_uint_t
+ngx_http_bottle_fulllog_wants(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx)
+{
+    return ctx->route && ctx->route->log_full && ngx_http_bottle_fulllog_on();
+}
+
+
+static void
+ngx_http_bottle_fulllog_end(ngx_http_bottle_end_t *e)
+{
+    char    *req, *resp;
+    size_t   req_len, resp_len;
+
+    if (e->rec == NULL || !e->full
+        || !ngx_http_bottle_fulllog_wants(e->r, e->ctx))
+    {
+        return;
+    }
+
+    e->bodies(e, BOTTLE_RECORD_BODY_MAX, BOTTLE_RECORD_BODY_MAX);
+
+    if (bottle_record_full(&req, &req_len, e->rec, 0) == 0) {
+        if (bottle_record_full(&resp, &resp_len, e->rec, 1) == 0) {
+            ngx_http_bottle_fulllog_write(e->r->connection->log, req, req_len,
+                                          resp, resp_len);
+            free(resp);
+        }
+
+        free(req);
+    }
 }
 
 

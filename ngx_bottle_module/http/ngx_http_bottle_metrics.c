@@ -81,3 +81,22 @@ ngx_http_bottle_metrics_handler(ngx_http_request_t *r)
 
     return ngx_http_output_filter(r, &out);
 }
+
+
+/* a request's end (ngx_http_bottle_record.h): a request let through is
+ * counted here; refusals are counted as they are logged, on either side */
+
+static void
+ngx_http_bottle_metrics_end_handler(ngx_http_bottle_end_t *e)
+{
+    if (e->ctx->state == NGX_HTTP_BOTTLE_PASSED) {
+        ngx_bottle_metrics_request(e->ctx->verdict.bottle,
+                                   NGX_BOTTLE_RULE_NONE);
+    }
+}
+
+
+const ngx_http_bottle_end_observer_t  ngx_http_bottle_metrics_end = {
+    NULL,
+    ngx_http_bottle_metrics_end_handler
+};

@@ -1,10 +1,13 @@
 
 /*
  * The record of what happened: an http module of its own, beside the
- * pipeline, that only watches.  A log-phase handler counts the request
- * (ngx_bottle_metrics.c), writes its two full-log lines when its route has
- * log: "full" (ngx_http_bottle_fulllog.c) and queues its OCSF record while
- * a firehose consumer is attached (ngx_http_bottle_firehose.c).  A request
+ * pipeline, that only watches.  A log-phase handler reports the request's
+ * end once to the observers registered in init_process
+ * (ngx_http_bottle_end_observe()): the metrics count it
+ * (ngx_http_bottle_metrics.c), the full log writes its two lines when its
+ * route has log: "full" (ngx_http_bottle_fulllog.c), the firehose queues its
+ * OCSF record while a consumer is attached (ngx_http_bottle_firehose.c);
+ * the record is built once, for those that want it.  A request
  * body filter and a response body filter keep the first bytes of each
  * body and hash the whole, for those requests only; with neither a full
  * log route nor a consumer, nothing is copied or hashed.
@@ -77,6 +80,8 @@ static ngx_int_t ngx_http_bottle_record_request_body_filter(
 static ngx_int_t ngx_http_bottle_record_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
 static ngx_int_t ngx_http_bottle_record_log(ngx_http_request_t *r);
+static void ngx_http_bottle_record_bodies(ngx_http_bottle_end_t *e,
+    size_t req_cut, size_t resp_cut);
 static ngx_int_t ngx_http_bottle_record_fill(ngx_http_request_t *r,
     ngx_http_bottle_ctx_t *ctx, ngx_http_bottle_record_ctx_t *rc,
     bottle_record_t *rec);
@@ -159,6 +164,7 @@ ngx_module_t  ngx_http_bottle_record_module = {
 
 /* the conf of this cycle's http block, for the workers; NULL: none */
 static ngx_http_bottle_record_main_conf_t  *ngx_http_bottle_record_conf;
+
 
 /* SHA-256, looked up once per worker rather than at each body's start */
 static EVP_MD  *ngx_http_bottle_record_sha256;
@@ -421,14 +427,19 @@ ngx_http_bottle_record_init_process(ngx_cycle_t *cycle)
         return NGX_OK;
     }
 
+    /* a request's end: counted, then the full log, then the firehose */
+    if (ngx_http_bottle_end_observe(&ngx_http_bottle_metrics_end) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
     if (ngx_http_bottle_fulllog_init_process(cycle, &rmcf->full_log_dir)
         != NGX_OK)
     {
         return NGX_ERROR;
     }
 
-    return ngx_http_bottle_firehose_init_process(cycle,
-                                                 rmcf->firehose_queue);
+    return ngx_http_bottle_firehose_init_process(cycle, rmcf->firehose_queue,
+                                                 rmcf->firehose_body);
 }
 
 
@@ -723,13 +734,31 @@ ngx_http_bottle_record_body(ngx_http_bottle_capture_t *cap, size_t cut,
 }
 
 
+/* e->bodies(): the kept bodies into the record */
+
+static void
+ngx_http_bottle_record_bodies(ngx_http_bottle_end_t *e, size_t req_cut,
+    size_t resp_cut)
+{
+    ngx_http_bottle_record_ctx_t  *rc;
+
+    rc = e->captures;
+
+    ngx_http_bottle_record_body(&rc->req, req_cut, &e->rec->body);
+
+    if (resp_cut) {
+        ngx_http_bottle_record_body(&rc->resp, resp_cut, &e->rec->resp_body);
+    }
+}
+
+
+/* the request's end, reported once to its observers */
+
 static ngx_int_t
 ngx_http_bottle_record_log(ngx_http_request_t *r)
 {
-    char                          *req, *resp;
-    size_t                         req_len, resp_len;
-    ngx_uint_t                     full, firehose;
     bottle_record_t                rec;
+    ngx_http_bottle_end_t          e;
     ngx_http_bottle_ctx_t         *ctx;
     ngx_http_bottle_record_ctx_t  *rc;
 
@@ -738,63 +767,22 @@ ngx_http_bottle_record_log(ngx_http_request_t *r)
         return NGX_DECLINED;
     }
 
-    if (ctx->state == NGX_HTTP_BOTTLE_PASSED) {
-        /* refusals are counted as they are logged, on either side */
-        ngx_bottle_metrics_request(ctx->verdict.bottle, NGX_BOTTLE_RULE_NONE);
-    }
+    ngx_memzero(&e, sizeof(ngx_http_bottle_end_t));
+    e.r = r;
+    e.ctx = ctx;
+    e.bodies = ngx_http_bottle_record_bodies;
 
-    full = ctx->route && ctx->route->log_full
-           && ngx_http_bottle_fulllog_on();
+    if (ngx_http_bottle_end_wanted(r, ctx)) {
+        rc = ngx_http_bottle_record_ctx(r);
 
-    /* no consumer: no snapshot at all */
-    firehose = ngx_http_bottle_firehose_attached()
-               && (ctx->verdict.bottle == NULL
-                   || ctx->verdict.bottle->firehose != BOTTLE_FIREHOSE_OFF);
-
-    if (!full && !firehose) {
-        return NGX_DECLINED;
-    }
-
-    rc = ngx_http_bottle_record_ctx(r);
-    if (rc == NULL) {
-        return NGX_DECLINED;
-    }
-
-    if (ngx_http_bottle_record_fill(r, ctx, rc, &rec) != NGX_OK) {
-        return NGX_DECLINED;
-    }
-
-    if (full && rc->full) {
-        ngx_http_bottle_record_body(&rc->req, BOTTLE_RECORD_BODY_MAX,
-                                    &rec.body);
-        ngx_http_bottle_record_body(&rc->resp, BOTTLE_RECORD_BODY_MAX,
-                                    &rec.resp_body);
-
-        if (bottle_record_full(&req, &req_len, &rec, 0) == 0) {
-            if (bottle_record_full(&resp, &resp_len, &rec, 1) == 0) {
-                ngx_http_bottle_fulllog_write(r->connection->log, req,
-                                              req_len, resp, resp_len);
-                free(resp);
-            }
-
-            free(req);
+        if (rc && ngx_http_bottle_record_fill(r, ctx, rc, &rec) == NGX_OK) {
+            e.rec = &rec;
+            e.captures = rc;
+            e.full = rc->full;
         }
     }
 
-    if (firehose) {
-        ngx_bottle_metrics_count(NGX_BOTTLE_METRIC_FIREHOSE_SNAPSHOTS);
-
-        ngx_http_bottle_record_body(&rc->req,
-                                    ngx_http_bottle_record_conf
-                                    ? ngx_http_bottle_record_conf->firehose_body
-                                    : BOTTLE_RECORD_BODY_MAX,
-                                    &rec.body);
-
-        ngx_http_bottle_firehose_publish(&rec,
-                                         ctx->verdict.bottle == NULL
-                                         || ctx->verdict.bottle->firehose
-                                            == BOTTLE_FIREHOSE_METADATA);
-    }
+    ngx_http_bottle_end_report(&e);
 
     return NGX_DECLINED;
 }

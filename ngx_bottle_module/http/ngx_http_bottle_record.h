@@ -40,6 +40,43 @@ typedef struct {
 } ngx_http_bottle_record_main_conf_t;
 
 
+/*
+ * A request's end, reported once by the record module's log handler
+ * (ngx_http_bottle_end.c) to the observers registered in its
+ * init_process: the metrics, the full log, the firehose, called in the
+ * order they registered.  wants(): the observer needs the request's
+ * record; the record is then built once for all of them, and bodies()
+ * puts the kept request body (cut at req_cut) and, when resp_cut is not
+ * 0, the response body in it.  end(): the request's end, e->rec NULL when
+ * no observer wanted a record or it could not be built.
+ */
+typedef struct ngx_http_bottle_end_s  ngx_http_bottle_end_t;
+
+struct ngx_http_bottle_end_s {
+    ngx_http_request_t      *r;
+    ngx_http_bottle_ctx_t   *ctx;
+    bottle_record_t         *rec;
+    void                    *captures;  /* the record module's own */
+    ngx_uint_t               full;      /* the bodies kept for the full log */
+    void                   (*bodies)(ngx_http_bottle_end_t *e,
+                                     size_t req_cut, size_t resp_cut);
+};
+
+typedef struct {
+    ngx_uint_t             (*wants)(ngx_http_request_t *r,
+                                    ngx_http_bottle_ctx_t *ctx);
+    void                   (*end)(ngx_http_bottle_end_t *e);
+} ngx_http_bottle_end_observer_t;
+
+#define NGX_HTTP_BOTTLE_END_OBSERVERS  4
+
+ngx_int_t ngx_http_bottle_end_observe(const ngx_http_bottle_end_observer_t *o);
+ngx_uint_t ngx_http_bottle_end_wanted(ngx_http_request_t *r,
+    ngx_http_bottle_ctx_t *ctx);
+void ngx_http_bottle_end_report(ngx_http_bottle_end_t *e);
+
+extern const ngx_http_bottle_end_observer_t  ngx_http_bottle_metrics_end;
+
 /* full log */
 ngx_int_t ngx_http_bottle_fulllog_init_process(ngx_cycle_t *cycle,
     ngx_str_t *dir);
@@ -50,7 +87,7 @@ void ngx_http_bottle_fulllog_write(ngx_log_t *log, char *req, size_t req_len,
 
 /* firehose */
 ngx_int_t ngx_http_bottle_firehose_init_process(ngx_cycle_t *cycle,
-    ngx_uint_t queue);
+    ngx_uint_t queue, size_t body);
 void ngx_http_bottle_firehose_exit_process(void);
 ngx_uint_t ngx_http_bottle_firehose_attached(void);
 void ngx_http_bottle_firehose_publish(const bottle_record_t *rec,
