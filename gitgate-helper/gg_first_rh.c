@@ -22,29 +22,53 @@
 #include "gg_first_int.h"
 
 
-/* the forge's heads and tags (tips and peeled tags), sorted */
+static int gg_ls_refs_send(gg_rh_t *rh, int peel, char *err, size_t errlen);
+static int gg_ls_refs_next(gg_rh_t *rh, const char **oid,
+    const char **peeled, const char **name, size_t *nlen, char *err,
+    size_t errlen);
 
-int
-gg_allowed(gg_rh_t *rh, char **oids, size_t *n, char *err, size_t errlen)
+
+/* an ls-refs of the forge's heads and tags over rh, peeled tags too with
+ * peel: 0, or -1 and err */
+
+static int
+gg_ls_refs_send(gg_rh_t *rh, int peel, char *err, size_t errlen)
 {
-    int          type, keep;
-    char        *p;
-    size_t       dlen, rawlen, size;
-    const char  *d, *raw, *oid, *peeled;
+    int  rc;
 
-    static const char  req[] = "0014command=ls-refs\n" "0001" "0009peel\n"
-                               "001bref-prefix refs/heads/\n"
-                               "001aref-prefix refs/tags/\n" "0000";
+    static const char  with_peel[] = "0014command=ls-refs\n" "0001"
+                                     "0009peel\n"
+                                     "001bref-prefix refs/heads/\n"
+                                     "001aref-prefix refs/tags/\n" "0000";
+    static const char  without[] = "0014command=ls-refs\n" "0001"
+                                   "001bref-prefix refs/heads/\n"
+                                   "001aref-prefix refs/tags/\n" "0000";
 
-    *oids = NULL;
-    *n = 0;
-    size = 0;
+    rc = peel ? gg_rh_send(rh, with_peel, sizeof(with_peel) - 1)
+              : gg_rh_send(rh, without, sizeof(without) - 1);
 
-    if (gg_rh_send(rh, req, sizeof(req) - 1) != 0) {
+    if (rc != 0) {
         snprintf(err, errlen, "failure 'ls-refs': the forge's transport "
                  "went away");
-        return -1;
     }
+
+    return rc;
+}
+
+
+/*
+ * The answer's next line the gate would serve that names an object: 1
+ * and its oid, peeled (or NULL) and name, valid until the next call; 0 at
+ * the answer's end; -1 and err
+ */
+
+static int
+gg_ls_refs_next(gg_rh_t *rh, const char **oid, const char **peeled,
+    const char **name, size_t *nlen, char *err, size_t errlen)
+{
+    int          type, keep;
+    size_t       dlen, rawlen;
+    const char  *d, *raw, *e;
 
     for ( ;; ) {
         if (gg_rh_pkt(rh, &type, &d, &dlen, &raw, &rawlen) != 0) {
@@ -54,22 +78,65 @@ gg_allowed(gg_rh_t *rh, char **oids, size_t *n, char *err, size_t errlen)
         }
 
         if (type == GG_PKT_END) {
-            break;
+            return 0;
         }
 
         if (type != GG_PKT_DATA) {
             continue;
         }
 
-        keep = gg_ls_refs_line(d, dlen, &oid, &peeled);
-        if (keep < 0 || *n + 2 > 2 * GG_FIRST_REFS_MAX) {
+        keep = gg_ls_refs_line(d, dlen, oid, peeled);
+        if (keep < 0) {
             snprintf(err, errlen, "failure 'ls-refs': a malformed line "
-                     "from the forge, or too many refs");
+                     "from the forge");
             return -1;
         }
 
-        if (keep == 0 || oid == NULL) {
+        if (keep == 0 || *oid == NULL) {
             continue;
+        }
+
+        /* "<oid> <name>[ <attribute>...][\n]" */
+        *name = d + GG_PKT_OID_HEX + 1;
+        *nlen = dlen - GG_PKT_OID_HEX - 1;
+        e = memchr(*name, ' ', *nlen);
+        if (e == NULL) {
+            e = memchr(*name, '\n', *nlen);
+        }
+        if (e) {
+            *nlen = (size_t) (e - *name);
+        }
+
+        return 1;
+    }
+}
+
+
+/* the forge's heads and tags (tips and peeled tags), sorted */
+
+int
+gg_allowed(gg_rh_t *rh, char **oids, size_t *n, char *err, size_t errlen)
+{
+    int          rc;
+    char        *p;
+    size_t       size, nlen;
+    const char  *oid, *peeled, *name;
+
+    *oids = NULL;
+    *n = 0;
+    size = 0;
+
+    if (gg_ls_refs_send(rh, 1, err, errlen) != 0) {
+        return -1;
+    }
+
+    while ((rc = gg_ls_refs_next(rh, &oid, &peeled, &name, &nlen, err,
+                                 errlen)) == 1)
+    {
+        if (*n + 2 > 2 * GG_FIRST_REFS_MAX) {
+            snprintf(err, errlen, "failure 'ls-refs': too many refs from "
+                     "the forge");
+            return -1;
         }
 
         if (*n + 2 > size) {
@@ -88,6 +155,10 @@ gg_allowed(gg_rh_t *rh, char **oids, size_t *n, char *err, size_t errlen)
         }
     }
 
+    if (rc < 0) {
+        return -1;
+    }
+
     if (*n) {
         qsort(*oids, *n, GG_PKT_OID_HEX, gg_first_oid_cmp);
     }
@@ -100,21 +171,17 @@ gg_allowed(gg_rh_t *rh, char **oids, size_t *n, char *err, size_t errlen)
  * The forge's branches and tags as `git ls-remote --heads --tags` prints
  * them ("<oid>\t<ref>\n", no peeled lines), into out (NUL-terminated; a
  * full out is cut short there: the caller then takes it as changed), over
- * the connection rh_open() made: 0, or -1 and err
+ * a connection of its own: 0, or -1 and err
  */
 
 int
 gg_forge_refs(gg_ctx_t *ctx, char *out, size_t size, char *err,
     size_t errlen)
 {
-    int          type, rc;
-    size_t       len, dlen, rawlen, nlen;
+    int          rc;
+    size_t       len, nlen;
     gg_rh_t     *rh;
-    const char  *d, *raw, *oid, *peeled, *name, *e;
-
-    static const char  req[] = "0014command=ls-refs\n" "0001"
-                               "001bref-prefix refs/heads/\n"
-                               "001aref-prefix refs/tags/\n" "0000";
+    const char  *oid, *peeled, *name;
 
     rh = malloc(sizeof(*rh));
     if (rh == NULL || size == 0) {
@@ -128,51 +195,21 @@ gg_forge_refs(gg_ctx_t *ctx, char *out, size_t size, char *err,
         return -1;
     }
 
-    rc = -1;
     len = 0;
     out[0] = '\0';
 
-    if (gg_rh_send(rh, req, sizeof(req) - 1) != 0) {
-        snprintf(err, errlen, "failure '%s': ls-refs: the forge's transport "
-                 "went away", ctx->name);
-        goto done;
-    }
+    rc = gg_ls_refs_send(rh, 0, err, errlen);
 
-    for ( ;; ) {
-        if (gg_rh_pkt(rh, &type, &d, &dlen, &raw, &rawlen) != 0) {
-            snprintf(err, errlen, "failure '%s': ls-refs: the forge's "
-                     "answer is cut short or malformed", ctx->name);
-            goto done;
-        }
+    while (rc == 0
+           && (rc = gg_ls_refs_next(rh, &oid, &peeled, &name, &nlen, err,
+                                    errlen)) == 1)
+    {
+        rc = 0;
 
-        if (type == GG_PKT_END) {
-            break;
-        }
-
-        if (type != GG_PKT_DATA) {
+        /* branches and tags, as ls-remote lists them: not HEAD */
+        if (nlen < 5 || memcmp(name, "refs/", 5) != 0) {
             continue;
         }
-
-        if (gg_ls_refs_line(d, dlen, &oid, &peeled) < 0) {
-            snprintf(err, errlen, "failure '%s': ls-refs: a malformed line "
-                     "from the forge", ctx->name);
-            goto done;
-        }
-
-        name = d + GG_PKT_OID_HEX + 1;
-        if (oid == NULL
-            || (dlen - GG_PKT_OID_HEX - 1 < 11
-                || (memcmp(name, "refs/heads/", 11) != 0
-                    && memcmp(name, "refs/tags/", 10) != 0)))
-        {
-            continue;
-        }
-
-        e = memchr(name, ' ', dlen - GG_PKT_OID_HEX - 1);
-        if (e == NULL) {
-            e = memchr(name, '\n', dlen - GG_PKT_OID_HEX - 1);
-        }
-        nlen = e ? (size_t) (e - name) : dlen - GG_PKT_OID_HEX - 1;
 
         if (size - len <= GG_PKT_OID_HEX + nlen + 2) {
             len = size - 1;             /* full: taken as changed */
@@ -186,10 +223,6 @@ gg_forge_refs(gg_ctx_t *ctx, char *out, size_t size, char *err,
         out[len++] = '\n';
         out[len] = '\0';
     }
-
-    rc = 0;
-
-done:
 
     gg_rh_close(rh);
     free(rh);
