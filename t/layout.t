@@ -210,11 +210,11 @@ subtest 'the helpers\' and bottlectl\'s calls go one way' => sub {
 		my %reach;
 
 		for my $a (keys %$text) {
-			my @todo = ($a);
+			my @queue = ($a);
 			my %seen;
-			while (@todo) {
-				for my $b (keys %{$edge->{pop @todo} || {}}) {
-					push @todo, $b unless $seen{$b}++;
+			while (@queue) {
+				for my $b (keys %{$edge->{pop @queue} || {}}) {
+					push @queue, $b unless $seen{$b}++;
 				}
 			}
 			$reach{$a} = \%seen;
