@@ -141,7 +141,7 @@ ok(!-e "$d/gate/github.com/data/small.git/gitgate-first.pack",
 # the gate's own requests (libcurl, its user agent): the token with the
 # first request of each, never a 401 round trip
 my @own = grep { $_->{user_agent} eq 'git/ngx-bottle' }
-	@{forge_log($t)}[$l0 .. $#{forge_log($t)}];
+	@{forge_log($t, since => $l0)};
 is(join(' ', map { "$_->{method}:$_->{status}:$_->{user}" } @own),
 	join(' ', ('GET:200:x-access-token POST:200:x-access-token') x 2),
 	'first clone: the gate\'s requests carry the token, no 401');
@@ -235,11 +235,11 @@ for my $extra (0, 1) {
 		. ($extra ? "0015ref-prefix refs/\n" : "0014ref-prefix refs\n")
 		. '0000';
 	my $len = length($body);
-	mark_log();
+	my $mark = @{forge_log($t)};
 	my $r = gate_post('/github.com/data/small/git-upload-pack', $body);
 	my @own = grep { $_->{user_agent} eq 'git/ngx-bottle'
 		&& $_->{method} eq 'POST' && $_->{bytes_in} > 1048576 }
-		@{since_mark()};
+		@{forge_log($t, since => $mark)};
 	like($r, qr/refs\/tags\/v1/, "a $len-byte ls-refs: answered");
 	is(scalar @own, $extra ? 0 : 1, "a $len-byte ls-refs: "
 		. ($extra ? 'served from the copy, filled first'
@@ -247,13 +247,6 @@ for my $extra (0, 1) {
 }
 
 ###############################################################################
-
-my $log_mark = 0;
-sub mark_log { $log_mark = @{forge_log($t)}; }
-sub since_mark {
-	my $l = forge_log($t);
-	return [ @$l[$log_mark .. $#$l] ];
-}
 
 sub fgit {
 	my ($dir, @args) = @_;

@@ -130,10 +130,7 @@ sub head_of {
 
 my $mark = 0;
 sub mark { $mark = scalar @{forge_log($t)}; }
-sub since {
-	my $l = forge_log($t);
-	return [ @$l[$mark .. $#$l] ];
-}
+sub since { return forge_log($t, since => $mark); }
 sub adverts {
 	return scalar grep { $_->{method} eq 'GET' && $_->{status} == 200
 		&& $_->{uri} =~ /info\/refs\?service=git-upload-pack/ } @{since()};

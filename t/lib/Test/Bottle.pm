@@ -767,8 +767,10 @@ sub forge_repo { return Test::Bottle::Forge::repo(@_); }
 
 sub forge_refs { return Test::Bottle::Forge::refs(@_); }
 
-# forge_log($t, forge => name, wait => 5): the requests received (records
-# of <testdir>/<name>/requests.jsonl), once none is in progress.
+# forge_log($t, forge => name, wait => 5, since => N): the requests
+# received (records of <testdir>/<name>/requests.jsonl), once none is in
+# progress; with since, those after the first N (N: a scalar of an earlier
+# forge_log()).
 
 sub forge_log { return Test::Bottle::Forge::log(@_); }
 

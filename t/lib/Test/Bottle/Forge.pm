@@ -847,7 +847,8 @@ sub log {
 	}
 
 	require Test::Bottle;
-	return Test::Bottle::read_jsonl($t, $f->{log});
+	my $l = Test::Bottle::read_jsonl($t, $f->{log});
+	return $o{since} ? [ @$l[$o{since} .. $#$l] ] : $l;
 }
 
 # gate_settled($t): every first fill of a git-gate copy under the test's
