@@ -108,9 +108,9 @@ ngx_http_bottle_fulllog_end(ngx_http_bottle_end_t *e)
     char    *req, *resp;
     size_t   req_len, resp_len;
 
-    if (e->rec == NULL || !e->full
-        || !ngx_http_bottle_fulllog_wants(e->r, e->ctx))
-    {
+    /* e->full: its route logs in full, as wants() asked (the bodies were
+     * kept for it) */
+    if (e->rec == NULL || !e->full) {
         return;
     }
 
