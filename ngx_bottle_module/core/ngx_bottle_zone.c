@@ -75,6 +75,7 @@ static ngx_uint_t ngx_bottle_zone_held_dead(ngx_bottle_zone_t *zone,
     ngx_bottle_held_t *h);
 static void ngx_bottle_zone_held_free(ngx_bottle_zone_t *zone,
     ngx_bottle_held_t *h);
+static void ngx_bottle_zone_held_gone(ngx_log_t *log, ngx_uint_t gone);
 
 
 ngx_int_t
@@ -536,9 +537,7 @@ done:
 
     ngx_shmtx_unlock(&zone->shpool->mutex);
 
-    if (gone) {
-        ngx_bottle_metrics_add(NGX_BOTTLE_METRIC_HELD, -(ngx_int_t) gone);
-    }
+    ngx_bottle_zone_held_gone(ngx_cycle->log, gone);
 
     return rc;
 }
@@ -582,12 +581,27 @@ ngx_bottle_zone_held_reclaim(ngx_cycle_t *cycle)
 
     ngx_shmtx_unlock(&zone->shpool->mutex);
 
-    if (gone) {
-        ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
-                      "bottle: %ui held request%s of a worker that died "
-                      "given back", gone, gone == 1 ? "" : "s");
-        ngx_bottle_metrics_add(NGX_BOTTLE_METRIC_HELD, -(ngx_int_t) gone);
+    ngx_bottle_zone_held_gone(cycle->log, gone);
+}
+
+
+/*
+ * Dead workers' places given back (at a worker's start, or by a hold at
+ * the bound that finds them before the worker started in the dead one's
+ * place does): logged and counted wherever it happens
+ */
+
+static void
+ngx_bottle_zone_held_gone(ngx_log_t *log, ngx_uint_t gone)
+{
+    if (gone == 0) {
+        return;
     }
+
+    ngx_log_error(NGX_LOG_NOTICE, log, 0,
+                  "bottle: %ui held request%s of a worker that died "
+                  "given back", gone, gone == 1 ? "" : "s");
+    ngx_bottle_metrics_add(NGX_BOTTLE_METRIC_HELD, -(ngx_int_t) gone);
 }
 
 
