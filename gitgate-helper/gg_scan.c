@@ -168,6 +168,21 @@ gg_open(git_repository **out, const char *path, const char *quarantine,
 }
 
 
+/* gg_scan_preload()'s: a scan's own copy in a forked child (its scratch
+ * written there only) */
+static bottle_generic_t  *gg_generic;
+
+
+int
+gg_scan_preload(char *err, size_t errlen)
+{
+    if (gg_generic != NULL) {
+        return 0;
+    }
+    return bottle_generic_create(&gg_generic, err, errlen);
+}
+
+
 int
 gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
     const gg_updates_t *updates, bottle_scan_secrets_t *sec, char *err,
@@ -331,7 +346,9 @@ gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
         goto cleanup;
     }
 
-    if (bottle_generic_create(&c.gen, err, errlen) != 0) {
+    if (gg_generic != NULL) {
+        c.gen = gg_generic;
+    } else if (bottle_generic_create(&c.gen, err, errlen) != 0) {
         goto cleanup;
     }
 
@@ -407,7 +424,9 @@ cleanup:
     if (c.s) {
         bottle_scan_release(c.s);
     }
-    bottle_generic_free(c.gen);
+    if (c.gen != gg_generic) {
+        bottle_generic_free(c.gen);
+    }
     git_revwalk_free(walk);
     git_odb_free(c.odb);
     git_repository_free(c.repo);

@@ -40,6 +40,7 @@
 
 #include <git2.h>
 
+#include "gg_scan.h"
 #include "gg_scand.h"
 #include "gg_scand_run.h"
 
@@ -95,8 +96,10 @@ gg_scand_serve(const char *root, const char *dir, gg_scand_run_pt run,
         return 1;
     }
 
-    /* loaded once, inherited by every child */
+    /* loaded once, inherited by every child (the matcher: a child that
+     * finds none compiles its own) */
     git_libgit2_init();
+    (void) gg_scan_preload(NULL, 0);
 
     /*
      * The start-up's freed memory given back: a child's malloc() would

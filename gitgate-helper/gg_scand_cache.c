@@ -47,6 +47,9 @@ static void gg_scand_insert(const unsigned char *key, bottle_policy_t *p,
 
 
 static gg_scand_entry_t  gg_scand_cache[GG_SCAND_CACHE_MAX];
+/* fetched once by the scanner: a child's implicit fetch (EVP_sha256())
+ * would set up the provider again for every push */
+static EVP_MD           *gg_scand_sha256;
 static size_t            gg_scand_ncache, gg_scand_evict;
 /* the scanner's end and a child's end of the offers' socket pair */
 static int               gg_scand_offers[2] = { -1, -1 };
@@ -55,6 +58,7 @@ static int               gg_scand_offers[2] = { -1, -1 };
 int
 gg_scand_cache_init(void)
 {
+    gg_scand_sha256 = EVP_MD_fetch(NULL, "SHA2-256", NULL);
     return socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0,
                       gg_scand_offers);
 }
@@ -284,7 +288,8 @@ gg_scand_key(unsigned char *key, const char *kind, const char *source,
     if (md == NULL) {
         return -1;
     }
-    ok = EVP_DigestInit_ex(md, EVP_sha256(), NULL)
+    ok = EVP_DigestInit_ex(md, gg_scand_sha256 != NULL
+                                   ? gg_scand_sha256 : EVP_sha256(), NULL)
          && EVP_DigestUpdate(md, kind, strlen(kind) + 1)
          && EVP_DigestUpdate(md, source, strlen(source) + 1)
          && EVP_DigestUpdate(md, id, strlen(id) + 1)
