@@ -28,9 +28,11 @@
  *
  * HOOK=build/gitgate-hook is the resident scanner's client (gg_scand.h):
  * its first run finds no scanner, starts one and scans in-process; the
- * others go through the scanner, and the figure adds the CPU of the
- * scanner's child for that push (reported back: GITGATE_SCAND_REPORT) to
- * the client's own.
+ * second goes to a fresh child of the scanner, the others to that child
+ * kept warm for the bottle; the figure adds the CPU of the child for that
+ * push (reported back: GITGATE_SCAND_REPORT) to the client's own.  A
+ * fresh child's figure leaves out the scanner's fork (about 1 ms at 1
+ * MB) and the child's exit.
  */
 
 #define _POSIX_C_SOURCE  200809L
@@ -49,6 +51,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <libdeflate.h>
+#include <git2.h>
 
 #include "bottle_generic.h"
 #include "bottle_scan.h"
@@ -398,7 +401,7 @@ hook_measure(const char *hook, const char *repo, const char *line,
     int     i, k;
     char    dir[] = "/tmp/gitgate-bench-hook.XXXXXX", path[4096];
     FILE   *f;
-    double  t, first, best;
+    double  t, first, fresh, best;
 
     if (mkdtemp(dir) == NULL) {
         return;
@@ -412,8 +415,9 @@ hook_measure(const char *hook, const char *repo, const char *line,
     fclose(f);
 
     first = -1;
+    fresh = -1;
     best = -1;
-    for (i = 0; i < runs + 1; i++) {
+    for (i = 0; i < runs + 2; i++) {
         t = hook_run(hook, dir, repo, line);
         if (t < 0) {
             printf("hook: %s did not run\n", hook);
@@ -427,14 +431,24 @@ hook_measure(const char *hook, const char *repo, const char *line,
                 usleep(50000);
             }
             usleep(200000);
+        } else if (i == 1) {
+            /* the scanner's fresh child (gitgate-scan: a process again),
+             * which then waits warm for the bottle's next pushes */
+            fresh = t;
+            snprintf(path, sizeof(path), "%s/scand/w-b1", dir);
+            for (k = 0; k < 100 && access(path, F_OK) != 0; k++) {
+                usleep(10000);
+            }
         } else if (best < 0 || t < best) {
             best = t;
         }
     }
     printf("hook, start-up included: %.3f s cpu, %.0f MB/s of added lines "
-           "(its first run, compiling the rule databases: %.3f s, %.0f "
-           "MB/s; target >= 200): %s\n", best, added / MB / best, first,
-           added / MB / first, added / MB / best >= 200 ? "met" : "NOT met");
+           "(the bottle's warm child, best of %d; a fresh child: %.3f s, "
+           "%.0f MB/s; the first run, compiling the rule databases: %.3f s, "
+           "%.0f MB/s; target >= 200): %s\n", best, added / MB / best, runs,
+           fresh, added / MB / fresh, first, added / MB / first,
+           added / MB / best >= 200 ? "met" : "NOT met");
 
     snprintf(path, sizeof(path), "rm -rf '%s'", dir);
     if (system(path) != 0) {
@@ -469,6 +483,17 @@ main(int argc, char **argv)
     if (gg_updates_parse(&u, line, strlen(line), err, sizeof(err)) != 0
         || secrets(&db, &sec) != 0)
     {
+        fprintf(stderr, "gitgate_scan_bench: %s\n", err);
+        return 1;
+    }
+
+    /*
+     * what a resident scanner loads once (gg_scand.c), loaded once here
+     * too: libgit2's start (its certificates) and the generic matcher are
+     * not the scan's
+     */
+    git_libgit2_init();
+    if (gg_scan_preload(err, sizeof(err)) != 0) {
         fprintf(stderr, "gitgate_scan_bench: %s\n", err);
         return 1;
     }

@@ -5,7 +5,8 @@
  * sanitizer report": a parsed request keeps every bound (arguments,
  * variables, each string), its working directory is absolute, every
  * variable is NAME=value of a name the client passes, and building it
- * again parses to the same request.  The input is an exact-size copy.
+ * again parses to the same request; a warm child's socket name made of
+ * its bottle is one path component.  The input is an exact-size copy.
  */
 
 #include <stdint.h>
@@ -20,7 +21,9 @@
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char            err[256], *in, *again;
+    char            err[256], *in, *again,
+                    name[GG_SCAND_WARM_ID_MAX + 8];
+    const char     *b;
     size_t          i;
     ssize_t         n;
     gg_scand_msg_t  m, m2;
@@ -59,6 +62,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(strlen(m.env[i]) <= GG_SCAND_STR_MAX);
         CHECK(strchr(m.env[i], '=') != NULL && m.env[i][0] != '=');
         CHECK(gg_scand_env_passed(m.env[i]));
+    }
+
+    /* the bottle a request is for, and its warm child's socket name: a
+     * name is "w-" and the id, one path component, never "." or ".." */
+    b = gg_scand_bottle(m.mode, (int) m.nargs, m.args, m.nargs ? m.args[0]
+                                                                : NULL);
+    if (gg_scand_warm_name(name, sizeof(name), b) == 0) {
+        CHECK(strncmp(name, "w-", 2) == 0 && strcmp(name + 2, b) == 0);
+        CHECK(strchr(name, '/') == NULL && b[0] != '.');
     }
 
     again = malloc(GG_SCAND_MSG_MAX);

@@ -15,6 +15,14 @@
  * never waits for a scan, and a scan that crashes or grows takes only
  * its child with it.  The bottles' policies and compiled secrets a child
  * offers are kept for the next pushes (gg_scand_cache.c).
+ *
+ * A child stays, warm, for its bottle's next pushes (gg_scand_warm()):
+ * it listens on <dir>/w-ID while it waits for one, and runs them one
+ * after another in its own process, its pages mapped and its caches
+ * filled.  Only the same bottle's (one adversary): every request's bottle
+ * is checked.  It leaves after the idle time, a push that grew its peak
+ * RSS by GG_SCAND_WARM_RSS_KB, GG_SCAND_WARM_PUSHES pushes, or a new
+ * install; a push that finds it busy (not listening) goes to the scanner.
  */
 
 #define _GNU_SOURCE
@@ -27,6 +35,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -45,15 +54,46 @@
 #include "gg_scand_run.h"
 
 
-/* scans at once; a request over it is closed (the client scans itself) */
+/* scans at once (warm children included); a request over it is closed
+ * (the client scans itself); a child stays warm only while fewer than
+ * half of them run */
 #define GG_SCAND_CHILDREN  64
 /* seconds a child waits for its request */
 #define GG_SCAND_RECV_TIMEOUT  10
+/*
+ * A warm child leaves after a push that grew its peak RSS by more than
+ * this (KB) or a quarter of the push's memory budget: a next push may
+ * use what malloc() keeps of it before its budget (the growth of the
+ * peak) counts.  And after this many pushes.
+ */
+#define GG_SCAND_WARM_RSS_KB   (256 * 1024)
+#define GG_SCAND_WARM_PUSHES   1000
+/* GITGATE_SCAN_MEMORY_MB's default (gg_scan.c) */
+#define GG_SCAND_BUDGET_MB     2048
+
+
+typedef struct {
+    const char         *root;
+    const char         *dir;
+    gg_scand_run_pt     run;
+    bottle_scan_db_t   *db;
+    int                 idle;
+    uid_t               uid;
+    struct stat         exe0;
+} gg_scand_conf_t;
 
 
 static int gg_scand_listen(const char *dir, int *lock);
-static void gg_scand_child(int c, const char *root, gg_scand_run_pt run,
-    bottle_scan_db_t *db);
+static int gg_scand_bind(const char *path);
+static int gg_scand_changed(const struct stat *exe0);
+static void gg_scand_child(int c, const gg_scand_conf_t *cf, int warm);
+static int gg_scand_push(int c, const gg_scand_conf_t *cf, char *bottle,
+    long *keep_kb);
+static int gg_scand_warm(const gg_scand_conf_t *cf, const char *bottle,
+    int *lock, pid_t scanner);
+static long gg_scand_peak(void);
+static long long gg_scand_us(const struct timeval *a,
+    const struct timeval *b);
 static int gg_scand_recv(int c, char *buf, size_t *len, int fd[3]);
 static int gg_scand_paths(const gg_scand_msg_t *m, const char *root,
     char *cwd, char *err, size_t errlen);
@@ -67,15 +107,15 @@ int
 gg_scand_serve(const char *root, const char *dir, gg_scand_run_pt run,
     bottle_scan_db_t *db)
 {
-    int               l, c, lock, n, idle, alive;
-    char             *v;
-    pid_t             pid;
-    time_t            last;
-    uid_t             uid;
-    socklen_t         sl;
-    struct stat       exe0, exe;
-    struct ucred      cred;
-    struct pollfd     pfd[2];
+    int                 l, c, lock, n, idle, alive;
+    char               *v;
+    pid_t               pid;
+    time_t              last;
+    uid_t               uid;
+    socklen_t           sl;
+    struct ucred        cred;
+    struct pollfd       pfd[2];
+    gg_scand_conf_t     cf;
     struct sockaddr_un  sa;
 
     idle = GG_SCAND_IDLE;
@@ -84,7 +124,7 @@ gg_scand_serve(const char *root, const char *dir, gg_scand_run_pt run,
         idle = atoi(v);
     }
 
-    if (stat("/proc/self/exe", &exe0) != 0) {
+    if (stat("/proc/self/exe", &cf.exe0) != 0) {
         return 1;
     }
 
@@ -111,6 +151,13 @@ gg_scand_serve(const char *root, const char *dir, gg_scand_run_pt run,
     uid = geteuid();
     alive = 0;
     last = time(NULL);
+
+    cf.root = root;
+    cf.dir = dir;
+    cf.run = run;
+    cf.db = db;
+    cf.idle = idle;
+    cf.uid = uid;
 
     for ( ;; ) {
         while ((pid = waitpid(-1, NULL, WNOHANG)) > 0) {
@@ -157,11 +204,7 @@ gg_scand_serve(const char *root, const char *dir, gg_scand_run_pt run,
 
         /* a new install: this program is not the one the client expects;
          * the client, answered nothing, scans itself */
-        if (stat("/proc/self/exe", &exe) != 0 || exe.st_ino != exe0.st_ino
-            || exe.st_dev != exe0.st_dev
-            || exe.st_mtim.tv_sec != exe0.st_mtim.tv_sec
-            || exe.st_mtim.tv_nsec != exe0.st_mtim.tv_nsec)
-        {
+        if (gg_scand_changed(&cf.exe0)) {
             close(c);
             break;
         }
@@ -175,8 +218,8 @@ gg_scand_serve(const char *root, const char *dir, gg_scand_run_pt run,
         if (pid == 0) {
             close(l);
             close(lock);
-            gg_scand_cache_child();
-            gg_scand_child(c, root, run, db);
+            gg_scand_cache_child(db);
+            gg_scand_child(c, &cf, alive < GG_SCAND_CHILDREN / 2);
             _exit(1);
         }
         if (pid > 0) {
@@ -230,7 +273,33 @@ gg_scand_listen(const char *dir, int *lock)
         return -1;
     }
 
-    /* the lock is this scanner's: any socket there is a dead one's */
+    l = gg_scand_bind(sa.sun_path);
+    if (l < 0) {
+        close(*lock);
+        return -1;
+    }
+
+    return l;
+}
+
+
+/* path listened on (its lock the caller's: any socket there is a dead
+ * one's), or -1 */
+
+static int
+gg_scand_bind(const char *path)
+{
+    int                 l;
+    struct sockaddr_un  sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    if ((size_t) snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path)
+        >= sizeof(sa.sun_path))
+    {
+        return -1;
+    }
+
     unlink(sa.sun_path);
 
     l = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -241,7 +310,6 @@ gg_scand_listen(const char *dir, int *lock)
         if (l >= 0) {
             close(l);
         }
-        close(*lock);
         return -1;
     }
 
@@ -249,37 +317,131 @@ gg_scand_listen(const char *dir, int *lock)
 }
 
 
-static void
-gg_scand_child(int c, const char *root, gg_scand_run_pt run,
-    bottle_scan_db_t *db)
+/* this program's file is not the one started (a new install) */
+
+static int
+gg_scand_changed(const struct stat *exe0)
 {
-    int             fd[3], i, rc, delay;
-    char            buf[GG_SCAND_MSG_MAX + 1], cwd[PATH_MAX], err[512];
-    char           *argv[GG_SCAND_ARGS_MAX + 2];
-    size_t          len;
-    const char     *v;
-    struct rusage   self, kids;
-    gg_scand_msg_t  m;
+    struct stat  exe;
+
+    return stat("/proc/self/exe", &exe) != 0 || exe.st_ino != exe0->st_ino
+           || exe.st_dev != exe0->st_dev
+           || exe.st_mtim.tv_sec != exe0->st_mtim.tv_sec
+           || exe.st_mtim.tv_nsec != exe0->st_mtim.tv_nsec;
+}
+
+
+/*
+ * A child: its first push, then, warm, its bottle's next ones (the file's
+ * comment), each with the client's descriptors, environment and directory
+ * let go after it
+ */
+
+static void
+gg_scand_child(int c, const gg_scand_conf_t *cf, int warm)
+{
+    int     n, lock, nul;
+    long    peak0, keep;
+    char    bottle[GG_SCAND_WARM_ID_MAX + 1];
+    pid_t   scanner;
 
     signal(SIGPIPE, SIG_DFL);
     signal(SIGCHLD, SIG_DFL);
+    scanner = getppid();
+
+    bottle[0] = '\0';
+    lock = -1;
+    peak0 = gg_scand_peak();
+
+    for (n = 1; /* void */; n++) {
+        keep = GG_SCAND_WARM_RSS_KB;
+        if (gg_scand_push(c, cf, bottle, &keep) < 0 && n == 1) {
+            _exit(1);
+        }
+        close(c);
+
+        nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (nul < 0 || dup2(nul, 0) != 0 || dup2(nul, 1) != 1
+            || dup2(nul, 2) != 2 || chdir("/") != 0)
+        {
+            _exit(1);
+        }
+        close(nul);
+        __fpurge(stdin);
+        clearerr(stdin);
+
+        if (!warm || bottle[0] == '\0' || n >= GG_SCAND_WARM_PUSHES
+            || gg_scand_peak() - peak0 > keep)
+        {
+            _exit(0);
+        }
+
+        c = gg_scand_warm(cf, bottle, &lock, scanner);
+        if (c < 0) {
+            _exit(0);
+        }
+    }
+}
+
+
+/*
+ * One push on c: its exit status; -1 when nothing ran (a bad request, or
+ * another bottle's than a warm child's).  bottle: the warm child's, or
+ * "" before its first push, set then when the bottle can have one.
+ * *keep_kb lowered to a quarter of the push's memory budget.
+ */
+
+static int
+gg_scand_push(int c, const gg_scand_conf_t *cf, char *bottle,
+    long *keep_kb)
+{
+    int             fd[3], i, rc, delay;
+    char            buf[GG_SCAND_MSG_MAX + 1], cwd[PATH_MAX], err[512],
+                    name[GG_SCAND_WARM_ID_MAX + 8];
+    char           *argv[GG_SCAND_ARGS_MAX + 2];
+    size_t          len;
+    const char     *v, *b;
+    unsigned long   mb;
+    struct rusage   self0, kids0, self, kids;
+    gg_scand_msg_t  m;
 
     if (gg_scand_recv(c, buf, &len, fd) != 0) {
-        return;
+        return -1;
     }
 
+    b = NULL;
     if (gg_scand_msg_parse(&m, buf, len, err, sizeof(err)) != 0
-        || gg_scand_paths(&m, root, cwd, err, sizeof(err)) != 0)
+        || gg_scand_paths(&m, cf->root, cwd, err, sizeof(err)) != 0
+        || (bottle[0] != '\0'
+            && ((b = gg_scand_bottle(m.mode, (int) m.nargs, m.args,
+                                     gg_scand_env(&m, "GITGATE_BOTTLE")))
+                == NULL
+                || strcmp(b, bottle) != 0)))
     {
-        /* nothing ran: the client scans itself */
-        return;
+        /* nothing ran: the client scans itself, or asks the scanner */
+        for (i = 0; i < 3; i++) {
+            close(fd[i]);
+        }
+        return -1;
+    }
+
+    if (bottle[0] == '\0') {
+        b = gg_scand_bottle(m.mode, (int) m.nargs, m.args,
+                            gg_scand_env(&m, "GITGATE_BOTTLE"));
+        if (gg_scand_warm_name(name, sizeof(name), b) == 0) {
+            memcpy(bottle, b, strlen(b) + 1);
+        }
     }
 
     gg_scand_say(c, "started %ld", (long) getpid());
 
+    getrusage(RUSAGE_SELF, &self0);
+    getrusage(RUSAGE_CHILDREN, &kids0);
+
+    /* past "started", a failure ends the process: the client refuses */
     for (i = 0; i < 3; i++) {
         if (dup2(fd[i], i) != i) {
-            return;
+            _exit(1);
         }
         if (fd[i] > 2) {
             close(fd[i]);
@@ -289,15 +451,15 @@ gg_scand_child(int c, const char *root, gg_scand_run_pt run,
 
     umask(m.umask);
     if (chdir(cwd) != 0 || clearenv() != 0) {
-        return;
+        _exit(1);
     }
     for (i = 0; i < (int) m.nenv; i++) {
         if (putenv((char *) m.env[i]) != 0) {
-            return;
+            _exit(1);
         }
     }
-    if (root && setenv("GITGATE_DIR", root, 1) != 0) {
-        return;
+    if (cf->root && setenv("GITGATE_DIR", cf->root, 1) != 0) {
+        _exit(1);
     }
 
     /* tests only: time to kill the scanner or this child mid-push */
@@ -307,27 +469,149 @@ gg_scand_child(int c, const char *root, gg_scand_run_pt run,
         sleep((unsigned) delay);
     }
 
-    argv[0] = (char *) (root ? "pre-receive" : "gitgate-scan");
+    argv[0] = (char *) (cf->root ? "pre-receive" : "gitgate-scan");
     for (i = 0; i < (int) m.nargs; i++) {
         argv[i + 1] = (char *) m.args[i];
     }
     argv[m.nargs + 1] = NULL;
 
-    rc = run((int) m.nargs + 1, argv, db);
+    rc = cf->run((int) m.nargs + 1, argv, cf->db);
 
     fflush(stdout);
     fflush(stderr);
+
+    v = getenv("GITGATE_SCAN_MEMORY_MB");
+    mb = v && *v >= '1' && *v <= '9' ? strtoul(v, NULL, 10)
+                                      : GG_SCAND_BUDGET_MB;
+    if (mb < (unsigned long) *keep_kb / 256) {
+        *keep_kb = (long) mb * 256;
+    }
+
+    /* the variables point into buf: gone with this push */
+    clearenv();
 
     getrusage(RUSAGE_SELF, &self);
     getrusage(RUSAGE_CHILDREN, &kids);
 
     gg_scand_say(c, "done %d %lld %lld", rc & 0xff,
-                 (long long) (self.ru_utime.tv_sec + kids.ru_utime.tv_sec)
-                 * 1000000 + self.ru_utime.tv_usec + kids.ru_utime.tv_usec,
-                 (long long) (self.ru_stime.tv_sec + kids.ru_stime.tv_sec)
-                 * 1000000 + self.ru_stime.tv_usec + kids.ru_stime.tv_usec);
+                 gg_scand_us(&self.ru_utime, &self0.ru_utime)
+                 + gg_scand_us(&kids.ru_utime, &kids0.ru_utime),
+                 gg_scand_us(&self.ru_stime, &self0.ru_stime)
+                 + gg_scand_us(&kids.ru_stime, &kids0.ru_stime));
 
-    _exit(rc & 0xff);
+    return rc & 0xff;
+}
+
+
+/*
+ * A warm child's wait for its bottle's next push on <dir>/w-ID (its lock
+ * <dir>/w-ID.lock held for the child's life): the connection, from this
+ * user, or -1 (the idle time over, another child holds the bottle's
+ * lock, a new install, the scanner gone: a warm child lives no longer
+ * than its scanner).  Not listening while a push runs: the pushes that
+ * come meanwhile go to the scanner.
+ */
+
+static int
+gg_scand_warm(const gg_scand_conf_t *cf, const char *bottle, int *lock,
+    pid_t scanner)
+{
+    int            l, c, n, waited;
+    char           name[GG_SCAND_WARM_ID_MAX + 8], path[PATH_MAX];
+    socklen_t      sl;
+    struct ucred   cred;
+    struct pollfd  pfd;
+
+    if (gg_scand_warm_name(name, sizeof(name), bottle) != 0
+        || (size_t) snprintf(path, sizeof(path), "%s/%s.lock", cf->dir, name)
+           >= sizeof(path))
+    {
+        return -1;
+    }
+
+    if (*lock < 0) {
+        *lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (*lock < 0) {
+            return -1;
+        }
+        if (flock(*lock, LOCK_EX | LOCK_NB) != 0) {
+            return -1;
+        }
+    }
+
+    path[strlen(path) - (sizeof(".lock") - 1)] = '\0';
+    if (getppid() != scanner) {
+        return -1;
+    }
+    l = gg_scand_bind(path);
+    if (l < 0) {
+        return -1;
+    }
+
+    c = -1;
+    waited = 0;
+    for ( ;; ) {
+        pfd.fd = l;
+        pfd.events = POLLIN;
+        pfd.revents = 0;
+        n = poll(&pfd, 1, 1000);
+        if (n == 0) {
+            if (++waited >= cf->idle || getppid() != scanner) {
+                break;
+            }
+            continue;
+        }
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            break;
+        }
+
+        c = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+        if (c < 0) {
+            continue;
+        }
+        sl = sizeof(cred);
+        if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &sl) != 0
+            || cred.uid != cf->uid)
+        {
+            close(c);
+            c = -1;
+            continue;
+        }
+        break;
+    }
+
+    /* busy or gone: the connections still waiting are reset (their
+     * clients ask the scanner) */
+    unlink(path);
+    close(l);
+
+    if (c >= 0 && gg_scand_changed(&cf->exe0)) {
+        close(c);
+        c = -1;
+    }
+    return c;
+}
+
+
+/* the peak RSS, KB */
+
+static long
+gg_scand_peak(void)
+{
+    struct rusage  ru;
+
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : 0;
+}
+
+
+static long long
+gg_scand_us(const struct timeval *a, const struct timeval *b)
+{
+    return (long long) (a->tv_sec - b->tv_sec) * 1000000
+           + (a->tv_usec - b->tv_usec);
 }
 
 

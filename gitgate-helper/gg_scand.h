@@ -69,6 +69,23 @@ int gg_scand_msg_parse(gg_scand_msg_t *out, const char *buf, size_t len,
 /* a request built into buf; its length, or -1 when over a bound */
 ssize_t gg_scand_msg_build(char *buf, size_t size, const gg_scand_msg_t *m);
 
+/*
+ * A bottle's warm child (gg_scand.c): after its first push, a child of
+ * the scanner serves that bottle's next pushes one after another in the
+ * same process, on <dir>/w-ID while it waits for one.  The name, "w-" and
+ * the bottle's id, into out: 0; -1 when the id is not 1 to
+ * GG_SCAND_WARM_ID_MAX of [A-Za-z0-9._:@-] (a bottle id's characters) not
+ * starting with '.' (no warm child for it; nor for one whose path is too
+ * long for a socket's).
+ */
+#define GG_SCAND_WARM_ID_MAX  128
+int gg_scand_warm_name(char *out, size_t size, const char *bottle);
+
+/* the bottle a request is for: gate_bottle (GITGATE_BOTTLE) for mode
+ * "gate", the argument after "--bottle" for "scan"; NULL */
+const char *gg_scand_bottle(const char *mode, int nargs,
+    const char *const *args, const char *gate_bottle);
+
 /* "started PID": 0 and *pid, or -1 */
 int gg_scand_reply_started(const char *buf, size_t len, long *pid);
 

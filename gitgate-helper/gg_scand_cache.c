@@ -42,8 +42,11 @@ typedef struct {
 static int gg_scand_key(unsigned char *key, const char *kind,
     const char *source, const char *id, const char *bytes, size_t len);
 static int gg_scand_file(char **out, size_t *len, const char *path);
-static void gg_scand_insert(const unsigned char *key, bottle_policy_t *p,
-    bottle_scan_secrets_t *sec);
+static gg_scand_entry_t *gg_scand_add(bottle_scan_db_t *db,
+    const unsigned char *key, const char *kind, const char *source,
+    const char *id, const char *bytes, size_t len);
+static gg_scand_entry_t *gg_scand_insert(const unsigned char *key,
+    bottle_policy_t *p, bottle_scan_secrets_t *sec);
 
 
 static gg_scand_entry_t  gg_scand_cache[GG_SCAND_CACHE_MAX];
@@ -53,6 +56,8 @@ static EVP_MD           *gg_scand_sha256;
 static size_t            gg_scand_ncache, gg_scand_evict;
 /* the scanner's end and a child's end of the offers' socket pair */
 static int               gg_scand_offers[2] = { -1, -1 };
+/* in a child: the rule databases, to compile what it offers for itself */
+static bottle_scan_db_t *gg_scand_db;
 
 
 int
@@ -72,10 +77,11 @@ gg_scand_cache_fd(void)
 
 
 void
-gg_scand_cache_child(void)
+gg_scand_cache_child(bottle_scan_db_t *db)
 {
     close(gg_scand_offers[0]);
     gg_scand_offers[0] = -1;
+    gg_scand_db = db;
 }
 
 
@@ -83,10 +89,11 @@ int
 gg_scand_policy(const char *kind, const char *source, const char *id,
     const char *bytes, size_t len, bottle_policy_t **policy)
 {
-    size_t           i, n, k;
-    char            *msg;
-    unsigned char    key[GG_SCAND_KEY_LEN];
-    const char      *part[3];
+    size_t             i, n, k;
+    char              *msg;
+    unsigned char      key[GG_SCAND_KEY_LEN];
+    const char        *part[3];
+    gg_scand_entry_t  *en;
 
     /* only in a scanner's child */
     if (gg_scand_offers[1] < 0 || gg_scand_offers[0] >= 0
@@ -123,7 +130,20 @@ gg_scand_policy(const char *kind, const char *source, const char *id,
     (void) send(gg_scand_offers[1], msg, n + len, MSG_DONTWAIT);
     free(msg);
 
-    return -1;
+    /*
+     * and kept here too, for a warm child's next pushes (gg_scand.c):
+     * while there is room, so that no entry borrowed by this push is
+     * evicted; else the caller's own parse, as before
+     */
+    if (gg_scand_db == NULL || gg_scand_ncache == GG_SCAND_CACHE_MAX) {
+        return -1;
+    }
+    en = gg_scand_add(gg_scand_db, key, kind, source, id, bytes, len);
+    if (en == NULL) {
+        return -1;
+    }
+    *policy = en->policy;
+    return 0;
 }
 
 
@@ -163,15 +183,11 @@ gg_scand_policy_file(const char *path, const char *id,
 void
 gg_scand_cache_offer(bottle_scan_db_t *db)
 {
-    int                     ok;
-    char                   *buf, *again, err[512];
-    size_t                  n, len, alen;
-    ssize_t                 k;
-    unsigned char           key[GG_SCAND_KEY_LEN];
-    const char             *kind, *source, *id, *bytes, *e;
-    const bottle_t         *b;
-    bottle_policy_t        *p;
-    bottle_scan_secrets_t  *sec;
+    char           *buf;
+    size_t          n, len;
+    ssize_t         k;
+    unsigned char   key[GG_SCAND_KEY_LEN];
+    const char     *kind, *source, *id, *bytes, *e;
 
     buf = malloc(GG_SCAND_POLICY_MAX + 1024);
     if (buf == NULL) {
@@ -199,18 +215,44 @@ gg_scand_cache_offer(bottle_scan_db_t *db)
     bytes = e + 1;
     len = n - (size_t) (bytes - buf);
 
+    if (gg_scand_key(key, kind, source, id, bytes, len) == 0) {
+        for (n = 0; n < gg_scand_ncache; n++) {
+            if (memcmp(gg_scand_cache[n].key, key, sizeof(key)) == 0) {
+                break;
+            }
+        }
+        if (n == gg_scand_ncache) {
+            (void) gg_scand_add(db, key, kind, source, id, bytes, len);
+        }
+    }
+
+    free(buf);
+}
+
+
+/*
+ * A policy's bytes parsed ("store") or its file loaded ("file", its bytes
+ * before and after the load the given ones), the bottle's secrets
+ * compiled, kept under key: the entry, or NULL
+ */
+
+static gg_scand_entry_t *
+gg_scand_add(bottle_scan_db_t *db, const unsigned char *key,
+    const char *kind, const char *source, const char *id, const char *bytes,
+    size_t len)
+{
+    int                     ok;
+    char                   *again, err[512];
+    size_t                  alen;
+    const bottle_t         *b;
+    gg_scand_entry_t       *en;
+    bottle_policy_t        *p;
+    bottle_scan_secrets_t  *sec;
+
     p = NULL;
     sec = NULL;
     again = NULL;
-
-    if (gg_scand_key(key, kind, source, id, bytes, len) != 0) {
-        goto cleanup;
-    }
-    for (n = 0; n < gg_scand_ncache; n++) {
-        if (memcmp(gg_scand_cache[n].key, key, sizeof(key)) == 0) {
-            goto cleanup;
-        }
-    }
+    en = NULL;
 
     if (strcmp(kind, "store") == 0) {
         ok = bottle_policy_parse(&p, bytes, len, source, err, sizeof(err))
@@ -237,7 +279,7 @@ gg_scand_cache_offer(bottle_scan_db_t *db)
         goto cleanup;
     }
 
-    gg_scand_insert(key, p, sec);
+    en = gg_scand_insert(key, p, sec);
     p = NULL;
     sec = NULL;
 
@@ -250,11 +292,11 @@ cleanup:
         bottle_policy_free(p);
     }
     free(again);
-    free(buf);
+    return en;
 }
 
 
-static void
+static gg_scand_entry_t *
 gg_scand_insert(const unsigned char *key, bottle_policy_t *p,
     bottle_scan_secrets_t *sec)
 {
@@ -273,6 +315,7 @@ gg_scand_insert(const unsigned char *key, bottle_policy_t *p,
     memcpy(en->key, key, GG_SCAND_KEY_LEN);
     en->policy = p;
     en->sec = sec;
+    return en;
 }
 
 

@@ -270,3 +270,44 @@ gg_scand_reply_done(const char *buf, size_t len, int *status,
     *stime_us = k;
     return 0;
 }
+
+
+int
+gg_scand_warm_name(char *out, size_t size, const char *bottle)
+{
+    size_t  i, n;
+
+    n = bottle ? strlen(bottle) : 0;
+    if (n == 0 || n > GG_SCAND_WARM_ID_MAX || bottle[0] == '.') {
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        if (!((bottle[i] >= 'a' && bottle[i] <= 'z')
+              || (bottle[i] >= 'A' && bottle[i] <= 'Z')
+              || (bottle[i] >= '0' && bottle[i] <= '9')
+              || bottle[i] == '.' || bottle[i] == '_' || bottle[i] == '-'
+              || bottle[i] == ':' || bottle[i] == '@'))
+        {
+            return -1;
+        }
+    }
+    return (size_t) snprintf(out, size, "w-%s", bottle) < size ? 0 : -1;
+}
+
+
+const char *
+gg_scand_bottle(const char *mode, int nargs, const char *const *args,
+    const char *gate_bottle)
+{
+    int  i;
+
+    if (strcmp(mode, "gate") == 0) {
+        return gate_bottle;
+    }
+    for (i = 0; i + 1 < nargs; i++) {
+        if (strcmp(args[i], "--bottle") == 0) {
+            return args[i + 1];
+        }
+    }
+    return NULL;
+}

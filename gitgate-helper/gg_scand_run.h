@@ -29,9 +29,11 @@ int gg_scand_serve(const char *root, const char *dir, gg_scand_run_pt run,
  * Policies kept by the scanner (gg_scand_cache.c).  In a scanner's child,
  * gg_scand_policy(): the policy parsed from exactly these bytes (kind
  * "store": bottle_policy_parse(bytes, source); "file":
- * bottle_policy_load(source), whose bytes they are), borrowed, and 0; or
- * -1, the bytes offered to the scanner for the next pushes, and the caller
- * parses them itself.  -1 at once outside a scanner's child.
+ * bottle_policy_load(source), whose bytes they are), borrowed, and 0.
+ * Bytes it has not got are offered to the scanner for the next pushes,
+ * and parsed and kept in the child too (a warm child's next pushes) while
+ * its cache has room: 0; else -1, and the caller parses them itself.  -1
+ * at once outside a scanner's child.
  * gg_scand_secrets(): a borrowed policy's compiled secrets for the bottle
  * it was asked for, or NULL (not borrowed).
  */
@@ -45,7 +47,7 @@ bottle_scan_secrets_t *gg_scand_secrets(const bottle_policy_t *policy);
  * set-up, an offer read and compiled */
 int gg_scand_cache_init(void);
 int gg_scand_cache_fd(void);
-void gg_scand_cache_child(void);
+void gg_scand_cache_child(bottle_scan_db_t *db);
 void gg_scand_cache_offer(bottle_scan_db_t *db);
 
 

@@ -44,6 +44,7 @@
 extern char  **environ;
 
 
+static int hook_connect(const char *dir, const char *name);
 static int hook_send(int s, const char *mode, int argc, char **argv);
 static int hook_wait(int s);
 static ssize_t hook_recv(int s, char *buf, size_t size, int ms);
@@ -59,11 +60,11 @@ int
 main(int argc, char **argv)
 {
     int                 s, rc, gate;
-    char                dir[PATH_MAX], full[PATH_MAX], exe[PATH_MAX];
+    char                dir[PATH_MAX], full[PATH_MAX], exe[PATH_MAX],
+                        warm[GG_SCAND_WARM_ID_MAX + 8];
     char               *slash, *off;
-    const char         *root, *name, **fargv;
+    const char         *root, *name, *bottle, **fargv;
     ssize_t             n;
-    struct sockaddr_un  sa;
 
     n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     if (n <= 0) {
@@ -96,18 +97,31 @@ main(int argc, char **argv)
     off = getenv("GITGATE_SCAND");
     s = -1;
 
-    if (dir[0] && !(off && strcmp(off, "off") == 0)
-        && strlen(dir) + sizeof("/sock") <= sizeof(sa.sun_path))
-    {
-        memset(&sa, 0, sizeof(sa));
-        sa.sun_family = AF_UNIX;
-        memcpy(sa.sun_path, dir, strlen(dir));
-        memcpy(sa.sun_path + strlen(dir), "/sock", sizeof("/sock"));
+    if (dir[0] && !(off && strcmp(off, "off") == 0)) {
+        /* this bottle's warm child first: none, busy, or one that ran
+         * nothing leaves the push to the scanner */
+        bottle = gg_scand_bottle(gate ? "gate" : "scan", argc - 1,
+                                 (const char *const *) argv + 1,
+                                 getenv("GITGATE_BOTTLE"));
+        if (gg_scand_warm_name(warm, sizeof(warm), bottle) == 0) {
+            s = hook_connect(dir, warm);
+            if (s >= 0 && hook_send(s, gate ? "gate" : "scan", argc, argv)
+                          == 0)
+            {
+                rc = hook_wait(s);
+                if (rc >= 0) {
+                    return rc;
+                }
+            }
+            if (s >= 0) {
+                close(s);
+            }
+        }
 
-        s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-        if (s >= 0 && connect(s, (struct sockaddr *) &sa, sizeof(sa)) != 0) {
-            close(s);
-            s = -1;
+        s = hook_connect(dir, "sock");
+        if (s < 0 && strlen(dir) + sizeof("/sock")
+                     <= sizeof(((struct sockaddr_un *) NULL)->sun_path))
+        {
             hook_start(dir, full, gate ? root : dir);
         }
     }
@@ -133,6 +147,32 @@ main(int argc, char **argv)
 
     hook_refuse("the hook program cannot run");
     return 1;
+}
+
+
+/* <dir>/<name> connected to, or -1 */
+
+static int
+hook_connect(const char *dir, const char *name)
+{
+    int                 s;
+    struct sockaddr_un  sa;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    if ((size_t) snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir,
+                          name)
+        >= sizeof(sa.sun_path))
+    {
+        return -1;
+    }
+
+    s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (s >= 0 && connect(s, (struct sockaddr *) &sa, sizeof(sa)) != 0) {
+        close(s);
+        s = -1;
+    }
+    return s;
 }
 
 

@@ -66,6 +66,9 @@ my $GATE = gitgate_fastcgi($sock, %P);
 my $GATE_OFF = gitgate_fastcgi($sock, %P, GITGATE_SCAND => 'off');
 # the same gate, each scan's child waiting 4 s first (test only)
 my $GATE_SLOW = gitgate_fastcgi($sock, %P, GITGATE_SCAND_TEST_DELAY => 4);
+# and 15 s
+my $GATE_SLOWER = gitgate_fastcgi($sock, %P, GITGATE_SCAND_TEST_DELAY => 15);
+my $WP = port(8096);
 
 $t->write_file_expand('nginx.conf', gitgate_conf(policy => $redis->{url},
 	port => $GP, gate => $GATE, servers => <<"EOF"));
@@ -90,6 +93,17 @@ server {
 $GATE_SLOW
     }
 }
+
+server {
+    listen 127.0.0.1:$WP;
+    client_max_body_size 0;
+
+    location / {
+        bottle_attribute git;
+
+$GATE_SLOWER
+    }
+}
 EOF
 
 gitgate_fcgiwrap($t, $sock, children => 4);
@@ -109,7 +123,7 @@ Test::Bottle::bottlectl($t, $redis, 'forge', 'connect', 'github.com',
 	'--kind', 'github', '--url', "$forge->{url}/", '--token-file',
 	"$d/forge-token");
 
-$t->run()->plan(34);
+$t->run()->plan(49);
 
 ###############################################################################
 
@@ -140,16 +154,29 @@ sub forge_main { return forge_refs($t, 'acme/widgets')->{'refs/heads/main'}; }
 
 sub remote_lines { return join '', grep { /^remote: / } split /^/m, $_[0]; }
 
-# the scanner of $gate: its pid, from /proc
-sub scand_pid {
+# the processes of the scanner of $gate (it and its children): pid =>
+# parent pid, from /proc
+sub scand_procs {
+	my %p;
 	for my $f (glob '/proc/[0-9]*/cmdline') {
 		open my $fh, '<', $f or next;
 		local $/;
 		my $c = <$fh> // '';
-		return $1 if $c eq "$CGI\0--scand\0$gate\0"
+		next unless $c eq "$CGI\0--scand\0$gate\0"
 			&& $f =~ m{/proc/(\d+)/};
+		my $pid = $1;
+		open my $st, '<', "/proc/$pid/stat" or next;
+		my $s = <$st> // '';
+		$p{$pid} = $2 if $s =~ /^\d+ \(.*\) ([^Z]) (\d+) /;
 	}
-	return undef;
+	return %p;
+}
+
+# the scanner's pid: the one whose parent is not one of them
+sub scand_pid {
+	my %p = scand_procs();
+	my @s = grep { !exists $p{$p{$_}} } keys %p;
+	return @s == 1 ? $s[0] : undef;
 }
 
 sub children_of {
@@ -350,6 +377,87 @@ my $h5 = commit_file('d.txt', "after the hostile ones\n");
 git_in('reset', '-q', '--hard', $h5);
 ($rc, $out) = agent($GP, 'push', 'origin', 'main');
 is($rc, 0, 'the scanner still serves after them') or diag($out);
+
+###############################################################################
+# a bottle's warm child: alice's next pushes in one process, one after
+# another, none of another bottle's
+
+# the scanner's one child, idle between pushes
+sub warm_pid {
+	my %p = scand_procs();
+	my $s = scand_pid() // return undef;
+	my @w = grep { $p{$_} == $s } keys %p;
+	return @w == 1 ? $w[0] : undef;
+}
+
+ok(wait_for(sub { -S "$gate/.scand/w-alice" && warm_pid() }),
+	'warm: alice\'s child waits on .scand/w-alice');
+my $wpid = warm_pid() // 0;
+
+my $h6 = commit_file('w1.txt', "warm one\n");
+($rc, $out) = agent($GP, 'push', 'origin', 'main');
+is($rc, 0, 'warm: a clean push accepted') or diag($out);
+commit_file('w2.txt', "token = $GHP\n");
+($rc, $out) = agent($GP, 'push', 'origin', 'main');
+like($out, qr/^remote: git-gate refused this push \(rule: github/m,
+	'warm: a secret refused');
+git_in('reset', '-q', '--hard', $h6);
+commit_file('w3.txt', "db = $HELD\n");
+($rc, $out) = agent($GP, 'push', 'origin', 'main');
+like($out, qr/^remote: git-gate refused this push \(rule: held_secret:DB/m,
+	'warm: a held secret refused');
+git_in('reset', '-q', '--hard', $h6);
+my $h8 = commit_file('w4.txt', "clean after them\n");
+($rc, $out) = agent($GP, 'push', 'origin', 'main');
+is($rc, 0, 'warm: the clean push after them accepted') or diag($out);
+is(forge_main(), $h8, 'warm: on the forge');
+ok(wait_for(sub { -S "$gate/.scand/w-alice" })
+	&& (warm_pid() // -1) == $wpid, 'warm: the same child ran them all');
+
+# a request of another bottle on alice's socket: nothing runs there;
+# alice's own runs there (python3 passes the descriptors; stdin empty)
+$py = <<'EOF';
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+env = ["GITGATE_FORGE=github.com", "GITGATE_OWNER=acme",
+       "GITGATE_REPO=widgets", "GITGATE_BOTTLE=" + sys.argv[3]]
+parts = ["ggscand1", "gate", sys.argv[2], "22", "0", str(len(env))] + env
+socket.send_fds(s, [("\0".join(parts) + "\0").encode()], [0, 1, 2])
+s.settimeout(15)
+got = []
+while True:
+    m = s.recv(1024).decode()
+    if not m:
+        break
+    w = m.split()
+    got.append(w[0] if w[0] == "done" else " ".join(w[:2]))
+    if w[0] == "done":
+        break
+print("got '%s'" % " ".join(got))
+EOF
+$t->write_file('warm.py', $py);
+$res = `python3 $d/warm.py $gate/.scand/w-alice $repo bob </dev/null 2>&1`;
+chomp $res;
+is($res, "got ''", 'warm: another bottle\'s request, nothing runs');
+ok(wait_for(sub { -S "$gate/.scand/w-alice" }), 'warm: it waits again');
+$res = `python3 $d/warm.py $gate/.scand/w-alice $repo alice </dev/null 2>/dev/null`;
+chomp $res;
+is($res, "got 'started $wpid done'", 'warm: alice\'s own, run by it');
+
+# busy (a push of 15 s): not listening, the next push goes to the scanner
+# at once; then it waits again
+commit_file('w5.txt', "slow\n");
+$bg = push_bg($WP, 'push-w.out', 'main');
+ok(wait_for(sub { !-e "$gate/.scand/w-alice" }),
+	'busy: the warm child no longer waits');
+($rc, $out) = agent($GP, 'push', 'origin', 'HEAD:refs/heads/side');
+is($rc, 0, 'busy: another push of alice accepted') or diag($out);
+is(waitpid($bg, POSIX::WNOHANG()), 0, 'busy: while the slow one runs');
+waitpid($bg, 0);
+like($t->read_file('push-w.out'), qr/^rc=0/, 'busy: the slow one accepted');
+ok(wait_for(sub { -S "$gate/.scand/w-alice" })
+	&& (warm_pid() // -1) == $wpid, 'busy: the same child waits again');
 
 ###############################################################################
 # idle: gone, its socket too
