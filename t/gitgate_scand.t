@@ -66,8 +66,8 @@ my $GATE = gitgate_fastcgi($sock, %P);
 my $GATE_OFF = gitgate_fastcgi($sock, %P, GITGATE_SCAND => 'off');
 # the same gate, each scan's child waiting 4 s first (test only)
 my $GATE_SLOW = gitgate_fastcgi($sock, %P, GITGATE_SCAND_TEST_DELAY => 4);
-# and 15 s
-my $GATE_SLOWER = gitgate_fastcgi($sock, %P, GITGATE_SCAND_TEST_DELAY => 15);
+# and 10 s
+my $GATE_SLOWER = gitgate_fastcgi($sock, %P, GITGATE_SCAND_TEST_DELAY => 10);
 my $WP = port(8096);
 
 $t->write_file_expand('nginx.conf', gitgate_conf(policy => $redis->{url},
@@ -445,7 +445,7 @@ $res = `python3 $d/warm.py $gate/.scand/w-alice $repo alice </dev/null 2>/dev/nu
 chomp $res;
 is($res, "got 'started $wpid done'", 'warm: alice\'s own, run by it');
 
-# busy (a push of 15 s): not listening, the next push goes to the scanner
+# busy (a push of 10 s): not listening, the next push goes to the scanner
 # at once; then it waits again
 commit_file('w5.txt', "slow\n");
 $bg = push_bg($WP, 'push-w.out', 'main');
