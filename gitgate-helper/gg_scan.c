@@ -183,6 +183,24 @@ gg_scan_preload(char *err, size_t errlen)
 }
 
 
+uint64_t
+gg_scan_memory_kb(void)
+{
+    char                *end;
+    const char          *env;
+    unsigned long long   mb;
+
+    env = getenv("GITGATE_SCAN_MEMORY_MB");
+    if (env != NULL && *env >= '1' && *env <= '9') {
+        mb = strtoull(env, &end, 10);
+        if (*end == '\0' && mb <= (1ULL << 20)) {
+            return mb << 10;
+        }
+    }
+    return (uint64_t) GG_SCAN_MEMORY_MB << 10;
+}
+
+
 int
 gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
     const gg_updates_t *updates, bottle_scan_secrets_t *sec, char *err,
@@ -275,14 +293,7 @@ gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
             c.time_ms = (uint64_t) (secs * 1000 + 0.5);
         }
     }
-    c.mem_kb = (uint64_t) GG_SCAN_MEMORY_MB << 10;
-    env = getenv("GITGATE_SCAN_MEMORY_MB");
-    if (env != NULL && *env >= '1' && *env <= '9') {
-        mb = strtoull(env, &end, 10);
-        if (*end == '\0' && mb <= (1ULL << 20)) {
-            c.mem_kb = mb << 10;
-        }
-    }
+    c.mem_kb = gg_scan_memory_kb();
     c.dec_max = GG_DEC_MAX;
     env = getenv("GITGATE_DECODED_MAX_MB");
     if (env != NULL && *env >= '1' && *env <= '9') {

@@ -116,5 +116,9 @@ void gg_report_free(gg_report_t *r);
  */
 int gg_scan_preload(char *err, size_t errlen);
 
+/* a push's memory budget, KB: GITGATE_SCAN_MEMORY_MB (1 to 1048576),
+ * else 2048 MB; the growth of the process's peak RSS it may take */
+uint64_t gg_scan_memory_kb(void);
+
 
 #endif /* GG_SCAN_H */

@@ -68,8 +68,6 @@
  */
 #define GG_SCAND_WARM_RSS_KB   (256 * 1024)
 #define GG_SCAND_WARM_PUSHES   1000
-/* GITGATE_SCAN_MEMORY_MB's default (gg_scan.c) */
-#define GG_SCAND_BUDGET_MB     2048
 
 
 typedef struct {
@@ -86,6 +84,7 @@ typedef struct {
 static int gg_scand_listen(const char *dir, int *lock);
 static int gg_scand_bind(const char *path);
 static int gg_scand_changed(const struct stat *exe0);
+static int gg_scand_peer(int c, uid_t uid);
 static void gg_scand_child(int c, const gg_scand_conf_t *cf, int warm);
 static int gg_scand_push(int c, const gg_scand_conf_t *cf, char *bottle,
     long *keep_kb);
@@ -113,7 +112,6 @@ gg_scand_serve(const char *root, const char *dir, gg_scand_run_pt run,
     time_t              last;
     uid_t               uid;
     socklen_t           sl;
-    struct ucred        cred;
     struct pollfd       pfd[2];
     gg_scand_conf_t     cf;
     struct sockaddr_un  sa;
@@ -194,10 +192,7 @@ gg_scand_serve(const char *root, const char *dir, gg_scand_run_pt run,
         }
         last = time(NULL);
 
-        sl = sizeof(cred);
-        if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &sl) != 0
-            || cred.uid != uid)
-        {
+        if (!gg_scand_peer(c, uid)) {
             close(c);
             continue;
         }
@@ -317,6 +312,20 @@ gg_scand_bind(const char *path)
 }
 
 
+/* c's peer runs as uid */
+
+static int
+gg_scand_peer(int c, uid_t uid)
+{
+    socklen_t     sl;
+    struct ucred  cred;
+
+    sl = sizeof(cred);
+    return getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &sl) == 0
+           && cred.uid == uid;
+}
+
+
 /* this program's file is not the one started (a new install) */
 
 static int
@@ -401,7 +410,6 @@ gg_scand_push(int c, const gg_scand_conf_t *cf, char *bottle,
     char           *argv[GG_SCAND_ARGS_MAX + 2];
     size_t          len;
     const char     *v, *b;
-    unsigned long   mb;
     struct rusage   self0, kids0, self, kids;
     gg_scand_msg_t  m;
 
@@ -412,11 +420,10 @@ gg_scand_push(int c, const gg_scand_conf_t *cf, char *bottle,
     b = NULL;
     if (gg_scand_msg_parse(&m, buf, len, err, sizeof(err)) != 0
         || gg_scand_paths(&m, cf->root, cwd, err, sizeof(err)) != 0
-        || (bottle[0] != '\0'
-            && ((b = gg_scand_bottle(m.mode, (int) m.nargs, m.args,
-                                     gg_scand_env(&m, "GITGATE_BOTTLE")))
-                == NULL
-                || strcmp(b, bottle) != 0)))
+        || ((b = gg_scand_bottle(m.mode, (int) m.nargs, m.args,
+                                 gg_scand_env(&m, "GITGATE_BOTTLE")))
+            == NULL && bottle[0] != '\0')
+        || (bottle[0] != '\0' && strcmp(b, bottle) != 0))
     {
         /* nothing ran: the client scans itself, or asks the scanner */
         for (i = 0; i < 3; i++) {
@@ -425,12 +432,8 @@ gg_scand_push(int c, const gg_scand_conf_t *cf, char *bottle,
         return -1;
     }
 
-    if (bottle[0] == '\0') {
-        b = gg_scand_bottle(m.mode, (int) m.nargs, m.args,
-                            gg_scand_env(&m, "GITGATE_BOTTLE"));
-        if (gg_scand_warm_name(name, sizeof(name), b) == 0) {
-            memcpy(bottle, b, strlen(b) + 1);
-        }
+    if (bottle[0] == '\0' && gg_scand_warm_name(name, sizeof(name), b) == 0) {
+        memcpy(bottle, b, strlen(b) + 1);
     }
 
     gg_scand_say(c, "started %ld", (long) getpid());
@@ -480,11 +483,8 @@ gg_scand_push(int c, const gg_scand_conf_t *cf, char *bottle,
     fflush(stdout);
     fflush(stderr);
 
-    v = getenv("GITGATE_SCAN_MEMORY_MB");
-    mb = v && *v >= '1' && *v <= '9' ? strtoul(v, NULL, 10)
-                                      : GG_SCAND_BUDGET_MB;
-    if (mb < (unsigned long) *keep_kb / 256) {
-        *keep_kb = (long) mb * 256;
+    if (gg_scan_memory_kb() / 4 < (uint64_t) *keep_kb) {
+        *keep_kb = (long) (gg_scan_memory_kb() / 4);
     }
 
     /* the variables point into buf: gone with this push */
@@ -518,8 +518,6 @@ gg_scand_warm(const gg_scand_conf_t *cf, const char *bottle, int *lock,
 {
     int            l, c, n, waited;
     char           name[GG_SCAND_WARM_ID_MAX + 8], path[PATH_MAX];
-    socklen_t      sl;
-    struct ucred   cred;
     struct pollfd  pfd;
 
     if (gg_scand_warm_name(name, sizeof(name), bottle) != 0
@@ -572,10 +570,7 @@ gg_scand_warm(const gg_scand_conf_t *cf, const char *bottle, int *lock,
         if (c < 0) {
             continue;
         }
-        sl = sizeof(cred);
-        if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &sl) != 0
-            || cred.uid != cf->uid)
-        {
+        if (!gg_scand_peer(c, cf->uid)) {
             close(c);
             c = -1;
             continue;

@@ -42,6 +42,7 @@ typedef struct {
 static int gg_scand_key(unsigned char *key, const char *kind,
     const char *source, const char *id, const char *bytes, size_t len);
 static int gg_scand_file(char **out, size_t *len, const char *path);
+static gg_scand_entry_t *gg_scand_find(const unsigned char *key);
 static gg_scand_entry_t *gg_scand_add(bottle_scan_db_t *db,
     const unsigned char *key, const char *kind, const char *source,
     const char *id, const char *bytes, size_t len);
@@ -89,7 +90,7 @@ int
 gg_scand_policy(const char *kind, const char *source, const char *id,
     const char *bytes, size_t len, bottle_policy_t **policy)
 {
-    size_t             i, n, k;
+    size_t             n, k;
     char              *msg;
     unsigned char      key[GG_SCAND_KEY_LEN];
     const char        *part[3];
@@ -103,11 +104,10 @@ gg_scand_policy(const char *kind, const char *source, const char *id,
         return -1;
     }
 
-    for (i = 0; i < gg_scand_ncache; i++) {
-        if (memcmp(gg_scand_cache[i].key, key, sizeof(key)) == 0) {
-            *policy = gg_scand_cache[i].policy;
-            return 0;
-        }
+    en = gg_scand_find(key);
+    if (en != NULL) {
+        *policy = en->policy;
+        return 0;
     }
 
     /* kind NUL source NUL id NUL bytes */
@@ -215,15 +215,10 @@ gg_scand_cache_offer(bottle_scan_db_t *db)
     bytes = e + 1;
     len = n - (size_t) (bytes - buf);
 
-    if (gg_scand_key(key, kind, source, id, bytes, len) == 0) {
-        for (n = 0; n < gg_scand_ncache; n++) {
-            if (memcmp(gg_scand_cache[n].key, key, sizeof(key)) == 0) {
-                break;
-            }
-        }
-        if (n == gg_scand_ncache) {
-            (void) gg_scand_add(db, key, kind, source, id, bytes, len);
-        }
+    if (gg_scand_key(key, kind, source, id, bytes, len) == 0
+        && gg_scand_find(key) == NULL)
+    {
+        (void) gg_scand_add(db, key, kind, source, id, bytes, len);
     }
 
     free(buf);
@@ -293,6 +288,20 @@ cleanup:
     }
     free(again);
     return en;
+}
+
+
+static gg_scand_entry_t *
+gg_scand_find(const unsigned char *key)
+{
+    size_t  i;
+
+    for (i = 0; i < gg_scand_ncache; i++) {
+        if (memcmp(gg_scand_cache[i].key, key, GG_SCAND_KEY_LEN) == 0) {
+            return &gg_scand_cache[i];
+        }
+    }
+    return NULL;
 }
 
 
