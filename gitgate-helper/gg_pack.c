@@ -335,44 +335,209 @@ gg_pack_add(gg_pack_t *p, const gg_packfile_t *f)
 
 
 static int
-gg_map(const unsigned char **out, size_t *len, const char *path)
+gg_map(const unsigned char **out, size_t *len, const char *path,
+    struct stat *st)
 {
-    int          fd;
-    void        *m;
-    struct stat  st;
+    int    fd;
+    void  *m;
 
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         return -1;
     }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode) || st->st_size <= 0) {
         close(fd);
         return -1;
     }
-    m = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    m = mmap(NULL, (size_t) st->st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (m == MAP_FAILED) {
         return -1;
     }
     *out = m;
-    *len = (size_t) st.st_size;
+    *len = (size_t) st->st_size;
     return 0;
 }
 
 
-/* every <name>.idx with its <name>.pack in dir that is ours */
+/*
+ * The packs kept mapped (gg_pack_keep()): one repository's, the last
+ * one opened, each known by its idx's name and both files' inode, size
+ * and change time.  A pack is never written in place (git writes a new
+ * one and renames it in), so the same name and stat is the same bytes;
+ * one listed no more is unmapped at the next open of its directory.
+ */
+typedef struct {
+    char           name[256];
+    dev_t          dev[2];
+    ino_t          ino[2];
+    off_t          size[2];
+    struct timespec ctime[2];
+    gg_packfile_t  f;
+    int            seen;
+} gg_kept_t;
+
+static int         gg_keep;
+static char        gg_kept_dir[4096];
+static gg_kept_t  *gg_kept;
+static size_t      gg_nkept;
+
+
+void
+gg_pack_keep(int on)
+{
+    gg_keep = on;
+}
+
+
+static void
+gg_kept_drop(size_t i)
+{
+    munmap((void *) gg_kept[i].f.idx, gg_kept[i].f.idx_len);
+    munmap((void *) gg_kept[i].f.pack, gg_kept[i].f.pack_len);
+    gg_kept[i] = gg_kept[--gg_nkept];
+}
+
+
 static int
-gg_pack_dir(gg_pack_t *p, const char *dir)
+gg_kept_same(const gg_kept_t *k, int i, const struct stat *st)
+{
+    return k->dev[i] == st->st_dev && k->ino[i] == st->st_ino
+           && k->size[i] == st->st_size
+           && k->ctime[i].tv_sec == st->st_ctim.tv_sec
+           && k->ctime[i].tv_nsec == st->st_ctim.tv_nsec;
+}
+
+
+static void
+gg_kept_stat(gg_kept_t *k, int i, const struct stat *st)
+{
+    k->dev[i] = st->st_dev;
+    k->ino[i] = st->st_ino;
+    k->size[i] = st->st_size;
+    k->ctime[i] = st->st_ctim;
+}
+
+
+/*
+ * dir's pack idx name (path: dir/name): 1 and *f when kept and unchanged;
+ * 0 when not kept (or changed: then unmapped)
+ */
+static int
+gg_kept_find(gg_packfile_t *f, const char *path, const char *name)
+{
+    size_t       i, len;
+    struct stat  st[2];
+    char         pack[4096];
+
+    for (i = 0; i < gg_nkept; i++) {
+        if (strcmp(gg_kept[i].name, name) == 0) {
+            break;
+        }
+    }
+    if (i == gg_nkept) {
+        return 0;
+    }
+    len = strlen(path);
+    memcpy(pack, path, len - 4);
+    memcpy(pack + len - 4, ".pack", 6);
+    if (stat(path, &st[0]) != 0 || stat(pack, &st[1]) != 0
+        || !gg_kept_same(&gg_kept[i], 0, &st[0])
+        || !gg_kept_same(&gg_kept[i], 1, &st[1]))
+    {
+        gg_kept_drop(i);
+        return 0;
+    }
+    gg_kept[i].seen = 1;
+    *f = gg_kept[i].f;
+    return 1;
+}
+
+
+/* f (checked, mapped) kept for the next open; not kept: no room */
+static void
+gg_kept_add(gg_packfile_t *f, const char *name, const struct stat st[2])
+{
+    gg_kept_t  *k;
+
+    if (strlen(name) >= sizeof(gg_kept[0].name)
+        || gg_nkept == GG_PACK_MAX_PACKS)
+    {
+        return;
+    }
+    if (gg_kept == NULL) {
+        gg_kept = calloc(GG_PACK_MAX_PACKS, sizeof(*gg_kept));
+        if (gg_kept == NULL) {
+            return;
+        }
+    }
+    k = &gg_kept[gg_nkept++];
+    memcpy(k->name, name, strlen(name) + 1);
+    gg_kept_stat(k, 0, &st[0]);
+    gg_kept_stat(k, 1, &st[1]);
+    k->seen = 1;
+    f->mapped = 2;
+    k->f = *f;
+}
+
+
+/* the packs kept of another directory than dir unmapped; dir's unseen */
+static void
+gg_kept_begin(const char *dir)
+{
+    size_t  i;
+
+    if (strcmp(gg_kept_dir, dir) != 0) {
+        while (gg_nkept > 0) {
+            gg_kept_drop(0);
+        }
+        snprintf(gg_kept_dir, sizeof(gg_kept_dir), "%s", dir);
+    }
+    for (i = 0; i < gg_nkept; i++) {
+        gg_kept[i].seen = 0;
+    }
+}
+
+
+/* dir's packs kept no more (renamed away, repacked) unmapped */
+static void
+gg_kept_end(void)
+{
+    size_t  i;
+
+    for (i = gg_nkept; i > 0; i--) {
+        if (!gg_kept[i - 1].seen) {
+            gg_kept_drop(i - 1);
+        }
+    }
+}
+
+
+/*
+ * every <name>.idx with its <name>.pack in dir that is ours; keep: the
+ * repository's own packs, kept mapped across opens (gg_pack_keep())
+ */
+static int
+gg_pack_dir(gg_pack_t *p, const char *dir, int keep)
 {
     int             rc, count;
     char            path[4096];
     size_t          len;
     DIR            *d;
+    struct stat     st[2];
     struct dirent  *e;
     gg_packfile_t   f;
 
+    keep = keep && gg_keep;
+    if (keep) {
+        gg_kept_begin(dir);
+    }
+
     d = opendir(dir);
     if (d == NULL) {
+        if (keep) {
+            gg_kept_end();
+        }
         return 0;
     }
 
@@ -382,19 +547,21 @@ gg_pack_dir(gg_pack_t *p, const char *dir)
         len = strlen(e->d_name);
         if (len < 5 || strcmp(e->d_name + len - 4, ".idx") != 0
             || (size_t) snprintf(path, sizeof(path), "%s/%s", dir, e->d_name)
-               >= sizeof(path))
+               >= sizeof(path) - 1)
         {
             continue;
         }
 
         memset(&f, 0, sizeof(f));
-        if (gg_map(&f.idx, &f.idx_len, path) != 0) {
+        if (keep && gg_kept_find(&f, path, e->d_name)) {
+            goto add;
+        }
+
+        if (gg_map(&f.idx, &f.idx_len, path, &st[0]) != 0) {
             continue;
         }
         memcpy(path + strlen(path) - 4, ".pack", 6);
-        if (strlen(path) >= sizeof(path) - 1
-            || gg_map(&f.pack, &f.pack_len, path) != 0)
-        {
+        if (gg_map(&f.pack, &f.pack_len, path, &st[1]) != 0) {
             munmap((void *) f.idx, f.idx_len);
             continue;
         }
@@ -405,9 +572,17 @@ gg_pack_dir(gg_pack_t *p, const char *dir)
             munmap((void *) f.pack, f.pack_len);
             continue;
         }
+        if (keep) {
+            gg_kept_add(&f, e->d_name, st);
+        }
+
+    add:
+
         if (gg_pack_add(p, &f) != 0) {
-            munmap((void *) f.idx, f.idx_len);
-            munmap((void *) f.pack, f.pack_len);
+            if (f.mapped == 1) {
+                munmap((void *) f.idx, f.idx_len);
+                munmap((void *) f.pack, f.pack_len);
+            }
             rc = -1;
             break;
         }
@@ -415,6 +590,9 @@ gg_pack_dir(gg_pack_t *p, const char *dir)
     }
 
     closedir(d);
+    if (keep) {
+        gg_kept_end();
+    }
     return rc;
 }
 
@@ -434,13 +612,13 @@ gg_pack_open(gg_pack_t **out, const char *repo, const char *quarantine,
     if (quarantine != NULL && *quarantine != '\0'
         && (size_t) snprintf(dir, sizeof(dir), "%s/pack", quarantine)
            < sizeof(dir)
-        && gg_pack_dir(p, dir) != 0)
+        && gg_pack_dir(p, dir, 0) != 0)
     {
         goto oom;
     }
     if ((size_t) snprintf(dir, sizeof(dir), "%s/objects/pack", repo)
         < sizeof(dir)
-        && gg_pack_dir(p, dir) != 0)
+        && gg_pack_dir(p, dir, 1) != 0)
     {
         goto oom;
     }
@@ -721,7 +899,7 @@ gg_pack_close(gg_pack_t *p)
         free(o);
     }
     for (i = 0; i < p->n; i++) {
-        if (p->f[i].mapped) {
+        if (p->f[i].mapped == 1) {
             munmap((void *) p->f[i].idx, p->f[i].idx_len);
             munmap((void *) p->f[i].pack, p->f[i].pack_len);
         }

@@ -139,6 +139,14 @@ typedef struct {
 int gg_pack_open(gg_pack_t **out, const char *repo, const char *quarantine,
     uint64_t cache, char *err, size_t errlen);
 
+/*
+ * on: from now on the repository's own packs (not the quarantine's) stay
+ * mapped after gg_pack_close(), for the next gg_pack_open() of the same
+ * repository (a warm child's next push: no mmap, no check, no page
+ * faults again); those of one repository only, the last opened
+ */
+void gg_pack_keep(int on);
+
 /* one pack from memory (tests, fuzzing): idx and pack, not copied */
 int gg_pack_open_mem(gg_pack_t **out, const unsigned char *idx,
     size_t idx_len, const unsigned char *pack, size_t pack_len,

@@ -45,7 +45,8 @@ typedef struct {
     size_t              idx_len;
     const unsigned char *pack;
     size_t              pack_len;
-    int                 mapped;     /* munmap on close */
+    int                 mapped;     /* 1: munmap on close; 2: kept
+                                       (gg_pack_keep()) */
     uint32_t            n;          /* objects */
     const unsigned char *oids;
     const unsigned char *off32;

@@ -116,6 +116,14 @@ void gg_report_free(gg_report_t *r);
  */
 int gg_scan_preload(char *err, size_t errlen);
 
+/*
+ * on: the process's later pushes of one repository find its packs
+ * mapped, both git-gate's pack reader's (gg_pack_keep()) and libgit2's
+ * (its objects held open between pushes): a warm child of the resident
+ * scanner's (gg_scand.c), its pushes one after another in one process
+ */
+void gg_scan_keep(int on);
+
 /* a push's memory budget, KB: GITGATE_SCAN_MEMORY_MB (1 to 1048576),
  * else 2048 MB; the growth of the process's peak RSS it may take */
 uint64_t gg_scan_memory_kb(void);

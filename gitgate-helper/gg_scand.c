@@ -361,6 +361,9 @@ gg_scand_child(int c, const gg_scand_conf_t *cf, int warm)
     bottle[0] = '\0';
     lock = -1;
     peak0 = gg_scand_peak();
+    if (warm) {
+        gg_scan_keep(1);
+    }
 
     for (n = 1; /* void */; n++) {
         keep = GG_SCAND_WARM_RSS_KB;

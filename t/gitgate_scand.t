@@ -123,7 +123,7 @@ Test::Bottle::bottlectl($t, $redis, 'forge', 'connect', 'github.com',
 	'--kind', 'github', '--url', "$forge->{url}/", '--token-file',
 	"$d/forge-token");
 
-$t->run()->plan(49);
+$t->run()->plan(53);
 
 ###############################################################################
 
@@ -413,6 +413,25 @@ is($rc, 0, 'warm: the clean push after them accepted') or diag($out);
 is(forge_main(), $h8, 'warm: on the forge');
 ok(wait_for(sub { -S "$gate/.scand/w-alice" })
 	&& (warm_pid() // -1) == $wpid, 'warm: the same child ran them all');
+
+# the warm child keeps the mirror's packs mapped between pushes: repacked
+# under it, a secret appended to a file whose old version is only in the
+# new pack is still found, and the packs gone are let go
+sub deleted_packs {
+	open(my $fh, '<', "/proc/$wpid/maps") or return 'no maps';
+	return join ' ', grep { m{objects/pack/.*\(deleted\)} } <$fh>;
+}
+like(deleted_packs(), qr/^$/, 'kept: no pack gone before the repack');
+run_git($t, { dir => $repo }, 'repack', '-a', '-d', '-q');
+commit_file('w1.txt', "warm one\ntoken = $GHP\n");
+($rc, $out) = agent($GP, 'push', 'origin', 'main');
+like($out, qr/^remote: git-gate refused this push \(rule: github.*\n.*file w1\.txt line 2\s*$/m,
+	'kept: repacked, a secret appended to a file refused (its line)')
+	or diag($out);
+git_in('reset', '-q', '--hard', $h8);
+ok(wait_for(sub { -S "$gate/.scand/w-alice" })
+	&& (warm_pid() // -1) == $wpid, 'kept: by the same warm child');
+is(deleted_packs(), '', 'kept: the packs the repack removed, unmapped');
 
 # a request of another bottle on alice's socket: nothing runs there;
 # alice's own runs there (python3 passes the descriptors; stdin empty)
