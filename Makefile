@@ -129,7 +129,7 @@ GG_PACK_SRCS = gitgate-helper/gg_pack.c gitgate-helper/gg_pack_delta.c \
 GG_PACK_HDRS = gitgate-helper/gg_pack.h gitgate-helper/gg_pack_int.h
 GG_CFLAGS   = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib \
               -Igitgate-helper $(shell pkg-config --cflags libgit2)
-GG_LIBS     = $(shell pkg-config --libs libgit2) -ldeflate -lhiredis $(LIB_LIBS)
+GG_LIBS     = $(shell pkg-config --libs libgit2) -lisal -lhiredis $(LIB_LIBS)
 
 gitgate: $(BUILD)/gitgate-scan $(BUILD)/gitgate-cgi $(BUILD)/gitgate-hook
 
@@ -268,14 +268,14 @@ unit-gitgate: $(BUILD)/unit/gg_pack_test $(BUILD)/unit/gg_delta_test \
               $(BUILD)/unit/gg_extent_test $(BUILD)/unit/gg_lmatch_test \
               $(BUILD)/unit/gg_ref_scan
 
-# git-gate's pack reader: its own sources, libdeflate, zlib (the test
+# git-gate's pack reader: its own sources, ISA-L, zlib (the test
 # builds packs); CC_OPT too, so `make BUILD=build-asan CC_OPT=... unit`
 # gives build-asan/unit/gg_pack_test (t/unit/gg_pack.t)
 $(BUILD)/unit/gg_pack_test: t/unit/gg_pack_test.c $(GG_PACK_SRCS) \
                             $(GG_PACK_HDRS) t/unit/tap.h t/unit/sh.h
 	@mkdir -p $(dir $@)
 	$(CC) $(UNIT_CFLAGS) $(CC_OPT) $(LD_OPT) -Igitgate-helper -o $@ $< \
-	    $(GG_PACK_SRCS) -ldeflate -lz
+	    $(GG_PACK_SRCS) -lisal -lz
 
 # git-gate's added lines from a pack's delta: the whole scan (libgit2,
 # libbottle), over packs git writes (t/unit/gg_delta.t)
@@ -351,13 +351,13 @@ $(BUILD)/fuzz/gg_blob_fuzz: fuzz/gg_blob_fuzz.c fuzz/fuzz.h \
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< gitgate-helper/gg_blob.c
 
-# git-gate's pack reader: its own sources and libdeflate
+# git-gate's pack reader: its own sources and ISA-L
 $(BUILD)/fuzz/gg_pack_fuzz: fuzz/gg_pack_fuzz.c fuzz/fuzz.h \
                             $(GG_PACK_SRCS) $(GG_PACK_HDRS) \
                             gitgate-helper/gg_blob.h
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -Igitgate-helper -o $@ $< $(GG_PACK_SRCS) \
-	    -ldeflate
+	    -lisal
 
 # git-gate's raw object readers (tree entries, header lines): their own
 # source

@@ -37,7 +37,8 @@ import sys
 def as_pushed(src, dst, old, new):
     """dst: the base commit fetched from src, then the pushed commits as a
     thin pack piped into index-pack --fix-thin, as receive-pack stores a
-    push (refs/heads/main the base; the pushed commits unreferenced)"""
+    push, in a quarantine directory (refs/heads/main the base; the pushed
+    commits unreferenced)"""
     subprocess.run(["git", "init", "-q", "--bare", dst], check=True)
     subprocess.run(["git", "-C", dst, "-c", "fetch.unpackLimit=1", "fetch",
                     "-q", os.path.abspath(src),
@@ -47,14 +48,25 @@ def as_pushed(src, dst, old, new):
     pack = subprocess.Popen(["git", "-C", src, "pack-objects", "--revs",
                              "--thin", "--no-reuse-delta", "--stdout", "-q"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    # into a quarantine, objects/incoming-bench/pack, where receive-pack
+    # keeps a push's pack while its hook runs (the bench passes it on as
+    # GIT_QUARANTINE_PATH)
+    q = os.path.join(dst, "objects", "incoming-bench", "pack")
+    os.makedirs(q)
+    tmp = os.path.join(q, "tmp.pack")
     index = subprocess.Popen(["git", "-C", dst, "index-pack", "--fix-thin",
-                              "--stdin"], stdin=pack.stdout,
-                             stdout=subprocess.DEVNULL)
+                              "--stdin", os.path.abspath(tmp)],
+                             stdin=pack.stdout, stdout=subprocess.PIPE)
     pack.stdout.close()
     pack.stdin.write(("%s\n^%s\n" % (new, old)).encode())
     pack.stdin.close()
-    if index.wait() != 0 or pack.wait() != 0:
+    # "pack\t<hash>"
+    name = index.stdout.read().decode().split()[-1:]
+    if index.wait() != 0 or pack.wait() != 0 or len(name) != 1:
         sys.exit("gitgate_bench: the push's pack was not written")
+    for ext in ("pack", "idx"):
+        os.rename(os.path.join(q, "tmp." + ext),
+                  os.path.join(q, "pack-%s.%s" % (name[0], ext)))
 
 
 if sys.argv[1] == "--push":

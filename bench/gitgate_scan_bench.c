@@ -50,7 +50,7 @@
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <libdeflate.h>
+#include <isa-l/igzip_lib.h>
 #include <git2.h>
 
 #include "bottle_generic.h"
@@ -164,10 +164,9 @@ floor_scan(floor_t *f, const unsigned char *p, uint64_t len)
 
 
 static int
-floor_pack(floor_t *f, struct libdeflate_decompressor *z, const char *path)
+floor_pack(floor_t *f, struct inflate_state *z, const char *path)
 {
     int                   fd, type, rc;
-    size_t                in_used, got;
     uint32_t              i, n;
     uint64_t              off, size, data_off, base_off;
     struct stat           st;
@@ -198,11 +197,18 @@ floor_pack(floor_t *f, struct libdeflate_decompressor *z, const char *path)
             goto done;
         }
         out = malloc(size ? size : 1);
-        if (out == NULL
-            || libdeflate_zlib_decompress_ex(z, pack + data_off,
-                                             (size_t) st.st_size - data_off,
-                                             out, size, &in_used, &got)
-               != LIBDEFLATE_SUCCESS)
+        if (out == NULL) {
+            goto done;
+        }
+        /* the scan's inflater (gg_inflate()) */
+        isal_inflate_init(z);
+        z->crc_flag = ISAL_ZLIB;
+        z->next_in = (uint8_t *) (uintptr_t) (pack + data_off);
+        z->avail_in = (uint32_t) ((size_t) st.st_size - data_off);
+        z->next_out = out;
+        z->avail_out = (uint32_t) size;
+        if (isal_inflate(z) != ISAL_DECOMP_OK
+            || z->block_state != ISAL_BLOCK_FINISH || z->avail_out != 0)
         {
             free(out);
             goto done;
@@ -213,7 +219,8 @@ floor_pack(floor_t *f, struct libdeflate_decompressor *z, const char *path)
             floor_scan(f, out, size);
         }
         free(out);
-        off = data_off + in_used;
+        /* the input it read, less what it buffered past the stream */
+        off = (uint64_t) (z->next_in - pack) - z->read_in_length / 8;
     }
     rc = 0;
 
@@ -232,29 +239,38 @@ done:
  * fewer bytes).
  */
 static double
-floor_measure(const char *repo, uint64_t added, bottle_scan_secrets_t *sec,
-    double *inflated, double *scanned)
+floor_measure(const char *repo, const char *quarantine, uint64_t added,
+    bottle_scan_secrets_t *sec, double *inflated, double *scanned)
 {
-    char                             pat[4096], err[256];
-    size_t                           i;
-    double                           c0, t;
-    glob_t                           g;
-    floor_t                          f;
-    struct libdeflate_decompressor  *z;
+    char                    pat[4096], err[256];
+    size_t                  i;
+    double                  c0, t;
+    glob_t                  g;
+    floor_t                 f;
+    struct inflate_state   *z;
 
     t = -1;
     memset(&f, 0, sizeof(f));
     f.left = added;
-    z = libdeflate_alloc_decompressor();
-    snprintf(pat, sizeof(pat), "%s/objects/pack/*.pack", repo);
+    z = malloc(sizeof(*z));
     if (z == NULL) {
         return -1;
     }
     if (bottle_scan_acquire(&f.s, sec, GG_DETECTORS) != 0) {
         goto done;
     }
+    /* the quarantine's packs (the pushed ones) first, as the scan's */
+    if (quarantine != NULL) {
+        if ((size_t) snprintf(pat, sizeof(pat), "%s/pack/*.pack",
+                              quarantine) >= sizeof(pat)
+            || glob(pat, 0, NULL, &g) != 0)
+        {
+            goto done;
+        }
+    }
+    snprintf(pat, sizeof(pat), "%s/objects/pack/*.pack", repo);
     if (bottle_generic_create(&f.gen, err, sizeof(err)) != 0
-        || glob(pat, 0, NULL, &g) != 0)
+        || glob(pat, quarantine != NULL ? GLOB_APPEND : 0, NULL, &g) != 0)
     {
         goto done;
     }
@@ -279,7 +295,7 @@ done:
     if (f.s != NULL) {
         bottle_scan_release(f.s);
     }
-    libdeflate_free_decompressor(z);
+    free(z);
     return t;
 }
 
@@ -325,11 +341,11 @@ hook_reported(const char *dir)
 /* one run of the hook: its CPU and its children's, or -1 */
 static double
 hook_run(const char *hook, const char *dir, const char *repo,
-    const char *line)
+    const char *quarantine, const char *line)
 {
     int                          fd[2], status, i, rc;
     char                         pol[4096], cache[4096], scand[4096],
-                                 report[4096], env[5][4200], *envp[6],
+                                 report[4096], env[6][4200], *envp[7],
                                  *argv[8];
     pid_t                        pid;
     double                       k0;
@@ -352,6 +368,13 @@ hook_run(const char *hook, const char *dir, const char *repo,
         envp[i] = env[i];
     }
     envp[5] = NULL;
+    /* the pushed pack in its quarantine, as receive-pack tells its hook */
+    if (quarantine != NULL) {
+        snprintf(env[5], sizeof(env[5]), "GIT_QUARANTINE_PATH=%s",
+                 quarantine);
+        envp[5] = env[5];
+        envp[6] = NULL;
+    }
     argv[0] = (char *) hook;
     argv[1] = "--policy";
     argv[2] = pol;
@@ -395,8 +418,8 @@ hook_run(const char *hook, const char *dir, const char *repo,
 
 
 static void
-hook_measure(const char *hook, const char *repo, const char *line,
-    uint64_t added, int runs)
+hook_measure(const char *hook, const char *repo, const char *quarantine,
+    const char *line, uint64_t added, int runs)
 {
     int     i, k;
     char    dir[] = "/tmp/gitgate-bench-hook.XXXXXX", path[4096];
@@ -418,7 +441,7 @@ hook_measure(const char *hook, const char *repo, const char *line,
     fresh = -1;
     best = -1;
     for (i = 0; i < runs + 2; i++) {
-        t = hook_run(hook, dir, repo, line);
+        t = hook_run(hook, dir, repo, quarantine, line);
         if (t < 0) {
             printf("hook: %s did not run\n", hook);
             return;
@@ -461,9 +484,12 @@ int
 main(int argc, char **argv)
 {
     int                     i, runs, quick;
-    char                    line[GG_MAX_REFNAME + 128], err[512];
+    char                    line[GG_MAX_REFNAME + 128], err[512],
+                            qdir[4096];
     double                  w0, c0, k0, wall, cpu, kid, best, t, fl,
                             inflated, scanned;
+    const char             *quarantine;
+    struct stat             st;
     uint64_t                added;
     gg_report_t             r;
     gg_updates_t            u;
@@ -478,6 +504,11 @@ main(int argc, char **argv)
     runs = argc > 5 ? atoi(argv[5]) : 3;
     /* BENCH_HOOK_ONLY: one in-process run (the added bytes), no floor */
     quick = getenv("BENCH_HOOK_ONLY") != NULL && getenv("HOOK") != NULL;
+
+    /* the pushed pack where receive-pack keeps it: gitgate_bench.py's
+     * push-* modes write it into objects/incoming-bench */
+    snprintf(qdir, sizeof(qdir), "%s/objects/incoming-bench", argv[1]);
+    quarantine = stat(qdir, &st) == 0 && S_ISDIR(st.st_mode) ? qdir : NULL;
 
     snprintf(line, sizeof(line), "%s %s %s\n", argv[2], argv[3], argv[4]);
     if (gg_updates_parse(&u, line, strlen(line), err, sizeof(err)) != 0
@@ -504,7 +535,8 @@ main(int argc, char **argv)
         w0 = clock_of(CLOCK_MONOTONIC);
         c0 = clock_of(CLOCK_PROCESS_CPUTIME_ID);
         k0 = clock_children();
-        if (gg_scan_push(&r, argv[1], NULL, &u, sec, err, sizeof(err))
+        if (gg_scan_push(&r, argv[1], quarantine, &u, sec, err,
+                         sizeof(err))
             != 0)
         {
             fprintf(stderr, "gitgate_scan_bench: %s\n", err);
@@ -538,7 +570,8 @@ main(int argc, char **argv)
     /* the best of as many tries as runs: the VM's noise is the runs' */
     fl = -1;
     for (i = 0; i < (quick ? 0 : runs); i++) {
-        t = floor_measure(argv[1], added, sec, &inflated, &scanned);
+        t = floor_measure(argv[1], quarantine, added, sec, &inflated,
+                          &scanned);
         if (t < 0) {
             fl = -1;
             break;
@@ -557,7 +590,7 @@ main(int argc, char **argv)
     }
 
     if (getenv("HOOK") != NULL && added > 0) {
-        hook_measure(getenv("HOOK"), argv[1], line, added, runs);
+        hook_measure(getenv("HOOK"), argv[1], quarantine, line, added, runs);
     }
 
     gg_updates_free(&u);

@@ -31,7 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <libdeflate.h>
+#include <isa-l/igzip_lib.h>
 
 #include "gg_blob.h"
 #include "gg_pack_int.h"
@@ -297,7 +297,7 @@ gg_pack_alloc(gg_pack_t **out, uint64_t cache, char *err, size_t errlen)
     p->hash = calloc(p->hsize, sizeof(gg_pobj_t *));
     p->cpack = malloc(GG_PACK_DEPTH * sizeof(uint32_t));
     p->coff = malloc(GG_PACK_DEPTH * sizeof(uint64_t));
-    p->dec = libdeflate_alloc_decompressor();
+    p->dec = malloc(sizeof(struct inflate_state));
     if (p->hash == NULL || p->cpack == NULL || p->coff == NULL
         || p->dec == NULL)
     {
@@ -904,9 +904,7 @@ gg_pack_close(gg_pack_t *p)
             munmap((void *) p->f[i].pack, p->f[i].pack_len);
         }
     }
-    if (p->dec) {
-        libdeflate_free_decompressor(p->dec);
-    }
+    free(p->dec);
     free(p->f);
     free(p->hash);
     free(p->scratch);

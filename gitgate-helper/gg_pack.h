@@ -5,7 +5,7 @@
  * objects with a byte budget, the object asked for kept too (git's delta
  * base cache does not keep it: every blob of a fast-import chain was
  * resolved twice; gitgate-helper/README.md, "Speed").  Inflated with
- * libdeflate (whole buffers, the size is in the entry's header).
+ * ISA-L (whole buffers, the size is in the entry's header).
  *
  * A pack is agent input: index-pack checked it, but every read here is
  * bounded all the same (offsets inside the mapping, sizes agreeing with

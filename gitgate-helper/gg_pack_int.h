@@ -59,7 +59,7 @@ struct gg_pack_s {
     gg_packfile_t      *f;
     size_t              n;
     size_t              cap;
-    struct libdeflate_decompressor *dec;
+    struct inflate_state *dec;     /* ISA-L's */
 
     gg_pobj_t         **hash;
     size_t              hsize;      /* a power of 2 */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include <libdeflate.h>
+#include <isa-l/igzip_lib.h>
 
 #include "gg_blob.h"
 #include "gg_pack_int.h"
@@ -20,23 +20,34 @@
 
 /*
  * The zlib data at data_off of f inflated into out, exactly size bytes
- * (its header's); libdeflate stops at the stream's end, wherever the next
- * entry begins.
+ * (its header's), by ISA-L: its stream must end there, its Adler-32
+ * right; it stops at the stream's end, wherever the next entry begins
+ * (the input given is the rest of the pack, at most 4 GB of it).
  */
 int
 gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
     unsigned char *out, size_t size)
 {
-    size_t                       in_len, got_in, got;
-    enum libdeflate_result       r;
+    uint64_t               in_len;
+    struct inflate_state  *st;
 
     in_len = f->pack_len - GG_PACK_TRAILER - data_off;
+    if (size > UINT32_MAX) {
+        return -1;
+    }
 
     /* nothing inflates beyond about 1032 times its size: no allocation
      * bigger than the pack can fill was made (checked by the callers) */
-    r = libdeflate_zlib_decompress_ex(p->dec, f->pack + data_off, in_len,
-                                      out, size, &got_in, &got);
-    if (r != LIBDEFLATE_SUCCESS || got != size) {
+    st = p->dec;
+    isal_inflate_init(st);
+    st->crc_flag = ISAL_ZLIB;
+    st->next_in = (uint8_t *) (uintptr_t) (f->pack + data_off);
+    st->avail_in = in_len > UINT32_MAX ? UINT32_MAX : (uint32_t) in_len;
+    st->next_out = out;
+    st->avail_out = (uint32_t) size;
+    if (isal_inflate(st) != ISAL_DECOMP_OK
+        || st->block_state != ISAL_BLOCK_FINISH || st->avail_out != 0)
+    {
         return -1;
     }
     return 0;

@@ -24,7 +24,7 @@ set -eu
 INSTALLED_PKGS="
 nginx libnginx-mod-stream
 libhiredis0.14 libssl3 libpcre2-8-0 libjansson4 zlib1g libbrotli1 libvectorscan5
-libgit2-1.5 libmicrohttpd12 libcurl4 libdeflate0
+libgit2-1.5 libmicrohttpd12 libcurl4 libisal2
 openssl ca-certificates curl s6 spawn-fcgi fcgiwrap git
 "
 
@@ -35,7 +35,7 @@ openssl ca-certificates curl s6 spawn-fcgi fcgiwrap git
 BUILD_PKGS="
 build-essential pkg-config xxd nginx-dev
 libhiredis-dev libmicrohttpd-dev libssl-dev libpcre2-dev libjansson-dev zlib1g-dev libbrotli-dev libvectorscan-dev
-libgit2-dev libcurl4-openssl-dev libdeflate-dev
+libgit2-dev libcurl4-openssl-dev libisal-dev
 dnsmasq-base
 "
 RUNTIME_PKGS="$BUILD_PKGS $INSTALLED_PKGS"

@@ -708,6 +708,39 @@ synthetic(void)
            err);
     }
 
+    /*
+     * zlib streams git's zlib would not inflate (index-pack refuses them;
+     * the scan must not read bytes of its own from them): a wrong
+     * Adler-32, the stream cut short (its checksum's last bytes the
+     * pack's trailer), a preset dictionary asked for (FDICT)
+     */
+    for (i = 0; i < 3; i++) {
+        size_t  zs;
+
+        pack_start(&pack, 1);
+        o0 = pack.len;
+        put_hdr(&pack, GG_OBJ_BLOB, strlen(base));
+        zs = pack.len;
+        put_zlib(&pack, base, strlen(base));
+        if (i == 0) {
+            pack.d[pack.len - 1] ^= 1;
+        } else if (i == 1) {
+            pack.len -= 3;
+        } else {
+            /* FLG with FDICT, FCHECK kept a multiple of 31 */
+            pack.d[zs + 1] = 0x20;
+            pack.d[zs + 1] += 31 - (pack.d[zs] * 256 + 0x20) % 31;
+        }
+        pack_end(&pack);
+        oid_of(e[0].oid, 0);
+        e[0].off = o0;
+        make_idx(&idx, &pack, e, 1);
+        rc = get_k(&idx, &pack, 0, NULL, err, sizeof(err), 0);
+        ok(rc == -1, "a zlib stream with %s: %s",
+           i == 0 ? "a wrong Adler-32" : i == 1 ? "its end cut"
+           : "a preset dictionary", err);
+    }
+
     /* a size over GG_BLOB_MAX, and one a small pack cannot hold */
     for (i = 0; i < 2; i++) {
         pack_start(&pack, 1);
