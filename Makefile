@@ -189,6 +189,8 @@ BENCH_GITGATE_SHAPE_MB ?= 50
 # the hook measured: the resident scanner's client (its child's CPU
 # counted), or $(BUILD)/gitgate-scan, a process per push
 BENCH_GITGATE_HOOK ?= $(BUILD)/gitgate-hook
+# runs of each (the best one counts; the warm child's: runs pushes)
+BENCH_GITGATE_RUNS ?= 5
 
 .PHONY: bench-gitgate-shapes
 bench-gitgate-shapes: $(BUILD)/gitgate_scan_bench $(BUILD)/gitgate-scan \
@@ -201,7 +203,7 @@ bench-gitgate-shapes: $(BUILD)/gitgate_scan_bench $(BUILD)/gitgate-scan \
 	                $$mb $$shape); \
 	      echo "== $$shape $$mode: $$mb MB of added lines"; \
 	      HOOK=$(BENCH_GITGATE_HOOK) $(BUILD)/gitgate_scan_bench \
-	          $$dir/r.git $$1 $$2 refs/heads/main; \
+	          $$dir/r.git $$1 $$2 refs/heads/main $(BENCH_GITGATE_RUNS); \
 	      rm -rf $$dir; \
 	    done; \
 	  done; \
