@@ -149,12 +149,17 @@ $(BUILD)/gitgate-scan: gitgate-helper/gitgate-scan.c $(GG_SRCS) $(GG_HDRS) \
 	    gitgate-helper/gitgate-scan.c $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
 
 # the gate's pre-receive hook as a client of the resident scanner: libc
-# only, static (no loader at start-up) but with the sanitizers
+# only, static (no loader at start-up) but with the sanitizers; with musl
+# where musl-tools is installed (scripts/install-deps.sh installs it): a
+# static program's start and exit cost about half a millisecond less
+# than with glibc's on the dev VM, a tenth of a 1 MB push's CPU
 GG_HOOK_STATIC = $(if $(findstring sanitize,$(LD_OPT)),,-static)
+GG_HOOK_CC = $(if $(findstring sanitize,$(LD_OPT)),$(CC),$(if \
+             $(shell command -v musl-gcc),musl-gcc,$(CC)))
 $(BUILD)/gitgate-hook: gitgate-helper/gitgate-hook.c \
                        gitgate-helper/gg_scand_msg.c gitgate-helper/gg_scand.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) \
+	$(GG_HOOK_CC) -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) \
 	    -Igitgate-helper $(LD_OPT) $(GG_HOOK_STATIC) -o $@ \
 	    gitgate-helper/gitgate-hook.c gitgate-helper/gg_scand_msg.c
 

@@ -35,6 +35,7 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
@@ -49,6 +50,7 @@ static int hook_send(int s, const char *mode, int argc, char **argv);
 static int hook_wait(int s);
 static ssize_t hook_recv(int s, char *buf, size_t size, int ms);
 static void hook_start(const char *dir, const char *prog, const char *arg);
+static void hook_closefrom(int lowfd);
 static void hook_refuse(const char *why);
 static void hook_report(long long utime_us, long long stime_us);
 
@@ -388,7 +390,7 @@ hook_start(const char *dir, const char *prog, const char *arg)
         dup2(nul, 0);
         dup2(nul, 1);
         dup2(nul, 2);
-        closefrom(3);
+        hook_closefrom(3);
         if (chdir("/") != 0) {
             _exit(127);
         }
@@ -399,6 +401,28 @@ hook_start(const char *dir, const char *prog, const char *arg)
     }
 
     waitpid(pid, NULL, 0);
+}
+
+
+/*
+ * every descriptor from lowfd up closed: close_range(2) (Linux 5.9 on),
+ * else one by one up to the limit (closefrom() is glibc's, and the hook
+ * may be built with musl: Makefile, GG_HOOK_CC)
+ */
+static void
+hook_closefrom(int lowfd)
+{
+    long  fd, max;
+
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, (unsigned int) lowfd, ~0U, 0) == 0) {
+        return;
+    }
+#endif
+    max = sysconf(_SC_OPEN_MAX);
+    for (fd = lowfd; fd < max; fd++) {
+        (void) close((int) fd);
+    }
 }
 
 

@@ -28,12 +28,13 @@ libgit2-1.5 libmicrohttpd12 libcurl4 libisal2
 openssl ca-certificates curl s6 spawn-fcgi fcgiwrap git
 "
 
-# make (the module, libbottle, bottlectl, gitgate-scan, supervise-helper
+# make (the module, libbottle, bottlectl, gitgate-scan, gitgate-hook built
+# static with musl-tools, supervise-helper
 # with its operator page embedded by xxd, libcurl for bottlectl's and the
 # operator page's calls of a forge's API) and make demo
 # (dnsmasq as the demo's resolver)
 BUILD_PKGS="
-build-essential pkg-config xxd nginx-dev
+build-essential pkg-config xxd nginx-dev musl-tools
 libhiredis-dev libmicrohttpd-dev libssl-dev libpcre2-dev libjansson-dev zlib1g-dev libbrotli-dev libvectorscan-dev
 libgit2-dev libcurl4-openssl-dev libisal-dev
 dnsmasq-base
