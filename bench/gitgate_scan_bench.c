@@ -168,7 +168,7 @@ floor_pack(floor_t *f, struct inflate_state *z, const char *path)
 {
     int                   fd, type, rc;
     uint32_t              i, n;
-    uint64_t              off, size, data_off, base_off;
+    uint64_t              off, size, data_off, base_off, used;
     struct stat           st;
     unsigned char        *out;
     const unsigned char  *pack, *base_oid;
@@ -200,15 +200,9 @@ floor_pack(floor_t *f, struct inflate_state *z, const char *path)
         if (out == NULL) {
             goto done;
         }
-        /* the scan's inflater (gg_inflate()) */
-        isal_inflate_init(z);
-        z->crc_flag = ISAL_ZLIB;
-        z->next_in = (uint8_t *) (uintptr_t) (pack + data_off);
-        z->avail_in = (uint32_t) ((size_t) st.st_size - data_off);
-        z->next_out = out;
-        z->avail_out = (uint32_t) size;
-        if (isal_inflate(z) != ISAL_DECOMP_OK
-            || z->block_state != ISAL_BLOCK_FINISH || z->avail_out != 0)
+        /* the scan's inflater */
+        if (gg_zinflate(z, pack + data_off, (uint64_t) st.st_size - data_off,
+                        out, (size_t) size, &used) != 0)
         {
             free(out);
             goto done;
@@ -219,8 +213,7 @@ floor_pack(floor_t *f, struct inflate_state *z, const char *path)
             floor_scan(f, out, size);
         }
         free(out);
-        /* the input it read, less what it buffered past the stream */
-        off = (uint64_t) (z->next_in - pack) - z->read_in_length / 8;
+        off = data_off + used;
     }
     rc = 0;
 

@@ -370,6 +370,15 @@ gg_map(const unsigned char **out, size_t *len, const char *path,
 }
 
 
+/* f's idx and pack unmapped */
+static void
+gg_unmap(const gg_packfile_t *f)
+{
+    munmap((void *) f->idx, f->idx_len);
+    munmap((void *) f->pack, f->pack_len);
+}
+
+
 /*
  * The packs kept mapped (gg_pack_keep()): one repository's, the last
  * one opened, each known by its idx's name and both files' inode, size
@@ -403,8 +412,7 @@ gg_pack_keep(int on)
 static void
 gg_kept_drop(size_t i)
 {
-    munmap((void *) gg_kept[i].f.idx, gg_kept[i].f.idx_len);
-    munmap((void *) gg_kept[i].f.pack, gg_kept[i].f.pack_len);
+    gg_unmap(&gg_kept[i].f);
     gg_kept[i] = gg_kept[--gg_nkept];
 }
 
@@ -579,8 +587,7 @@ gg_pack_dir(gg_pack_t *p, const char *dir, int repo)
         f.mapped = 1;
 
         if (gg_packfile_check(&f) != 0) {
-            munmap((void *) f.idx, f.idx_len);
-            munmap((void *) f.pack, f.pack_len);
+            gg_unmap(&f);
             continue;
         }
         if (keep) {
@@ -591,8 +598,7 @@ gg_pack_dir(gg_pack_t *p, const char *dir, int repo)
 
         if (gg_pack_add(p, &f) != 0) {
             if (f.mapped == 1) {
-                munmap((void *) f.idx, f.idx_len);
-                munmap((void *) f.pack, f.pack_len);
+                gg_unmap(&f);
             }
             rc = -1;
             break;
@@ -911,8 +917,7 @@ gg_pack_close(gg_pack_t *p)
     }
     for (i = 0; i < p->n; i++) {
         if (p->f[i].mapped == 1) {
-            munmap((void *) p->f[i].idx, p->f[i].idx_len);
-            munmap((void *) p->f[i].pack, p->f[i].pack_len);
+            gg_unmap(&p->f[i]);
         }
     }
     free(p->dec);

@@ -150,6 +150,16 @@ int gg_pack_open(gg_pack_t **out, const char *repo, const char *quarantine,
  */
 void gg_pack_keep(int on);
 
+/*
+ * One zlib stream at in (in_len bytes available, at most 4 GB of them
+ * read) inflated by ISA-L into out, exactly size bytes: the stream must
+ * end there, its Adler-32 right; st: ISA-L's state, the caller's.  0 and
+ * *used (when not NULL) the input bytes the stream took; -1 otherwise.
+ */
+struct inflate_state;
+int gg_zinflate(struct inflate_state *st, const unsigned char *in,
+    uint64_t in_len, unsigned char *out, size_t size, uint64_t *used);
+
 /* one pack from memory (tests, fuzzing): idx and pack, not copied */
 int gg_pack_open_mem(gg_pack_t **out, const unsigned char *idx,
     size_t idx_len, const unsigned char *pack, size_t pack_len,

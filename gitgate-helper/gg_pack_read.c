@@ -18,30 +18,16 @@
 #include "gg_pack_int.h"
 
 
-/*
- * The zlib data at data_off of f inflated into out, exactly size bytes
- * (its header's), by ISA-L: its stream must end there, its Adler-32
- * right; it stops at the stream's end, wherever the next entry begins
- * (the input given is the rest of the pack, at most 4 GB of it).
- */
 int
-gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
-    unsigned char *out, size_t size)
+gg_zinflate(struct inflate_state *st, const unsigned char *in,
+    uint64_t in_len, unsigned char *out, size_t size, uint64_t *used)
 {
-    uint64_t               in_len;
-    struct inflate_state  *st;
-
-    in_len = f->pack_len - GG_PACK_TRAILER - data_off;
     if (size > UINT32_MAX) {
         return -1;
     }
-
-    /* nothing inflates beyond about 1032 times its size: no allocation
-     * bigger than the pack can fill was made (checked by the callers) */
-    st = p->dec;
     isal_inflate_init(st);
     st->crc_flag = ISAL_ZLIB;
-    st->next_in = (uint8_t *) (uintptr_t) (f->pack + data_off);
+    st->next_in = (uint8_t *) (uintptr_t) in;
     st->avail_in = in_len > UINT32_MAX ? UINT32_MAX : (uint32_t) in_len;
     st->next_out = out;
     st->avail_out = (uint32_t) size;
@@ -50,7 +36,28 @@ gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
     {
         return -1;
     }
+    if (used != NULL) {
+        /* the input it read, less what it buffered past the stream */
+        *used = (uint64_t) (st->next_in - in) - st->read_in_length / 8;
+    }
     return 0;
+}
+
+
+/*
+ * The zlib data at data_off of f inflated into out, exactly size bytes
+ * (its header's); it stops at the stream's end, wherever the next entry
+ * begins.  Nothing inflates beyond about 1032 times its size: no
+ * allocation bigger than the pack can fill was made (checked by the
+ * callers).
+ */
+int
+gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
+    unsigned char *out, size_t size)
+{
+    return gg_zinflate(p->dec, f->pack + data_off,
+                       f->pack_len - GG_PACK_TRAILER - data_off, out, size,
+                       NULL);
 }
 
 
