@@ -11,9 +11,13 @@ random bytes, half the files wrapped at 76 columns, half in lines of
 10-100 KB).
 
 MODE: add (every commit adds new files), append (commits grow existing
-files at their end), edit (commits insert lines inside existing files:
-the line-diff path).  Leaves refs/heads/main at the base commit, the
-pushed commits unreferenced, and prints "OLD NEW" for the bench.
+files at their end), again (append, after an earlier push that appended
+to the same files: the bench scans that one first, unmeasured, as the
+gate did), edit (commits insert lines inside existing files: the
+line-diff path).  Leaves refs/heads/main at the base commit (again: at
+the earlier push's), the pushed commits unreferenced, and prints "OLD
+NEW" for the bench (again: "OLD NEW BASE", BASE the commit before the
+earlier push).
 
 The pushed objects are in fast-import's pack, which deltas each blob
 against the blob written before it.  push-add, push-append, push-edit
@@ -253,6 +257,17 @@ base = commit("refs/heads/main", "base",
 
 total, prev, k = 0, base, 0
 cur = list(base_text)
+# again: an earlier push appended to every file first (its commit on
+# refs/heads/mid, the receiving repository's main when this push comes);
+# then this push appends again
+mid = None
+if mode == "again":
+    for i in range(NFILES):
+        cur[i] += text(APPEND, i)
+    mid = commit("refs/heads/mid", "earlier push",
+                 [("src/f%02d.c" % i, blob(t)) for i, t in enumerate(cur)],
+                 base)
+    prev, mode = mid, "append"
 while total < mb * 1_000_000:
     k += 1
     files = []
@@ -288,10 +303,15 @@ subprocess.run(["git", "-C", repo, "-c", "fastimport.unpackLimit=0",
                input=b"".join(out), check=True)
 old = subprocess.check_output(["git", "-C", repo, "rev-parse", "main"]).split()[0]
 new = subprocess.check_output(["git", "-C", repo, "rev-parse", "pushed"]).split()[0]
+first = b""
+if mid:
+    first = old
+    old = subprocess.check_output(["git", "-C", repo, "rev-parse",
+                                   "mid"]).split()[0]
 if push:
     as_pushed(repo, final, old.decode(), new.decode())
     subprocess.run(["rm", "-rf", repo], check=True)
 else:
     subprocess.run(["git", "-C", repo, "update-ref", "-d",
                     "refs/heads/pushed"], check=True)
-print(old.decode(), new.decode())
+print(old.decode(), new.decode(), first.decode())

@@ -541,13 +541,14 @@ main(int argc, char **argv)
         cpu += kid;
 
         printf("run %d: %llu commits, %llu files (%llu by a pack's delta, %llu "
-               "as extents), "
+               "as extents, %llu by a tail), "
                "%.1f MB of added lines "
                "(%.1f MB scanned), %.3f s wall, %.3f s cpu (git cat-file "
                "%.3f s): %.0f MB/s of added lines; findings %zu\n", i + 1,
                (unsigned long long) r.commits, (unsigned long long) r.files,
                (unsigned long long) r.delta_files,
                (unsigned long long) r.extent_files,
+               (unsigned long long) r.tail_files,
                r.added / MB, r.bytes / MB, wall, cpu, kid, r.added / MB / cpu,
                r.n + r.more);
         if (r.added / MB / cpu > best) {

@@ -120,6 +120,7 @@ gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index)
     size_t       nlen, olen;
     gg_blob_t   *oldb, *newb;
     gg_pobj_t   *npo, *opo;
+    gg_tail_t    t;
     gg_field_t   fd;
     const char  *nd, *od;
 
@@ -152,6 +153,13 @@ gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index)
      * its decoded views (gg_decode.c), when it has any */
     xdone = 0;
     if (d->status == GIT_DELTA_MODIFIED && gg_is_blob(d->old_file.mode)) {
+        /* bytes appended to a version the scan has read before: the
+         * delta's literals alone (gg_tail.c) */
+        rc = gg_tail_file(c, n ? NULL : d->new_file.path, index,
+                          &d->old_file.id, &d->new_file.id);
+        if (rc != 0) {
+            return rc < 0 ? -1 : 0;
+        }
         c->dec = 0;
         rc = gg_xfile(c, n ? NULL : d->new_file.path, index,
                       &d->old_file.id, &d->new_file.id);
@@ -224,6 +232,16 @@ gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index)
     if (rc == 0) {
         rc = gg_decoded(c, n ? NULL : d->new_file.path, index, od, olen, nd,
                         nlen);
+    }
+
+    /* what a later push appending to either version needs (gg_tail.c) */
+    if (rc == 0 && !xdone) {
+        gg_tail_of(&t, nd, nlen);
+        gg_tail_put(c->tails, d->new_file.id.id, &t);
+        if (od != NULL && gg_tail_get(c->tails, d->old_file.id.id, &t) == 0) {
+            gg_tail_of(&t, od, olen);
+            gg_tail_put(c->tails, d->old_file.id.id, &t);
+        }
     }
 
     gg_pack_put(c->pack, npo);

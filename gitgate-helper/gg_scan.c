@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gg_scan_int.h"
 
@@ -261,6 +262,7 @@ gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
 
     memset(out, 0, sizeof(*out));
     memset(&c, 0, sizeof(c));
+    c.tails = -1;
     gg_budget_start(&c);
     c.r = out;
     c.updates = updates;
@@ -394,6 +396,7 @@ gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
     if (gg_pack_open(&c.pack, repo, quarantine, cache, err, errlen) != 0) {
         goto cleanup;
     }
+    c.tails = gg_tail_open(repo);
 
     if (bottle_scan_acquire(&c.s, sec, GG_DETECTORS) != 0) {
         snprintf(err, errlen, "out of memory");
@@ -488,6 +491,9 @@ cleanup:
     gg_extents_free(&c.xo);
     gg_extents_free(&c.xn);
     gg_pack_close(c.pack);
+    if (c.tails >= 0) {
+        close(c.tails);
+    }
     if (c.br != NULL) {
         gg_blob_reader_close(c.br);
         free(c.br);

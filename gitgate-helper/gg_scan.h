@@ -87,6 +87,9 @@ typedef struct {
                                            lines a pack's delta gave */
     uint64_t            extent_files;   /* of them, with neither
                                            version built (extents) */
+    uint64_t            tail_files;     /* of them, appended to an old
+                                           version known by its tail
+                                           (gg_tail.c), neither read */
 } gg_report_t;
 
 

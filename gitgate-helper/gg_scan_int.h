@@ -185,6 +185,7 @@ typedef struct {
     char                obj[GG_OID_HEXSZ + 1];  /* short sha or tag name */
     const char         *obj_kind;   /* "commit", "tag" */
     gg_pack_t          *pack;       /* blob contents: the packs first */
+    int                 tails;      /* gitgate-tails (gg_tail.c), or -1 */
     gg_blob_reader_t   *br;         /* then git cat-file */
     gg_blob_t           old;        /* the current file's, before */
     gg_blob_t           new;        /* and after */
@@ -351,6 +352,31 @@ size_t gg_v_lineno(gg_view_t *v, uint64_t pos);
 void gg_lines_number(gg_ctx_t *c, gg_view_t *d);
 /* whether a line may open a PEM block, the one secret over lines */
 int gg_opener(const char *p, size_t len);
+
+/*
+ * Blob tails (gg_tail.c): a blob's size, newline count and flags, kept
+ * in <repo>/gitgate-tails by id.  gg_tail_open(): its descriptor, or -1
+ * (no tails); gg_tail_get(): 1 and *t, or 0 (none); gg_tail_file(): a
+ * modified file the delta of which only appends to an old version with a
+ * record, scanned from the delta alone: 1, 0 (not one: read it), -1.
+ */
+#define GG_TAIL_SLOTS   (1U << 17)
+#define GG_TAIL_NL      1       /* empty, or ends with a newline */
+#define GG_TAIL_PLAIN   2       /* no decoded view (gg_dec_wanted()) */
+
+typedef struct {
+    uint64_t            size;
+    uint64_t            lines;      /* newline bytes */
+    uint32_t            flags;
+} gg_tail_t;
+
+int gg_tail_open(const char *repo);
+int gg_tail_get(int fd, const unsigned char *oid, gg_tail_t *t);
+void gg_tail_put(int fd, const unsigned char *oid, const gg_tail_t *t);
+void gg_tail_of(gg_tail_t *t, const char *d, size_t len);
+void gg_tail_of_ext(gg_tail_t *t, const gg_extents_t *x, int dec);
+int gg_tail_file(gg_ctx_t *c, const char *path, size_t index,
+    const git_oid *oid, const git_oid *nid);
 
 
 #endif /* GG_SCAN_INT_H */

@@ -414,6 +414,7 @@ gg_xfile(gg_ctx_t *c, const char *path, size_t index, const git_oid *oid,
     const git_oid *nid)
 {
     int        rc;
+    gg_tail_t  t;
     gg_view_t  d;
 
     rc = gg_xmatch(c, &d, oid, nid);
@@ -430,6 +431,14 @@ gg_xfile(gg_ctx_t *c, const char *path, size_t index, const git_oid *oid,
     /* scanned while the extents are held: a finding's line number is
      * counted through them */
     rc = gg_added_field(c, path, index, &d) < 0 ? -1 : 1;
+    if (rc == 1) {
+        gg_tail_of_ext(&t, &c->xn, c->dec);
+        gg_tail_put(c->tails, nid->id, &t);
+        if (gg_tail_get(c->tails, oid->id, &t) == 0) {
+            gg_tail_of_ext(&t, &c->xo, gg_dec_wanted_ext(&c->xo));
+            gg_tail_put(c->tails, oid->id, &t);
+        }
+    }
     gg_extents_release(c->pack, &c->xn);
     gg_extents_release(c->pack, &c->xo);
     return rc;

@@ -166,7 +166,7 @@ sub start {
 
 ###############################################################################
 
-$t->plan(164 + 13);
+$t->plan(164 + 13 + 12);
 
 # a clean push: several commits and an annotated tag
 
@@ -1049,6 +1049,109 @@ two_pushes('split', 'wl/j.txt', conf("key_a$GHP = 1\n"),
 # newline): the new line the head of the old one
 one_push('trail', 'wl/k.txt', conf_tail("${GHP}x"), conf_tail($GHP), 81);
 two_pushes('trail', 'wl/l.txt', conf_tail("${GHP}x"), conf_tail($GHP), 81);
+
+# appended bytes scanned from the delta alone (gg_tail.c, docs/gitgate.md
+# "Appended files"): a push leaves a record of each version it read (its
+# size, newline count, whether it ends with a newline and has no decoded
+# view) in the copy's gitgate-tails; a later thin push whose delta copies
+# that version whole and then only inserts is scanned from the inserts,
+# its lines numbered on from the record
+
+my $TAIL_WAYS = 4;
+my $TAIL_BUCKETS = (1 << 17) / $TAIL_WAYS;
+
+# the record of blob $oid: (flags, size, lines), or () when none; or the
+# offset of its way, of a free one, or of way 0 when $o{slot}
+sub tail_record {
+	my ($oid, %o) = @_;
+	my $raw = pack('H40', $oid);
+	my $at = unpack('N', $raw) % $TAIL_BUCKETS * $TAIL_WAYS * 48;
+	my $f = slurp("$R/gitgate-tails");
+	for my $w (0 .. $TAIL_WAYS - 1) {
+		my $r = substr($f, $at + $w * 48, 48);
+		next unless length($r) == 48;
+		my ($magic, $crc, $id, $flags, $size, $lines)
+			= unpack('V V a20 V Q< Q<', $r);
+		next unless $magic == 0x31544747 && $id eq $raw
+			&& $crc == Compress::Zlib::crc32(substr($r, 8));
+		return $o{slot} ? $at + $w * 48 : ($flags, $size, $lines);
+	}
+	return $o{slot} ? $at : ();
+}
+
+# writes the record of $oid in its way ($bad: with its CRC wrong)
+sub tail_write {
+	my ($oid, $flags, $size, $lines, $bad) = @_;
+	my $at = tail_record($oid, slot => 1);
+	my $body = pack('a20 V Q< Q<', pack('H40', $oid), $flags, $size, $lines);
+	my $crc = Compress::Zlib::crc32($body) ^ ($bad ? 1 : 0);
+	open my $fh, '+<:raw', "$R/gitgate-tails" or die "$!";
+	seek($fh, $at, 0) or die;
+	print $fh pack('V V', 0x31544747, $crc) . $body;
+	close $fh;
+}
+
+my $TAIL1 = join('', @FILL);
+start('wl2-tail');
+my $tc1 = commit('add', 'wl/t.txt' => $TAIL1);
+$r = git_push('HEAD:refs/heads/wl2-tail');
+is($r->{rc}, 0, 'blob tails: the first push passes') or diag($r->{out});
+my $tv1 = git($W, 'rev-parse', "$tc1:wl/t.txt");
+is(join(' ', tail_record($tv1)), '3 ' . length($TAIL1) . ' 80',
+	'blob tails: the first push recorded the file it added (ends with a '
+	. 'newline, no decoded view; its size; 80 lines)');
+my $tc2 = commit('append', 'wl/t.txt' => "${TAIL1}more = 1\n$GHP = 1\n");
+refused(git_push('HEAD:refs/heads/wl2-tail'), 'github_pat_classic', 'commit '
+	. substr($tc2, 0, 12) . ' file wl/t\.txt line 82',
+	'blob tails: a token appended, the thin push refused at its line');
+# the record alone numbers the appended lines: one that says 1000 more
+# lines moves the finding, so the old version was not read
+tail_write($tv1, 3, length($TAIL1), 1080);
+refused(git_push('HEAD:refs/heads/wl2-tail'), 'github_pat_classic', 'commit '
+	. substr($tc2, 0, 12) . ' file wl/t\.txt line 1082',
+	'blob tails: the old version not read, its record numbered the lines');
+# a record that does not check (a write cut short) is none
+tail_write($tv1, 3, length($TAIL1), 1080, 1);
+refused(git_push('HEAD:refs/heads/wl2-tail'), 'github_pat_classic', 'commit '
+	. substr($tc2, 0, 12) . ' file wl/t\.txt line 82',
+	'blob tails: a record whose CRC fails is not used');
+is(join(' ', tail_record($tv1)), '3 ' . length($TAIL1) . ' 80',
+	'blob tails: the old version read instead, its record written again');
+# a record of another size than the delta's base is not this version's
+tail_write($tv1, 3, length($TAIL1) + 1, 1080);
+refused(git_push('HEAD:refs/heads/wl2-tail'), 'github_pat_classic', 'commit '
+	. substr($tc2, 0, 12) . ' file wl/t\.txt line 82',
+	'blob tails: a record whose size is not the delta base\'s is not used');
+tail_write($tv1, 3, length($TAIL1), 80);
+
+# the old version's last line without a newline: it and the appended
+# bytes are one line, read whole (a token split across the two)
+my $TAIL2 = conf_tail(substr($GHP, 0, 20));
+start('wl2-tail-join');
+my $tj1 = commit('add', 'wl/u.txt' => $TAIL2);
+$r = git_push('HEAD:refs/heads/wl2-tail-join');
+is($r->{rc}, 0, 'blob tails: half a token, no newline: passes')
+	or diag($r->{out});
+is((tail_record(git($W, 'rev-parse', "$tj1:wl/u.txt")))[0], 2,
+	'blob tails: recorded as not ending with a newline');
+my $tj2 = commit('append', 'wl/u.txt' => $TAIL2 . substr($GHP, 20) . "\n");
+refused(git_push('HEAD:refs/heads/wl2-tail-join'), 'github_pat_classic',
+	'commit ' . substr($tj2, 0, 12) . ' file wl/u\.txt line 81',
+	'blob tails: a token completed across the end of the old version found');
+
+# appended bytes the delta copies from the old version (half a token
+# there, the rest inserted): read through the old version
+my $TAIL3 = join('', @FILL) . 'half = ' . substr($GHP, 0, 24) . "\n";
+start('wl2-tail-copy');
+commit('add', 'wl/v.txt' => $TAIL3);
+$r = git_push('HEAD:refs/heads/wl2-tail-copy');
+is($r->{rc}, 0, 'blob tails: half a token on a line: passes')
+	or diag($r->{out});
+my $tk2 = commit('append', 'wl/v.txt' => $TAIL3 . "more = 1\n" . 'half = '
+	. $GHP . "\n");
+refused(git_push('HEAD:refs/heads/wl2-tail-copy'), 'github_pat_classic',
+	'commit ' . substr($tk2, 0, 12) . ' file wl/v\.txt line 83',
+	'blob tails: a token made of copied and inserted bytes found');
 git($R, 'config', '--unset', 'receive.unpackLimit');
 
 # the compiled rule databases kept between runs (GITGATE_SCAN_CACHE,

@@ -1,0 +1,303 @@
+/*
+ * git-gate's blob tails (docs/gitgate.md, "Appended files"): what the
+ * push scan knows of a blob it has read, so that a later push that only
+ * appends to it is scanned without reading it again.
+ *
+ * A record is a blob's size, its newline count and two flags: it ends
+ * with a newline (or is empty), and it has no decoded view (no NUL byte,
+ * no compressed stream at 0: gg_dec_wanted()).  The scan writes one for
+ * every version of a file it has read whole or as extents, counted from
+ * those very bytes; gg_tail_file() uses the old version's.
+ *
+ * The records are a cache, in <repo>/gitgate-tails, the gate's own file
+ * beside its other state in the copy: GG_TAIL_SLOTS records of
+ * GG_TAIL_RECSZ bytes in buckets of GG_TAIL_WAYS, a blob's bucket chosen
+ * by its id, a new record written in a free way of it, else over one its
+ * id picks.  So the file never grows past 6 MB however many blobs the
+ * bottles push, and a record lost to another only costs the next push
+ * the old version's read.  Each record holds
+ * its blob's whole id and a CRC-32 of itself: a record of another blob,
+ * or half of one (two scans writing a slot at once), is no record.
+ * Blob ids name their bytes (git's receive-pack hashed every pushed
+ * object), so a record is true of every copy of that blob, pushed or
+ * fetched, accepted or not.
+ */
+
+#define _GNU_SOURCE
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <zlib.h>
+
+#include "gg_scan_int.h"
+
+
+#define GG_TAIL_MAGIC   0x31544747u     /* "GGT1" */
+#define GG_TAIL_RECSZ   48
+#define GG_TAIL_WAYS    4
+
+
+int
+gg_tail_open(const char *repo)
+{
+    char  path[4096];
+
+    if ((size_t) snprintf(path, sizeof(path), "%s/gitgate-tails", repo)
+        >= sizeof(path))
+    {
+        return -1;
+    }
+    /* none (a repository the scan cannot write): every push reads the
+     * old versions, as before */
+    return open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+}
+
+
+/* the offset of oid's bucket of GG_TAIL_WAYS records */
+static off_t
+gg_tail_bucket(const unsigned char *oid)
+{
+    uint32_t  h;
+
+    h = (uint32_t) oid[0] << 24 | (uint32_t) oid[1] << 16
+        | (uint32_t) oid[2] << 8 | oid[3];
+    return (off_t) (h % (GG_TAIL_SLOTS / GG_TAIL_WAYS))
+           * GG_TAIL_WAYS * GG_TAIL_RECSZ;
+}
+
+
+/* the record's bytes: magic, CRC-32 of what follows, id, flags, size,
+ * lines */
+static void
+gg_tail_pack(unsigned char *b, const unsigned char *oid, const gg_tail_t *t)
+{
+    uint32_t  v;
+
+    v = GG_TAIL_MAGIC;
+    memcpy(b, &v, 4);
+    memcpy(b + 8, oid, GG_PACK_OIDSZ);
+    memcpy(b + 28, &t->flags, 4);
+    memcpy(b + 32, &t->size, 8);
+    memcpy(b + 40, &t->lines, 8);
+    v = (uint32_t) crc32(0, b + 8, GG_TAIL_RECSZ - 8);
+    memcpy(b + 4, &v, 4);
+}
+
+
+/* whether b holds a whole record (of oid, when not NULL) */
+static int
+gg_tail_valid(const unsigned char *b, const unsigned char *oid)
+{
+    uint32_t  magic, crc;
+
+    memcpy(&magic, b, 4);
+    memcpy(&crc, b + 4, 4);
+    return magic == GG_TAIL_MAGIC
+           && (oid == NULL || memcmp(b + 8, oid, GG_PACK_OIDSZ) == 0)
+           && crc == (uint32_t) crc32(0, b + 8, GG_TAIL_RECSZ - 8);
+}
+
+
+/* oid's bucket read into b: the way holding oid's record, or -1 */
+static int
+gg_tail_find(int fd, const unsigned char *oid, unsigned char *b)
+{
+    int      w;
+    ssize_t  n;
+
+    n = pread(fd, b, GG_TAIL_WAYS * GG_TAIL_RECSZ, gg_tail_bucket(oid));
+    if (n < 0) {
+        n = 0;
+    }
+    memset(b + n, 0, GG_TAIL_WAYS * GG_TAIL_RECSZ - (size_t) n);
+    for (w = 0; w < GG_TAIL_WAYS; w++) {
+        if (gg_tail_valid(b + w * GG_TAIL_RECSZ, oid)) {
+            return w;
+        }
+    }
+    return -1;
+}
+
+
+int
+gg_tail_get(int fd, const unsigned char *oid, gg_tail_t *t)
+{
+    int            w;
+    unsigned char  b[GG_TAIL_WAYS * GG_TAIL_RECSZ], *r;
+
+    if (fd < 0 || (w = gg_tail_find(fd, oid, b)) < 0) {
+        return 0;
+    }
+    r = b + w * GG_TAIL_RECSZ;
+    memcpy(&t->flags, r + 28, 4);
+    memcpy(&t->size, r + 32, 8);
+    memcpy(&t->lines, r + 40, 8);
+    return 1;
+}
+
+
+void
+gg_tail_put(int fd, const unsigned char *oid, const gg_tail_t *t)
+{
+    int            w;
+    unsigned char  b[GG_TAIL_WAYS * GG_TAIL_RECSZ], r[GG_TAIL_RECSZ];
+
+    if (fd < 0) {
+        return;
+    }
+    gg_tail_pack(r, oid, t);
+    w = gg_tail_find(fd, oid, b);
+    if (w >= 0) {
+        if (memcmp(b + w * GG_TAIL_RECSZ, r, GG_TAIL_RECSZ) == 0) {
+            return;
+        }
+    } else {
+        /* a way holding no record, else one the id picks */
+        for (w = 0; w < GG_TAIL_WAYS; w++) {
+            if (!gg_tail_valid(b + w * GG_TAIL_RECSZ, NULL)) {
+                break;
+            }
+        }
+        if (w == GG_TAIL_WAYS) {
+            w = oid[4] % GG_TAIL_WAYS;
+        }
+    }
+    /* a write cut short leaves a record whose CRC fails: none */
+    if (pwrite(fd, r, GG_TAIL_RECSZ,
+               gg_tail_bucket(oid) + (off_t) w * GG_TAIL_RECSZ)
+        != GG_TAIL_RECSZ)
+    {
+        return;
+    }
+}
+
+
+/* the record of d[0, len) */
+void
+gg_tail_of(gg_tail_t *t, const char *d, size_t len)
+{
+    t->size = len;
+    t->lines = gg_count_lines(d, len);
+    t->flags = (len == 0 || d[len - 1] == '\n' ? GG_TAIL_NL : 0)
+               | (gg_dec_wanted(d, len) ? 0 : GG_TAIL_PLAIN);
+}
+
+
+/* the same of a version as extents */
+void
+gg_tail_of_ext(gg_tail_t *t, const gg_extents_t *x, int dec)
+{
+    size_t          i;
+    const gg_ext_t  *e;
+
+    t->size = x->len;
+    t->lines = 0;
+    for (i = 0; i < x->n; i++) {
+        e = &x->e[i];
+        t->lines += gg_count_lines((const char *) e->p, (size_t) e->len);
+    }
+    e = x->n ? &x->e[x->n - 1] : NULL;
+    t->flags = (x->len == 0 || (e != NULL && e->len
+                                && e->p[e->len - 1] == '\n') ? GG_TAIL_NL : 0)
+               | (dec ? 0 : GG_TAIL_PLAIN);
+}
+
+
+/*
+ * A modified file whose new version is stored as a delta on its old one
+ * that copies the old one whole, in order, first, and then only inserts
+ * bytes: the appended bytes are the delta's literals.  With the old
+ * version's record (its lines end with a newline, it has no decoded
+ * view) those bytes are its added lines, numbered on from the old
+ * version's, and neither version is read: 1 (scanned), 0 (not such a
+ * file: read it as before) or -1.
+ */
+int
+gg_tail_file(gg_ctx_t *c, const char *path, size_t index,
+    const git_oid *oid, const git_oid *nid)
+{
+    int                   rc;
+    size_t                len;
+    uint64_t              at;
+    gg_tail_t             t;
+    gg_field_t            fd;
+    gg_delta_op_t         op;
+    gg_delta_iter_t       it;
+    const unsigned char  *delta;
+
+    if (gg_tail_get(c->tails, oid->id, &t) != 1
+        || (t.flags & (GG_TAIL_NL | GG_TAIL_PLAIN))
+           != (GG_TAIL_NL | GG_TAIL_PLAIN)
+        || t.size < 3)
+    {
+        /* (under 3 bytes, the new version's first bytes would be partly
+         * appended ones: gg_dec_coding() reads 3) */
+        return 0;
+    }
+
+    rc = gg_pack_delta_of(&delta, &len, c->pack, nid->id, oid->id, c->err,
+                          c->errlen);
+    if (rc != 1) {
+        return rc;
+    }
+    if (gg_delta_init(&it, delta, len) != 0 || it.src_size != t.size) {
+        return 0;
+    }
+
+    /* the copies of the old version, whole and in order */
+    at = 0;
+    while (at < t.size) {
+        rc = gg_delta_next(&it, &op);
+        if (rc != 1 || !op.copy || op.off != at) {
+            return 0;
+        }
+        at += op.len;
+    }
+    if (at != t.size) {
+        return 0;
+    }
+
+    /* then inserts alone, gathered */
+    c->add.len = 0;
+    while ((rc = gg_delta_next(&it, &op)) == 1) {
+        if (op.copy) {
+            return 0;
+        }
+        if (gg_buf_add(&c->add, (const char *) op.data, op.len) != 0) {
+            snprintf(c->err, c->errlen, "out of memory");
+            return -1;
+        }
+    }
+    if (rc != 0 || it.done != it.dst_size
+        || (c->add.len > 0 && memchr(c->add.data, '\0', c->add.len) != NULL))
+    {
+        return 0;
+    }
+
+    c->r->files++;
+    c->r->delta_files++;
+    c->r->tail_files++;
+
+    memset(&fd, 0, sizeof(fd));
+    fd.kind = GG_F_FILE;
+    fd.name = path;
+    fd.index = index;
+    fd.first_line = 1 + t.lines;
+    fd.data = c->add.data;
+    fd.len = c->add.len;
+    c->r->added += fd.len;
+    if (gg_field(c, &fd) < 0) {
+        return -1;
+    }
+
+    t.size += c->add.len;
+    t.lines += gg_count_lines(c->add.data, c->add.len);
+    if (c->add.len > 0 && c->add.data[c->add.len - 1] != '\n') {
+        t.flags &= ~GG_TAIL_NL;
+    }
+    gg_tail_put(c->tails, nid->id, &t);
+    return 1;
+}
