@@ -431,9 +431,11 @@ $(BUILD)/fuzz/%_fuzz: fuzz/%_fuzz.c fuzz/fuzz.h $(LIB_SRCS) $(LIB_HDRS)
 	@mkdir -p $(dir $@)
 	clang $(FUZZ_CFLAGS) -o $@ $< $(LIB_SRCS) $(LIB_LIBS)
 
-# the suite, then the nginx-level tests again with the sanitizer build
+# the suite, then the nginx-level tests again with the sanitizer build;
+# two test files at a time (their ports never collide: docs/testing.md),
+# which keeps CI (.ci/run) well within its 45 minutes
 test: all asan
-	prove --timer -r t/
+	prove -j2 --timer -r t/
 	$(MAKE) --no-print-directory test-asan
 
 # The nginx-level tests with build-asan/: Debian's nginx is not
@@ -449,7 +451,7 @@ test-asan: asan
 	GG_EXTENT_TEST=build-asan/unit/gg_extent_test GG_LMATCH_TEST=build-asan/unit/gg_lmatch_test \
 	SUPERVISE_HELPER=build-asan/supervise-helper \
 	TEST_NGINX_PRELOAD="$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so)" \
-	    prove --timer t/ t/unit/gg_pack.t t/unit/gg_delta.t t/unit/gg_extent.t \
+	    prove -j2 --timer t/ t/unit/gg_pack.t t/unit/gg_delta.t t/unit/gg_extent.t \
 	    t/unit/gg_lmatch.t
 
 # `make compat`: the module (--with-compat) and nginx built from each

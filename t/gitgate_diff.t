@@ -26,7 +26,7 @@
 #   GG_DIFF_SEED=N      the run's seed (printed; replays the run)
 #   GG_DIFF_CASES=N     random cases besides one of each hostile shape (8)
 #   GG_DIFF_SHAPES=a,b  only these shapes (random, mode, header, nulmsg,
-#                       tag, utf16, gzip, xdel, pem, names)
+#                       tag, utf16, gzip, xdel, pem, names, tail)
 #   GG_DIFF_PACKS=a,b   only these pack shapes (plain, thin, repack,
 #                       fastimport)
 #   GG_DIFF_ONLY=N      only case N of the run (with its seed: a replay)
@@ -74,7 +74,7 @@ my $d = $t->testdir();
 
 my $SEED = $ENV{GG_DIFF_SEED} // (time() ^ ($$ << 8)) % 1000000007;
 my $NCASES = $ENV{GG_DIFF_CASES} // 8;
-my @HOSTILE = qw/ mode header nulmsg tag utf16 gzip xdel pem names /;
+my @HOSTILE = qw/ mode header nulmsg tag utf16 gzip xdel pem names tail /;
 my @SHAPES = $ENV{GG_DIFF_SHAPES} ? split(/,/, $ENV{GG_DIFF_SHAPES})
 	: ('random', @HOSTILE);
 my @PACKS = $ENV{GG_DIFF_PACKS} ? split(/,/, $ENV{GG_DIFF_PACKS})
@@ -780,6 +780,39 @@ sub run_case {
 		$files{"vendor/$v3[1]"} = [ '160000', rstr(40, '0123456789abcdef') ];
 		$files{"empty/$v3[2]"} = {};
 		$commit->("names\n", '');
+	} elsif ($shape eq 'tail') {
+		# appends to files a clean push appended to first, so that the
+		# gate has their records (gg_tail.c): secrets appended, an old
+		# line again with a secret after it, a token begun on the old
+		# last line (no newline) and ended by the appended bytes
+		my @p = sort keys %lines;
+		for my $p (@p) {
+			$files{$p}[1] .= join('', map { text_line() . "\n" }
+				0 .. rnd(20));
+		}
+		my $j = pick(@p);
+		my $tok = rstr(36);
+		my $cut = 4 + rnd(20);
+		$files{$j}[1] .= 'x = ghp_' . substr($tok, 0, $cut);
+		$commit->("clean\n");
+		push @pushes, [ [ 'refs/heads/main', $head ] ];
+		$files{$j}[1] .= substr($tok, $cut) . "\n";
+		for (0 .. rnd(2)) {
+			for my $p (grep { rnd(2) } @p) {
+				my @add = map { text_line() } 0 .. rnd(10);
+				my ($sec) = secret();
+				my $k = rnd(3);
+				if ($k == 0) {
+					splice(@add, rnd(@add + 1), 0, @$sec);
+				} elsif ($k == 1) {
+					my @ol = grep { length > 8 } split(/\n/,
+						$files{$p}[1]);
+					push @add, pick(@ol) . ' ' . $sec->[0] if @ol;
+				}
+				$files{$p}[1] .= join('', map { "$_\n" } @add);
+			}
+			$commit->("append\n");
+		}
 	} elsif ($shape eq 'xdel') {
 		# x<token> and <token>x pushed, then the x deleted
 		my @tok = ('ghp_' . rstr(36), 'glpat-' . rstr(20),
@@ -844,7 +877,9 @@ sub run_case {
 
 my @cases;
 srand($SEED);
-push @cases, [ $_, pick(@PACKS) ] for grep { $_ ne 'random' } @SHAPES;
+# (appends are read from the delta alone only in a thin push)
+push @cases, [ $_, $_ eq 'tail' && grep({ $_ eq 'thin' } @PACKS) ? 'thin'
+	: pick(@PACKS) ] for grep { $_ ne 'random' } @SHAPES;
 if (grep { $_ eq 'random' } @SHAPES) {
 	push @cases, [ 'random', $PACKS[$_ % @PACKS] ] for 0 .. $NCASES - 1;
 }
