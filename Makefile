@@ -187,9 +187,11 @@ bench-gitgate: $(BUILD)/gitgate_scan_bench
 
 # the push scan per text shape (issue 34), the hook's own process timed
 # too (start-up included): BENCH_GITGATE_SHAPES x push-add, push-append,
-# push-edit, at 1 MB and at BENCH_GITGATE_SHAPE_MB (50)
+# push-again (an append after an earlier push appended to the same files:
+# that one scanned first, unmeasured, as the gate would have, leaving its
+# blob tails), push-edit, at 1 MB and at BENCH_GITGATE_SHAPE_MB (50)
 BENCH_GITGATE_SHAPES ?= words code json long base64
-BENCH_GITGATE_SHAPE_MODES ?= push-add push-append push-edit
+BENCH_GITGATE_SHAPE_MODES ?= push-add push-append push-again push-edit
 BENCH_GITGATE_SHAPE_MB ?= 50
 # the hook measured: the resident scanner's client (its child's CPU
 # counted), or $(BUILD)/gitgate-scan, a process per push
@@ -206,6 +208,12 @@ bench-gitgate-shapes: $(BUILD)/gitgate_scan_bench $(BUILD)/gitgate-scan \
 	      dir=$$(mktemp -d /tmp/gitgate-bench.XXXXXX); \
 	      set -- $$(python3 bench/gitgate_bench.py $$dir/r.git $$mode \
 	                $$mb $$shape); \
+	      if [ -n "$$3" ]; then \
+	        git -C $$dir/r.git update-ref refs/heads/main $$3; \
+	        BENCH_KEEP_TAILS=1 $(BUILD)/gitgate_scan_bench $$dir/r.git \
+	            $$3 $$1 refs/heads/main 1 > /dev/null; \
+	        git -C $$dir/r.git update-ref refs/heads/main $$1; \
+	      fi; \
 	      echo "== $$shape $$mode: $$mb MB of added lines"; \
 	      HOOK=$(BENCH_GITGATE_HOOK) $(BUILD)/gitgate_scan_bench \
 	          $$dir/r.git $$1 $$2 refs/heads/main $(BENCH_GITGATE_RUNS); \

@@ -33,6 +33,12 @@
  * push (reported back: GITGATE_SCAND_REPORT) to the client's own.  A
  * fresh child's figure leaves out the scanner's fork (about 1 ms at 1
  * MB) and the child's exit.
+ *
+ * Every run starts from the repository's blob tails (gg_tail.c) as they
+ * were before the first: a run does not profit from the records an
+ * earlier run of the same push wrote.  BENCH_KEEP_TAILS=1 keeps what
+ * the runs wrote instead (make bench-gitgate-shapes: the earlier push
+ * of push-again, scanned first as the gate would have).
  */
 
 #define _POSIX_C_SOURCE  200809L
@@ -410,6 +416,61 @@ hook_run(const char *hook, const char *dir, const char *repo,
 }
 
 
+/*
+ * The repository's blob tails (gg_tail.c) as they were before the push:
+ * put back before each run, so that no run reads the records an earlier
+ * run of the same push wrote (its old versions'), only those the gate
+ * had before it (push-again: the earlier push's)
+ */
+static char    *tails;
+static size_t   tails_len;
+static int      tails_keep;     /* BENCH_KEEP_TAILS: the runs' stay */
+
+static void
+tails_save(const char *repo)
+{
+    char   path[4096];
+    FILE  *f;
+    long   n;
+
+    snprintf(path, sizeof(path), "%s/gitgate-tails", repo);
+    f = fopen(path, "rb");
+    if (f == NULL) {
+        return;
+    }
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0
+        && fseek(f, 0, SEEK_SET) == 0
+        && (tails = malloc((size_t) n)) != NULL
+        && fread(tails, 1, (size_t) n, f) == (size_t) n)
+    {
+        tails_len = (size_t) n;
+    }
+    fclose(f);
+}
+
+static void
+tails_restore(const char *repo)
+{
+    int   fd;
+    char  path[4096];
+
+    if (tails_keep) {
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/gitgate-tails", repo);
+    if (tails_len == 0) {
+        unlink(path);
+        return;
+    }
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || write(fd, tails, tails_len) != (ssize_t) tails_len) {
+        fprintf(stderr, "gitgate_scan_bench: cannot write %s\n", path);
+        exit(1);
+    }
+    close(fd);
+}
+
+
 static void
 hook_measure(const char *hook, const char *repo, const char *quarantine,
     const char *line, uint64_t added, int runs)
@@ -434,6 +495,7 @@ hook_measure(const char *hook, const char *repo, const char *quarantine,
     fresh = -1;
     best = -1;
     for (i = 0; i < runs + 2; i++) {
+        tails_restore(repo);
         t = hook_run(hook, dir, repo, quarantine, line);
         if (t < 0) {
             printf("hook: %s did not run\n", hook);
@@ -524,7 +586,10 @@ main(int argc, char **argv)
 
     best = 0;
     added = 0;
+    tails_keep = getenv("BENCH_KEEP_TAILS") != NULL;
+    tails_save(argv[1]);
     for (i = 0; i < (quick ? 1 : runs); i++) {
+        tails_restore(argv[1]);
         w0 = clock_of(CLOCK_MONOTONIC);
         c0 = clock_of(CLOCK_PROCESS_CPUTIME_ID);
         k0 = clock_children();
@@ -586,6 +651,7 @@ main(int argc, char **argv)
     if (getenv("HOOK") != NULL && added > 0) {
         hook_measure(getenv("HOOK"), argv[1], quarantine, line, added, runs);
     }
+    tails_restore(argv[1]);
 
     gg_updates_free(&u);
     bottle_scan_secrets_free(sec);

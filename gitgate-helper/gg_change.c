@@ -235,11 +235,15 @@ gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index)
     }
 
     /* what a later push appending to either version needs (gg_tail.c) */
-    if (rc == 0 && !xdone) {
-        gg_tail_of(&t, nd, nlen);
-        gg_tail_put(c->tails, d->new_file.id.id, &t);
-        if (od != NULL && gg_tail_get(c->tails, d->old_file.id.id, &t) == 0) {
-            gg_tail_of(&t, od, olen);
+    if (rc == 0 && !xdone && c->tails >= 0) {
+        if (nlen >= GG_TAIL_MIN) {
+            gg_tail_of(c, &t, nd, nlen);
+            gg_tail_put(c->tails, d->new_file.id.id, &t);
+        }
+        if (od != NULL && olen >= GG_TAIL_MIN
+            && gg_tail_get(c->tails, d->old_file.id.id, &t) == 0)
+        {
+            gg_tail_of(c, &t, od, olen);
             gg_tail_put(c->tails, d->old_file.id.id, &t);
         }
     }

@@ -301,8 +301,9 @@ gg_file_fd(gg_field_t *fd, const char *path, size_t index)
  * The added lines of one file: all of it when it is new (old NULL); the
  * lines the pack's delta between the two versions does not copy
  * (gg_delta_lines()); the appended part when the old content is a prefix
- * of the new one ending in a newline (most edits that grow a file, and no
- * diff to run); else the added lines of a line diff.
+ * of the new one ending in a newline whose last line opens no PEM block
+ * (most edits that grow a file, and no diff to run); else the added
+ * lines of a line diff.
  */
 int
 gg_file(gg_ctx_t *c, const char *path, size_t index, const char *o,
@@ -325,8 +326,11 @@ gg_file(gg_ctx_t *c, const char *path, size_t index, const char *o,
         if (rc < 0) {
             return -1;
         }
+        /* (not when the old version's last line may open a PEM block:
+         * the line diff gives it to the appended lines as context) */
+        gg_view_buf(&dv, o, olen);
         if (rc == 0 && olen <= nlen && (olen == 0 || o[olen - 1] == '\n')
-            && memcmp(o, d, olen) == 0)
+            && memcmp(o, d, olen) == 0 && gg_v_last_opener(c, &dv) == 0)
         {
             fd.first_line = 1 + gg_count_lines(o, olen);
             d += olen;

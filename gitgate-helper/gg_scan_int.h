@@ -352,6 +352,9 @@ size_t gg_v_lineno(gg_view_t *v, uint64_t pos);
 void gg_lines_number(gg_ctx_t *c, gg_view_t *d);
 /* whether a line may open a PEM block, the one secret over lines */
 int gg_opener(const char *p, size_t len);
+/* whether v's last line (after its last newline but the final one) may:
+ * 1, 0, or -1 (out of memory) */
+int gg_v_last_opener(gg_ctx_t *c, gg_view_t *v);
 
 /*
  * Blob tails (gg_tail.c): a blob's size, newline count and flags, kept
@@ -361,8 +364,11 @@ int gg_opener(const char *p, size_t len);
  * record, scanned from the delta alone: 1, 0 (not one: read it), -1.
  */
 #define GG_TAIL_SLOTS   (1U << 17)
+#define GG_TAIL_MIN     1024    /* bytes: a smaller blob has none */
 #define GG_TAIL_NL      1       /* empty, or ends with a newline */
 #define GG_TAIL_PLAIN   2       /* no decoded view (gg_dec_wanted()) */
+#define GG_TAIL_OPENER  4       /* its last line may open a PEM block
+                                   (gg_opener()) */
 
 typedef struct {
     uint64_t            size;
@@ -373,8 +379,9 @@ typedef struct {
 int gg_tail_open(const char *repo);
 int gg_tail_get(int fd, const unsigned char *oid, gg_tail_t *t);
 void gg_tail_put(int fd, const unsigned char *oid, const gg_tail_t *t);
-void gg_tail_of(gg_tail_t *t, const char *d, size_t len);
-void gg_tail_of_ext(gg_tail_t *t, const gg_extents_t *x, int dec);
+void gg_tail_of(gg_ctx_t *c, gg_tail_t *t, const char *d, size_t len);
+void gg_tail_of_ext(gg_ctx_t *c, gg_tail_t *t, const gg_extents_t *x,
+    int dec);
 int gg_tail_file(gg_ctx_t *c, const char *path, size_t index,
     const git_oid *oid, const git_oid *nid);
 

@@ -3,11 +3,15 @@
  * push scan knows of a blob it has read, so that a later push that only
  * appends to it is scanned without reading it again.
  *
- * A record is a blob's size, its newline count and two flags: it ends
- * with a newline (or is empty), and it has no decoded view (no NUL byte,
- * no compressed stream at 0: gg_dec_wanted()).  The scan writes one for
- * every version of a file it has read whole or as extents, counted from
- * those very bytes; gg_tail_file() uses the old version's.
+ * A record is a blob's size, its newline count and three flags: it ends
+ * with a newline (or is empty), it has no decoded view (no NUL byte, no
+ * compressed stream at 0: gg_dec_wanted()), its last line may open a PEM
+ * block (gg_opener(): the appended lines would need it as context, as
+ * gg_match_lines() gives it).  The scan writes one for
+ * every version of a file of GG_TAIL_MIN bytes or more it has read whole
+ * or as extents, counted from those very bytes (a smaller one costs
+ * about as much to read as its record does); gg_tail_file() uses the old
+ * version's.
  *
  * The records are a cache, in <repo>/gitgate-tails, the gate's own file
  * beside its other state in the copy: GG_TAIL_SLOTS records of
@@ -145,7 +149,7 @@ gg_tail_put(int fd, const unsigned char *oid, const gg_tail_t *t)
     int            w;
     unsigned char  b[GG_TAIL_WAYS * GG_TAIL_RECSZ], r[GG_TAIL_RECSZ];
 
-    if (fd < 0) {
+    if (fd < 0 || t->size < GG_TAIL_MIN) {
         return;
     }
     gg_tail_pack(r, oid, t);
@@ -175,22 +179,36 @@ gg_tail_put(int fd, const unsigned char *oid, const gg_tail_t *t)
 }
 
 
+/* the flags of v: GG_TAIL_NL, GG_TAIL_OPENER (also when memory ran out
+ * looking) */
+static uint32_t
+gg_tail_flags(gg_ctx_t *c, gg_view_t *v, int last_nl)
+{
+    return (v->len == 0 || last_nl ? GG_TAIL_NL : 0)
+           | (gg_v_last_opener(c, v) != 0 ? GG_TAIL_OPENER : 0);
+}
+
+
 /* the record of d[0, len) */
 void
-gg_tail_of(gg_tail_t *t, const char *d, size_t len)
+gg_tail_of(gg_ctx_t *c, gg_tail_t *t, const char *d, size_t len)
 {
+    gg_view_t  v;
+
+    gg_view_buf(&v, d, len);
     t->size = len;
     t->lines = gg_count_lines(d, len);
-    t->flags = (len == 0 || d[len - 1] == '\n' ? GG_TAIL_NL : 0)
+    t->flags = gg_tail_flags(c, &v, len > 0 && d[len - 1] == '\n')
                | (gg_dec_wanted(d, len) ? 0 : GG_TAIL_PLAIN);
 }
 
 
 /* the same of a version as extents */
 void
-gg_tail_of_ext(gg_tail_t *t, const gg_extents_t *x, int dec)
+gg_tail_of_ext(gg_ctx_t *c, gg_tail_t *t, const gg_extents_t *x, int dec)
 {
     size_t          i;
+    gg_view_t       v;
     const gg_ext_t  *e;
 
     t->size = x->len;
@@ -200,8 +218,9 @@ gg_tail_of_ext(gg_tail_t *t, const gg_extents_t *x, int dec)
         t->lines += gg_count_lines((const char *) e->p, (size_t) e->len);
     }
     e = x->n ? &x->e[x->n - 1] : NULL;
-    t->flags = (x->len == 0 || (e != NULL && e->len
-                                && e->p[e->len - 1] == '\n') ? GG_TAIL_NL : 0)
+    gg_view_ext(&v, x);
+    t->flags = gg_tail_flags(c, &v, e != NULL && e->len
+                                    && e->p[e->len - 1] == '\n')
                | (dec ? 0 : GG_TAIL_PLAIN);
 }
 
@@ -211,7 +230,7 @@ gg_tail_of_ext(gg_tail_t *t, const gg_extents_t *x, int dec)
  * that copies the old one whole, in order, first, and then only inserts
  * bytes: the appended bytes are the delta's literals.  With the old
  * version's record (its lines end with a newline, it has no decoded
- * view) those bytes are its added lines, numbered on from the old
+ * view, its last line opens no PEM block) those bytes are its added lines, numbered on from the old
  * version's, and neither version is read: 1 (scanned), 0 (not such a
  * file: read it as before) or -1.
  */
@@ -223,13 +242,14 @@ gg_tail_file(gg_ctx_t *c, const char *path, size_t index,
     size_t                len;
     uint64_t              at;
     gg_tail_t             t;
+    gg_view_t             v;
     gg_field_t            fd;
     gg_delta_op_t         op;
     gg_delta_iter_t       it;
     const unsigned char  *delta;
 
     if (gg_tail_get(c->tails, oid->id, &t) != 1
-        || (t.flags & (GG_TAIL_NL | GG_TAIL_PLAIN))
+        || (t.flags & (GG_TAIL_NL | GG_TAIL_PLAIN | GG_TAIL_OPENER))
            != (GG_TAIL_NL | GG_TAIL_PLAIN)
         || t.size < 3)
     {
@@ -293,11 +313,13 @@ gg_tail_file(gg_ctx_t *c, const char *path, size_t index,
         return -1;
     }
 
+    /* the new version's last line is the appended bytes' */
+    gg_view_buf(&v, c->add.data, c->add.len);
     t.size += c->add.len;
     t.lines += gg_count_lines(c->add.data, c->add.len);
-    if (c->add.len > 0 && c->add.data[c->add.len - 1] != '\n') {
-        t.flags &= ~GG_TAIL_NL;
-    }
+    t.flags = gg_tail_flags(c, &v, c->add.len == 0
+                                   || c->add.data[c->add.len - 1] == '\n')
+              | GG_TAIL_PLAIN;
     gg_tail_put(c->tails, nid->id, &t);
     return 1;
 }

@@ -358,6 +358,22 @@ gg_v_opener(gg_ctx_t *c, gg_view_t *v, uint64_t a, uint64_t b, int *oom)
 }
 
 
+int
+gg_v_last_opener(gg_ctx_t *c, gg_view_t *v)
+{
+    int       oom, r;
+    uint64_t  q, pl;
+
+    if (v->len == 0 || !gg_v_pem(v)) {
+        return 0;
+    }
+    pl = v->len > 1 && gg_v_rchr(v, 0, v->len - 1, &q) ? q + 1 : 0;
+    oom = 0;
+    r = gg_v_opener(c, v, pl, v->len, &oom);
+    return oom ? -1 : r;
+}
+
+
 /* how many bytes x from xa and y from ya have in common, up to lim */
 static uint64_t
 gg_v_common(gg_view_t *x, uint64_t xa, gg_view_t *y, uint64_t ya,

@@ -431,11 +431,15 @@ gg_xfile(gg_ctx_t *c, const char *path, size_t index, const git_oid *oid,
     /* scanned while the extents are held: a finding's line number is
      * counted through them */
     rc = gg_added_field(c, path, index, &d) < 0 ? -1 : 1;
-    if (rc == 1) {
-        gg_tail_of_ext(&t, &c->xn, c->dec);
-        gg_tail_put(c->tails, nid->id, &t);
-        if (gg_tail_get(c->tails, oid->id, &t) == 0) {
-            gg_tail_of_ext(&t, &c->xo, gg_dec_wanted_ext(&c->xo));
+    if (rc == 1 && c->tails >= 0) {
+        if (c->xn.len >= GG_TAIL_MIN) {
+            gg_tail_of_ext(c, &t, &c->xn, c->dec);
+            gg_tail_put(c->tails, nid->id, &t);
+        }
+        if (c->xo.len >= GG_TAIL_MIN
+            && gg_tail_get(c->tails, oid->id, &t) == 0)
+        {
+            gg_tail_of_ext(c, &t, &c->xo, gg_dec_wanted_ext(&c->xo));
             gg_tail_put(c->tails, oid->id, &t);
         }
     }

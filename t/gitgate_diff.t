@@ -786,9 +786,10 @@ sub run_case {
 		# line again with a secret after it, a token begun on the old
 		# last line (no newline) and ended by the appended bytes
 		my @p = sort keys %lines;
+		# (1 KB and more: a smaller file has no record)
 		for my $p (@p) {
 			$files{$p}[1] .= join('', map { text_line() . "\n" }
-				0 .. rnd(20));
+				0 .. 60 + rnd(40));
 		}
 		my $j = pick(@p);
 		my $tok = rstr(36);

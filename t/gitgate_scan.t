@@ -166,7 +166,7 @@ sub start {
 
 ###############################################################################
 
-$t->plan(164 + 13 + 12);
+$t->plan(164 + 13 + 16);
 
 # a clean push: several commits and an annotated tag
 
@@ -1152,6 +1152,26 @@ my $tk2 = commit('append', 'wl/v.txt' => $TAIL3 . "more = 1\n" . 'half = '
 refused(git_push('HEAD:refs/heads/wl2-tail-copy'), 'github_pat_classic',
 	'commit ' . substr($tk2, 0, 12) . ' file wl/v\.txt line 83',
 	'blob tails: a token made of copied and inserted bytes found');
+# a PEM header the old version's last line, the key appended: the header
+# is the appended lines' context however the file is read (a thin push:
+# its record says its last line may open a block, so the delta alone is
+# not enough; sent whole: the appended part is not taken alone)
+my $PEM1 = join('', @FILL) . "-----BEGIN RSA PRIVATE KEY-----\n";
+start('wl2-tail-pem');
+my $pc1 = commit('add', 'wl/p.txt' => $PEM1);
+$r = git_push('HEAD:refs/heads/wl2-tail-pem');
+is($r->{rc}, 0, 'blob tails: a PEM header alone at the end passes')
+	or diag($r->{out});
+is((tail_record(git($W, 'rev-parse', "$pc1:wl/p.txt")))[0], 7,
+	'blob tails: recorded as its last line may open a PEM block');
+my $pc2 = commit('append', 'wl/p.txt' => $PEM1 . 'MIIEow' . ('Ab9' x 20)
+	. "\n-----END RSA PRIVATE KEY-----\n");
+for my $how ('--thin', '--no-thin') {
+	refused(git_push($how, 'HEAD:refs/heads/wl2-tail-pem'), 'private_key',
+		'commit ' . substr($pc2, 0, 12) . ' file wl/p\.txt line 81',
+		"blob tails: a key appended under the old last line's header "
+		. "found ($how)");
+}
 git($R, 'config', '--unset', 'receive.unpackLimit');
 
 # the compiled rule databases kept between runs (GITGATE_SCAN_CACHE,
