@@ -116,7 +116,7 @@ gg_read(const char **data, size_t *len, gg_pobj_t **po, gg_blob_t *buf,
 int
 gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index)
 {
-    int          n, rc, fresh, packed, xdone;
+    int          n, rc, fresh, packed, xdone, dec;
     size_t       nlen, olen;
     gg_blob_t   *oldb, *newb;
     gg_pobj_t   *npo, *opo;
@@ -229,7 +229,8 @@ gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index)
     }
 
     /* its decoded views: gzip/zlib data, UTF-16 text (gg_decode.c) */
-    if (rc == 0) {
+    dec = rc == 0 && nlen > 0 && gg_dec_wanted(nd, nlen);
+    if (dec) {
         rc = gg_decoded(c, n ? NULL : d->new_file.path, index, od, olen, nd,
                         nlen);
     }
@@ -237,13 +238,13 @@ gg_delta(gg_ctx_t *c, const git_diff_delta *d, size_t index)
     /* what a later push appending to either version needs (gg_tail.c) */
     if (rc == 0 && !xdone && c->tails >= 0) {
         if (nlen >= GG_TAIL_MIN) {
-            gg_tail_of(c, &t, nd, nlen);
+            gg_tail_of(c, &t, nd, nlen, dec);
             gg_tail_put(c->tails, d->new_file.id.id, &t);
         }
         if (od != NULL && olen >= GG_TAIL_MIN
             && gg_tail_get(c->tails, d->old_file.id.id, &t) == 0)
         {
-            gg_tail_of(c, &t, od, olen);
+            gg_tail_of(c, &t, od, olen, gg_dec_wanted(od, olen));
             gg_tail_put(c->tails, d->old_file.id.id, &t);
         }
     }

@@ -337,7 +337,7 @@ gg_pack_add(gg_pack_t *p, const gg_packfile_t *f)
 /*
  * path mapped read-only; populate: its page table filled at once (a VM's
  * page fault costs 10-14 us, each mapping 16 pages at most), for a
- * quarantine's pack, read nearly whole by the scan, up to
+ * quarantine's pack, mostly read whole by the scan, up to
  * GG_PACK_POPULATE bytes
  */
 static int

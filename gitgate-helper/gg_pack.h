@@ -32,8 +32,10 @@
 /* the most packs opened per directory */
 #define GG_PACK_MAX_PACKS       256
 /* a quarantine's pack up to this size is mapped with its page table
- * filled at once (MAP_POPULATE); a bigger one a fault at a time */
-#define GG_PACK_POPULATE        (64ULL * 1024 * 1024)
+ * filled at once (MAP_POPULATE); a bigger one a fault at a time (a thin
+ * push's holds its bases whole, index-pack --fix-thin appends them, and
+ * a scan that reads only its deltas (gg_tail.c) would pay for them) */
+#define GG_PACK_POPULATE        (4ULL * 1024 * 1024)
 /* the most extents a version is built of (gg_pack_extents()); over it,
  * the version is read whole instead */
 #define GG_EXT_MAX              (1024 * 1024)

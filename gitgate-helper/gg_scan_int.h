@@ -379,7 +379,8 @@ typedef struct {
 int gg_tail_open(const char *repo);
 int gg_tail_get(int fd, const unsigned char *oid, gg_tail_t *t);
 void gg_tail_put(int fd, const unsigned char *oid, const gg_tail_t *t);
-void gg_tail_of(gg_ctx_t *c, gg_tail_t *t, const char *d, size_t len);
+void gg_tail_of(gg_ctx_t *c, gg_tail_t *t, const char *d, size_t len,
+    int dec);
 void gg_tail_of_ext(gg_ctx_t *c, gg_tail_t *t, const gg_extents_t *x,
     int dec);
 int gg_tail_file(gg_ctx_t *c, const char *path, size_t index,

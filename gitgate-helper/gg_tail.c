@@ -180,7 +180,7 @@ gg_tail_put(int fd, const unsigned char *oid, const gg_tail_t *t)
 
 
 /* the flags of v: GG_TAIL_NL, GG_TAIL_OPENER (also when memory ran out
- * looking) */
+ * looking); its last line found from its end, only it read */
 static uint32_t
 gg_tail_flags(gg_ctx_t *c, gg_view_t *v, int last_nl)
 {
@@ -189,9 +189,9 @@ gg_tail_flags(gg_ctx_t *c, gg_view_t *v, int last_nl)
 }
 
 
-/* the record of d[0, len) */
+/* the record of d[0, len); dec: whether it has decoded views */
 void
-gg_tail_of(gg_ctx_t *c, gg_tail_t *t, const char *d, size_t len)
+gg_tail_of(gg_ctx_t *c, gg_tail_t *t, const char *d, size_t len, int dec)
 {
     gg_view_t  v;
 
@@ -199,7 +199,7 @@ gg_tail_of(gg_ctx_t *c, gg_tail_t *t, const char *d, size_t len)
     t->size = len;
     t->lines = gg_count_lines(d, len);
     t->flags = gg_tail_flags(c, &v, len > 0 && d[len - 1] == '\n')
-               | (gg_dec_wanted(d, len) ? 0 : GG_TAIL_PLAIN);
+               | (dec ? 0 : GG_TAIL_PLAIN);
 }
 
 

@@ -364,7 +364,7 @@ gg_v_last_opener(gg_ctx_t *c, gg_view_t *v)
     int       oom, r;
     uint64_t  q, pl;
 
-    if (v->len == 0 || !gg_v_pem(v)) {
+    if (v->len == 0) {
         return 0;
     }
     pl = v->len > 1 && gg_v_rchr(v, 0, v->len - 1, &q) ? q + 1 : 0;
