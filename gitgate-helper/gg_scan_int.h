@@ -352,6 +352,8 @@ size_t gg_v_lineno(gg_view_t *v, uint64_t pos);
 void gg_lines_number(gg_ctx_t *c, gg_view_t *d);
 /* whether a line may open a PEM block, the one secret over lines */
 int gg_opener(const char *p, size_t len);
+/* the newlines of v (a source's counted once, per block, and kept) */
+uint64_t gg_v_count_lines(gg_view_t *v);
 /* whether v's last line (after its last newline but the final one) may:
  * 1, 0, or -1 (out of memory) */
 int gg_v_last_opener(gg_ctx_t *c, gg_view_t *v);
@@ -365,6 +367,7 @@ int gg_v_last_opener(gg_ctx_t *c, gg_view_t *v);
  */
 #define GG_TAIL_SLOTS   (1U << 17)
 #define GG_TAIL_MIN     1024    /* bytes: a smaller blob has none */
+#define GG_TAIL_EXTENTS 64      /* a version of more extents has none */
 #define GG_TAIL_NL      1       /* empty, or ends with a newline */
 #define GG_TAIL_PLAIN   2       /* no decoded view (gg_dec_wanted()) */
 #define GG_TAIL_OPENER  4       /* its last line may open a PEM block

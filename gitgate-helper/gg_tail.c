@@ -207,18 +207,15 @@ gg_tail_of(gg_ctx_t *c, gg_tail_t *t, const char *d, size_t len, int dec)
 void
 gg_tail_of_ext(gg_ctx_t *c, gg_tail_t *t, const gg_extents_t *x, int dec)
 {
-    size_t          i;
     gg_view_t       v;
     const gg_ext_t  *e;
 
-    t->size = x->len;
-    t->lines = 0;
-    for (i = 0; i < x->n; i++) {
-        e = &x->e[i];
-        t->lines += gg_count_lines((const char *) e->p, (size_t) e->len);
-    }
-    e = x->n ? &x->e[x->n - 1] : NULL;
+    /* (the versions of a push are mostly the same few sources: each
+     * source's newlines counted once) */
     gg_view_ext(&v, x);
+    t->size = x->len;
+    t->lines = gg_v_count_lines(&v);
+    e = x->n ? &x->e[x->n - 1] : NULL;
     t->flags = gg_tail_flags(c, &v, e != NULL && e->len
                                     && e->p[e->len - 1] == '\n')
                | (dec ? 0 : GG_TAIL_PLAIN);

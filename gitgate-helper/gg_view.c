@@ -358,6 +358,13 @@ gg_v_opener(gg_ctx_t *c, gg_view_t *v, uint64_t a, uint64_t b, int *oom)
 }
 
 
+uint64_t
+gg_v_count_lines(gg_view_t *v)
+{
+    return gg_v_lines(v, 0, v->len);
+}
+
+
 int
 gg_v_last_opener(gg_ctx_t *c, gg_view_t *v)
 {

@@ -431,12 +431,15 @@ gg_xfile(gg_ctx_t *c, const char *path, size_t index, const git_oid *oid,
     /* scanned while the extents are held: a finding's line number is
      * counted through them */
     rc = gg_added_field(c, path, index, &d) < 0 ? -1 : 1;
+    /* the versions' records (gg_tail.c), of those of a few extents (one
+     * edited throughout is many, and counting its lines would cost the
+     * push a tenth more) */
     if (rc == 1 && c->tails >= 0) {
-        if (c->xn.len >= GG_TAIL_MIN) {
+        if (c->xn.len >= GG_TAIL_MIN && c->xn.n <= GG_TAIL_EXTENTS) {
             gg_tail_of_ext(c, &t, &c->xn, c->dec);
             gg_tail_put(c->tails, nid->id, &t);
         }
-        if (c->xo.len >= GG_TAIL_MIN
+        if (c->xo.len >= GG_TAIL_MIN && c->xo.n <= GG_TAIL_EXTENTS
             && gg_tail_get(c->tails, oid->id, &t) == 0)
         {
             gg_tail_of_ext(c, &t, &c->xo, gg_dec_wanted_ext(&c->xo));
