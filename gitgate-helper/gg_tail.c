@@ -7,11 +7,11 @@
  * with a newline (or is empty), it has no decoded view (no NUL byte, no
  * compressed stream at 0: gg_dec_wanted()), its last line may open a PEM
  * block (gg_opener(): the appended lines would need it as context, as
- * gg_match_lines() gives it).  The scan writes one for
- * every version of a file of GG_TAIL_MIN bytes or more it has read whole
- * or as extents, counted from those very bytes (a smaller one costs
- * about as much to read as its record does); gg_tail_file() uses the old
- * version's.
+ * gg_match_lines() gives it).  The scan writes one for every version of
+ * a file it has read whole, or as at most GG_TAIL_EXTENTS extents, of
+ * GG_TAIL_MIN bytes or more (a smaller one costs about as much to read
+ * as its record does), counted from those very bytes; gg_tail_file()
+ * uses the old version's.
  *
  * The records are a cache, in <repo>/gitgate-tails, the gate's own file
  * beside its other state in the copy: GG_TAIL_SLOTS records of
@@ -19,12 +19,11 @@
  * by its id, a new record written in a free way of it, else over one its
  * id picks.  So the file never grows past 6 MB however many blobs the
  * bottles push, and a record lost to another only costs the next push
- * the old version's read.  Each record holds
- * its blob's whole id and a CRC-32 of itself: a record of another blob,
- * or half of one (two scans writing a slot at once), is no record.
- * Blob ids name their bytes (git's receive-pack hashed every pushed
- * object), so a record is true of every copy of that blob, pushed or
- * fetched, accepted or not.
+ * the old version's read.  Each record holds its blob's whole id and a
+ * CRC-32 of itself: a record of another blob, or half of one (two scans
+ * writing a slot at once), is no record.  Blob ids name their bytes
+ * (git's receive-pack hashed every pushed object), so a record is true
+ * of every copy of that blob, pushed or fetched, accepted or not.
  */
 
 #define _GNU_SOURCE
