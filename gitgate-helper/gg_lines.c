@@ -311,14 +311,13 @@ gg_file(gg_ctx_t *c, const char *path, size_t index, const char *o,
     const git_oid *nid, int packed)
 {
     int          rc;
+    size_t       first;
     gg_view_t    dv;
-    gg_field_t   fd;
-
-    gg_file_fd(&fd, path, index);
 
     c->r->files++;
 
     rc = 0;
+    first = 1;
     if (o != NULL) {
         /* both read from the packs: one was made from the other with the
          * very delta whose copies say what is unchanged */
@@ -332,7 +331,7 @@ gg_file(gg_ctx_t *c, const char *path, size_t index, const char *o,
         if (rc == 0 && olen <= nlen && (olen == 0 || o[olen - 1] == '\n')
             && memcmp(o, d, olen) == 0 && gg_v_last_opener(c, &dv) == 0)
         {
-            fd.first_line = 1 + gg_count_lines(o, olen);
+            first = 1 + gg_count_lines(o, olen);
             d += olen;
             nlen -= olen;
             o = NULL;
@@ -340,10 +339,7 @@ gg_file(gg_ctx_t *c, const char *path, size_t index, const char *o,
     }
 
     if (o == NULL) {
-        fd.data = d;
-        fd.len = nlen;
-        c->r->added += fd.len;
-        return gg_field(c, &fd) < 0 ? -1 : 0;
+        return gg_file_lines(c, path, index, first, d, nlen);
     }
 
     if (rc == 0 && gg_diff_lines(c, o, olen, d, nlen) != 0) {
@@ -352,6 +348,21 @@ gg_file(gg_ctx_t *c, const char *path, size_t index, const char *o,
 
     gg_view_buf(&dv, d, nlen);
     return gg_added_field(c, path, index, &dv) < 0 ? -1 : 0;
+}
+
+
+int
+gg_file_lines(gg_ctx_t *c, const char *path, size_t index, size_t first_line,
+    const char *d, size_t len)
+{
+    gg_field_t   fd;
+
+    gg_file_fd(&fd, path, index);
+    fd.first_line = first_line;
+    fd.data = d;
+    fd.len = len;
+    c->r->added += len;
+    return gg_field(c, &fd) < 0 ? -1 : 0;
 }
 
 

@@ -269,6 +269,10 @@ int gg_line_at(gg_ctx_t *c, uint64_t pos, int ctx);
  * gg_field()'s result */
 int gg_added_field(gg_ctx_t *c, const char *path, size_t index,
     gg_view_t *d);
+/* d[0, len), whole lines numbered from first_line, scanned as file
+ * path's field (a new file, an appended part): 0 or -1 */
+int gg_file_lines(gg_ctx_t *c, const char *path, size_t index,
+    size_t first_line, const char *d, size_t len);
 
 /*
  * One added or modified file, its added lines scanned as one field (o

@@ -168,22 +168,25 @@ gg_tail_put(int fd, const unsigned char *oid, const gg_tail_t *t)
             w = oid[4] % GG_TAIL_WAYS;
         }
     }
-    /* a write cut short leaves a record whose CRC fails: none */
+    /* best effort: a write cut short leaves a record whose CRC fails */
     if (pwrite(fd, r, GG_TAIL_RECSZ,
-               gg_tail_bucket(oid) + (off_t) w * GG_TAIL_RECSZ)
-        != GG_TAIL_RECSZ)
+               gg_tail_bucket(oid) + (off_t) w * GG_TAIL_RECSZ) < 0)
     {
-        return;
+        /* none: the next push reads that version */
     }
 }
 
 
-/* the flags of v: GG_TAIL_NL, GG_TAIL_OPENER (also when memory ran out
- * looking); its last line found from its end, only it read */
+/* the flags of v but GG_TAIL_PLAIN: GG_TAIL_NL, GG_TAIL_OPENER (also
+ * when memory ran out looking); only its last line read, from its end */
 static uint32_t
-gg_tail_flags(gg_ctx_t *c, gg_view_t *v, int last_nl)
+gg_tail_flags(gg_ctx_t *c, gg_view_t *v)
 {
-    return (v->len == 0 || last_nl ? GG_TAIL_NL : 0)
+    const gg_ext_t  *e;
+
+    e = v->n ? &v->e[v->n - 1] : NULL;
+    return (v->len == 0 || (e != NULL && e->len > 0
+                            && e->p[e->len - 1] == '\n') ? GG_TAIL_NL : 0)
            | (gg_v_last_opener(c, v) != 0 ? GG_TAIL_OPENER : 0);
 }
 
@@ -197,8 +200,7 @@ gg_tail_of(gg_ctx_t *c, gg_tail_t *t, const char *d, size_t len, int dec)
     gg_view_buf(&v, d, len);
     t->size = len;
     t->lines = gg_count_lines(d, len);
-    t->flags = gg_tail_flags(c, &v, len > 0 && d[len - 1] == '\n')
-               | (dec ? 0 : GG_TAIL_PLAIN);
+    t->flags = gg_tail_flags(c, &v) | (dec ? 0 : GG_TAIL_PLAIN);
 }
 
 
@@ -206,18 +208,14 @@ gg_tail_of(gg_ctx_t *c, gg_tail_t *t, const char *d, size_t len, int dec)
 void
 gg_tail_of_ext(gg_ctx_t *c, gg_tail_t *t, const gg_extents_t *x, int dec)
 {
-    gg_view_t       v;
-    const gg_ext_t  *e;
+    gg_view_t  v;
 
     /* (the versions of a push are mostly the same few sources: each
      * source's newlines counted once) */
     gg_view_ext(&v, x);
     t->size = x->len;
     t->lines = gg_v_count_lines(&v);
-    e = x->n ? &x->e[x->n - 1] : NULL;
-    t->flags = gg_tail_flags(c, &v, e != NULL && e->len
-                                    && e->p[e->len - 1] == '\n')
-               | (dec ? 0 : GG_TAIL_PLAIN);
+    t->flags = gg_tail_flags(c, &v) | (dec ? 0 : GG_TAIL_PLAIN);
 }
 
 
@@ -237,9 +235,7 @@ gg_tail_file(gg_ctx_t *c, const char *path, size_t index,
     int                   rc;
     size_t                len;
     uint64_t              at;
-    gg_tail_t             t;
-    gg_view_t             v;
-    gg_field_t            fd;
+    gg_tail_t             t, app;
     gg_delta_op_t         op;
     gg_delta_iter_t       it;
     const unsigned char  *delta;
@@ -296,26 +292,18 @@ gg_tail_file(gg_ctx_t *c, const char *path, size_t index,
     c->r->files++;
     c->r->delta_files++;
     c->r->tail_files++;
-
-    memset(&fd, 0, sizeof(fd));
-    fd.kind = GG_F_FILE;
-    fd.name = path;
-    fd.index = index;
-    fd.first_line = 1 + t.lines;
-    fd.data = c->add.data;
-    fd.len = c->add.len;
-    c->r->added += fd.len;
-    if (gg_field(c, &fd) < 0) {
+    if (gg_file_lines(c, path, index, 1 + t.lines, c->add.data, c->add.len)
+        < 0)
+    {
         return -1;
     }
 
-    /* the new version's last line is the appended bytes' */
-    gg_view_buf(&v, c->add.data, c->add.len);
-    t.size += c->add.len;
-    t.lines += gg_count_lines(c->add.data, c->add.len);
-    t.flags = gg_tail_flags(c, &v, c->add.len == 0
-                                   || c->add.data[c->add.len - 1] == '\n')
-              | GG_TAIL_PLAIN;
+    /* the new version's record: the old one's and the appended bytes'
+     * (its last line theirs, no decoded view in either) */
+    gg_tail_of(c, &app, c->add.data, c->add.len, 0);
+    t.size += app.size;
+    t.lines += app.lines;
+    t.flags = app.flags;
     gg_tail_put(c->tails, nid->id, &t);
     return 1;
 }
