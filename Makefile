@@ -186,12 +186,16 @@ bench-gitgate: $(BUILD)/gitgate_scan_bench
 	done
 
 # the push scan per text shape (issue 34), the hook's own process timed
-# too (start-up included): BENCH_GITGATE_SHAPES x push-add, push-append,
+# too (start-up included): BENCH_GITGATE_SHAPES x push-add, push-append
+# (the first push after a clone, before the gate's pass over the fetched
+# files: no blob tails), push-cloned (the same push after that pass,
+# `gitgate-scan --tails`, unmeasured, as the gate runs it after a fill),
 # push-again (an append after an earlier push appended to the same files:
 # that one scanned first, unmeasured, as the gate would have, leaving its
 # blob tails), push-edit, at 1 MB and at BENCH_GITGATE_SHAPE_MB (50)
 BENCH_GITGATE_SHAPES ?= words code json long base64
-BENCH_GITGATE_SHAPE_MODES ?= push-add push-append push-again push-edit
+BENCH_GITGATE_SHAPE_MODES ?= push-add push-append push-cloned push-again \
+                             push-edit
 BENCH_GITGATE_SHAPE_MB ?= 50
 # the hook measured: the resident scanner's client (its child's CPU
 # counted), or $(BUILD)/gitgate-scan, a process per push
@@ -206,8 +210,12 @@ bench-gitgate-shapes: $(BUILD)/gitgate_scan_bench $(BUILD)/gitgate-scan \
 	  for mode in $(BENCH_GITGATE_SHAPE_MODES); do \
 	    for mb in 1 $(BENCH_GITGATE_SHAPE_MB); do \
 	      dir=$$(mktemp -d /tmp/gitgate-bench.XXXXXX); \
-	      set -- $$(python3 bench/gitgate_bench.py $$dir/r.git $$mode \
+	      gen=$$mode; [ $$mode != push-cloned ] || gen=push-append; \
+	      set -- $$(python3 bench/gitgate_bench.py $$dir/r.git $$gen \
 	                $$mb $$shape); \
+	      if [ $$mode = push-cloned ]; then \
+	        $(BUILD)/gitgate-scan --tails $$dir/r.git > /dev/null; \
+	      fi; \
 	      if [ -n "$$3" ]; then \
 	        git -C $$dir/r.git update-ref refs/heads/main $$3; \
 	        BENCH_KEEP_TAILS=1 $(BUILD)/gitgate_scan_bench $$dir/r.git \

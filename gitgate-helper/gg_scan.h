@@ -131,5 +131,24 @@ void gg_scan_keep(int on);
  * else 2048 MB; the growth of the process's peak RSS it may take */
 uint64_t gg_scan_memory_kb(void);
 
+/*
+ * The blob tails of the files at the tips of repo's branches (gg_tail.c,
+ * gg_tail_fill.c): a record of each that has none.  0 (st: how many were
+ * written, how many bytes read, whether the pass's budget ended it, or
+ * whether it left because another pass waits), or -1 (err says why).
+ * gg_tail_fill_spawn(): the same in a detached process at nice 19, the
+ * caller not waiting for it.
+ */
+typedef struct {
+    size_t              records;
+    uint64_t            bytes;
+    int                 more;       /* the budget spent: some left */
+    int                 skipped;    /* another pass waits: none read */
+} gg_tail_fill_t;
+
+int gg_tail_fill(const char *repo, gg_tail_fill_t *st, char *err,
+    size_t errlen);
+void gg_tail_fill_spawn(const char *repo);
+
 
 #endif /* GG_SCAN_H */

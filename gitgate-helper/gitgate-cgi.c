@@ -39,6 +39,7 @@
 #include "gg_fresh.h"
 #include "gg_gate.h"
 #include "gg_path.h"
+#include "gg_scan.h"
 
 
 static int gg_cgi(void);
@@ -482,7 +483,9 @@ gg_hooks(gg_ctx_t *ctx, char *hooks, size_t size, char *err, size_t errlen)
  * compared with the copy's (gg_fresh_same()) and only a difference is
  * fetched.  The first refresh also takes the forge's HEAD (what a clone
  * checks out).  A push through the gate moves the copy's refs itself; a
- * push the forge refused expires the window (gg_fresh_expire()).
+ * push the forge refused expires the window (gg_fresh_expire()).  What
+ * a fetch brought is then read by a pass of its own, at nice 19, for
+ * the blob tails of the branches' files (gg_tail_fill.c).
  */
 
 static int
@@ -609,6 +612,10 @@ gg_refresh(gg_ctx_t *ctx, int fetch, char *err, size_t errlen)
         rc = -1;
         goto cleanup;
     }
+
+    /* the fetched files' blob tails, for the first push that appends to
+     * one: a pass at nice 19, not waited for (gg_tail_fill.c) */
+    gg_tail_fill_spawn(ctx->repo_dir);
 
 stamp:
 

@@ -20,6 +20,14 @@
  * is its resident scanner (gg_scand_run.h): the hook client gitgate-hook,
  * given gitgate-scan's arguments and GITGATE_SCAND_DIR=DIR, starts it and
  * hands it each push.
+ *
+ *   gitgate-scan --tails GIT_DIR
+ *
+ * records the blob tails of the files at the tips of GIT_DIR's branches
+ * (gg_tail_fill.c; the gate starts this pass itself after a fill or a
+ * refresh fetched) and says how many: "tails: N recorded, B bytes read"
+ * (", more left" when its budget ended it, "tails: another pass waits"
+ * when it left that to another); exit 0, or 1 and why on stderr.
  */
 
 #include <stdio.h>
@@ -35,6 +43,7 @@
 
 
 static int scan_hook(int argc, char **argv, bottle_scan_db_t *data);
+static int tails(const char *repo);
 
 
 static void
@@ -64,6 +73,10 @@ main(int argc, char **argv)
     char               err[512];
     bottle_scan_db_t  *db;
 
+    if (argc == 3 && strcmp(argv[1], "--tails") == 0) {
+        return tails(argv[2]);
+    }
+
     if (argc == 3 && strcmp(argv[1], "--scand") == 0) {
         if (bottle_scan_db_create_cached(&db,
                 gg_scan_cache(getenv("GITGATE_SCAN_CACHE")), err,
@@ -78,6 +91,26 @@ main(int argc, char **argv)
     }
 
     return scan_hook(argc, argv, NULL);
+}
+
+
+static int
+tails(const char *repo)
+{
+    char            err[512];
+    gg_tail_fill_t  st;
+
+    if (gg_tail_fill(repo, &st, err, sizeof(err)) != 0) {
+        fprintf(stderr, "gitgate-scan --tails: %s\n", err);
+        return 1;
+    }
+    if (st.skipped) {
+        printf("tails: another pass waits\n");
+    } else {
+        printf("tails: %zu recorded, %llu bytes read%s\n", st.records,
+               (unsigned long long) st.bytes, st.more ? ", more left" : "");
+    }
+    return 0;
 }
 
 

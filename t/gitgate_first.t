@@ -81,7 +81,7 @@ fgit($small, 'update-ref', 'refs/pull/1/head', $SECRET);
 fgit($small, 'branch', 'dev', $R{small}{head} . '~1');
 fgit($small, 'tag', '-a', '-m', 'v1', 'v1', $R{small}{head} . '~2');
 
-$t->run()->plan(32);
+$t->run()->plan(34);
 
 ###############################################################################
 
@@ -137,6 +137,35 @@ is(`git --git-dir=$d/gate/github.com/data/small.git fsck 2>&1; echo \$?`,
 	"0\n", 'first clone: the copy is whole');
 ok(!-e "$d/gate/github.com/data/small.git/gitgate-first.pack",
 	'first clone: the streamed pack indexed, its file removed');
+
+# the fetched files' blob tails (docs/gitgate.md, "Appended files"): a
+# pass of the gate's after the fill records each file of 1 KB or more at
+# the branches' tips, its size and newline count as its bytes say
+
+my $copy = "$d/gate/github.com/data/small.git";
+my %want;
+for my $tip (qw/ main dev /) {
+	for (split /\n/, `git --git-dir=$copy ls-tree -r -l $tip`) {
+		$want{$1} = $2 if /^\S+ blob ([0-9a-f]{40}) +(\d+)\t/ && $2 >= 1024;
+	}
+}
+my @missing;
+for (1 .. 600) {
+	@missing = grep { !gitgate_tail($copy, $_) } sort keys %want;
+	last unless @missing;
+	sleep 0.1;
+}
+ok(keys %want >= 12 && !@missing, 'first clone: the files at the tips of '
+	. 'main and dev recorded (' . scalar(keys %want) . ' blobs)')
+	or diag("no record: @missing");
+my @wrong = grep {
+	my $b = `git --git-dir=$copy cat-file blob $_`;
+	my ($flags, $size, $lines) = gitgate_tail($copy, $_);
+	!defined $size || $size != length($b) || $lines != ($b =~ tr/\n//)
+		|| ($flags & 1) != (substr($b, -1) eq "\n" ? 1 : 0)
+} sort keys %want;
+is("@wrong", '', 'first clone: each record\'s size, newlines and last '
+	. 'newline those of its blob');
 
 # the gate's own requests (libcurl, its user agent): the token with the
 # first request of each, never a 401 round trip

@@ -19,7 +19,7 @@ our @EXPORT = qw/
 	store_put store_rm store_raw
 	forge_start forge_repo forge_refs forge_log forge_connections
 	forge_status forge_config run_git
-	gitgate_cgi gitgate_fastcgi gitgate_fcgiwrap
+	gitgate_cgi gitgate_fastcgi gitgate_fcgiwrap gitgate_tail
 	ctl_run
 /;
 our @EXPORT_OK = @EXPORT;
@@ -856,6 +856,37 @@ sub gitgate_fcgiwrap {
 	});
 	for (1 .. 200) { last if -S $sock; select(undef, undef, undef, 0.05); }
 	chmod 0777, $sock;
+}
+
+# gitgate_tail($repo, $oid, slot => 1): the blob tail record of blob $oid
+# in the git-gate copy or repository $repo (its gitgate-tails, docs/
+# gitgate.md "Appended files"): (flags, size, lines), or () when it has
+# none; with slot, the file offset of its record, else of its bucket's
+# first way.
+
+my $TAIL_WAYS = 4;
+my $TAIL_BUCKETS = (1 << 17) / $TAIL_WAYS;
+
+sub gitgate_tail {
+	my ($repo, $oid, %o) = @_;
+	require Compress::Zlib;
+	my $raw = pack('H40', $oid);
+	my $at = unpack('N', $raw) % $TAIL_BUCKETS * $TAIL_WAYS * 48;
+	my $f = '';
+	if (open my $fh, '<:raw', "$repo/gitgate-tails") {
+		seek($fh, $at, 0);
+		read($fh, $f, $TAIL_WAYS * 48);
+	}
+	for my $w (0 .. $TAIL_WAYS - 1) {
+		my $r = substr($f, $w * 48, 48);
+		next unless length($r) == 48;
+		my ($magic, $crc, $id, $flags, $size, $lines)
+			= unpack('V V a20 V Q< Q<', $r);
+		next unless $magic == 0x31544747 && $id eq $raw
+			&& $crc == Compress::Zlib::crc32(substr($r, 8));
+		return $o{slot} ? $at + $w * 48 : ($flags, $size, $lines);
+	}
+	return $o{slot} ? $at : ();
 }
 
 1;
