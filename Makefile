@@ -289,7 +289,7 @@ unit: $(UNIT_BINS) $(BUILD)/unit/gg_ref_scan
 .PHONY: unit-gitgate
 unit-gitgate: $(BUILD)/unit/gg_pack_test $(BUILD)/unit/gg_delta_test \
               $(BUILD)/unit/gg_extent_test $(BUILD)/unit/gg_lmatch_test \
-              $(BUILD)/unit/gg_ref_scan
+              $(BUILD)/unit/gg_tail_test $(BUILD)/unit/gg_ref_scan
 
 # git-gate's pack reader: its own sources, ISA-L, zlib (the test
 # builds packs); CC_OPT too, so `make BUILD=build-asan CC_OPT=... unit`
@@ -320,6 +320,13 @@ $(BUILD)/unit/gg_extent_test: t/unit/gg_extent_test.c $(GG_SRCS) $(GG_HDRS) \
 $(BUILD)/unit/gg_lmatch_test: t/unit/gg_lmatch_test.c $(GG_SRCS) $(GG_HDRS) \
                               $(LIBBOTTLE) t/unit/tap.h t/unit/sh.h \
                               t/unit/gg_added.h
+	@mkdir -p $(dir $@)
+	$(CC) $(GG_CFLAGS) $(LD_OPT) -o $@ $< $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
+
+# git-gate's blob tails' cache (gg_tail.c) through gg_tail_put() and
+# gg_tail_get(): its bound, buckets and checks (t/unit/gg_tail.t)
+$(BUILD)/unit/gg_tail_test: t/unit/gg_tail_test.c $(GG_SRCS) $(GG_HDRS) \
+                            $(LIBBOTTLE) t/unit/tap.h t/unit/sh.h
 	@mkdir -p $(dir $@)
 	$(CC) $(GG_CFLAGS) $(LD_OPT) -o $@ $< $(GG_SRCS) $(LIBBOTTLE) $(GG_LIBS)
 
@@ -465,10 +472,11 @@ test-asan: asan
 	GITGATE_CGI=build-asan/gitgate-cgi GITGATE_SCAN=build-asan/gitgate-scan \
 	GG_PACK_TEST=build-asan/unit/gg_pack_test GG_DELTA_TEST=build-asan/unit/gg_delta_test \
 	GG_EXTENT_TEST=build-asan/unit/gg_extent_test GG_LMATCH_TEST=build-asan/unit/gg_lmatch_test \
+	GG_TAIL_TEST=build-asan/unit/gg_tail_test \
 	SUPERVISE_HELPER=build-asan/supervise-helper \
 	TEST_NGINX_PRELOAD="$$(gcc -print-file-name=libasan.so):$$(gcc -print-file-name=libubsan.so)" \
 	    prove -j2 --timer t/ t/unit/gg_pack.t t/unit/gg_delta.t t/unit/gg_extent.t \
-	    t/unit/gg_lmatch.t
+	    t/unit/gg_lmatch.t t/unit/gg_tail.t
 
 # `make compat`: the module (--with-compat) and nginx built from each
 # release source in NGINX_SOURCES, the core end-to-end files run against

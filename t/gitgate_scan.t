@@ -166,7 +166,7 @@ sub start {
 
 ###############################################################################
 
-$t->plan(164 + 13 + 16);
+$t->plan(164 + 13 + 16 + 15);
 
 # a clean push: several commits and an annotated tag
 
@@ -1172,6 +1172,193 @@ for my $how ('--thin', '--no-thin') {
 		"blob tails: a key appended under the old last line's header "
 		. "found ($how)");
 }
+
+# hand-made thin packs (gg_tail_file()): the new version a REF_DELTA on
+# an old one the remote has and holds a record of, in shapes git need not
+# send.  Only a delta that copies the old version whole, in order, from 0,
+# first, then only inserts, is read from its inserts, numbered on from the
+# record: two copies out of order, a first copy short of the old version's
+# end, a copy after the whole one are read as before, whatever the record
+# says of the lines; the control (the whole copy, then a line inserted)
+# moves with a record claiming 1000 more lines, so the record was used
+
+# a size in a delta's header: 7 bits a byte, the lowest first
+sub delta_size {
+	my ($n) = @_;
+	my $s = '';
+	while ($n >= 0x80) {
+		$s .= chr(0x80 | ($n & 0x7f));
+		$n >>= 7;
+	}
+	return $s . chr($n);
+}
+
+# the delta on $base of @ops ([ copy => offset, size ], [ insert =>
+# bytes ]), and the bytes it makes
+sub delta_of {
+	my ($base, @ops) = @_;
+	my ($delta, $made) = ('', '');
+	for my $op (@ops) {
+		my ($what, @a) = @$op;
+		if ($what eq 'insert') {
+			for (my $at = 0; $at < length($a[0]); $at += 127) {
+				my $piece = substr($a[0], $at, 127);
+				$delta .= chr(length($piece)) . $piece;
+			}
+			$made .= $a[0];
+			next;
+		}
+		# 0x80 and a bit for each byte of the offset (4) and size (3)
+		# that is not zero, those bytes after it, the lowest first
+		my ($off, $size) = @a;
+		my ($cmd, $args) = (0x80, '');
+		for my $i (0 .. 6) {
+			my $b = $i < 4 ? ($off >> (8 * $i)) & 0xff
+				: ($size >> (8 * ($i - 4))) & 0xff;
+			next unless $b;
+			$cmd |= 1 << $i;
+			$args .= chr($b);
+		}
+		$delta .= chr($cmd) . $args;
+		$made .= substr($base, $off, $size);
+	}
+	return (delta_size(length($base)) . delta_size(length($made)) . $delta,
+		$made);
+}
+
+sub obj_id {
+	my ($type, $bytes) = @_;
+	return Digest::SHA::sha1_hex("$type " . length($bytes) . "\0$bytes");
+}
+
+# a pack (version 2) of @objects: [ type, bytes ] whole, [ ref => base
+# id, delta ] a REF_DELTA (type 7); each entry its type and size (4 bits,
+# then 7 a byte), the base's 20 bytes, its zlib stream; a SHA-1 of it all
+sub pack_of {
+	my (@objects) = @_;
+	my %type = (commit => 1, tree => 2, blob => 3, ref => 7);
+	my $pack = 'PACK' . pack('N N', 2, scalar(@objects));
+	for my $o (@objects) {
+		my ($type, $data) = $o->[0] eq 'ref' ? ('ref', $o->[2]) : @$o;
+		my $size = length($data);
+		my $c = ($type{$type} << 4) | ($size & 0x0f);
+		$size >>= 4;
+		while ($size) {
+			$pack .= chr($c | 0x80);
+			$c = $size & 0x7f;
+			$size >>= 7;
+		}
+		$pack .= chr($c);
+		$pack .= pack('H40', $o->[1]) if $type eq 'ref';
+		$pack .= Compress::Zlib::compress($data);
+	}
+	return $pack . Digest::SHA::sha1($pack);
+}
+
+# $pack sent to receive-pack as a push of $new to the new $ref: rc and
+# out as git push gives them (the hook's lines after "remote: ")
+sub pack_receive {
+	my ($new, $ref, $pack) = @_;
+	my $cmd = ('0' x 40) . " $new $ref\0report-status\n";
+	open my $fh, '>:raw', "$d/receive.in" or die;
+	print $fh sprintf('%04x', length($cmd) + 4) . $cmd . '0000' . $pack;
+	close $fh;
+	my $status = `cd '$d' && git receive-pack '$R' <receive.in 2>receive.err`;
+	# (its report, not the refs it advertised first)
+	$status =~ s/^.*?(?=[0-9a-f]{4}unpack )//s;
+	my $out = $status . join('', map { "remote: $_\n" }
+		split(/\n/, $t->read_file('receive.err')));
+	$all .= $out;
+	return { rc => $status =~ /unpack ok\n.*[0-9a-f]{4}ok \Q$ref\E\n/s
+		? 0 : 1, out => $out };
+}
+
+# the old version: 82 lines, half a token on line 41 and on the last
+my $HALF = 'half = ' . substr($GHP, 0, 24);
+my $OLD = join('', @FILL[0 .. 39]) . "$HALF\n" . join('', @FILL[40 .. 79])
+	. "$HALF\n";
+my $REST = substr($GHP, 24) . "\n";
+my $OLDN = length($OLD);
+start('tail-raw');
+my $oc = commit('add', 'tails.txt' => $OLD);
+$r = git_push('HEAD:refs/heads/tail-raw');
+is($r->{rc}, 0, 'thin packs: the old version pushed') or diag($r->{out});
+my $ob = git($W, 'rev-parse', "$oc:tails.txt");
+is(join(' ', tail_record($ob)), "3 $OLDN 82",
+	'thin packs: the old version recorded (82 lines)');
+
+# what index-pack --fix-thin keeps of a pack, as receive-pack runs it: a
+# repository that borrows the remote's objects
+git($d, 'init', '-q', '--bare', "$d/thin.git");
+$t->write_file('thin.git/objects/info/alternates', "$R/objects\n");
+
+my $otree = git($W, 'rev-parse', "$oc^{tree}");
+my $H = index($OLD, "$HALF\n") + length($HALF);
+my @thin = (
+	[ 'a', 'two copies out of order (the second half, then the first, '
+		. 'which ends in half a token), the rest of it inserted',
+		[ copy => $H, $OLDN - $H ], [ copy => 0, $H ],
+		[ insert => $REST ] ],
+	[ 'b', 'a first copy one byte short (the last newline), the rest of '
+		. 'the last line\'s token inserted',
+		[ copy => 0, $OLDN - 1 ], [ insert => $REST ] ],
+	[ 'c', 'the whole copy, then half a token copied again, the rest '
+		. 'inserted',
+		[ copy => 0, $OLDN ], [ copy => $OLDN - length("$HALF\n"),
+		length($HALF) ], [ insert => $REST ] ],
+	[ 'd', 'the whole copy, then a line with a token inserted (the '
+		. 'control)',
+		[ copy => 0, $OLDN ], [ insert => "more = 1\n$GHP = 1\n" ] ]);
+
+for my $case (@thin) {
+	my ($name, $what, @ops) = @$case;
+	my ($delta, $new) = delta_of($OLD, @ops);
+	my @ins = map { $_->[0] eq 'insert' ? $_->[1] : () } @ops;
+	die "thin $name: a token in the old version or inserted whole\n"
+		if $name ne 'd' && grep { index($_, $GHP) >= 0 } $OLD, @ins;
+	my $blob = obj_id('blob', $new);
+	# the old tree but for tails.txt's id
+	my $tree = `git -C '$W' cat-file tree $otree`;
+	my $at = index($tree, "100644 tails.txt\0" . pack('H40', $ob));
+	die "thin $name: no tails.txt\n" if $at < 0;
+	substr($tree, $at + 17, 20) = pack('H40', $blob);
+	my $commit = 'tree ' . obj_id('tree', $tree) . "\nparent $oc\n"
+		. "author $ID\ncommitter $ID\n\nthin $name\n";
+	my $pack = pack_of([ commit => $commit ], [ tree => $tree ],
+		[ ref => $ob, $delta ]);
+	$case = { name => $name, what => $what, commit => obj_id('commit',
+		$commit), pack => $pack, line => 1 + (substr($new, 0,
+		index($new, $GHP)) =~ tr/\n//) };
+
+	# the blob stays a delta, its base appended whole
+	$t->write_file('thin.pack', $pack);
+	my $ip = "cd '$d/thin.git' && git index-pack --stdin --fix-thin";
+	my ($kept) = `$ip <../thin.pack` =~ /^pack\t([0-9a-f]{40})$/m;
+	my $v = '';
+	$v = `git verify-pack -v '$d/thin.git/objects/pack/pack-$kept.idx'`
+		if defined($kept);
+	ok($v =~ /^$blob blob +\d+ \d+ \d+ 1 $ob$/m && $v =~ /^$ob blob /m,
+		"thin packs, $name: kept by index-pack --fix-thin as a delta on "
+		. 'the old version, which it appends') or diag($v);
+}
+
+for my $forged (0, 1) {
+	tail_write($ob, 3, $OLDN, $forged ? 1082 : 82);
+	for my $case (@thin) {
+		my $line = $case->{line}
+			+ ($forged && $case->{name} eq 'd' ? 1000 : 0);
+		refused(pack_receive($case->{commit},
+			"refs/heads/thin-$case->{name}", $case->{pack}),
+			'github_pat_classic', 'commit ' . substr($case->{commit},
+			0, 12) . " file tails\\.txt line $line\\b",
+			"thin packs, $case->{name}: $case->{what}: refused at line "
+			. "$line" . ($forged ? ' (the record claiming 1000 more lines)'
+			: ''));
+	}
+}
+tail_write($ob, 3, $OLDN, 82);
+is(join(' ', tail_record($ob)), "3 $OLDN 82", 'thin packs: the record put '
+	. 'back');
 git($R, 'config', '--unset', 'receive.unpackLimit');
 
 # the compiled rule databases kept between runs (GITGATE_SCAN_CACHE,
