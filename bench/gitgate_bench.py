@@ -58,7 +58,10 @@ def as_pushed(src, dst, old, new):
     q = os.path.join(dst, "objects", "incoming-bench", "pack")
     os.makedirs(q)
     tmp = os.path.join(q, "tmp.pack")
-    index = subprocess.Popen(["git", "-C", dst, "index-pack", "--fix-thin",
+    # (the bases --fix-thin appends stored, not compressed: the gate's
+    # receive-pack runs with core.compression=0, gitgate-cgi.c)
+    index = subprocess.Popen(["git", "-C", dst, "-c", "core.compression=0",
+                              "index-pack", "--fix-thin",
                               "--stdin", os.path.abspath(tmp)],
                              stdin=pack.stdout, stdout=subprocess.PIPE)
     pack.stdout.close()

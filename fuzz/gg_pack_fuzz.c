@@ -16,7 +16,9 @@
  *          default one giving the same bytes; and every oid as extents
  *          (gg_pack_extents(), nothing built): built exactly when it was
  *          read, its bytes through the extents the read's, every extent
- *          inside its source
+ *          inside its source; and every blob as stored blocks
+ *          (gg_pack_stored(), gg_stored_read()): whatever range reads
+ *          without an error the read's bytes
  */
 
 #include <stdint.h>
@@ -137,6 +139,37 @@ fuzz_extents(gg_pack_t *pk, const unsigned char *oid, int rc,
 }
 
 
+
+/* oid as stored blocks: each range read, forwards and backwards, the
+ * bytes o has (o: oid read, or NULL: not readable, any size tried) */
+static void
+fuzz_stored(gg_pack_t *pk, const unsigned char *oid, const gg_pobj_t *o)
+{
+    int            rc, k;
+    uint64_t       size, a, b;
+    gg_stored_t    st;
+    unsigned char  buf[512];
+
+    memset(&st, 0, sizeof(st));
+    size = o != NULL ? o->len : 64;
+    rc = gg_pack_stored(&st, pk, oid, size);
+    CHECK(rc >= -1 && rc <= 1);
+    if (rc == 1) {
+        for (k = 7; k >= 0; k--) {
+            a = size * (uint64_t) k / 8;
+            b = a + (size - a < sizeof(buf) ? size - a : sizeof(buf));
+            rc = gg_stored_read(&st, a, b - a, buf);
+            CHECK(rc == 0 || rc == -1);
+            if (rc == 0 && o != NULL) {
+                CHECK(memcmp(buf, o->data + a, (size_t) (b - a)) == 0);
+            }
+        }
+        CHECK(gg_stored_read(&st, size, 1, buf) == -1);
+    }
+    gg_stored_free(&st);
+}
+
+
 static void
 fuzz_pack(const uint8_t *data, size_t size)
 {
@@ -226,10 +259,12 @@ fuzz_pack(const uint8_t *data, size_t size)
                   && memcmp(o2->data, o->data, o->len) == 0);
             fuzz_extents(tiny, oid[i], rc, o, 0);
             fuzz_extents(pk, oid[i], rc, o, 2);
+            fuzz_stored(pk, oid[i], o);
             gg_pack_put(pk, o);
             gg_pack_put(tiny, o2);
         } else {
             fuzz_extents(tiny, oid[i], rc, NULL, 0);
+            fuzz_stored(pk, oid[i], NULL);
         }
         for (j = 0; j < n; j++) {
             rc = gg_pack_delta_of(&delta, &dlen, pk, oid[i], oid[j], err,

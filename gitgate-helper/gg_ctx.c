@@ -39,7 +39,7 @@ gg_buf_add(gg_buf_t *b, const void *data, size_t len)
         b->cap = cap;
     }
 
-    if (len) {
+    if (len && data) {
         memcpy(b->data + b->len, data, len);
     }
     b->len += len;

@@ -253,6 +253,39 @@ int gg_delta_apply(unsigned char *dst, size_t dst_len,
     const unsigned char *delta, size_t delta_len);
 
 /*
+ * A blob's bytes where they lie in a pack: a whole entry whose zlib
+ * stream is stored deflate blocks alone (what index-pack --fix-thin
+ * writes for a thin pack's bases at core.compression=0, as the gate's
+ * receive-pack runs: gitgate-cgi.c), read a range at a time, nothing
+ * inflated.  gg_pack_stored(): 1 and *s when oid has such an entry of
+ * size bytes (its first block a stored one; the others are checked as
+ * they are read), else 0 (or -1, out of memory).  gg_stored_read(): dst
+ * gets the blob's [off, off + len), the blocks seen kept for the next
+ * read's search: 0, or -1 when a block on the way is not a stored one,
+ * the blocks are not what the entry says, or they are more than one a
+ * KB (zlib writes blocks of tens of KB; read the blob another way).  The
+ * bytes are what index-pack hashed: it inflated the same blocks.
+ */
+typedef struct {
+    const unsigned char *b;         /* a block's header */
+    uint64_t            pos;        /* where its bytes are in the blob */
+} gg_stored_blk_t;
+
+typedef struct {
+    const unsigned char *end;       /* the pack's entries' end */
+    uint64_t            size;
+    gg_stored_blk_t    *blk;        /* the blocks seen, in order */
+    size_t              n;
+    size_t              cap;        /* (kept for the next blob) */
+} gg_stored_t;
+
+int gg_pack_stored(gg_stored_t *s, gg_pack_t *p, const unsigned char *oid,
+    uint64_t size);
+int gg_stored_read(gg_stored_t *s, uint64_t off, uint64_t len,
+    unsigned char *dst);
+void gg_stored_free(gg_stored_t *s);
+
+/*
  * An entry's header at pack[off]: its type, its size (inflated, for a
  * delta the delta's), where its zlib data starts, and a delta's base:
  * *base_off for OFS_DELTA, base_oid for REF_DELTA.  0 or -1.

@@ -238,7 +238,7 @@ gg_hook(bottle_scan_db_t *loaded)
     }
 
     /* 3: forward exactly the pushed refs, old -> new */
-    args = calloc(2 * u.n + 8, sizeof(args[0]));
+    args = calloc(2 * u.n + 10, sizeof(args[0]));
     spec = calloc(2 * u.n + 1, sizeof(spec[0]));
     out = malloc(GG_OUTPUT_MAX);
     if (args == NULL || spec == NULL || out == NULL) {
@@ -246,6 +246,10 @@ gg_hook(bottle_scan_db_t *loaded)
         goto cleanup;
     }
 
+    /* the pack sent compressed: receive-pack's core.compression=0 (for
+     * the scan, gitgate-cgi.c) is in the hook's environment */
+    args[nargs++] = "-c";
+    args[nargs++] = "core.compression=-1";
     args[nargs++] = "push";
     args[nargs++] = "--porcelain";
     args[nargs++] = "--atomic";

@@ -494,6 +494,7 @@ cleanup:
     if (c.tails >= 0) {
         close(c.tails);
     }
+    gg_stored_free(&c.st);
     if (c.br != NULL) {
         gg_blob_reader_close(c.br);
         free(c.br);

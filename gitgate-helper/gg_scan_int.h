@@ -186,6 +186,7 @@ typedef struct {
     const char         *obj_kind;   /* "commit", "tag" */
     gg_pack_t          *pack;       /* blob contents: the packs first */
     int                 tails;      /* gitgate-tails (gg_tail.c), or -1 */
+    gg_stored_t         st;         /* an old version's stored blocks */
     gg_blob_reader_t   *br;         /* then git cat-file */
     gg_blob_t           old;        /* the current file's, before */
     gg_blob_t           new;        /* and after */
@@ -240,6 +241,7 @@ int gg_simple(gg_ctx_t *c, int kind, const char *data, size_t len);
 int gg_refusal(gg_ctx_t *c, const char *rule, const char *where);
 
 /* the context's services (gg_ctx.c, which calls no scanner file) */
+/* data NULL: len bytes added, left for the caller to write */
 int gg_buf_add(gg_buf_t *b, const void *data, size_t len);
 
 /* one added or modified entry: its path, then its added lines

@@ -221,18 +221,21 @@ gg_tail_of_ext(gg_ctx_t *c, gg_tail_t *t, const gg_extents_t *x, int dec)
 
 /*
  * A modified file whose new version is stored as a delta on its old one
- * that copies the old one whole, in order, first, and then only inserts
- * bytes: the appended bytes are the delta's literals.  With the old
- * version's record (its lines end with a newline, it has no decoded
- * view, its last line opens no PEM block) those bytes are its added lines, numbered on from the old
- * version's, and neither version is read: 1 (scanned), 0 (not such a
- * file: read it as before) or -1.
+ * that copies the old one whole, in order, first: what follows is the
+ * appended bytes, the delta's inserts and its copies of pieces of the
+ * old version, read where that version's entry lies as stored blocks
+ * (gg_pack_stored(): a thin push's base, as the gate's receive-pack
+ * writes it).  With the old version's record (its lines end with a
+ * newline, it has no decoded view, its last line opens no PEM block)
+ * those bytes are its added lines, numbered on from the old version's,
+ * and neither version is read whole: 1 (scanned), 0 (not such a file:
+ * read it as before) or -1.
  */
 int
 gg_tail_file(gg_ctx_t *c, const char *path, size_t index,
     const git_oid *oid, const git_oid *nid)
 {
-    int                   rc;
+    int                   rc, stored;
     size_t                len;
     uint64_t              at;
     gg_tail_t             t, app;
@@ -272,15 +275,34 @@ gg_tail_file(gg_ctx_t *c, const char *path, size_t index,
         return 0;
     }
 
-    /* then inserts alone, gathered */
+    /* then the appended bytes, gathered: inserts, and copies from the old
+     * version where its entry lies as stored blocks (a thin push's base
+     * as the gate's receive-pack writes it; else it is read whole) */
     c->add.len = 0;
+    stored = 0;
     while ((rc = gg_delta_next(&it, &op)) == 1) {
-        if (op.copy) {
-            return 0;
+        if (op.copy && !stored) {
+            rc = gg_pack_stored(&c->st, c->pack, oid->id, t.size);
+            if (rc != 1) {
+                if (rc < 0) {
+                    snprintf(c->err, c->errlen, "out of memory");
+                }
+                return rc;
+            }
+            stored = 1;
         }
-        if (gg_buf_add(&c->add, (const char *) op.data, op.len) != 0) {
+        if (gg_buf_add(&c->add, op.copy ? NULL : (const char *) op.data,
+                       op.len) != 0)
+        {
             snprintf(c->err, c->errlen, "out of memory");
             return -1;
+        }
+        if (op.copy
+            && gg_stored_read(&c->st, op.off, op.len,
+                              (unsigned char *) c->add.data + c->add.len
+                              - op.len) != 0)
+        {
+            return 0;
         }
     }
     if (rc != 0 || it.done != it.dst_size

@@ -644,7 +644,7 @@ gg_backend(gg_ctx_t *ctx, const gg_request_t *req, const char *hooks,
 {
     size_t        n, i;
     char          path_info[GG_PATH_LEN], *rel, var[13][GG_PATH_LEN + 64];
-    const char   *env[56], *v, *argv[3];
+    const char   *env[64], *v, *argv[3];
 
     static const char  *pass[] = {
         "PATH", "REQUEST_METHOD", "QUERY_STRING", "CONTENT_TYPE",
@@ -703,7 +703,7 @@ gg_backend(gg_ctx_t *ctx, const gg_request_t *req, const char *hooks,
     env[n++] = "GIT_HTTP_EXPORT_ALL=1";
     env[n++] = "GIT_CONFIG_NOSYSTEM=1";
     env[n++] = "GIT_CONFIG_GLOBAL=/dev/null";
-    env[n++] = "GIT_CONFIG_COUNT=5";
+    env[n++] = "GIT_CONFIG_COUNT=7";
     env[n++] = "GIT_CONFIG_KEY_0=core.hooksPath";
     env[n++] = "GIT_CONFIG_KEY_1=http.receivepack";
     env[n++] = write ? "GIT_CONFIG_VALUE_1=true" : "GIT_CONFIG_VALUE_1=false";
@@ -721,6 +721,16 @@ gg_backend(gg_ctx_t *ctx, const gg_request_t *req, const char *hooks,
      * repo of blobs that do not delta; docs/gitgate.md, "Speed") */
     env[n++] = "GIT_CONFIG_KEY_4=pack.window";
     env[n++] = "GIT_CONFIG_VALUE_4=0";
+    /* the bases index-pack --fix-thin appends to a thin push's pack (the
+     * old versions of the files it changes, already in the copy) written
+     * as stored deflate blocks: the scan reads them as they lie, never
+     * inflating them (docs/gitgate.md, "Speed"); and no gc of
+     * receive-pack's, which would repack the copy so too (the next
+     * refresh's fetch runs it, without this) */
+    env[n++] = "GIT_CONFIG_KEY_5=core.compression";
+    env[n++] = "GIT_CONFIG_VALUE_5=0";
+    env[n++] = "GIT_CONFIG_KEY_6=receive.autogc";
+    env[n++] = "GIT_CONFIG_VALUE_6=false";
     env[n] = NULL;
 
     argv[0] = ctx->conf.git;

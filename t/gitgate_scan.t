@@ -166,7 +166,7 @@ sub start {
 
 ###############################################################################
 
-$t->plan(164 + 13 + 16 + 15);
+$t->plan(164 + 13 + 16 + 23);
 
 # a clean push: several commits and an annotated tag
 
@@ -1342,19 +1342,30 @@ for my $case (@thin) {
 		. 'the old version, which it appends') or diag($v);
 }
 
-for my $forged (0, 1) {
-	tail_write($ob, 3, $OLDN, $forged ? 1082 : 82);
-	for my $case (@thin) {
-		my $line = $case->{line}
-			+ ($forged && $case->{name} eq 'd' ? 1000 : 0);
-		refused(pack_receive($case->{commit},
-			"refs/heads/thin-$case->{name}", $case->{pack}),
-			'github_pat_classic', 'commit ' . substr($case->{commit},
-			0, 12) . " file tails\\.txt line $line\\b",
-			"thin packs, $case->{name}: $case->{what}: refused at line "
-			. "$line" . ($forged ? ' (the record claiming 1000 more lines)'
-			: ''));
+# and again with the bases index-pack appends stored, as the gate's
+# receive-pack writes them (core.compression=0, gitgate-cgi.c): then the
+# bytes c copies from the old version into the appended part are read
+# where they lie (gg_pack_stored()), and c too is scanned from its delta
+for my $stored (0, 1) {
+	git($R, 'config', 'core.compression', '0') if $stored;
+	for my $forged (0, 1) {
+		tail_write($ob, 3, $OLDN, $forged ? 1082 : 82);
+		for my $case (@thin) {
+			my $line = $case->{line} + ($forged
+				&& ($case->{name} eq 'd' || ($stored
+					&& $case->{name} eq 'c')) ? 1000 : 0);
+			refused(pack_receive($case->{commit},
+				"refs/heads/thin-$case->{name}", $case->{pack}),
+				'github_pat_classic', 'commit '
+				. substr($case->{commit}, 0, 12)
+				. " file tails\\.txt line $line\\b",
+				"thin packs, $case->{name}: $case->{what}: refused "
+				. "at line $line" . ($forged ? ' (the record claiming '
+				. '1000 more lines)' : '')
+				. ($stored ? ', its base stored' : ''));
+		}
 	}
+	git($R, 'config', '--unset', 'core.compression') if $stored;
 }
 tail_write($ob, 3, $OLDN, 82);
 is(join(' ', tail_record($ob)), "3 $OLDN 82", 'thin packs: the record put '

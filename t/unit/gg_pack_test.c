@@ -886,6 +886,180 @@ synthetic(void)
 }
 
 
+/*
+ * A blob as stored deflate blocks: blk bytes each (0: zlib's own, at
+ * level 0), the header's BFINAL set on block `last` (-1: on the last
+ * one), block `bad` with NLEN wrong, block `fixed` a fixed-Huffman one
+ * (-1: none of those)
+ */
+static void
+put_stored(buf_t *b, const unsigned char *p, size_t n, size_t blk, int last,
+    int bad, int fixed)
+{
+    int            k;
+    size_t         at, m;
+    unsigned char  h[5];
+    uLong          a;
+
+    if (blk == 0) {
+        uLongf          out = compressBound(n);
+        unsigned char  *z = malloc(out);
+
+        compress2(z, &out, p, n, 0);
+        put(b, z, out);
+        free(z);
+        return;
+    }
+    put(b, "\x78\x01", 2);
+    for (at = 0, k = 0; at < n; at += m, k++) {
+        m = n - at < blk ? n - at : blk;
+        if (k == fixed) {
+            /* BFINAL, BTYPE 01, the end-of-block code: an empty block */
+            put(b, "\x03\x00", 2);
+            break;
+        }
+        h[0] = (at + m == n || k == last) ? 1 : 0;
+        h[1] = (unsigned char) m;
+        h[2] = (unsigned char) (m >> 8);
+        h[3] = (unsigned char) ~m ^ (k == bad);
+        h[4] = (unsigned char) (~m >> 8);
+        put(b, h, 5);
+        put(b, p + at, m);
+        if (k == last) {
+            break;
+        }
+    }
+    a = adler32(1, p, (uInt) n);
+    put32(b, (uint32_t) a);
+}
+
+
+/* what a pack of the one blob given by put_stored()'s arguments lets
+ * gg_stored_read() read: ranges at random, agreeing with src; the
+ * number of reads that failed, or -1 when gg_pack_stored() refused it */
+static int
+stored_reads(const unsigned char *src, size_t n, uint64_t size, size_t blk,
+    int last, int bad, int fixed, int reads, size_t *mism)
+{
+    int            k, failed, rc;
+    char           err[256];
+    buf_t          pack = { 0 }, idx = { 0 };
+    ent_t          e[1];
+    uint64_t       off, len;
+    gg_pack_t     *p;
+    gg_stored_t    st;
+    unsigned char *dst;
+
+    memset(&st, 0, sizeof(st));
+    pack_start(&pack, 1);
+    e[0].off = pack.len;
+    oid_of(e[0].oid, 5);
+    put_hdr(&pack, GG_OBJ_BLOB, n);
+    put_stored(&pack, src, n, blk, last, bad, fixed);
+    pack_end(&pack);
+    make_idx(&idx, &pack, e, 1);
+
+    failed = -1;
+    *mism = 0;
+    dst = malloc(n + 1);
+    if (gg_pack_open_mem(&p, idx.d, idx.len, pack.d, pack.len, 0, err,
+                         sizeof(err)) != 0)
+    {
+        goto done;
+    }
+    rc = gg_pack_stored(&st, p, e[0].oid, size);
+    if (rc == 1) {
+        failed = 0;
+        for (k = 0; k < reads; k++) {
+            /* from the end backwards first, then anywhere */
+            off = k < 20 ? n - (n / 20) * (k + 1) : rnd() % n;
+            len = rnd() % (n - off < 70000 ? n - off + 1 : 70000);
+            if (gg_stored_read(&st, off, len, dst) != 0) {
+                failed++;
+            } else if (memcmp(dst, src + off, len) != 0) {
+                (*mism)++;
+            }
+        }
+        /* past the end: never */
+        failed += gg_stored_read(&st, n - 1, 2, dst) == 0 ? 1000 : 0;
+    }
+    gg_pack_close(p);
+
+done:
+
+    gg_stored_free(&st);
+    free(dst);
+    free(pack.d);
+    free(idx.d);
+    return failed;
+}
+
+
+static void
+stored(void)
+{
+    int             r;
+    size_t          n, cap, mism;
+    char           *src;
+
+    src = NULL;
+    n = cap = 0;
+    lines(&src, &n, &cap, 8000);
+
+    r = stored_reads((unsigned char *) src, n, n, 0, -1, -1, -1, 3000,
+                     &mism);
+    ok(r == 0 && mism == 0, "stored blocks (zlib, level 0), %zu bytes: "
+       "3000 ranges read as written (%d failed, %zu differ)", n, r, mism);
+    r = stored_reads((unsigned char *) src, n, n, 1500, -1, -1, -1, 3000,
+                     &mism);
+    ok(r == 0 && mism == 0, "stored blocks of 1500 bytes: 3000 ranges "
+       "read as written (%d failed, %zu differ)", r, mism);
+    ok(stored_reads((unsigned char *) src, n, n + 1, 0, -1, -1, -1, 1,
+                    &mism) == -1, "stored blocks: another size than the "
+       "entry's: not taken");
+    {
+        buf_t       pack = { 0 }, idx = { 0 };
+        ent_t       e[1];
+        char        err[256];
+        gg_pack_t  *p;
+        gg_stored_t st;
+
+        memset(&st, 0, sizeof(st));
+        pack_start(&pack, 1);
+        e[0].off = pack.len;
+        oid_of(e[0].oid, 5);
+        put_hdr(&pack, GG_OBJ_BLOB, n);
+        put_zlib(&pack, src, n);
+        pack_end(&pack);
+        make_idx(&idx, &pack, e, 1);
+        ok(gg_pack_open_mem(&p, idx.d, idx.len, pack.d, pack.len, 0, err,
+                            sizeof(err)) == 0
+           && gg_pack_stored(&st, p, e[0].oid, n) == 0,
+           "a compressed entry: not taken as stored");
+        gg_pack_close(p);
+        free(pack.d);
+        free(idx.d);
+    }
+    r = stored_reads((unsigned char *) src, n, n, 1500, -1, 40, -1, 200,
+                     &mism);
+    ok(r > 0 && r < 200 && mism == 0, "a block whose NLEN is wrong: the "
+       "reads that reach it fail (%d of 200), the others as written", r);
+    r = stored_reads((unsigned char *) src, n, n, 1500, 40, -1, -1, 200,
+                     &mism);
+    ok(r > 0 && r < 200 && mism == 0, "the last block early: the reads "
+       "past it fail (%d of 200), the others as written", r);
+    r = stored_reads((unsigned char *) src, n, n, 1500, -1, -1, 40, 200,
+                     &mism);
+    ok(r > 0 && r < 200 && mism == 0, "a fixed-Huffman block after stored "
+       "ones: the reads that reach it fail (%d of 200)", r);
+    r = stored_reads((unsigned char *) src, n, n, 100, -1, -1, -1, 200,
+                     &mism);
+    ok(r > 0 && mism == 0, "blocks of 100 bytes (more than one a KB): "
+       "reads far in refused (%d of 200)", r);
+    free(src);
+}
+
+
 int
 main(void)
 {
@@ -897,6 +1071,7 @@ main(void)
     }
 
     synthetic();
+    stored();
     ok(ext_bad == 0, "the built packs as extents: as read, built exactly "
        "when read, a clean error when not (%zu of %zu disagree)", ext_bad,
        ext_checked);
