@@ -166,7 +166,7 @@ my $connected = Test::Bottle::bottlectl($t, $redis, 'forge', 'connect',
 	'--token-file', "$d/forge-token", '--account', 'gate-bot');
 my $forges = Test::Bottle::bottlectl($t, $redis, 'forges');
 
-$t->run()->plan(159);
+$t->run()->plan(164);
 
 ###############################################################################
 
@@ -271,6 +271,41 @@ ok(@rp >= 1 && @rp <= 2, 'push: forwarded to the forge');
 is(join(' ', grep { $_ ne '200:ok:x-access-token' }
 	map { "$_->{status}:$_->{auth}:$_->{user}" } @rp), '',
 	'push: sent with the gate\'s token');
+
+###############################################################################
+# a thin push's bases stored in the copy, not compressed (the gate's
+# receive-pack at core.compression=0: docs/gitgate.md, "What is scanned"),
+# never in what the gate sends the forge
+
+($rc, $out) = agent('writer', 'clone', '-q', 'https://github.com/acme/widgets',
+	'stored');
+is($rc, 0, 'stored bases: a clone') or diag($out);
+my $LOG = join '', map { "entry $_ of the bottle's log\n" } 1 .. 4000;
+$t->write_file('stored/log.txt', $LOG);
+run_git($t, wd('stored'), 'add', 'log.txt');
+run_git($t, wd('stored'), 'commit', '-q', '-m', 'a log');
+($rc, $out) = agent('writer', wd('stored'), 'push', 'origin',
+	'HEAD:refs/heads/stored');
+is($rc, 0, 'stored bases: a log pushed') or diag($out);
+my $old_log = head_of('stored', 'HEAD:log.txt');
+$t->write_file('stored/log.txt', $LOG . "one more entry\n");
+$t->write_file('stored/notes.txt', "the same note again\n" x 10000);
+run_git($t, wd('stored'), 'add', 'log.txt', 'notes.txt');
+run_git($t, wd('stored'), 'commit', '-q', '-m', 'appended');
+$nlog = @{forge_log($t)};
+($rc, $out) = agent('writer', wd('stored'), 'push', 'origin',
+	'HEAD:refs/heads/stored');
+is($rc, 0, 'stored bases: an append pushed') or diag($out);
+my $copy = "$d/gate/github.com/acme/widgets.git";
+my @stored = grep { /^$old_log blob +(\d+) (\d+) \d+\s*$/ && $2 > $1 }
+	map { `git verify-pack -v $_` } glob("$copy/objects/pack/*.idx");
+is(scalar @stored, 1, 'stored bases: the copy holds the old log, stored, '
+	. 'in the pack of the push that appended to it');
+my @posts = grep { $_->{uri} =~ /git-receive-pack$/ && $_->{method} eq 'POST' }
+	@{forge_log($t, since => $nlog)};
+ok(@posts && $posts[-1]{bytes_in} < 20000, 'stored bases: the forge got the '
+	. 'push compressed (' . ($posts[-1]{bytes_in} // '?') . ' bytes for '
+	. '200 KB of a note)');
 
 my $j = journal();
 my ($ev) = grep { $_->{type} eq 'git.push' } @$j;
