@@ -259,9 +259,9 @@ int gg_delta_apply(unsigned char *dst, size_t dst_len,
  * receive-pack runs: gitgate-cgi.c), read a range at a time, nothing
  * inflated.  gg_pack_stored(): 1 and *s when oid has such an entry of
  * size bytes (its first block a stored one; the others are checked as
- * they are read), else 0 (or -1, out of memory).  gg_stored_read(): dst
- * gets the blob's [off, off + len), the blocks seen kept for the next
- * read's search: 0, or -1 when a block on the way is not a stored one,
+ * they are read), else 0.  gg_stored_read(): dst gets the blob's [off,
+ * off + len), the blocks seen kept (where, how long) for the next read's
+ * search: 0, or -1 when a block on the way is not a stored one,
  * the blocks are not what the entry says, or they are more than one a
  * KB (zlib writes blocks of tens of KB; read the blob another way).  The
  * bytes are what index-pack hashed: it inflated the same blocks.
@@ -269,6 +269,8 @@ int gg_delta_apply(unsigned char *dst, size_t dst_len,
 typedef struct {
     const unsigned char *b;         /* a block's header */
     uint64_t            pos;        /* where its bytes are in the blob */
+    uint32_t            len;        /* how many (LEN) */
+    uint32_t            last;       /* BFINAL */
 } gg_stored_blk_t;
 
 typedef struct {

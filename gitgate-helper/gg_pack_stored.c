@@ -34,6 +34,43 @@ gg_stored_populate(const unsigned char *z, const unsigned char *end,
 }
 
 
+/* the block at b, bytes pos on of the blob, as the next one seen: 0 (a
+ * stored block's header, its bytes in the pack and in the blob), or -1 */
+static int
+gg_stored_add(gg_stored_t *s, const unsigned char *b, uint64_t pos)
+{
+    uint64_t          len;
+    gg_stored_blk_t  *nb;
+
+    /* BFINAL, BTYPE 00, padding to the byte; LEN, NLEN; LEN bytes */
+    if (s->end - b < 5 || (b[0] & 0x06) != 0 || (b[1] ^ b[3]) != 0xff
+        || (b[2] ^ b[4]) != 0xff)
+    {
+        return -1;
+    }
+    len = (uint64_t) b[1] | (uint64_t) b[2] << 8;
+    if ((uint64_t) (s->end - b - 5) < len || len > s->size - pos
+        || s->n > (s->size >> 10) + 64)
+    {
+        return -1;
+    }
+    if (s->n == s->cap) {
+        nb = realloc(s->blk, (s->cap ? 2 * s->cap : 64) * sizeof(s->blk[0]));
+        if (nb == NULL) {
+            return -1;
+        }
+        s->blk = nb;
+        s->cap = s->cap ? 2 * s->cap : 64;
+    }
+    s->blk[s->n].b = b;
+    s->blk[s->n].pos = pos;
+    s->blk[s->n].len = len;
+    s->blk[s->n].last = b[0] & 1;
+    s->n++;
+    return 0;
+}
+
+
 int
 gg_pack_stored(gg_stored_t *s, gg_pack_t *p, const unsigned char *oid,
     uint64_t size)
@@ -42,7 +79,7 @@ gg_pack_stored(gg_stored_t *s, gg_pack_t *p, const unsigned char *oid,
     size_t                i;
     uint32_t              k;
     uint64_t              o, esize, data_off, base_off;
-    const unsigned char  *base_oid, *z, *end;
+    const unsigned char  *base_oid, *z;
 
     for (i = 0; i < p->n; i++) {
         if (gg_pack_find(&k, &o, p, oid, (uint32_t) i) != 0 || k != i
@@ -52,52 +89,22 @@ gg_pack_stored(gg_stored_t *s, gg_pack_t *p, const unsigned char *oid,
         {
             continue;
         }
-        end = p->f[i].pack + p->f[i].pack_len - GG_PACK_TRAILER;
+        s->end = p->f[i].pack + p->f[i].pack_len - GG_PACK_TRAILER;
+        s->size = size;
+        s->n = 0;
         z = p->f[i].pack + data_off;
-        /* zlib's header (deflate, no dictionary), a stored block's */
-        if (end - z < 2 + 5 || (z[0] & 0x0f) != 8 || (z[1] & 0x20) != 0
-            || ((z[0] << 8) | z[1]) % 31 != 0 || (z[2] & 0x06) != 0)
+        /* zlib's header (deflate, no dictionary), a stored block */
+        if (s->end - z < 2 || (z[0] & 0x0f) != 8 || (z[1] & 0x20) != 0
+            || ((z[0] << 8) | z[1]) % 31 != 0 || gg_stored_add(s, z + 2, 0))
         {
             continue;
         }
-        if (s->cap == 0) {
-            s->blk = malloc(64 * sizeof(s->blk[0]));
-            if (s->blk == NULL) {
-                return -1;
-            }
-            s->cap = 64;
-        }
         /* its page table filled at once: the copies read it all over (a
          * VM's page fault costs 10-14 us) */
-        gg_stored_populate(z, end, size);
-        s->end = end;
-        s->size = size;
-        s->blk[0].b = z + 2;
-        s->blk[0].pos = 0;
-        s->n = 1;
+        gg_stored_populate(z, s->end, size);
         return 1;
     }
     return 0;
-}
-
-
-/* block i's length: 0 (a stored block's header, its bytes in the pack,
- * none past the blob's size), or -1 */
-static int
-gg_stored_block(const gg_stored_t *s, size_t i, uint64_t *blen)
-{
-    const unsigned char  *b;
-
-    /* BFINAL, BTYPE 00, padding to the byte; LEN, NLEN; LEN bytes */
-    b = s->blk[i].b;
-    if (s->end - b < 5 || (b[0] & 0x06) != 0 || (b[1] ^ b[3]) != 0xff
-        || (b[2] ^ b[4]) != 0xff)
-    {
-        return -1;
-    }
-    *blen = (uint64_t) b[1] | (uint64_t) b[2] << 8;
-    return (uint64_t) (s->end - b - 5) < *blen
-           || *blen > s->size - s->blk[i].pos ? -1 : 0;
 }
 
 
@@ -105,15 +112,16 @@ int
 gg_stored_read(gg_stored_t *s, uint64_t off, uint64_t len,
     unsigned char *dst)
 {
-    size_t            i, lo, hi, mid;
-    uint64_t          blen, k, pos;
-    gg_stored_blk_t  *nb;
+    size_t                  i, lo, hi, mid;
+    uint64_t                k;
+    const gg_stored_blk_t  *x;
 
-    if (off > s->size || len > s->size - off) {
+    if (off > s->size || len > s->size - off || s->n == 0) {
         return -1;
     }
 
-    /* the last block seen that starts at or before off */
+    /* the last block seen that starts at or before off (the table alone
+     * is read: a block's header only the first time it is seen) */
     lo = 0;
     hi = s->n;
     while (hi - lo > 1) {
@@ -126,36 +134,21 @@ gg_stored_read(gg_stored_t *s, uint64_t off, uint64_t len,
     }
 
     for (i = lo; len > 0; i++) {
-        if (gg_stored_block(s, i, &blen) != 0) {
-            return -1;
-        }
-        pos = s->blk[i].pos;
-        if (off < pos + blen) {
-            k = pos + blen - off < len ? pos + blen - off : len;
-            memcpy(dst, s->blk[i].b + 5 + (off - pos), (size_t) k);
+        x = &s->blk[i];
+        if (off < x->pos + x->len) {
+            k = x->pos + x->len - off < len ? x->pos + x->len - off : len;
+            memcpy(dst, x->b + 5 + (off - x->pos), (size_t) k);
             dst += k;
             off += k;
             len -= k;
         }
-        if (len == 0 || i + 1 < s->n) {
-            continue;
-        }
-        /* the next block, seen for the first time (none after the last;
-         * more than one a KB: not what zlib writes) */
-        if ((s->blk[i].b[0] & 1) || s->n > (s->size >> 10) + 64) {
+        /* the next block, seen for the first time (none after the last) */
+        if (len > 0 && i + 1 == s->n
+            && (x->last || gg_stored_add(s, x->b + 5 + x->len,
+                                         x->pos + x->len) != 0))
+        {
             return -1;
         }
-        if (s->n == s->cap) {
-            nb = realloc(s->blk, 2 * s->cap * sizeof(s->blk[0]));
-            if (nb == NULL) {
-                return -1;
-            }
-            s->blk = nb;
-            s->cap *= 2;
-        }
-        s->blk[s->n].b = s->blk[i].b + 5 + blen;
-        s->blk[s->n].pos = pos + blen;
-        s->n++;
     }
     return 0;
 }
