@@ -212,6 +212,9 @@ gg_tail_fill(const char *repo, gg_tail_fill_t *st, char *err, size_t errlen)
     }
 
     git_libgit2_init();
+    /* the fetch's index-pack hashed every object as it wrote it (as for
+     * the push scan, gg_scan.c) */
+    git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 0);
 
     if (git_repository_open_ext(&r, repo, GIT_REPOSITORY_OPEN_NO_SEARCH,
                                 NULL) != 0
