@@ -282,12 +282,8 @@ gg_tail_file(gg_ctx_t *c, const char *path, size_t index,
     stored = 0;
     while ((rc = gg_delta_next(&it, &op)) == 1) {
         if (op.copy && !stored) {
-            rc = gg_pack_stored(&c->st, c->pack, oid->id, t.size);
-            if (rc != 1) {
-                if (rc < 0) {
-                    snprintf(c->err, c->errlen, "out of memory");
-                }
-                return rc;
+            if (gg_pack_stored(&c->st, c->pack, oid->id, t.size) != 1) {
+                return 0;
             }
             stored = 1;
         }

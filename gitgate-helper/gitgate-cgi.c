@@ -724,7 +724,7 @@ gg_backend(gg_ctx_t *ctx, const gg_request_t *req, const char *hooks,
     /* the bases index-pack --fix-thin appends to a thin push's pack (the
      * old versions of the files it changes, already in the copy) written
      * as stored deflate blocks: the scan reads them as they lie, never
-     * inflating them (docs/gitgate.md, "Speed"); and no gc of
+     * inflating them (docs/gitgate.md, "Appended files"); and no gc of
      * receive-pack's, which would repack the copy so too (the next
      * refresh's fetch runs it, without this) */
     env[n++] = "GIT_CONFIG_KEY_5=core.compression";

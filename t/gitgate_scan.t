@@ -23,6 +23,7 @@ BEGIN { use FindBin; chdir($FindBin::Bin); }
 
 use lib 'lib';
 use Test::Nginx;
+use Test::Bottle qw/ gitgate_tail /;
 
 use Digest::SHA qw//;
 use Compress::Zlib qw//;
@@ -166,7 +167,7 @@ sub start {
 
 ###############################################################################
 
-$t->plan(164 + 13 + 16 + 23);
+$t->plan(164 + 13 + 16 + 27);
 
 # a clean push: several commits and an annotated tag
 
@@ -1057,27 +1058,9 @@ two_pushes('trail', 'wl/l.txt', conf_tail("${GHP}x"), conf_tail($GHP), 81);
 # that version whole and then only inserts is scanned from the inserts,
 # its lines numbered on from the record
 
-my $TAIL_WAYS = 4;
-my $TAIL_BUCKETS = (1 << 17) / $TAIL_WAYS;
-
-# the record of blob $oid: (flags, size, lines), or () when none; or the
-# offset of its way, of a free one, or of way 0 when $o{slot}
-sub tail_record {
-	my ($oid, %o) = @_;
-	my $raw = pack('H40', $oid);
-	my $at = unpack('N', $raw) % $TAIL_BUCKETS * $TAIL_WAYS * 48;
-	my $f = slurp("$R/gitgate-tails");
-	for my $w (0 .. $TAIL_WAYS - 1) {
-		my $r = substr($f, $at + $w * 48, 48);
-		next unless length($r) == 48;
-		my ($magic, $crc, $id, $flags, $size, $lines)
-			= unpack('V V a20 V Q< Q<', $r);
-		next unless $magic == 0x31544747 && $id eq $raw
-			&& $crc == Compress::Zlib::crc32(substr($r, 8));
-		return $o{slot} ? $at + $w * 48 : ($flags, $size, $lines);
-	}
-	return $o{slot} ? $at : ();
-}
+# the record of blob $oid in the remote: (flags, size, lines), or () when
+# none; or the offset of its way, else of its bucket's first, when $o{slot}
+sub tail_record { return gitgate_tail($R, @_); }
 
 # writes the record of $oid in its way ($bad: with its CRC wrong)
 sub tail_write {
@@ -1370,6 +1353,21 @@ for my $stored (0, 1) {
 tail_write($ob, 3, $OLDN, 82);
 is(join(' ', tail_record($ob)), "3 $OLDN 82", 'thin packs: the record put '
 	. 'back');
+
+# the pass the gate runs after a fetch (gitgate-scan --tails): a record of
+# each file of 1 KB or more at the branches' tips that has none
+unlink("$R/gitgate-tails");
+my $tails = `'$SCAN' --tails '$R' 2>&1`;
+like($tails, qr/^tails: [1-9]\d* recorded, [1-9]\d* bytes read\n\z/,
+	'gitgate-scan --tails: records the tips\' files, says how many')
+	or diag($tails);
+is(join(' ', tail_record($ob)), "3 $OLDN 82", 'gitgate-scan --tails: the '
+	. 'record a scan would write');
+is(`'$SCAN' --tails '$R' 2>&1`, "tails: 0 recorded, 0 bytes read\n",
+	'gitgate-scan --tails again: none without a record left');
+$tails = `'$SCAN' --tails '$d/no-such.git' 2>&1; echo "rc=\$?"`;
+like($tails, qr/^gitgate-scan --tails: .+\nrc=1\n\z/,
+	'gitgate-scan --tails on no repository: why, exit 1') or diag($tails);
 git($R, 'config', '--unset', 'receive.unpackLimit');
 
 # the compiled rule databases kept between runs (GITGATE_SCAN_CACHE,
