@@ -191,8 +191,7 @@ gg_packfile_check(gg_packfile_t *f)
 }
 
 
-/* the offset of oid in f: 0, or -1 when not there or its offset is bad */
-static int
+int
 gg_packfile_find(uint64_t *off, const gg_packfile_t *f,
     const unsigned char *oid)
 {

@@ -128,6 +128,10 @@ int gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
     unsigned char *out, size_t size);
 
 
+/* the offset of oid in f: 0, or -1 when not there or its offset is bad */
+int gg_packfile_find(uint64_t *off, const gg_packfile_t *f,
+    const unsigned char *oid);
+
 /* the first open pack holding oid, the pack "prefer" first */
 int gg_pack_find(uint32_t *pack, uint64_t *off, const gg_pack_t *p,
     const unsigned char *oid, uint32_t prefer);

@@ -60,18 +60,19 @@ static int gg_fill_tree(const char *root, const git_tree_entry *e,
     void *data);
 
 
-/* byte `at` of the lock file locked (wait: until it is), 0; else -1 */
+/* byte `at` of the lock file set to type (F_WRLCK, F_UNLCK) with cmd
+ * (F_OFD_SETLK, F_OFD_SETLKW: until it is): 0, else -1 */
 static int
-gg_fill_setlk(int fd, off_t at, int wait)
+gg_fill_setlk(int fd, off_t at, short type, int cmd)
 {
     struct flock  l;
 
     memset(&l, 0, sizeof(l));
-    l.l_type = F_WRLCK;
+    l.l_type = type;
     l.l_whence = SEEK_SET;
     l.l_start = at;
     l.l_len = 1;
-    return fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &l);
+    return fcntl(fd, cmd, &l);
 }
 
 
@@ -85,7 +86,6 @@ gg_fill_lock(const char *repo, char *err, size_t errlen)
 {
     int    fd;
     char   path[4096];
-    struct flock  u;
 
     if ((size_t) snprintf(path, sizeof(path), "%s/gitgate-tails.lock", repo)
         >= sizeof(path))
@@ -100,21 +100,16 @@ gg_fill_lock(const char *repo, char *err, size_t errlen)
     }
 
     /* byte 0: the one waiting; byte 1: the one running */
-    if (gg_fill_setlk(fd, 0, 0) != 0) {
+    if (gg_fill_setlk(fd, 0, F_WRLCK, F_OFD_SETLK) != 0) {
         close(fd);
         return -2;
     }
-    if (gg_fill_setlk(fd, 1, 1) != 0) {
+    if (gg_fill_setlk(fd, 1, F_WRLCK, F_OFD_SETLKW) != 0) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         close(fd);
         return -1;
     }
-    memset(&u, 0, sizeof(u));
-    u.l_type = F_UNLCK;
-    u.l_whence = SEEK_SET;
-    u.l_start = 0;
-    u.l_len = 1;
-    (void) fcntl(fd, F_OFD_SETLK, &u);
+    (void) gg_fill_setlk(fd, 0, F_UNLCK, F_OFD_SETLK);
     return fd;
 }
 
