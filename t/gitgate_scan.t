@@ -32,6 +32,7 @@ use IO::Compress::Gzip qw//;
 use IO::Compress::Zip qw//;
 use MIME::Base64 qw/ encode_base64 /;
 use POSIX qw//;
+use Fcntl qw//;
 
 ###############################################################################
 
@@ -167,7 +168,7 @@ sub start {
 
 ###############################################################################
 
-$t->plan(164 + 13 + 16 + 27);
+$t->plan(164 + 13 + 16 + 29);
 
 # a clean push: several commits and an annotated tag
 
@@ -1365,6 +1366,27 @@ is(join(' ', tail_record($ob)), "3 $OLDN 82", 'gitgate-scan --tails: the '
 	. 'record a scan would write');
 is(`'$SCAN' --tails '$R' 2>&1`, "tails: 0 recorded, 0 bytes read\n",
 	'gitgate-scan --tails again: none without a record left');
+# one pass runs a copy and at most one waits (OFD locks on bytes 0 and 1
+# of gitgate-tails.lock: docs/gitgate.md, "Appended files"): with both
+# bytes held, a pass leaves at once; with the running one's alone, it waits
+{
+	my $F_OFD_SETLK = 37;	# linux/fcntl.h
+	open my $lk, '+>>', "$R/gitgate-tails.lock" or die "$!";
+	my $set = sub {
+		my ($at, $type) = @_;
+		fcntl($lk, $F_OFD_SETLK, pack('s s x4 q q i x4', $type, 0, $at, 1,
+			0)) or die "fcntl: $!";
+	};
+	$set->(1, Fcntl::F_WRLCK());
+	$set->(0, Fcntl::F_WRLCK());
+	is(`timeout 10 '$SCAN' --tails '$R' 2>&1`, "tails: another pass waits\n",
+		'gitgate-scan --tails while one runs and one waits: leaves');
+	$set->(0, Fcntl::F_UNLCK());
+	system("timeout 2 '$SCAN' --tails '$R' >/dev/null 2>&1");
+	is($? >> 8, 124, 'gitgate-scan --tails while one runs: waits for it');
+	$set->(1, Fcntl::F_UNLCK());
+	close $lk;
+}
 $tails = `'$SCAN' --tails '$d/no-such.git' 2>&1; echo "rc=\$?"`;
 like($tails, qr/^gitgate-scan --tails: .+\nrc=1\n\z/,
 	'gitgate-scan --tails on no repository: why, exit 1') or diag($tails);
