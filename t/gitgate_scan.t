@@ -168,7 +168,7 @@ sub start {
 
 ###############################################################################
 
-$t->plan(164 + 13 + 16 + 29);
+$t->plan(164 + 13 + 16 + 29 + 2);
 
 # a clean push: several commits and an annotated tag
 
@@ -1465,6 +1465,44 @@ my @open = cache_files($OPEN);
 is(scalar(@open), 0, 'scan cache: a directory others may write '
 	. 'is not used');
 hook("$d/policy.json");
+
+# only the repository's objects are read, not the machine's or the user's
+# git configuration: a ~/.gitconfig git cannot parse, and a repository
+# another user owns (libgit2 would look for safe.directory there), are
+# scanned all the same
+
+sub scan_as {
+	my ($repo, $home, $line) = @_;
+	my $pid = open(my $fh, '|-') // die "fork: $!\n";
+	if ($pid == 0) {
+		$ENV{HOME} = $home;
+		delete $ENV{GIT_CONFIG_NOSYSTEM};
+		open STDOUT, '>', "$d/scan_as.out" or die;
+		open STDERR, '>&', \*STDOUT or die;
+		exec($SCAN, '--policy', "$d/policy.json", '--bottle', 'b1',
+			'--repo', $repo) or POSIX::_exit(127);
+	}
+	print $fh $line;
+	close $fh;
+	return { rc => $? >> 8, out => $t->read_file('scan_as.out') };
+}
+
+mkdir("$d/home-bad") or die;
+$t->write_file('home-bad/.gitconfig', "[core\n\tbroken = \"\n[safe\n");
+my $main_tip = git($R, 'rev-parse', 'refs/heads/main');
+my $as = scan_as($R, "$d/home-bad", ('0' x 40) . " $main_tip refs/heads/as\n");
+is($as->{rc}, 0, 'a ~/.gitconfig that git cannot parse: the push scanned')
+	or diag($as->{out});
+
+SKIP: {
+	skip 'not root: no repository of another user', 1 if $> != 0;
+	system('cp', '-a', $R, "$d/owned.git") == 0 or die;
+	system('chown', '-R', '65534:65534', "$d/owned.git") == 0 or die;
+	$as = scan_as("$d/owned.git", $d,
+		('0' x 40) . " $main_tip refs/heads/as\n");
+	is($as->{rc}, 0, 'a repository another user owns: the push scanned')
+		or diag($as->{out});
+}
 
 # never the value; the sanitizer build leaves no report
 
