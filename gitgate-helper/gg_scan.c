@@ -224,6 +224,32 @@ gg_hold(const char *repo)
 }
 
 
+/*
+ * libgit2 as the scans use it (gg_scan_push(), gg_tail_fill()), each call
+ * with its git_libgit2_shutdown().  Objects are not hashed again: the
+ * push's index-pack or unpack-objects, or the fetch's index-pack, hashed
+ * every one as it wrote it (hashing again on read would be most of a
+ * scan's cost).  Only the repository is read: not the machine's or the
+ * user's git configuration (/etc/gitconfig, ~/.gitconfig, read and
+ * stat'ed again at every open, 3-5% of a 1 MB push), so not their
+ * safe.directory either; the owner check it answers guards against
+ * running a repository's configured programs, and a scan runs none (git
+ * checked the repository before it ran its hook).
+ */
+void
+gg_git_init(void)
+{
+    git_libgit2_init();
+    git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 0);
+    git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, GIT_CONFIG_LEVEL_SYSTEM, "");
+    git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, GIT_CONFIG_LEVEL_XDG, "");
+    git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, GIT_CONFIG_LEVEL_GLOBAL, "");
+    git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, GIT_CONFIG_LEVEL_PROGRAMDATA,
+                     "");
+    git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
+}
+
+
 uint64_t
 gg_scan_memory_kb(void)
 {
@@ -289,30 +315,7 @@ gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
     mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
     mallopt(M_TRIM_THRESHOLD, 512 * 1024 * 1024);
 
-    git_libgit2_init();
-
-    /*
-     * receive-pack's index-pack or unpack-objects hashed every pushed
-     * object as it wrote it; hashing each again on read would be most of
-     * the cost of a scan
-     */
-    git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 0);
-
-    /*
-     * Only the repository's objects are read: the machine's and the
-     * user's git configuration (/etc/gitconfig, ~/.gitconfig, read and
-     * stat'ed again at every open, 3-5% of a 1 MB push) are not, so
-     * neither is their safe.directory.  The owner check it would answer
-     * guards against running a repository's configured programs; the
-     * scan runs none, and git checked the repository before it ran its
-     * hook.
-     */
-    git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, GIT_CONFIG_LEVEL_SYSTEM, "");
-    git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, GIT_CONFIG_LEVEL_XDG, "");
-    git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, GIT_CONFIG_LEVEL_GLOBAL, "");
-    git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, GIT_CONFIG_LEVEL_PROGRAMDATA,
-                     "");
-    git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0);
+    gg_git_init();
 
     /*
      * Blob contents come from git cat-file (gg_blob.h), whose delta base

@@ -111,6 +111,10 @@ int gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
 
 void gg_report_free(gg_report_t *r);
 
+/* libgit2 started as a scan uses it (gg_scan.c): no hash check on read,
+ * no configuration but the repository's */
+void gg_git_init(void);
+
 /*
  * A resident scanner's start (gg_scand.c): the generic assignments'
  * matcher compiled once (2-3 ms of a push's CPU otherwise), every later

@@ -200,22 +200,22 @@ gg_tail_fill(const char *repo, gg_tail_fill_t *st, char *err, size_t errlen)
     head = NULL;
     rc = -1;
 
-    lk = gg_fill_lock(repo, err, errlen);
-    if (lk < 0) {
-        st->skipped = lk == -2;
-        return lk == -2 ? 0 : -1;
-    }
-
-    git_libgit2_init();
-    /* the fetch's index-pack hashed every object as it wrote it (as for
-     * the push scan, gg_scan.c) */
-    git_libgit2_opts(GIT_OPT_ENABLE_STRICT_HASH_VERIFICATION, 0);
-
+    /* a repository first: no lock file is left in a directory that is
+     * none */
+    gg_git_init();
+    lk = -1;
     if (git_repository_open_ext(&r, repo, GIT_REPOSITORY_OPEN_NO_SEARCH,
                                 NULL) != 0
         || git_repository_odb(&f.odb, r) != 0)
     {
         snprintf(err, errlen, "cannot open the repository");
+        goto cleanup;
+    }
+
+    lk = gg_fill_lock(repo, err, errlen);
+    if (lk < 0) {
+        st->skipped = lk == -2;
+        rc = lk == -2 ? 0 : -1;
         goto cleanup;
     }
     f.fd = gg_tail_open(repo);
@@ -265,7 +265,9 @@ cleanup:
     if (f.fd >= 0) {
         close(f.fd);
     }
-    close(lk);
+    if (lk >= 0) {
+        close(lk);
+    }
     return rc;
 }
 

@@ -168,7 +168,7 @@ sub start {
 
 ###############################################################################
 
-$t->plan(164 + 13 + 16 + 29 + 2);
+$t->plan(164 + 13 + 16 + 29 + 3);
 
 # a clean push: several commits and an annotated tag
 
@@ -1390,6 +1390,12 @@ is(`'$SCAN' --tails '$R' 2>&1`, "tails: 0 recorded, 0 bytes read\n",
 $tails = `'$SCAN' --tails '$d/no-such.git' 2>&1; echo "rc=\$?"`;
 like($tails, qr/^gitgate-scan --tails: .+\nrc=1\n\z/,
 	'gitgate-scan --tails on no repository: why, exit 1') or diag($tails);
+mkdir("$d/not-a-repo") or die;
+$tails = `'$SCAN' --tails '$d/not-a-repo' 2>&1; echo "rc=\$?"`;
+ok($tails =~ /^gitgate-scan --tails: cannot open the repository\nrc=1\n\z/
+	&& !-e "$d/not-a-repo/gitgate-tails.lock",
+	'gitgate-scan --tails on a directory that is no repository: exit 1, '
+	. 'no lock file left there') or diag($tails);
 git($R, 'config', '--unset', 'receive.unpackLimit');
 
 # the compiled rule databases kept between runs (GITGATE_SCAN_CACHE,
