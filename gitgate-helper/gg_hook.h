@@ -10,10 +10,7 @@
 #include <stddef.h>
 
 #include "gg_scan.h"
-
-
-/* what stdin may hold: every ref of GG_MAX_UPDATES at the longest */
-#define GG_MAX_INPUT  (64 * 1024 * 1024)
+#include "gg_scand.h"           /* GG_MAX_INPUT: what stdin may hold */
 
 
 /* the whole of stdin, malloc()ed; 0, or -1 and err */

@@ -63,7 +63,7 @@ gg_hook(bottle_scan_db_t *loaded)
     char                    lease[GG_MAX_REFNAME + GG_OID_HEXSZ + 32];
     size_t                  len, i, nargs;
     const char             *quarantine, *forge, *owner, *repo, **args;
-    const char             *rule;
+    const char             *rule, *lost;
     gg_ctx_t                ctx;
     gg_report_t             r;
     gg_updates_t            u;
@@ -124,6 +124,21 @@ gg_hook(bottle_scan_db_t *loaded)
 
     ctx.bottle = bottle_policy_find_id(ctx.policy, ctx.bottle_id,
                                        strlen(ctx.bottle_id));
+
+    /*
+     * GITGATE_SCAN_LOST, set by the hook client (gitgate-hook.c): the
+     * resident scanner's child started this push's scan and ended
+     * without a verdict (killed, or over GITGATE_SCAND_WAIT).  Refused,
+     * and recorded with the updates the client kept.
+     */
+    lost = getenv("GITGATE_SCAN_LOST");
+    if (lost != NULL) {
+        gg_hook_refuse("internal", "why: %s\n  the push could not be "
+                       "checked, so it does not go on; try again, or ask "
+                       "the operator", lost);
+        gg_journal_push(&ctx, &u, "refused", "internal", lost, 1, NULL);
+        goto cleanup;
+    }
 
     /* the new commits' Bottle-Id trailers: this bottle's (gg_trailer.h) */
     u.bottle = ctx.bottle_id;

@@ -42,6 +42,11 @@
 /* seconds the client waits for a scan's end, by default */
 #define GG_SCAND_WAIT      900
 
+/* what a hook's stdin may hold (the ref updates): every ref of
+ * GG_MAX_UPDATES at the longest; the client keeps as much of it
+ * (gitgate-hook.c) */
+#define GG_MAX_INPUT       (64 * 1024 * 1024)
+
 
 typedef struct {
     const char  *mode;

@@ -17,7 +17,11 @@
  * hook program itself runs, exec'd here (gitgate-cgi as "pre-receive", or
  * gitgate-scan).  A scan that started and ends without a verdict (its
  * child killed), or runs over GITGATE_SCAND_WAIT seconds, or a scanner
- * that says nothing for 30 s: refused, rule "internal".
+ * that says nothing for 30 s: refused, rule "internal"; the gate's hook
+ * then runs gitgate-cgi with GITGATE_SCAN_LOST saying why, which refuses
+ * and writes the push's journal record.  For that the gate's client
+ * keeps its stdin (the ref updates, which the child reads) in a memfd,
+ * passed as the child's stdin and read again from its start.
  */
 
 #define _GNU_SOURCE
@@ -47,7 +51,8 @@ extern char  **environ;
 
 static int hook_connect(const char *dir, const char *name);
 static int hook_send(int s, const char *mode, int argc, char **argv);
-static int hook_wait(int s);
+static int hook_wait(int s, const char **lost);
+static int hook_keep_stdin(void);
 static ssize_t hook_recv(int s, char *buf, size_t size, int ms);
 static void hook_start(const char *dir, const char *prog, const char *arg);
 static void hook_closefrom(int lowfd);
@@ -61,11 +66,11 @@ static char  self_dir[PATH_MAX];
 int
 main(int argc, char **argv)
 {
-    int                 s, rc, gate;
+    int                 s, rc, gate, kept;
     char                dir[PATH_MAX], full[PATH_MAX], exe[PATH_MAX],
                         warm[GG_SCAND_WARM_ID_MAX + 8];
     char               *slash, *off;
-    const char         *root, *name, *bottle, **fargv;
+    const char         *root, *name, *bottle, *lost, **fargv;
     ssize_t             n;
 
     n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -98,6 +103,20 @@ main(int argc, char **argv)
 
     off = getenv("GITGATE_SCAND");
     s = -1;
+    lost = NULL;
+
+    /* the gate's: its ref updates kept for a scan that dies */
+    kept = 0;
+    if (gate && dir[0] && !(off && strcmp(off, "off") == 0)) {
+        kept = hook_keep_stdin();
+        if (kept == -2) {
+            /* part of them read and not kept: a hook that read the rest
+             * would check some updates and git would make them all */
+            hook_refuse("the ref updates could not be kept");
+            return 1;
+        }
+        kept = kept == 0;
+    }
 
     if (dir[0] && !(off && strcmp(off, "off") == 0)) {
         /* this bottle's warm child first: none, busy, or one that ran
@@ -110,9 +129,9 @@ main(int argc, char **argv)
             if (s >= 0 && hook_send(s, gate ? "gate" : "scan", argc, argv)
                           == 0)
             {
-                rc = hook_wait(s);
-                if (rc >= 0) {
-                    return rc;
+                rc = hook_wait(s, &lost);
+                if (rc >= 0 || lost) {
+                    goto done;
                 }
             }
             if (s >= 0) {
@@ -129,9 +148,9 @@ main(int argc, char **argv)
     }
 
     if (s >= 0 && hook_send(s, gate ? "gate" : "scan", argc, argv) == 0) {
-        rc = hook_wait(s);
-        if (rc >= 0) {
-            return rc;
+        rc = hook_wait(s, &lost);
+        if (rc >= 0 || lost) {
+            goto done;
         }
     }
 
@@ -139,7 +158,13 @@ main(int argc, char **argv)
         close(s);
     }
 
-    /* the hook itself, in this process */
+run:
+
+    /* the hook itself, in this process (the ref updates read from their
+     * start again) */
+    if (kept) {
+        (void) lseek(0, 0, SEEK_SET);
+    }
     fargv = (const char **) argv;
     fargv[0] = gate ? "pre-receive" : "gitgate-scan";
     execv(full, (char *const *) fargv);
@@ -147,8 +172,76 @@ main(int argc, char **argv)
         execvp("gitgate-scan", (char *const *) fargv);
     }
 
-    hook_refuse("the hook program cannot run");
+    hook_refuse(lost ? lost : "the hook program cannot run");
     return 1;
+
+done:
+
+    if (lost == NULL) {
+        return rc;
+    }
+
+    /* a lost scan: the gate's hook refuses and records it */
+    if (kept && setenv("GITGATE_SCAN_LOST", lost, 1) == 0) {
+        close(s);
+        goto run;
+    }
+    hook_refuse(lost);
+    return 1;
+}
+
+
+/*
+ * stdin (git's ref updates) copied into a memfd, which becomes stdin: 0;
+ * -1, no memfd, stdin as it was; -2, stdin read in part and not kept.
+ * GG_MAX_INPUT and a read more at most: the hook refuses longer updates
+ * anyway.
+ */
+
+static int
+hook_keep_stdin(void)
+{
+    int      m;
+    char     buf[65536];
+    size_t   total;
+    ssize_t  n, w, off;
+
+    m = (int) syscall(SYS_memfd_create, "gitgate-hook-stdin", 1U);
+    if (m < 0) {
+        return -1;
+    }
+    total = 0;
+    while (total <= GG_MAX_INPUT) {
+        n = read(0, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            goto failed;
+        }
+        if (n == 0) {
+            break;
+        }
+        for (off = 0; off < n; off += w) {
+            w = write(m, buf + off, (size_t) (n - off));
+            if (w < 0 && errno == EINTR) {
+                w = 0;
+            } else if (w <= 0) {
+                goto failed;
+            }
+        }
+        total += (size_t) n;
+    }
+    if (lseek(m, 0, SEEK_SET) != 0 || dup2(m, 0) != 0) {
+        goto failed;
+    }
+    close(m);
+    return 0;
+
+failed:
+
+    close(m);
+    return -2;
 }
 
 
@@ -252,12 +345,13 @@ hook_send(int s, const char *mode, int argc, char **argv)
 
 /*
  * The child's answers: its exit status; -1 when it never started (the
- * caller runs the hook itself); 1, refused, when it started and ended
- * without a verdict or ran over the wait.
+ * caller runs the hook itself); -1 and *lost, why, when it started and
+ * ended without a verdict or ran over the wait (the push refused); 1,
+ * refused, when the scanner said nothing for 30 s.
  */
 
 static int
-hook_wait(int s)
+hook_wait(int s, const char **lost)
 {
     int        status, wait_s;
     char       buf[GG_SCAND_REPLY_MAX], *v;
@@ -293,15 +387,15 @@ hook_wait(int s)
 
     if (n == -2) {
         kill((pid_t) pid, SIGKILL);
-        hook_refuse("the scan ran over its time (GITGATE_SCAND_WAIT)");
-        return 1;
+        *lost = "the scan ran over its time (GITGATE_SCAND_WAIT)";
+        return -1;
     }
 
     if (n <= 0 || gg_scand_reply_done(buf, (size_t) n, &status, &ut, &st)
                   != 0)
     {
-        hook_refuse("the scan ended without a verdict");
-        return 1;
+        *lost = "the scan ended without a verdict";
+        return -1;
     }
 
     hook_report(ut, st);

@@ -69,6 +69,10 @@ my $GATE_SLOW = gitgate_fastcgi($sock, %P, GITGATE_SCAND_TEST_DELAY => 4);
 # and 10 s
 my $GATE_SLOWER = gitgate_fastcgi($sock, %P, GITGATE_SCAND_TEST_DELAY => 10);
 my $WP = port(8096);
+# the same gate, the client waiting 1 s for a scan of 4 s
+my $GATE_OVER = gitgate_fastcgi($sock, %P, GITGATE_SCAND_TEST_DELAY => 4,
+	GITGATE_SCAND_WAIT => 1);
+my $VP = port(8097);
 
 $t->write_file_expand('nginx.conf', gitgate_conf(policy => $redis->{url},
 	port => $GP, gate => $GATE, servers => <<"EOF"));
@@ -104,6 +108,17 @@ server {
 $GATE_SLOWER
     }
 }
+
+server {
+    listen 127.0.0.1:$VP;
+    client_max_body_size 0;
+
+    location / {
+        bottle_attribute git;
+
+$GATE_OVER
+    }
+}
 EOF
 
 gitgate_fcgiwrap($t, $sock, children => 4);
@@ -123,7 +138,7 @@ Test::Bottle::bottlectl($t, $redis, 'forge', 'connect', 'github.com',
 	'--kind', 'github', '--url', "$forge->{url}/", '--token-file',
 	"$d/forge-token");
 
-$t->run()->plan(53);
+$t->run()->plan(57);
 
 ###############################################################################
 
@@ -315,6 +330,39 @@ like($out, qr/^remote: \s git-gate \s refused \s this \s push \s
 	\(rule: \s internal\) \s* \n remote: \s+ why: \s the \s scan \s ended \s without \s a \s verdict/mx,
 	'child killed: rule internal, why');
 is(forge_connections($t), $c, 'child killed: forge untouched');
+
+# a lost scan in the journal all the same: the client kept the ref
+# updates and gitgate-cgi refused and recorded the push
+
+sub pushes {
+	my $raw = redis_cli($t, 'XRANGE', 'bottle:audit', '-', '+');
+	return [ grep { $_->{type} eq 'git.push' } map { decode_json($_) }
+		grep { /^\{/ } split /\n/, $raw ];
+}
+
+sub lost_record {
+	my ($why) = @_;
+	my ($ev) = grep { ($_->{reason} // '') eq $why } @{pushes()};
+	return 'none' unless $ev;
+	return join(' ', map { $ev->{$_} // '' }
+		qw/ bottle repo verdict rule /) . ' '
+		. join(',', map { "$_->{old}:$_->{new}" } @{$ev->{refs} || []});
+}
+
+is(lost_record('the scan ended without a verdict'),
+	"alice github.com/acme/widgets refused internal $h3:$h4",
+	'child killed: in the journal, refused, rule internal, its ref');
+
+# a scan over the client's wait (GITGATE_SCAND_WAIT): the child killed,
+# the push refused and recorded
+($rc, $out) = agent($VP, 'push', 'origin', 'main');
+like($out, qr/^remote: \s git-gate \s refused \s this \s push \s
+	\(rule: \s internal\) \s* \n remote: \s+ why: \s the \s scan \s ran \s
+	over \s its \s time/mx, 'scan over its wait: refused, why') or diag($out);
+is(lost_record('the scan ran over its time (GITGATE_SCAND_WAIT)'),
+	"alice github.com/acme/widgets refused internal $h3:$h4",
+	'scan over its wait: in the journal, refused, its ref');
+is(forge_connections($t), $c, 'scan over its wait: forge untouched');
 
 ###############################################################################
 # a hostile local client gets nothing
