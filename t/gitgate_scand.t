@@ -73,6 +73,9 @@ my $WP = port(8096);
 my $GATE_OVER = gitgate_fastcgi($sock, %P, GITGATE_SCAND_TEST_DELAY => 4,
 	GITGATE_SCAND_WAIT => 1);
 my $VP = port(8097);
+# the same gate, a push's memory budget 1 MB
+my $GATE_SMALL = gitgate_fastcgi($sock, %P, GITGATE_SCAN_MEMORY_MB => 1);
+my $MP = port(8098);
 
 $t->write_file_expand('nginx.conf', gitgate_conf(policy => $redis->{url},
 	port => $GP, gate => $GATE, servers => <<"EOF"));
@@ -119,6 +122,17 @@ server {
 $GATE_OVER
     }
 }
+
+server {
+    listen 127.0.0.1:$MP;
+    client_max_body_size 0;
+
+    location / {
+        bottle_attribute git;
+
+$GATE_SMALL
+    }
+}
 EOF
 
 gitgate_fcgiwrap($t, $sock, children => 4);
@@ -138,7 +152,7 @@ Test::Bottle::bottlectl($t, $redis, 'forge', 'connect', 'github.com',
 	'--kind', 'github', '--url', "$forge->{url}/", '--token-file',
 	"$d/forge-token");
 
-$t->run()->plan(57);
+$t->run()->plan(60);
 
 ###############################################################################
 
@@ -525,6 +539,24 @@ waitpid($bg, 0);
 like($t->read_file('push-w.out'), qr/^rc=0/, 'busy: the slow one accepted');
 ok(wait_for(sub { -S "$gate/.scand/w-alice" })
 	&& (warm_pid() // -1) == $wpid, 'busy: the same child waits again');
+
+# a push whose memory budget's quarter (GITGATE_SCAN_MEMORY_MB=1: 256 KB)
+# the child's peak RSS has outgrown since it started: the child runs it,
+# then leaves (the next push may not find what malloc kept counted in its
+# budget); alice's next push has a new warm child
+commit_file('w6.txt', "budget\n");
+agent($MP, 'push', 'origin', 'main');
+# (at once: 3 s, where its idle time is 10 s)
+ok(wait_for(sub { my %p = scand_procs(); !exists $p{$wpid} }, 3),
+	'peak RSS over a quarter of the push\'s budget: the warm child leaves');
+# (accepted or over its budget: on from what the forge has)
+agent($GP, 'fetch', '-q', 'origin');
+git_in('reset', '-q', '--hard', 'origin/main');
+commit_file('w7.txt', "after it\n");
+($rc, $out) = agent($GP, 'push', 'origin', 'main');
+is($rc, 0, 'after it: a push of alice accepted') or diag($out);
+ok(wait_for(sub { -S "$gate/.scand/w-alice"
+	&& (warm_pid() // $wpid) != $wpid }), 'after it: a new warm child');
 
 ###############################################################################
 # idle: gone, its socket too
