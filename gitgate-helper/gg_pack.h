@@ -31,11 +31,11 @@
 #define GG_PACK_DEPTH           4096
 /* the most packs opened per directory */
 #define GG_PACK_MAX_PACKS       256
-/* a quarantine's pack up to this size is mapped with its page table
- * filled at once (MAP_POPULATE); a bigger one a fault at a time (a thin
- * push's holds its bases whole, index-pack --fix-thin appends them, and
- * a scan that reads only its deltas (gg_tail.c) would pay for them) */
-#define GG_PACK_POPULATE        (4ULL * 1024 * 1024)
+/* a quarantine's pack up to this size is read into memory (gg_map()); a
+ * bigger one is mapped (a thin push's holds its bases whole, index-pack
+ * --fix-thin appends them, and a scan that reads only its deltas
+ * (gg_tail.c) would pay for them) */
+#define GG_PACK_COPY            (4ULL * 1024 * 1024)
 /* the most extents a version is built of (gg_pack_extents()); over it,
  * the version is read whole instead */
 #define GG_EXT_MAX              (1024 * 1024)
