@@ -336,10 +336,10 @@ gg_pack_add(gg_pack_t *p, const gg_packfile_t *f)
 /*
  * path read: mapped read-only, or, with copy and up to GG_PACK_COPY bytes
  * (a quarantine's idx and pack, read mostly whole by the scan), read into
- * memory of the process's (gg_alloc(); *heap set).  A VM's first touch of
+ * memory of the process's (malloc(), *heap set: a warm child's next
+ * pushes get pages it already touched back).  A VM's first touch of
  * a file mapping's page costs 7-14 us however its page table was filled
- * (MAP_POPULATE too), 3.5 ms a MB; pread() copies a MB in about 0.15 ms,
- * into memory a warm child's earlier pushes already touched.
+ * (MAP_POPULATE too), 3.5 ms a MB; pread() copies a MB in about 0.15 ms.
  */
 static int
 gg_map(const unsigned char **out, size_t *len, const char *path,
@@ -363,7 +363,7 @@ gg_map(const unsigned char **out, size_t *len, const char *path,
     size = (size_t) st->st_size;
 
     if (copy && (uint64_t) st->st_size <= GG_PACK_COPY) {
-        d = gg_alloc(size);
+        d = malloc(size);
         if (d == NULL) {
             close(fd);
             return -1;

@@ -48,7 +48,7 @@ typedef struct {
     int                 mapped;     /* 1: munmap on close; 2: kept
                                        (gg_pack_keep()) */
     int                 heap;       /* 1: idx, 2: pack read into memory
-                                       (gg_alloc()), freed on close */
+                                       (malloc()), freed on close */
     uint32_t            n;          /* objects */
     const unsigned char *oids;
     const unsigned char *off32;
