@@ -555,8 +555,20 @@ git_in('reset', '-q', '--hard', 'origin/main');
 commit_file('w7.txt', "after it\n");
 ($rc, $out) = agent($GP, 'push', 'origin', 'main');
 is($rc, 0, 'after it: a push of alice accepted') or diag($out);
-ok(wait_for(sub { -S "$gate/.scand/w-alice"
-	&& (warm_pid() // $wpid) != $wpid }), 'after it: a new warm child');
+# (the scanner may have left meanwhile, idle while the warm child served:
+# then that push ran in the hook and started a new one, whose child of
+# the next push stays warm)
+commit_file('w8.txt', "and another\n");
+($rc, $out) = agent($GP, 'push', 'origin', 'main');
+sub new_child {
+	my %p = scand_procs();
+	my $s = scand_pid() // return 0;
+	return grep { $_ != $wpid && $p{$_} == $s } keys %p;
+}
+ok($rc == 0 && wait_for(sub { -S "$gate/.scand/w-alice" && new_child() }),
+	'after it: a new warm child')
+	or diag($out, 'scanner and children: ', join(' ', %{{ scand_procs() }}),
+		'; .scand: ', join(' ', map { s{.*/}{}r } glob("$gate/.scand/*")));
 
 ###############################################################################
 # idle: gone, its socket too
