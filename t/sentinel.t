@@ -382,7 +382,8 @@ ok(contacts($PB)->{"127.0.0.$host"}, 'required: in the new journal');
 
 my $from = length($t->read_file('error.log'));
 my $asked = time();
-my ($tries, $switched) = (0, 0);
+my $tries = 0;
+$switched = 0;
 while (time() < $asked + 90) {
 	if (primary_of($PS[1]) eq $PA) {
 		$switched = time();
