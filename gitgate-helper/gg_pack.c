@@ -394,20 +394,24 @@ gg_map(const unsigned char **out, size_t *len, const char *path,
 }
 
 
-/* f's idx and pack unmapped (or freed: read into memory) */
+/* what gg_map() gave back: freed (heap) or unmapped */
+static void
+gg_unmap_one(const unsigned char *d, size_t len, int heap)
+{
+    if (heap) {
+        free((void *) d);
+    } else {
+        munmap((void *) d, len);
+    }
+}
+
+
+/* f's idx and pack let go */
 static void
 gg_unmap(const gg_packfile_t *f)
 {
-    if (f->heap & 1) {
-        free((void *) f->idx);
-    } else {
-        munmap((void *) f->idx, f->idx_len);
-    }
-    if (f->heap & 2) {
-        free((void *) f->pack);
-    } else {
-        munmap((void *) f->pack, f->pack_len);
-    }
+    gg_unmap_one(f->idx, f->idx_len, f->heap & 1);
+    gg_unmap_one(f->pack, f->pack_len, f->heap & 2);
 }
 
 
@@ -614,12 +618,7 @@ gg_pack_dir(gg_pack_t *p, const char *dir, int repo)
         f.heap = heap;
         memcpy(path + strlen(path) - 4, ".pack", 6);
         if (gg_map(&f.pack, &f.pack_len, path, &st[1], !repo, &heap) != 0) {
-            f.pack = NULL;
-            if (f.heap) {
-                free((void *) f.idx);
-            } else {
-                munmap((void *) f.idx, f.idx_len);
-            }
+            gg_unmap_one(f.idx, f.idx_len, f.heap);
             continue;
         }
         f.heap |= heap << 1;

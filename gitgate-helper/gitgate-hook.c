@@ -66,7 +66,7 @@ static char  self_dir[PATH_MAX];
 int
 main(int argc, char **argv)
 {
-    int                 s, rc, gate, kept;
+    int                 s, rc, gate, kept, scand;
     char                dir[PATH_MAX], full[PATH_MAX], exe[PATH_MAX],
                         warm[GG_SCAND_WARM_ID_MAX + 8];
     char               *slash, *off;
@@ -102,12 +102,13 @@ main(int argc, char **argv)
     }
 
     off = getenv("GITGATE_SCAND");
+    scand = dir[0] && !(off && strcmp(off, "off") == 0);
     s = -1;
     lost = NULL;
 
     /* the gate's: its ref updates kept for a scan that dies */
     kept = 0;
-    if (gate && dir[0] && !(off && strcmp(off, "off") == 0)) {
+    if (gate && scand) {
         kept = hook_keep_stdin();
         if (kept == -2) {
             /* part of them read and not kept: a hook that read the rest
@@ -118,7 +119,7 @@ main(int argc, char **argv)
         kept = kept == 0;
     }
 
-    if (dir[0] && !(off && strcmp(off, "off") == 0)) {
+    if (scand) {
         /* this bottle's warm child first: none, busy, or one that ran
          * nothing leaves the push to the scanner */
         bottle = gg_scand_bottle(gate ? "gate" : "scan", argc - 1,

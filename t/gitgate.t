@@ -205,12 +205,6 @@ sub gate_ref {
 	return $h;
 }
 
-sub journal {
-	my $raw = redis_cli($t, 'XRANGE', 'bottle:audit', '-', '+');
-	return [ map { JSON::PP->new->decode($_) }
-		grep { /^\{/ } split /\n/, $raw ];
-}
-
 my $URL = 'https://github.com/acme/widgets';
 
 like($connected, qr/^github\.com connected \(github, /, 'bottlectl forge connect');
@@ -307,7 +301,7 @@ ok(@posts && $posts[-1]{bytes_in} < 20000, 'stored bases: the forge got the '
 	. 'push compressed (' . ($posts[-1]{bytes_in} // '?') . ' bytes for '
 	. '200 KB of a note)');
 
-my $j = journal();
+my $j = journal_events($t);
 my ($ev) = grep { $_->{type} eq 'git.push' } @$j;
 is(join(' ', map { $ev->{$_} // '' } qw/ bottle repo verdict producer /),
 	'writer github.com/acme/widgets accepted git-gate',
@@ -446,7 +440,7 @@ refused_push('a truncated gzip', sub {
 }, 'undecodable');
 
 ($ev) = grep { $_->{type} eq 'git.push' && $_->{verdict} eq 'refused' }
-	@{journal()};
+	@{journal_events($t)};
 ok($ev && $ev->{rule} && !grep({ defined $_->{ref} } @{$ev->{refs}}),
 	'journal: refused push, rule, no ref names');
 
@@ -719,7 +713,7 @@ run_git($t, wd('docs'), 'commit', '-q', '-m', 'n');
 ($rc, $out) = agent('strict', wd('docs'), 'push', 'origin', 'main');
 is($rc, 0, 'required journal: push') or diag($out);
 is(join(' ', map { $_->{verdict} } grep { $_->{type} eq 'git.push'
-	&& $_->{bottle} eq 'strict' } @{journal()}), 'forwarding accepted',
+	&& $_->{bottle} eq 'strict' } @{journal_events($t)}), 'forwarding accepted',
 	'required journal: forwarding, then accepted');
 my $verified = eval { Test::Bottle::bottlectl($t, $redis, 'audit', 'verify') }
 	// $@;

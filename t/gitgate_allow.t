@@ -443,11 +443,7 @@ sub marked_values {
 	} 1 .. $n);
 }
 
-sub journal_push {
-	my @ev = grep { $_->{type} eq 'git.push' } map { /^\{/ ? $json->decode($_)
-		: () } split /\n/, redis_cli($t, 'XRANGE', 'bottle:audit', '-', '+');
-	return $ev[-1] // {};
-}
+sub journal_push { return journal_events($t, 'git.push')->[-1] // {}; }
 
 # one push of 32 new marked values with one proposal already pending:
 # 31 are queued, the 32nd is not; the push is refused, saying why

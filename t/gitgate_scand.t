@@ -348,15 +348,10 @@ is(forge_connections($t), $c, 'child killed: forge untouched');
 # a lost scan in the journal all the same: the client kept the ref
 # updates and gitgate-cgi refused and recorded the push
 
-sub pushes {
-	my $raw = redis_cli($t, 'XRANGE', 'bottle:audit', '-', '+');
-	return [ grep { $_->{type} eq 'git.push' } map { decode_json($_) }
-		grep { /^\{/ } split /\n/, $raw ];
-}
-
 sub lost_record {
 	my ($why) = @_;
-	my ($ev) = grep { ($_->{reason} // '') eq $why } @{pushes()};
+	my ($ev) = grep { ($_->{reason} // '') eq $why }
+		@{journal_events($t, 'git.push')};
 	return 'none' unless $ev;
 	return join(' ', map { $ev->{$_} // '' }
 		qw/ bottle repo verdict rule /) . ' '

@@ -108,12 +108,6 @@ sub raw_commit {
 	return $id;
 }
 
-sub journal_pushes {
-	my $raw = redis_cli($t, 'XRANGE', 'bottle:audit', '-', '+');
-	return [ grep { $_->{type} eq 'git.push' } map { decode_json($_) }
-		grep { /^\{/ } split /\n/, $raw ];
-}
-
 sub short { return substr($_[0], 0, 12); }
 
 my ($rc, $out) = agent('.', 'clone', '-q', 'https://github.com/acme/free',
@@ -173,7 +167,7 @@ for my $case (@cases) {
 	}
 }
 
-my $j = journal_pushes();
+my $j = journal_events($t, 'git.push');
 my ($refused) = grep { ($_->{rule} // '') eq 'bottle_trailer' } @$j;
 ok($refused, 'journal: git.push with rule bottle_trailer') or diag(explain($j));
 

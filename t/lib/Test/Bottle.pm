@@ -15,7 +15,7 @@ our @EXPORT = qw/
 	dns_start dns_update dns_queries dns_lookup
 	gen_ca gen_cert
 	basic write_policy read_jsonl
-	redis_start redis_stop redis_cli
+	redis_start redis_stop redis_cli journal_events
 	store_put store_rm store_raw
 	forge_start forge_repo forge_refs forge_log forge_connections
 	forge_status forge_config run_git
@@ -745,6 +745,16 @@ sub redis_cli {
 	my $out = <$fh> // '';
 	close $fh;
 	return $out;
+}
+
+# journal_events($t, $type): the journal's events (bottle:audit in the
+# test's Redis), decoded, oldest first; only those of $type when given
+
+sub journal_events {
+	my ($t, $type) = @_;
+	my @ev = map { JSON::PP->new->decode($_) } grep { /^\{/ } split /\n/,
+		redis_cli($t, 'XRANGE', 'bottle:audit', '-', '+');
+	return [ defined $type ? grep { $_->{type} eq $type } @ev : @ev ];
 }
 
 ###############################################################################
