@@ -13,18 +13,25 @@
  *          and each pair asked for a delta between them: an object read
  *          is at most GG_BLOB_MAX and its bytes readable, every error an
  *          error (never a crash), a tiny cache (the second byte) and the
- *          default one giving the same bytes; and every oid as extents
+ *          default one giving the same bytes, the first reading the pack
+ *          through memory, the second from a file with pread() as a big
+ *          quarantine's is (gg_inflate()); and every oid as extents
  *          (gg_pack_extents(), nothing built): built exactly when it was
  *          read, its bytes through the extents the read's, every extent
  *          inside its source; and every blob as stored blocks
- *          (gg_pack_stored(), gg_stored_read()): whatever range reads
- *          without an error the read's bytes
+ *          (gg_pack_stored(), gg_stored_read()), through memory and
+ *          from the file: whatever range reads without an error the
+ *          read's bytes
  */
+
+#define _GNU_SOURCE                 /* memfd_create */
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "gg_blob.h"
 #include "gg_pack.h"
@@ -173,7 +180,7 @@ fuzz_stored(gg_pack_t *pk, const unsigned char *oid, const gg_pobj_t *o)
 static void
 fuzz_pack(const uint8_t *data, size_t size)
 {
-    int             rc, rc2, i, j, n;
+    int             rc, rc2, i, j, n, fd;
     char            err[256];
     size_t          plen, ilen, k, dlen;
     uint32_t        off[8];
@@ -239,9 +246,13 @@ fuzz_pack(const uint8_t *data, size_t size)
     }
     memset(idx + ilen - 2 * GG_PACK_OIDSZ, 0x5a, GG_PACK_OIDSZ);
 
-    CHECK(gg_pack_open_mem(&pk, idx, ilen, pack, plen, 0, err, sizeof(err))
+    /* the second reader's entries from a file of the same bytes */
+    fd = memfd_create("gg_pack_fuzz", MFD_CLOEXEC);
+    CHECK(fd >= 0 && write(fd, pack, plen) == (ssize_t) plen);
+    CHECK(gg_pack_open_mem(&pk, idx, ilen, pack, plen, -1, 0, err,
+                           sizeof(err))
           == 0);
-    CHECK(gg_pack_open_mem(&tiny, idx, ilen, pack, plen, cache, err,
+    CHECK(gg_pack_open_mem(&tiny, idx, ilen, pack, plen, fd, cache, err,
                            sizeof(err))
           == 0);
     CHECK(gg_pack_count(pk) == 1);
@@ -260,11 +271,13 @@ fuzz_pack(const uint8_t *data, size_t size)
             fuzz_extents(tiny, oid[i], rc, o, 0);
             fuzz_extents(pk, oid[i], rc, o, 2);
             fuzz_stored(pk, oid[i], o);
+            fuzz_stored(tiny, oid[i], o);
             gg_pack_put(pk, o);
             gg_pack_put(tiny, o2);
         } else {
             fuzz_extents(tiny, oid[i], rc, NULL, 0);
             fuzz_stored(pk, oid[i], NULL);
+            fuzz_stored(tiny, oid[i], NULL);
         }
         for (j = 0; j < n; j++) {
             rc = gg_pack_delta_of(&delta, &dlen, pk, oid[i], oid[j], err,
@@ -279,6 +292,7 @@ fuzz_pack(const uint8_t *data, size_t size)
 
     gg_pack_close(tiny);
     gg_pack_close(pk);
+    close(fd);
     free(idx);
     free(pack);
 }

@@ -340,10 +340,12 @@ gg_pack_add(gg_pack_t *p, const gg_packfile_t *f)
  * pushes get pages it already touched back).  A VM's first touch of
  * a file mapping's page costs 7-14 us however its page table was filled
  * (MAP_POPULATE too), 3.5 ms a MB; pread() copies a MB in about 0.15 ms.
+ * With copy, a bigger file is mapped and kept open too (*keep, else -1):
+ * what the scan reads of it is read with pread() (GG_PREAD_MIN).
  */
 static int
 gg_map(const unsigned char **out, size_t *len, const char *path,
-    struct stat *st, int copy, int *heap)
+    struct stat *st, int copy, int *heap, int *keep)
 {
     int             fd;
     void           *m;
@@ -352,6 +354,7 @@ gg_map(const unsigned char **out, size_t *len, const char *path,
     unsigned char  *d;
 
     *heap = 0;
+    *keep = -1;
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         return -1;
@@ -384,9 +387,14 @@ gg_map(const unsigned char **out, size_t *len, const char *path,
     }
 
     m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
     if (m == MAP_FAILED) {
+        close(fd);
         return -1;
+    }
+    if (copy) {
+        *keep = fd;
+    } else {
+        close(fd);
     }
     *out = m;
     *len = size;
@@ -412,6 +420,9 @@ gg_unmap(const gg_packfile_t *f)
 {
     gg_unmap_one(f->idx, f->idx_len, f->heap & 1);
     gg_unmap_one(f->pack, f->pack_len, f->heap & 2);
+    if (f->fd >= 0) {
+        close(f->fd);
+    }
 }
 
 
@@ -575,7 +586,7 @@ gg_kept_end(void)
 static int
 gg_pack_dir(gg_pack_t *p, const char *dir, int repo)
 {
-    int             rc, count, keep, heap;
+    int             rc, count, keep, heap, fd;
     char            path[4096];
     size_t          len;
     DIR            *d;
@@ -608,16 +619,24 @@ gg_pack_dir(gg_pack_t *p, const char *dir, int repo)
         }
 
         memset(&f, 0, sizeof(f));
+        f.fd = -1;
         if (keep && gg_kept_find(&f, path, e->d_name)) {
             goto add;
         }
 
-        if (gg_map(&f.idx, &f.idx_len, path, &st[0], !repo, &heap) != 0) {
+        if (gg_map(&f.idx, &f.idx_len, path, &st[0], !repo, &heap, &fd)
+            != 0)
+        {
             continue;
+        }
+        if (fd >= 0) {
+            close(fd);
         }
         f.heap = heap;
         memcpy(path + strlen(path) - 4, ".pack", 6);
-        if (gg_map(&f.pack, &f.pack_len, path, &st[1], !repo, &heap) != 0) {
+        if (gg_map(&f.pack, &f.pack_len, path, &st[1], !repo, &heap, &f.fd)
+            != 0)
+        {
             gg_unmap_one(f.idx, f.idx_len, f.heap);
             continue;
         }
@@ -691,8 +710,8 @@ oom:
 
 int
 gg_pack_open_mem(gg_pack_t **out, const unsigned char *idx, size_t idx_len,
-    const unsigned char *pack, size_t pack_len, uint64_t cache, char *err,
-    size_t errlen)
+    const unsigned char *pack, size_t pack_len, int fd, uint64_t cache,
+    char *err, size_t errlen)
 {
     gg_pack_t      *p;
     gg_packfile_t   f;
@@ -702,6 +721,7 @@ gg_pack_open_mem(gg_pack_t **out, const unsigned char *idx, size_t idx_len,
     }
 
     memset(&f, 0, sizeof(f));
+    f.fd = fd;
     f.idx = idx;
     f.idx_len = idx_len;
     f.pack = pack;
@@ -961,6 +981,7 @@ gg_pack_close(gg_pack_t *p)
     free(p->dec);
     free(p->f);
     free(p->hash);
+    free(p->zin);
     free(p->scratch);
     free(p->dbuf);
     free(p->dbuf2);

@@ -162,9 +162,11 @@ struct inflate_state;
 int gg_zinflate(struct inflate_state *st, const unsigned char *in,
     uint64_t in_len, unsigned char *out, size_t size, uint64_t *used);
 
-/* one pack from memory (tests, fuzzing): idx and pack, not copied */
+/* one pack from memory (tests, fuzzing): idx and pack, not copied; fd:
+ * a file holding the same pack bytes, its entries then read from it with
+ * pread() as a big quarantine's are (not closed here), or -1 */
 int gg_pack_open_mem(gg_pack_t **out, const unsigned char *idx,
-    size_t idx_len, const unsigned char *pack, size_t pack_len,
+    size_t idx_len, const unsigned char *pack, size_t pack_len, int fd,
     uint64_t cache, char *err, size_t errlen);
 
 void gg_pack_close(gg_pack_t *p);
@@ -279,6 +281,9 @@ typedef struct {
     gg_stored_blk_t    *blk;        /* the blocks seen, in order */
     size_t              n;
     size_t              cap;        /* (kept for the next blob) */
+    unsigned char      *buf;        /* the entry read with pread(), from
+                                       a pack with its file open */
+    size_t              bcap;
 } gg_stored_t;
 
 int gg_pack_stored(gg_stored_t *s, gg_pack_t *p, const unsigned char *oid,

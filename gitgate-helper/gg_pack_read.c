@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <isa-l/igzip_lib.h>
 
@@ -55,9 +56,56 @@ int
 gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
     unsigned char *out, size_t size)
 {
-    return gg_zinflate(p->dec, f->pack + data_off,
-                       f->pack_len - GG_PACK_TRAILER - data_off, out, size,
-                       NULL);
+    int                    rc;
+    ssize_t                n;
+    uint64_t               off, end, want;
+    struct inflate_state  *st;
+
+    end = f->pack_len - GG_PACK_TRAILER;
+    if (f->fd < 0 || size < GG_PREAD_MIN || size > UINT32_MAX) {
+        return gg_zinflate(p->dec, f->pack + data_off, end - data_off, out,
+                           size, NULL);
+    }
+
+    /* from the file, a chunk at a time (GG_PREAD_MIN): the same bytes
+     * as the mapping's, the same checks as gg_zinflate()'s */
+    if (p->zin == NULL) {
+        p->zin = malloc(GG_PREAD_CHUNK);
+        if (p->zin == NULL) {
+            return -1;
+        }
+    }
+    st = p->dec;
+    isal_inflate_init(st);
+    st->crc_flag = ISAL_ZLIB;
+    st->next_out = out;
+    st->avail_out = (uint32_t) size;
+    /* (the first read about as much as the object: most are smaller
+     * deflated, stored blocks add 5 bytes to each of at least 1 KB) */
+    want = size + size / 128 + 64;
+    for (off = data_off; off < end; off += (uint64_t) n) {
+        want = want < GG_PREAD_CHUNK ? want : GG_PREAD_CHUNK;
+        n = pread(f->fd, p->zin, end - off < want ? end - off : want,
+                  (off_t) off);
+        want = GG_PREAD_CHUNK;
+        if (n <= 0) {
+            return -1;
+        }
+        st->next_in = p->zin;
+        st->avail_in = (uint32_t) n;
+        rc = isal_inflate(st);
+        if (rc != ISAL_DECOMP_OK) {
+            return -1;
+        }
+        if (st->block_state == ISAL_BLOCK_FINISH) {
+            return st->avail_out == 0 ? 0 : -1;
+        }
+        if (st->avail_out == 0 && st->avail_in > 0) {
+            /* more stream than its size */
+            return -1;
+        }
+    }
+    return -1;
 }
 
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "gg_pack_int.h"
 
@@ -71,6 +72,44 @@ gg_stored_add(gg_stored_t *s, const unsigned char *b, uint64_t pos)
 }
 
 
+/*
+ * The entry at data_off of f, from its file (f->fd): as many bytes as
+ * gg_stored_add() takes at most for a blob of size (zlib's header, blocks
+ * of 1 KB and more, 64 under that), read into s->buf; s->end their end.
+ * 0, or -1 (then it is read through the mapping).
+ */
+static int
+gg_stored_pread(gg_stored_t *s, const gg_packfile_t *f, uint64_t data_off,
+    uint64_t size)
+{
+    size_t          len, got;
+    ssize_t         n;
+
+    len = f->pack_len - GG_PACK_TRAILER - data_off;
+    if (size < SIZE_MAX / 2 && 2 + size + 5 * ((size >> 10) + 66) < len) {
+        len = 2 + size + 5 * ((size >> 10) + 66);
+    }
+    if (s->bcap < len) {
+        /* (nothing of it kept: freed first, not copied) */
+        free(s->buf);
+        s->bcap = 0;
+        s->buf = malloc(len);
+        if (s->buf == NULL) {
+            return -1;
+        }
+        s->bcap = len;
+    }
+    for (got = 0; got < len; got += (size_t) n) {
+        n = pread(f->fd, s->buf + got, len - got, (off_t) (data_off + got));
+        if (n <= 0) {
+            return -1;
+        }
+    }
+    s->end = s->buf + len;
+    return 0;
+}
+
+
 int
 gg_pack_stored(gg_stored_t *s, gg_pack_t *p, const unsigned char *oid,
     uint64_t size)
@@ -88,19 +127,27 @@ gg_pack_stored(gg_stored_t *s, gg_pack_t *p, const unsigned char *oid,
         {
             continue;
         }
-        s->end = p->f[i].pack + p->f[i].pack_len - GG_PACK_TRAILER;
         s->size = size;
         s->n = 0;
-        z = p->f[i].pack + data_off;
+        if (p->f[i].fd >= 0
+            && gg_stored_pread(s, &p->f[i], data_off, size) == 0)
+        {
+            z = s->buf;
+        } else {
+            s->end = p->f[i].pack + p->f[i].pack_len - GG_PACK_TRAILER;
+            z = p->f[i].pack + data_off;
+        }
         /* zlib's header (deflate, no dictionary), a stored block */
         if (s->end - z < 2 || (z[0] & 0x0f) != 8 || (z[1] & 0x20) != 0
             || ((z[0] << 8) | z[1]) % 31 != 0 || gg_stored_add(s, z + 2, 0))
         {
             continue;
         }
-        /* its page table filled at once: the copies read it all over (a
-         * VM's page fault costs 10-14 us) */
-        gg_stored_populate(z, s->end, size);
+        /* a mapping's page table filled at once: the copies read it all
+         * over (a VM's page fault costs 10-14 us) */
+        if (z != s->buf) {
+            gg_stored_populate(z, s->end, size);
+        }
         return 1;
     }
     return 0;
@@ -160,4 +207,7 @@ gg_stored_free(gg_stored_t *s)
     s->blk = NULL;
     s->n = 0;
     s->cap = 0;
+    free(s->buf);
+    s->buf = NULL;
+    s->bcap = 0;
 }

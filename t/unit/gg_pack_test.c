@@ -9,7 +9,10 @@
  * broken on purpose (truncated, bad delta sizes, a copy out of the base,
  * op 0, an ofs-delta on itself, a ref-delta loop, a chain deeper than
  * GG_PACK_DEPTH, a size over GG_BLOB_MAX): each a clean error, never a
- * crash (run under ASan too: t/unit/gg_pack.t).
+ * crash (run under ASan too: t/unit/gg_pack.t).  Every built pack is read
+ * twice, through memory and from a file of the same bytes with pread()
+ * (as a quarantine's pack over GG_PACK_COPY is): the same objects, the
+ * same errors; and a real quarantine over GG_PACK_COPY is read so.
  */
 
 #define _GNU_SOURCE
@@ -18,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <zlib.h>
@@ -244,9 +248,10 @@ ext_agrees(gg_pack_t *p, const unsigned char *oid, int get_rc,
 }
 
 
-/* every blob of repo read by the pack reader equals git's; the count */
+/* every blob of repo (and of its quarantine q, when not NULL) read by
+ * the pack reader equals git's; the count */
 static void
-check_repo(const char *repo, const char *what,
+check_repo(const char *repo, const char *q, const char *what,
     uint64_t cache)
 {
     int          rc, bad, missing, xbad;
@@ -257,10 +262,14 @@ check_repo(const char *repo, const char *what,
     gg_pobj_t   *o;
     unsigned char oid[GG_PACK_OIDSZ];
 
-    rc = gg_pack_open(&p, repo, NULL, cache, err, sizeof(err));
+    rc = gg_pack_open(&p, repo, q, cache, err, sizeof(err));
     ok(rc == 0, "%s: packs open", what);
     if (rc != 0) {
         return;
+    }
+    if (q != NULL) {
+        /* git sees the quarantine's objects as receive-pack's hook does */
+        setenv("GIT_ALTERNATE_OBJECT_DIRECTORIES", q, 1);
     }
     ok(gg_pack_count(p) > 0, "%s: %zu pack(s) ours", what, gg_pack_count(p));
 
@@ -315,6 +324,7 @@ check_repo(const char *repo, const char *what,
     ok(xbad == 0, "%s: every blob as extents (none built) the same bytes; "
        "%d differ", what, xbad);
     gg_pack_close(p);
+    unsetenv("GIT_ALTERNATE_OBJECT_DIRECTORIES");
 }
 
 
@@ -495,10 +505,68 @@ oid_of(unsigned char *oid, int k)
 }
 
 
-static size_t ext_bad;
+static size_t ext_bad, fd_bad, fd_checked;
+
+
+/* a file of b's bytes (memfd), or -1 */
+static int
+memfd_of(const buf_t *b)
+{
+    int  fd;
+
+    fd = memfd_create("gg_pack_test", MFD_CLOEXEC);
+    if (fd >= 0 && write(fd, b->d, b->len) != (ssize_t) b->len) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+
+/* entry k read from a file of pack's bytes with pread(): the same rc as
+ * through memory, and o's bytes (o NULL: no object); fd_bad counts where
+ * not */
+static void
+get_k_fd(const buf_t *idx, const buf_t *pack, const unsigned char *oid,
+    int rc, const gg_pobj_t *o, uint64_t cache)
+{
+    int         fd, rc2;
+    char        err[256];
+    gg_pack_t  *p;
+    gg_pobj_t  *o2;
+
+    fd_checked++;
+    fd = memfd_of(pack);
+    if (fd < 0 || gg_pack_open_mem(&p, idx->d, idx->len, pack->d, pack->len,
+                                   fd, cache, err, sizeof(err)) != 0)
+    {
+        fd_bad++;
+        if (fd >= 0) {
+            close(fd);
+        }
+        return;
+    }
+    rc2 = gg_pack_get(&o2, p, oid, err, sizeof(err));
+    if (rc2 != rc) {
+        printf("# from the file: rc %d, through memory %d (%s)\n", rc2, rc,
+               err);
+        fd_bad++;
+    } else if (rc2 == 0) {
+        if (o == NULL || o2->len != o->len || o2->type != o->type
+            || memcmp(o2->data, o->data, o->len) != 0)
+        {
+            fd_bad++;
+        }
+        gg_pack_put(p, o2);
+    }
+    gg_pack_close(p);
+    close(fd);
+}
+
 
 /* get entry k of a pack: its rc, data compared to want if given; the
- * same entry as extents must agree (ext_bad counts where not) */
+ * same entry as extents must agree (ext_bad counts where not), and read
+ * from a file (fd_bad) */
 static int
 get_k(const buf_t *idx, const buf_t *pack, int k, const char *want,
     char *err, size_t errlen, uint64_t cache)
@@ -508,8 +576,8 @@ get_k(const buf_t *idx, const buf_t *pack, int k, const char *want,
     gg_pobj_t     *o;
     unsigned char  oid[GG_PACK_OIDSZ];
 
-    if (gg_pack_open_mem(&p, idx->d, idx->len, pack->d, pack->len, cache,
-                         err, errlen) != 0)
+    if (gg_pack_open_mem(&p, idx->d, idx->len, pack->d, pack->len, -1,
+                         cache, err, errlen) != 0)
     {
         return -2;
     }
@@ -520,6 +588,7 @@ get_k(const buf_t *idx, const buf_t *pack, int k, const char *want,
     oid_of(oid, k);
     err[0] = '\0';
     rc = gg_pack_get(&o, p, oid, err, errlen);
+    get_k_fd(idx, pack, oid, rc, rc == 0 ? o : NULL, cache);
     if (rc == 0) {
         if (want != NULL
             && (o->len != strlen(want) || memcmp(o->data, want, o->len)))
@@ -936,21 +1005,23 @@ put_stored(buf_t *b, const unsigned char *p, size_t n, size_t blk, int last,
 
 /* what a pack of the one blob given by put_stored()'s arguments lets
  * gg_stored_read() read: ranges at random, agreeing with src; the
- * number of reads that failed, or -1 when gg_pack_stored() refused it */
+ * number of reads that failed, or -1 when gg_pack_stored() refused it.
+ * Each read from a file of the pack's bytes too, the same (fd_bad). */
 static int
 stored_reads(const unsigned char *src, size_t n, uint64_t size, size_t blk,
     int last, int bad, int fixed, int reads, size_t *mism)
 {
-    int            k, failed, rc;
+    int            k, failed, rc, fd;
     char           err[256];
     buf_t          pack = { 0 }, idx = { 0 };
     ent_t          e[1];
     uint64_t       off, len;
-    gg_pack_t     *p;
-    gg_stored_t    st;
-    unsigned char *dst;
+    gg_pack_t     *p, *p2;
+    gg_stored_t    st, st2;
+    unsigned char *dst, *dst2;
 
     memset(&st, 0, sizeof(st));
+    memset(&st2, 0, sizeof(st2));
     pack_start(&pack, 1);
     e[0].off = pack.len;
     oid_of(e[0].oid, 5);
@@ -962,19 +1033,37 @@ stored_reads(const unsigned char *src, size_t n, uint64_t size, size_t blk,
     failed = -1;
     *mism = 0;
     dst = malloc(n + 1);
-    if (gg_pack_open_mem(&p, idx.d, idx.len, pack.d, pack.len, 0, err,
-                         sizeof(err)) != 0)
+    dst2 = malloc(n + 1);
+    fd = memfd_of(&pack);
+    if (fd < 0
+        || gg_pack_open_mem(&p, idx.d, idx.len, pack.d, pack.len, -1, 0,
+                            err, sizeof(err)) != 0)
     {
         goto done;
     }
+    if (gg_pack_open_mem(&p2, idx.d, idx.len, pack.d, pack.len, fd, 0, err,
+                         sizeof(err)) != 0)
+    {
+        gg_pack_close(p);
+        goto done;
+    }
     rc = gg_pack_stored(&st, p, e[0].oid, size);
+    fd_checked++;
+    fd_bad += gg_pack_stored(&st2, p2, e[0].oid, size) != rc;
     if (rc == 1) {
         failed = 0;
         for (k = 0; k < reads; k++) {
             /* from the end backwards first, then anywhere */
             off = k < 20 ? n - (n / 20) * (k + 1) : rnd() % n;
             len = rnd() % (n - off < 70000 ? n - off + 1 : 70000);
-            if (gg_stored_read(&st, off, len, dst) != 0) {
+            rc = gg_stored_read(&st, off, len, dst);
+            fd_checked++;
+            if (gg_stored_read(&st2, off, len, dst2) != rc
+                || (rc == 0 && memcmp(dst, dst2, len) != 0))
+            {
+                fd_bad++;
+            }
+            if (rc != 0) {
                 failed++;
             } else if (memcmp(dst, src + off, len) != 0) {
                 (*mism)++;
@@ -982,16 +1071,80 @@ stored_reads(const unsigned char *src, size_t n, uint64_t size, size_t blk,
         }
         /* past the end: never */
         failed += gg_stored_read(&st, n - 1, 2, dst) == 0 ? 1000 : 0;
+        failed += gg_stored_read(&st2, n - 1, 2, dst) == 0 ? 1000 : 0;
     }
+    gg_pack_close(p2);
     gg_pack_close(p);
 
 done:
 
+    if (fd >= 0) {
+        close(fd);
+    }
     gg_stored_free(&st);
+    gg_stored_free(&st2);
+    free(dst2);
     free(dst);
     free(pack.d);
     free(idx.d);
     return failed;
+}
+
+
+/*
+ * Entries big enough to be read from the file with pread()
+ * (GG_PREAD_MIN), in several chunks (GG_PREAD_CHUNK): get_k() reads each
+ * through memory and from the file; both the same, every hostile stream
+ * an error
+ */
+static void
+pread_cases(void)
+{
+    int          i, rc;
+    char         err[256], *src;
+    size_t       n, k;
+    buf_t        pack = { 0 }, idx = { 0 };
+    ent_t        e[1];
+    const char  *what[] = {
+        "deflated", "stored blocks", "a size bigger than its data",
+        "a size smaller than its data", "a wrong Adler-32",
+        "its end cut (its last bytes the trailer's)",
+        "another stream after it"
+    };
+
+    n = 600000;
+    src = malloc(n + 1);
+    for (k = 0; k < n; k++) {
+        src[k] = k % 61 == 60 ? '\n' : (char) ('a' + rnd() % 26);
+    }
+    src[n] = '\0';
+    for (i = 0; i < 7; i++) {
+        pack_start(&pack, 1);
+        e[0].off = pack.len;
+        oid_of(e[0].oid, 0);
+        put_hdr(&pack, GG_OBJ_BLOB, n + (i == 2) - (i == 3));
+        if (i == 1) {
+            put_stored(&pack, (unsigned char *) src, n, 0, -1, -1, -1);
+        } else {
+            put_zlib(&pack, src, n);
+        }
+        if (i == 4) {
+            pack.d[pack.len - 1] ^= 1;
+        } else if (i == 5) {
+            pack.len -= 3;
+        } else if (i == 6) {
+            put_zlib(&pack, src, 1000);
+        }
+        pack_end(&pack);
+        make_idx(&idx, &pack, e, 1);
+        rc = get_k(&idx, &pack, 0, i < 2 || i == 6 ? src : NULL, err,
+                   sizeof(err), 0);
+        ok(rc == (i < 2 || i == 6 ? 0 : -1), "%zu bytes, %s: %s", n,
+           what[i], rc == 0 ? "read" : err);
+    }
+    free(pack.d);
+    free(idx.d);
+    free(src);
 }
 
 
@@ -1032,8 +1185,8 @@ stored(void)
         put_zlib(&pack, src, n);
         pack_end(&pack);
         make_idx(&idx, &pack, e, 1);
-        ok(gg_pack_open_mem(&p, idx.d, idx.len, pack.d, pack.len, 0, err,
-                            sizeof(err)) == 0
+        ok(gg_pack_open_mem(&p, idx.d, idx.len, pack.d, pack.len, -1, 0,
+                            err, sizeof(err)) == 0
            && gg_pack_stored(&st, p, e[0].oid, n) == 0,
            "a compressed entry: not taken as stored");
         gg_pack_close(p);
@@ -1063,7 +1216,7 @@ stored(void)
 int
 main(void)
 {
-    char  repo[512], r2[512], r3[512];
+    char  repo[512], r2[512], r3[512], r4[512], q4[600];
 
     if (git_sandbox(dir, sizeof(dir), "gg_pack_test") != 0) {
         printf("Bail out! mkdtemp\n");
@@ -1072,24 +1225,28 @@ main(void)
 
     synthetic();
     stored();
+    pread_cases();
+    ok(fd_checked > 1000 && fd_bad == 0, "every built pack read from a "
+       "file with pread() as through memory: the same objects, the same "
+       "errors (%zu of %zu disagree)", fd_bad, fd_checked);
     ok(ext_bad == 0, "the built packs as extents: as read, built exactly "
        "when read, a clean error when not (%zu of %zu disagree)", ext_bad,
        ext_checked);
 
     snprintf(repo, sizeof(repo), "%s/fi.git", dir);
     ok(fast_import(repo) == 0, "git fast-import wrote a repository");
-    check_repo(repo, "fast-import's chains", 0);
-    check_repo(repo, "fast-import's chains, a cache of 64 KB", 65536);
+    check_repo(repo, NULL, "fast-import's chains", 0);
+    check_repo(repo, NULL, "fast-import's chains, a cache of 64 KB", 65536);
 
     snprintf(r2, sizeof(r2), "%s/repack.git", dir);
     ok(sh("git clone -q --bare %s %s && git -C %s repack -q -adf "
           "--depth=50 --window=250", repo, r2, r2) == 0,
        "git repack -adf --depth=50 --window=250");
-    check_repo(r2, "an aggressive repack", 0);
+    check_repo(r2, NULL, "an aggressive repack", 0);
     /* whole entries' objects over a quarter of it dropped once put back
      * (gg_cache_whole()), the deltas' bases among them read again */
-    check_repo(r2, "an aggressive repack, a cache of 1 MB", 1024 * 1024);
-    check_repo(repo, "fast-import's chains, a cache of 1 MB", 1024 * 1024);
+    check_repo(r2, NULL, "an aggressive repack, a cache of 1 MB", 1024 * 1024);
+    check_repo(repo, NULL, "fast-import's chains, a cache of 1 MB", 1024 * 1024);
 
     /* a push's thin pack: the objects of half..main, deltas on objects
      * only the receiver has, fixed as receive-pack fixes them */
@@ -1102,7 +1259,30 @@ main(void)
        "a thin pack fixed by git index-pack --fix-thin");
     ok(sh("test $(ls %s/objects/pack/*.idx | wc -l) = 2", r3) == 0,
        "the fixed thin pack next to the repository's");
-    check_repo(r3, "a thin pack and the repository's", 0);
+    check_repo(r3, NULL, "a thin pack and the repository's", 0);
+
+    /* a push's quarantine over GG_PACK_COPY as receive-pack leaves it at
+     * the gate's core.compression=0 (its bases stored blocks): read from
+     * its file with pread() */
+    snprintf(r4, sizeof(r4), "%s/quarantine.git", dir);
+    ok(sh("git init -q --bare %s && git -C %s fetch -q %s half:half "
+          "&& git -C %s repack -q -ad && git clone -q -b main %s %s/w "
+          "&& head -c 4000000 /dev/urandom | base64 > %s/w/big.txt "
+          "&& git -C %s/w add big.txt "
+          "&& git -C %s/w -c user.name=T -c user.email=t@x commit -qm big "
+          "&& mkdir -p %s/objects/incoming/pack "
+          "&& git -C %s/w pack-objects -q --revs --thin --stdout "
+          "<<'EOF' | GIT_OBJECT_DIRECTORY=%s/objects/incoming "
+          "GIT_ALTERNATE_OBJECT_DIRECTORIES=%s/objects "
+          "git -C %s -c core.compression=0 index-pack --fix-thin --stdin "
+          ">/dev/null\nmain\n^origin/half\nEOF\n", r4, r4, repo, r4, repo,
+          dir, dir, dir, dir, r4, dir, r4, r4, r4) == 0,
+       "a push's thin pack fixed into a quarantine, core.compression=0");
+    ok(sh("test $(stat -c %%s %s/objects/incoming/pack/*.pack) -gt %llu",
+          r4, (unsigned long long) GG_PACK_COPY) == 0,
+       "the quarantine's pack over GG_PACK_COPY");
+    snprintf(q4, sizeof(q4), "%s/objects/incoming", r4);
+    check_repo(r4, q4, "a quarantine over GG_PACK_COPY, from its file", 0);
 
     sh("rm -rf %s", dir);
     return done_testing();
