@@ -177,6 +177,20 @@ gg_tail_put(int fd, const unsigned char *oid, const gg_tail_t *t)
 }
 
 
+/* a version's record gg_tail_file() can number appended lines on from:
+ * its lines end with a newline, it has no decoded view, its last line
+ * opens no PEM block; and 3 bytes at least (under that, the new
+ * version's first bytes would be partly appended ones: gg_dec_coding()
+ * reads 3) */
+static int
+gg_tail_usable(const gg_tail_t *t)
+{
+    return (t->flags & (GG_TAIL_NL | GG_TAIL_PLAIN | GG_TAIL_OPENER))
+           == (GG_TAIL_NL | GG_TAIL_PLAIN)
+           && t->size >= 3;
+}
+
+
 /* the flags of v but GG_TAIL_PLAIN: GG_TAIL_NL, GG_TAIL_OPENER (also
  * when memory ran out looking); only its last line read, from its end */
 static uint32_t
@@ -220,6 +234,51 @@ gg_tail_of_ext(gg_ctx_t *c, gg_tail_t *t, const gg_extents_t *x, int dec)
 
 
 /*
+ * The record of the blob s holds (gg_pack_stored()), from its blocks
+ * where they lie: every block walked to its end (gg_stored_read() of its
+ * last byte checks each one's header), each one's bytes counted and
+ * looked at in place, nothing copied or inflated.  0, or -1 (not all
+ * stored blocks; out of memory).
+ */
+static int
+gg_tail_of_stored(gg_ctx_t *c, gg_tail_t *t, gg_stored_t *s)
+{
+    int            dec, rc;
+    size_t         i;
+    unsigned char  b[3];
+    gg_extents_t   x;
+
+    if (s->size < sizeof(b) || gg_stored_read(s, s->size - 1, 1, b) != 0
+        || gg_stored_read(s, 0, sizeof(b), b) != 0)
+    {
+        return -1;
+    }
+    memset(&x, 0, sizeof(x));
+    x.e = calloc(s->n, sizeof(x.e[0]));
+    if (x.e == NULL) {
+        return -1;
+    }
+    dec = gg_dec_coding(b, sizeof(b)) != 0;
+    for (i = 0; i < s->n; i++) {
+        x.e[i].p = s->blk[i].b + 5;
+        x.e[i].pos = s->blk[i].pos;
+        x.e[i].len = s->blk[i].len;
+        dec = dec || memchr(x.e[i].p, '\0', x.e[i].len) != NULL;
+    }
+    x.n = s->n;
+    x.len = s->size;
+    rc = 0;
+    if (x.e[x.n - 1].pos + x.e[x.n - 1].len != s->size) {
+        rc = -1;
+    } else {
+        gg_tail_of_ext(c, t, &x, dec);
+    }
+    free(x.e);
+    return rc;
+}
+
+
+/*
  * A modified file whose new version is stored as a delta on its old one
  * that copies the old one whole, in order, first: what follows is the
  * appended bytes, the delta's inserts and its copies of pieces of the
@@ -229,13 +288,15 @@ gg_tail_of_ext(gg_ctx_t *c, gg_tail_t *t, const gg_extents_t *x, int dec)
  * newline, it has no decoded view, its last line opens no PEM block)
  * those bytes are its added lines, numbered on from the old version's,
  * and neither version is read whole: 1 (scanned), 0 (not such a file:
- * read it as before) or -1.
+ * read it as before) or -1.  Without a record, the old version's is made
+ * from its stored blocks where they lie (gg_tail_of_stored(): its bytes
+ * counted, not inflated, copied or diffed) and written.
  */
 int
 gg_tail_file(gg_ctx_t *c, const char *path, size_t index,
     const git_oid *oid, const git_oid *nid)
 {
-    int                   rc, stored;
+    int                   rc, stored, have;
     size_t                len;
     uint64_t              at;
     gg_tail_t             t, app;
@@ -243,13 +304,8 @@ gg_tail_file(gg_ctx_t *c, const char *path, size_t index,
     gg_delta_iter_t       it;
     const unsigned char  *delta;
 
-    if (gg_tail_get(c->tails, oid->id, &t) != 1
-        || (t.flags & (GG_TAIL_NL | GG_TAIL_PLAIN | GG_TAIL_OPENER))
-           != (GG_TAIL_NL | GG_TAIL_PLAIN)
-        || t.size < 3)
-    {
-        /* (under 3 bytes, the new version's first bytes would be partly
-         * appended ones: gg_dec_coding() reads 3) */
+    have = gg_tail_get(c->tails, oid->id, &t) == 1;
+    if (have && !gg_tail_usable(&t)) {
         return 0;
     }
 
@@ -258,28 +314,44 @@ gg_tail_file(gg_ctx_t *c, const char *path, size_t index,
     if (rc != 1) {
         return rc;
     }
-    if (gg_delta_init(&it, delta, len) != 0 || it.src_size != t.size) {
+    if (gg_delta_init(&it, delta, len) != 0
+        || (have ? it.src_size != t.size : it.src_size < GG_TAIL_MIN))
+    {
         return 0;
     }
 
     /* the copies of the old version, whole and in order */
     at = 0;
-    while (at < t.size) {
+    while (at < it.src_size) {
         rc = gg_delta_next(&it, &op);
         if (rc != 1 || !op.copy || op.off != at) {
             return 0;
         }
         at += op.len;
     }
-    if (at != t.size) {
+    if (at != it.src_size) {
         return 0;
+    }
+
+    /* no record: the old version's from its stored blocks, and kept */
+    stored = 0;
+    if (!have) {
+        if (gg_pack_stored(&c->st, c->pack, oid->id, it.src_size) != 1
+            || gg_tail_of_stored(c, &t, &c->st) != 0)
+        {
+            return 0;
+        }
+        gg_tail_put(c->tails, oid->id, &t);
+        if (!gg_tail_usable(&t)) {
+            return 0;
+        }
+        stored = 1;
     }
 
     /* then the appended bytes, gathered: inserts, and copies from the old
      * version where its entry lies as stored blocks (a thin push's base
      * as the gate's receive-pack writes it; else it is read whole) */
     c->add.len = 0;
-    stored = 0;
     while ((rc = gg_delta_next(&it, &op)) == 1) {
         if (op.copy && !stored) {
             if (gg_pack_stored(&c->st, c->pack, oid->id, t.size) != 1) {

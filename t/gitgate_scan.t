@@ -168,7 +168,7 @@ sub start {
 
 ###############################################################################
 
-$t->plan(164 + 13 + 16 + 29 + 3);
+$t->plan(164 + 13 + 16 + 29 + 3 + 16);
 
 # a clean push: several commits and an annotated tag
 
@@ -1351,6 +1351,67 @@ for my $stored (0, 1) {
 	}
 	git($R, 'config', '--unset', 'core.compression') if $stored;
 }
+
+# no record of the old version (a first push after a clone, before the
+# gate's pass over the fetched files), its base stored: the record is
+# made from the stored blocks where they lie (gg_tail_of_stored()) and
+# written; each case refused at its line as with a true record
+git($R, 'config', 'core.compression', '0');
+for my $case (@thin) {
+	tail_write($ob, 3, $OLDN, 82, 1);
+	refused(pack_receive($case->{commit}, "refs/heads/thin-$case->{name}",
+		$case->{pack}), 'github_pat_classic', 'commit '
+		. substr($case->{commit}, 0, 12)
+		. " file tails\\.txt line $case->{line}\\b",
+		"thin packs, $case->{name}: refused at line $case->{line}, no "
+		. 'record, its base stored');
+	is(join(' ', tail_record($ob)), "3 $OLDN 82", "thin packs, "
+		. "$case->{name}: no record: the old version's written (82 lines)");
+}
+
+# the same, old versions whose record forbids reading the appended bytes
+# alone, made from their stored blocks: each is read as before, the
+# appended bytes with what they need of it
+sub thin_append {
+	my ($name, $old, $ins, $rule, $where, $flags, $lines) = @_;
+	start("tail-new-$name");
+	my $c = commit('add', "new-$name.txt" => $old);
+	my $p = git_push("HEAD:refs/heads/tail-new-$name");
+	die "thin_append $name: $p->{out}" if $p->{rc} != 0;
+	my $b = git($W, 'rev-parse', "$c:new-$name.txt");
+	tail_write($b, 3, length($old), 1, 1);
+	my ($delta, $new) = delta_of($old, [ copy => 0, length($old) ],
+		[ insert => $ins ]);
+	my $tree = `git -C '$W' cat-file tree $c^{tree}`;
+	my $entry = "100644 new-$name.txt\0";
+	my $at = index($tree, $entry . pack('H40', $b));
+	die "thin_append $name: not in its tree\n" if $at < 0;
+	substr($tree, $at + length($entry), 20)
+		= pack('H40', obj_id('blob', $new));
+	my $commit = 'tree ' . obj_id('tree', $tree) . "\nparent $c\n"
+		. "author $ID\ncommitter $ID\n\nappend $name\n";
+	my $id = obj_id('commit', $commit);
+	refused(pack_receive($id, "refs/heads/tail-new-$name-2",
+		pack_of([ commit => $commit ], [ tree => $tree ],
+		[ ref => $b, $delta ])), $rule, 'commit ' . substr($id, 0, 12)
+		. " file new-$name\\.txt $where",
+		"thin packs, no record, base stored: $name");
+	is(join(' ', tail_record($b)), "$flags " . length($old) . " $lines",
+		"thin packs, no record, base stored: $name: its record written "
+		. "(flags $flags, $lines lines)");
+}
+thin_append('plain', join('', @FILL), "more = 1\n$GHP = 1\n",
+	'github_pat_classic', 'line 82\b', 3, 80);
+thin_append('join', conf_tail(substr($GHP, 0, 20)), substr($GHP, 20) . "\n",
+	'github_pat_classic', 'line 81\b', 2, 80);
+thin_append('pem', join('', @FILL) . "-----BEGIN RSA PRIVATE KEY-----\n",
+	'MIIEow' . ('Ab9' x 20) . "\n-----END RSA PRIVATE KEY-----\n",
+	'private_key', 'line 81\b', 7, 81);
+thin_append('utf16', u16('UTF-16BE', join('', @FILL)),
+	u16('UTF-16BE', "token = $GHP\n"), 'github_pat_classic',
+	'\(UTF-16BE\) line 81\b', 1, 80);
+git($R, 'config', '--unset', 'core.compression');
+
 tail_write($ob, 3, $OLDN, 82);
 is(join(' ', tail_record($ob)), "3 $OLDN 82", 'thin packs: the record put '
 	. 'back');
