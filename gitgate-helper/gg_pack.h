@@ -288,6 +288,9 @@ typedef struct {
 
 int gg_pack_stored(gg_stored_t *s, gg_pack_t *p, const unsigned char *oid,
     uint64_t size);
+/* from a pack with its file open, a stored blob of up to this many bytes
+ * is read whole with pread() first; a bigger one through the mapping */
+#define GG_STORED_PREAD  (64ULL * 1024 * 1024)
 int gg_stored_read(gg_stored_t *s, uint64_t off, uint64_t len,
     unsigned char *dst);
 void gg_stored_free(gg_stored_t *s);

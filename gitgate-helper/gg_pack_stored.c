@@ -76,7 +76,8 @@ gg_stored_add(gg_stored_t *s, const unsigned char *b, uint64_t pos)
  * The entry at data_off of f, from its file (f->fd): as many bytes as
  * gg_stored_add() takes at most for a blob of size (zlib's header, blocks
  * of 1 KB and more, 64 under that), read into s->buf; s->end their end.
- * 0, or -1 (then it is read through the mapping).
+ * 0, or -1 (then it is read through the mapping: a blob over
+ * GG_STORED_PREAD too, so the buffer stays that size at most).
  */
 static int
 gg_stored_pread(gg_stored_t *s, const gg_packfile_t *f, uint64_t data_off,
@@ -85,8 +86,11 @@ gg_stored_pread(gg_stored_t *s, const gg_packfile_t *f, uint64_t data_off,
     size_t          len, got;
     ssize_t         n;
 
+    if (size > GG_STORED_PREAD) {
+        return -1;
+    }
     len = f->pack_len - GG_PACK_TRAILER - data_off;
-    if (size < SIZE_MAX / 2 && 2 + size + 5 * ((size >> 10) + 66) < len) {
+    if (2 + size + 5 * ((size >> 10) + 66) < len) {
         len = 2 + size + 5 * ((size >> 10) + 66);
     }
     if (s->bcap < len) {

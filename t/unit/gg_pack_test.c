@@ -1210,6 +1210,24 @@ stored(void)
     ok(r > 0 && mism == 0, "blocks of 100 bytes (more than one a KB): "
        "reads far in refused (%d of 200)", r);
     free(src);
+
+    /* over GG_STORED_PREAD: read through the mapping from the file's
+     * pack too, the same bytes */
+    n = GG_STORED_PREAD + 4096;
+    src = malloc(n);
+    {
+        size_t  k;
+
+        for (k = 0; k < n; k++) {
+            src[k] = k % 53 == 52 ? '\n' : (char) ('a' + k % 23);
+        }
+    }
+    r = stored_reads((unsigned char *) src, n, n, 0, -1, -1, -1, 200,
+                     &mism);
+    ok(r == 0 && mism == 0, "stored blocks, a blob over GG_STORED_PREAD "
+       "(%zu bytes): 200 ranges read as written (%d failed, %zu differ)",
+       n, r, mism);
+    free(src);
 }
 
 
