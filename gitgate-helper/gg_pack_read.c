@@ -67,7 +67,7 @@ gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
                            size, NULL);
     }
 
-    /* from the file, a chunk at a time (GG_PREAD_MIN): the same bytes
+    /* from the file, a chunk at a time (GG_PREAD_CHUNK): the same bytes
      * as the mapping's, the same checks as gg_zinflate()'s */
     if (p->zin == NULL) {
         p->zin = malloc(GG_PREAD_CHUNK);
