@@ -340,8 +340,9 @@ gg_pack_add(gg_pack_t *p, const gg_packfile_t *f)
  * pushes get pages it already touched back).  A VM's first touch of
  * a file mapping's page costs 7-14 us however its page table was filled
  * (MAP_POPULATE too), 3.5 ms a MB; pread() copies a MB in about 0.15 ms.
- * With copy, a bigger file is mapped and kept open too (*keep, else -1):
- * what the scan reads of it is read with pread() (GG_PREAD_MIN).
+ * With copy and keep, a bigger file is mapped and kept open too (*keep,
+ * else -1): what the scan reads of it is read with pread()
+ * (GG_PREAD_MIN).
  */
 static int
 gg_map(const unsigned char **out, size_t *len, const char *path,
@@ -354,7 +355,9 @@ gg_map(const unsigned char **out, size_t *len, const char *path,
     unsigned char  *d;
 
     *heap = 0;
-    *keep = -1;
+    if (keep != NULL) {
+        *keep = -1;
+    }
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         return -1;
@@ -391,7 +394,7 @@ gg_map(const unsigned char **out, size_t *len, const char *path,
         close(fd);
         return -1;
     }
-    if (copy) {
+    if (copy && keep != NULL) {
         *keep = fd;
     } else {
         close(fd);
@@ -586,7 +589,7 @@ gg_kept_end(void)
 static int
 gg_pack_dir(gg_pack_t *p, const char *dir, int repo)
 {
-    int             rc, count, keep, heap, fd;
+    int             rc, count, keep, heap;
     char            path[4096];
     size_t          len;
     DIR            *d;
@@ -624,13 +627,10 @@ gg_pack_dir(gg_pack_t *p, const char *dir, int repo)
             goto add;
         }
 
-        if (gg_map(&f.idx, &f.idx_len, path, &st[0], !repo, &heap, &fd)
+        if (gg_map(&f.idx, &f.idx_len, path, &st[0], !repo, &heap, NULL)
             != 0)
         {
             continue;
-        }
-        if (fd >= 0) {
-            close(fd);
         }
         f.heap = heap;
         memcpy(path + strlen(path) - 4, ".pack", 6);

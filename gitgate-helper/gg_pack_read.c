@@ -19,6 +19,35 @@
 #include "gg_pack_int.h"
 
 
+/* a zlib stream to inflate into out, exactly size bytes (at most 4 GB) */
+static void
+gg_zstart(struct inflate_state *st, unsigned char *out, size_t size)
+{
+    isal_inflate_init(st);
+    st->crc_flag = ISAL_ZLIB;
+    st->next_out = out;
+    st->avail_out = (uint32_t) size;
+}
+
+
+/* the stream's next n bytes at in: 1 (it ended, exactly its size, its
+ * Adler-32 right), 0 (it wants more), -1 (broken; more stream than its
+ * size) */
+static int
+gg_zfeed(struct inflate_state *st, const unsigned char *in, uint32_t n)
+{
+    st->next_in = (uint8_t *) (uintptr_t) in;
+    st->avail_in = n;
+    if (isal_inflate(st) != ISAL_DECOMP_OK) {
+        return -1;
+    }
+    if (st->block_state == ISAL_BLOCK_FINISH) {
+        return st->avail_out == 0 ? 1 : -1;
+    }
+    return st->avail_out == 0 && st->avail_in > 0 ? -1 : 0;
+}
+
+
 int
 gg_zinflate(struct inflate_state *st, const unsigned char *in,
     uint64_t in_len, unsigned char *out, size_t size, uint64_t *used)
@@ -26,14 +55,9 @@ gg_zinflate(struct inflate_state *st, const unsigned char *in,
     if (size > UINT32_MAX) {
         return -1;
     }
-    isal_inflate_init(st);
-    st->crc_flag = ISAL_ZLIB;
-    st->next_in = (uint8_t *) (uintptr_t) in;
-    st->avail_in = in_len > UINT32_MAX ? UINT32_MAX : (uint32_t) in_len;
-    st->next_out = out;
-    st->avail_out = (uint32_t) size;
-    if (isal_inflate(st) != ISAL_DECOMP_OK
-        || st->block_state != ISAL_BLOCK_FINISH || st->avail_out != 0)
+    gg_zstart(st, out, size);
+    if (gg_zfeed(st, in, in_len > UINT32_MAX ? UINT32_MAX : (uint32_t) in_len)
+        != 1)
     {
         return -1;
     }
@@ -56,10 +80,9 @@ int
 gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
     unsigned char *out, size_t size)
 {
-    int                    rc;
-    ssize_t                n;
-    uint64_t               off, end, want;
-    struct inflate_state  *st;
+    int       rc;
+    ssize_t   n;
+    uint64_t  off, end, want;
 
     end = f->pack_len - GG_PACK_TRAILER;
     if (f->fd < 0 || size < GG_PREAD_MIN || size > UINT32_MAX) {
@@ -75,11 +98,7 @@ gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
             return -1;
         }
     }
-    st = p->dec;
-    isal_inflate_init(st);
-    st->crc_flag = ISAL_ZLIB;
-    st->next_out = out;
-    st->avail_out = (uint32_t) size;
+    gg_zstart(p->dec, out, size);
     /* (the first read about as much as the object: most are smaller
      * deflated, stored blocks add 5 bytes to each of at least 1 KB) */
     want = size + size / 128 + 64;
@@ -91,18 +110,9 @@ gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
         if (n <= 0) {
             return -1;
         }
-        st->next_in = p->zin;
-        st->avail_in = (uint32_t) n;
-        rc = isal_inflate(st);
-        if (rc != ISAL_DECOMP_OK) {
-            return -1;
-        }
-        if (st->block_state == ISAL_BLOCK_FINISH) {
-            return st->avail_out == 0 ? 0 : -1;
-        }
-        if (st->avail_out == 0 && st->avail_in > 0) {
-            /* more stream than its size */
-            return -1;
+        rc = gg_zfeed(p->dec, p->zin, (uint32_t) n);
+        if (rc != 0) {
+            return rc == 1 ? 0 : -1;
         }
     }
     return -1;
