@@ -126,7 +126,7 @@ GG_HDRS     = $(wildcard gitgate-helper/*.h)
 # the pack reader alone (its unit test, its fuzz target)
 GG_PACK_SRCS = gitgate-helper/gg_pack.c gitgate-helper/gg_pack_delta.c \
                gitgate-helper/gg_pack_read.c gitgate-helper/gg_pack_ext.c \
-               gitgate-helper/gg_pack_stored.c
+               gitgate-helper/gg_pack_stored.c gitgate-helper/gg_pack_entry.c
 GG_PACK_HDRS = gitgate-helper/gg_pack.h gitgate-helper/gg_pack_int.h
 GG_CFLAGS   = -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) -Ilib \
               -Igitgate-helper $(shell pkg-config --cflags libgit2)

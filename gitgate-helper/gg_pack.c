@@ -1,8 +1,8 @@
 /*
  * git-gate's pack reader (gg_pack.h): the packs and their idx files,
- * opened and searched, an entry's header, the cache of resolved objects.
- * The delta format is gg_pack_delta.c's, reading an object (a delta
- * chain resolved) gg_pack_read.c's.  Formats, as git's
+ * opened and searched, the cache of resolved objects.  An entry's header
+ * is gg_pack_entry.c's, the delta format gg_pack_delta.c's, reading an
+ * object (a delta chain resolved) gg_pack_read.c's.  Formats, as git's
  * Documentation/gitformat-pack.txt describes them:
  *
  *   idx v2    "\377tOc", version 2, a fanout of 256 big-endian counts,
@@ -52,100 +52,17 @@ gg_be64(const unsigned char *p)
 }
 
 
-/* entries */
-
-int
-gg_pack_entry(int *type, uint64_t *size, uint64_t *data_off,
-    uint64_t *base_off, const unsigned char **base_oid,
-    const unsigned char *pack, size_t pack_len, uint64_t off)
-{
-    int       shift;
-    uint64_t  end, i, s, d;
-    unsigned  c;
-
-    if (pack_len < GG_PACK_HDR + GG_PACK_TRAILER) {
-        return -1;
-    }
-    end = pack_len - GG_PACK_TRAILER;
-    if (off < GG_PACK_HDR || off >= end) {
-        return -1;
-    }
-
-    i = off;
-    c = pack[i++];
-    *type = (c >> 4) & 7;
-    s = c & 15;
-    shift = 4;
-    while (c & 0x80) {
-        if (i >= end || shift > 57) {
-            return -1;
-        }
-        c = pack[i++];
-        s |= (uint64_t) (c & 0x7f) << shift;
-        shift += 7;
-    }
-    *size = s;
-    *base_off = 0;
-    *base_oid = NULL;
-
-    switch (*type) {
-
-    case GG_OBJ_COMMIT:
-    case GG_OBJ_TREE:
-    case GG_OBJ_BLOB:
-    case GG_OBJ_TAG:
-        break;
-
-    case GG_OBJ_OFS_DELTA:
-        /* big-endian 7-bit groups, each continuation adding one */
-        if (i >= end) {
-            return -1;
-        }
-        c = pack[i++];
-        d = c & 0x7f;
-        while (c & 0x80) {
-            if (i >= end || d >= (UINT64_C(1) << 56)) {
-                return -1;
-            }
-            c = pack[i++];
-            d = ((d + 1) << 7) | (c & 0x7f);
-        }
-        /* strictly before this entry: an ofs-delta chain cannot loop */
-        if (d == 0 || d > off - GG_PACK_HDR) {
-            return -1;
-        }
-        *base_off = off - d;
-        break;
-
-    case GG_OBJ_REF_DELTA:
-        if (end - i < GG_PACK_OIDSZ) {
-            return -1;
-        }
-        *base_oid = pack + i;
-        i += GG_PACK_OIDSZ;
-        break;
-
-    default:
-        return -1;
-    }
-
-    if (i >= end) {
-        return -1;
-    }
-    *data_off = i;
-    return 0;
-}
-
-
 /* idx files */
 
 /* 0: usable; -1: not an idx v2 of this pack (left out) */
 static int
 gg_packfile_check(gg_packfile_t *f)
 {
-    int       i;
-    size_t    min, rest;
-    uint32_t  prev, v;
+    int                   i;
+    size_t                min, rest;
+    uint32_t              prev, v;
+    unsigned char         hb[GG_PACK_HDR], tb[GG_PACK_TRAILER];
+    const unsigned char  *h, *t;
 
     if (f->idx_len < GG_IDX_HDR + 2 * GG_PACK_OIDSZ
         || memcmp(f->idx, "\377tOc", 4) != 0 || gg_be32(f->idx + 4) != 2)
@@ -176,13 +93,29 @@ gg_packfile_check(gg_packfile_t *f)
     f->off64 = f->off32 + (size_t) f->n * 4;
     f->n64 = rest / 8;
 
-    if (f->pack_len < GG_PACK_HDR + GG_PACK_TRAILER
-        || memcmp(f->pack, "PACK", 4) != 0
-        || (gg_be32(f->pack + 4) != 2 && gg_be32(f->pack + 4) != 3)
-        || gg_be32(f->pack + 8) != f->n
+    if (f->pack_len < GG_PACK_HDR + GG_PACK_TRAILER) {
+        return -1;
+    }
+    /* a pack with its file open: its first and last bytes read from it,
+     * none of its mapping touched (gg_packfile_entry()) */
+    h = f->pack;
+    t = f->pack + f->pack_len - GG_PACK_TRAILER;
+    if (f->fd >= 0) {
+        if (pread(f->fd, hb, GG_PACK_HDR, 0) != GG_PACK_HDR
+            || pread(f->fd, tb, GG_PACK_TRAILER,
+                     (off_t) (f->pack_len - GG_PACK_TRAILER))
+               != GG_PACK_TRAILER)
+        {
+            return -1;
+        }
+        h = hb;
+        t = tb;
+    }
+    if (memcmp(h, "PACK", 4) != 0
+        || (gg_be32(h + 4) != 2 && gg_be32(h + 4) != 3)
+        || gg_be32(h + 8) != f->n
         /* the idx names its pack by the pack's checksum */
-        || memcmp(f->idx + f->idx_len - 2 * GG_PACK_OIDSZ,
-                  f->pack + f->pack_len - GG_PACK_TRAILER, GG_PACK_OIDSZ)
+        || memcmp(f->idx + f->idx_len - 2 * GG_PACK_OIDSZ, t, GG_PACK_OIDSZ)
            != 0)
     {
         return -1;
@@ -262,11 +195,12 @@ gg_pack_find_whole(uint32_t *pack, uint64_t *off, const gg_pack_t *p,
     size_t                i;
     uint64_t              o, size, data_off, base_off;
     const unsigned char  *base_oid;
+    unsigned char        hdr[GG_ENTRY_MAX];
 
     for (i = 0; i < p->n; i++) {
         if (gg_packfile_find(&o, &p->f[i], oid) == 0
-            && gg_pack_entry(&type, &size, &data_off, &base_off, &base_oid,
-                             p->f[i].pack, p->f[i].pack_len, o) == 0
+            && gg_packfile_entry(&type, &size, &data_off, &base_off,
+                                 &base_oid, hdr, &p->f[i], o) == 0
             && type != GG_OBJ_OFS_DELTA && type != GG_OBJ_REF_DELTA)
         {
             *pack = (uint32_t) i;
@@ -342,7 +276,8 @@ gg_pack_add(gg_pack_t *p, const gg_packfile_t *f)
  * (MAP_POPULATE too), 3.5 ms a MB; pread() copies a MB in about 0.15 ms.
  * With copy and keep, a bigger file is mapped and kept open too (*keep,
  * else -1): what the scan reads of it is read with pread()
- * (GG_PREAD_MIN).
+ * (GG_PREAD_CHUNK), none of the mapping touched but for a stored blob
+ * over GG_STORED_PREAD or an object over 4 GB.
  */
 static int
 gg_map(const unsigned char **out, size_t *len, const char *path,

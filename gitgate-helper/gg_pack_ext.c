@@ -503,6 +503,7 @@ gg_chain(int *depth, uint32_t *rpack, uint64_t *roff, int *rtype,
     uint64_t              co, size, data_off, base_off;
     const gg_packfile_t  *f;
     const unsigned char  *base_oid;
+    unsigned char        hdr[GG_ENTRY_MAX];
 
     /* whole somewhere: the oid's first whole entry */
     if (gg_pack_find_whole(&cp, &co, p, oid) != 0
@@ -514,8 +515,8 @@ gg_chain(int *depth, uint32_t *rpack, uint64_t *roff, int *rtype,
     *depth = 0;
     for ( ;; ) {
         f = &p->f[cp];
-        if (gg_pack_entry(&type, &size, &data_off, &base_off, &base_oid,
-                          f->pack, f->pack_len, co)
+        if (gg_packfile_entry(&type, &size, &data_off, &base_off,
+                              &base_oid, hdr, f, co)
             != 0)
         {
             snprintf(err, errlen, "a pack entry is corrupt");
@@ -574,6 +575,7 @@ gg_pack_extents(gg_extents_t *out, gg_pack_t *p, const unsigned char *oid,
     gg_xcache_t          *xc;
     const gg_packfile_t  *f;
     const unsigned char  *base_oid;
+    unsigned char        hdr[GG_ENTRY_MAX];
 
     out->n = 0;
     out->nheld = 0;
@@ -631,8 +633,8 @@ gg_pack_extents(gg_extents_t *out, gg_pack_t *p, const unsigned char *oid,
         cp = p->cpack[i];
         co = p->coff[i];
         f = &p->f[cp];
-        if (gg_pack_entry(&type, &size, &data_off, &base_off, &base_oid,
-                          f->pack, f->pack_len, co)
+        if (gg_packfile_entry(&type, &size, &data_off, &base_off,
+                              &base_oid, hdr, f, co)
             != 0)
         {
             snprintf(err, errlen, "a pack entry is corrupt");

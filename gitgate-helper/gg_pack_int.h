@@ -1,7 +1,8 @@
 /*
  * git-gate's pack reader, internal: the packs and the cache (gg_pack.c),
- * the delta format (gg_pack_delta.c) and the reading of objects
- * (gg_pack_read.c) share these.
+ * entry headers (gg_pack_entry.c), the delta format (gg_pack_delta.c),
+ * the reading of objects (gg_pack_read.c, gg_pack_ext.c,
+ * gg_pack_stored.c) share these.
  */
 
 #ifndef GG_PACK_INT_H
@@ -127,13 +128,13 @@ int gg_pack_find_whole(uint32_t *pack, uint64_t *off, const gg_pack_t *p,
 #define GG_WHOLE_BUDGET (4 * 1024 * 1024)
 
 /*
- * An entry of a pack with a file open (gg_packfile_t fd) that inflates to
- * GG_PREAD_MIN bytes and more is read from the file with pread(),
- * GG_PREAD_CHUNK at a time, into one buffer that stays in the CPU's
- * caches, not through its mapping: on a VM the first touch of a mapped
- * page costs 7-14 us (3.5 ms a MB), pread() about 0.15 ms a MB.
+ * An entry of a pack with a file open (gg_packfile_t fd) is read from the
+ * file with pread(), its header (gg_packfile_entry()) and its zlib data
+ * GG_PREAD_CHUNK at a time into one buffer that stays in the CPU's caches
+ * (the first read about the object's size), not through its mapping: on
+ * a VM the first touch of a mapped page costs 7-14 us (3.5 ms a MB), its
+ * unmapping more, pread() about 0.15 ms a MB.
  */
-#define GG_PREAD_MIN    4096
 #define GG_PREAD_CHUNK  (128 * 1024)
 
 /* gg_alloc() maps a buffer's pages at once from this size up */
@@ -146,6 +147,16 @@ void *gg_alloc(size_t size);
 int gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
     unsigned char *out, size_t size);
 
+
+/*
+ * gg_pack_entry() for the entry at off of f: for a pack with its file open
+ * (fd), its header read from the file into hdr, at most GG_ENTRY_MAX
+ * bytes (*base_oid then points into hdr), none of the mapping touched
+ */
+#define GG_ENTRY_MAX    32
+int gg_packfile_entry(int *type, uint64_t *size, uint64_t *data_off,
+    uint64_t *base_off, const unsigned char **base_oid,
+    unsigned char hdr[GG_ENTRY_MAX], const gg_packfile_t *f, uint64_t off);
 
 /* the offset of oid in f: 0, or -1 when not there or its offset is bad */
 int gg_packfile_find(uint64_t *off, const gg_packfile_t *f,

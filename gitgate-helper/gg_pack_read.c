@@ -85,7 +85,7 @@ gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
     uint64_t  off, end, want;
 
     end = f->pack_len - GG_PACK_TRAILER;
-    if (f->fd < 0 || size < GG_PREAD_MIN || size > UINT32_MAX) {
+    if (f->fd < 0 || size > UINT32_MAX) {
         return gg_zinflate(p->dec, f->pack + data_off, end - data_off, out,
                            size, NULL);
     }
@@ -206,6 +206,7 @@ gg_resolve(gg_pobj_t **out, gg_pack_t *p, uint32_t pack, uint64_t off,
     gg_delta_iter_t       it;
     const gg_packfile_t  *f;
     const unsigned char  *base_oid;
+    unsigned char        hdr[GG_ENTRY_MAX];
 
     cp = pack;
     co = off;
@@ -220,8 +221,8 @@ gg_resolve(gg_pobj_t **out, gg_pack_t *p, uint32_t pack, uint64_t off,
         }
 
         f = &p->f[cp];
-        if (gg_pack_entry(&type, &size, &data_off, &base_off, &base_oid,
-                          f->pack, f->pack_len, co)
+        if (gg_packfile_entry(&type, &size, &data_off, &base_off,
+                              &base_oid, hdr, f, co)
             != 0)
         {
             snprintf(err, errlen, "a pack entry is corrupt");
@@ -279,8 +280,8 @@ gg_resolve(gg_pobj_t **out, gg_pack_t *p, uint32_t pack, uint64_t off,
         co = p->coff[i];
         f = &p->f[cp];
 
-        if (gg_pack_entry(&type, &dsize, &data_off, &base_off, &base_oid,
-                          f->pack, f->pack_len, co)
+        if (gg_packfile_entry(&type, &dsize, &data_off, &base_off,
+                              &base_oid, hdr, f, co)
             != 0
             || dsize > GG_BLOB_MAX + GG_BLOB_MAX / 64 + 64
             || dsize / GG_ZLIB_RATIO > f->pack_len - data_off)
@@ -389,13 +390,14 @@ gg_pack_delta_base(const unsigned char **delta, size_t *len, uint32_t *bpack,
     unsigned char        *d, **buf;
     const gg_packfile_t  *f;
     const unsigned char  *base_oid;
+    unsigned char        hdr[GG_ENTRY_MAX];
 
     if (gg_pack_find(&pack, &off, p, a, 0) != 0) {
         return 0;
     }
     f = &p->f[pack];
-    if (gg_pack_entry(&type, &size, &data_off, &base_off, &base_oid,
-                      f->pack, f->pack_len, off)
+    if (gg_packfile_entry(&type, &size, &data_off, &base_off,
+                          &base_oid, hdr, f, off)
         != 0)
     {
         snprintf(err, errlen, "a pack entry is corrupt");

@@ -122,11 +122,12 @@ gg_pack_stored(gg_stored_t *s, gg_pack_t *p, const unsigned char *oid,
     size_t                i;
     uint64_t              o, esize, data_off, base_off;
     const unsigned char  *base_oid, *z;
+    unsigned char        hdr[GG_ENTRY_MAX];
 
     for (i = 0; i < p->n; i++) {
         if (gg_packfile_find(&o, &p->f[i], oid) != 0
-            || gg_pack_entry(&type, &esize, &data_off, &base_off, &base_oid,
-                             p->f[i].pack, p->f[i].pack_len, o) != 0
+            || gg_packfile_entry(&type, &esize, &data_off, &base_off,
+                                 &base_oid, hdr, &p->f[i], o) != 0
             || type != GG_OBJ_BLOB || esize != size)
         {
             continue;

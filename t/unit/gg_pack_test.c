@@ -1092,8 +1092,8 @@ done:
 
 
 /*
- * Entries big enough to be read from the file with pread()
- * (GG_PREAD_MIN), in several chunks (GG_PREAD_CHUNK): get_k() reads each
+ * Entries big enough to be read from the file with pread() in several
+ * chunks (GG_PREAD_CHUNK): get_k() reads each
  * through memory and from the file; both the same, every hostile stream
  * an error
  */
