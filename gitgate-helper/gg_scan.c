@@ -415,6 +415,10 @@ gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
     if (gg_pack_open(&c.pack, repo, quarantine, cache, err, errlen) != 0) {
         goto cleanup;
     }
+    if (gg_odb_add(c.odb, c.pack) != 0) {
+        snprintf(err, errlen, "out of memory");
+        goto cleanup;
+    }
     c.tails = gg_tail_open(repo);
 
     if (bottle_scan_acquire(&c.s, sec, GG_DETECTORS) != 0) {

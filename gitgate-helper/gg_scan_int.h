@@ -43,6 +43,14 @@
 #define GG_SCAN_MEMORY_MB   2048
 #define GG_RULE_BUDGET      "scan_budget"
 
+/*
+ * gg_odb.c: pack's objects served to libgit2 (odb's reads: commits, trees,
+ * tags), before its own backends; the backend holds pack, which must
+ * outlive odb.  0, or -1 out of memory.
+ */
+#define GG_ODB_PRIORITY     1000
+int gg_odb_add(git_odb *odb, gg_pack_t *pack);
+
 /* what a field is, for its "where" */
 enum {
     GG_F_REF = 0,
