@@ -30,9 +30,10 @@
  * its first run finds no scanner, starts one and scans in-process; the
  * second goes to a fresh child of the scanner, the others to that child
  * kept warm for the bottle; the figure adds the CPU of the child for that
- * push (reported back: GITGATE_SCAND_REPORT) to the client's own.  A
- * fresh child's figure leaves out the scanner's fork (about 1 ms at 1
- * MB) and the child's exit.
+ * push (reported back: GITGATE_SCAND_REPORT; all it spent since its last
+ * report, the wait for this push's connection included) to the client's
+ * own.  A fresh child's figure leaves out the scanner's fork (about 1 ms
+ * at 1 MB) and the child's exit.
  *
  * Every run starts from the repository's blob tails (gg_tail.c) as they
  * were before the first: a run does not profit from the records an

@@ -396,6 +396,10 @@ gg_scand_child(int c, const gg_scand_conf_t *cf, int warm)
 }
 
 
+/* a child's CPU at its last report (zero: since it was forked) */
+static struct rusage  gg_self0, gg_kids0;
+
+
 /*
  * One push on c: its exit status; -1 when nothing ran (a bad request, or
  * another bottle's than a warm child's).  bottle: the warm child's, or
@@ -413,7 +417,7 @@ gg_scand_push(int c, const gg_scand_conf_t *cf, char *bottle,
     char           *argv[GG_SCAND_ARGS_MAX + 2];
     size_t          len;
     const char     *v, *b;
-    struct rusage   self0, kids0, self, kids;
+    struct rusage   self, kids;
     gg_scand_msg_t  m;
 
     if (gg_scand_recv(c, buf, &len, fd) != 0) {
@@ -440,9 +444,6 @@ gg_scand_push(int c, const gg_scand_conf_t *cf, char *bottle,
     }
 
     gg_scand_say(c, "started %ld", (long) getpid());
-
-    getrusage(RUSAGE_SELF, &self0);
-    getrusage(RUSAGE_CHILDREN, &kids0);
 
     /* past "started", a failure ends the process: the client refuses */
     for (i = 0; i < 3; i++) {
@@ -493,14 +494,19 @@ gg_scand_push(int c, const gg_scand_conf_t *cf, char *bottle,
     /* the variables point into buf: gone with this push */
     clearenv();
 
+    /* the CPU since the last push's report (this child's start for its
+     * first): the scan and all it costs around it, the wait for this
+     * push (a new socket, the request read) included */
     getrusage(RUSAGE_SELF, &self);
     getrusage(RUSAGE_CHILDREN, &kids);
 
     gg_scand_say(c, "done %d %lld %lld", rc & 0xff,
-                 gg_scand_us(&self.ru_utime, &self0.ru_utime)
-                 + gg_scand_us(&kids.ru_utime, &kids0.ru_utime),
-                 gg_scand_us(&self.ru_stime, &self0.ru_stime)
-                 + gg_scand_us(&kids.ru_stime, &kids0.ru_stime));
+                 gg_scand_us(&self.ru_utime, &gg_self0.ru_utime)
+                 + gg_scand_us(&kids.ru_utime, &gg_kids0.ru_utime),
+                 gg_scand_us(&self.ru_stime, &gg_self0.ru_stime)
+                 + gg_scand_us(&kids.ru_stime, &gg_kids0.ru_stime));
+    gg_self0 = self;
+    gg_kids0 = kids;
 
     return rc & 0xff;
 }

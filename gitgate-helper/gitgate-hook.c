@@ -531,8 +531,9 @@ hook_refuse(const char *why)
 }
 
 
-/* GITGATE_SCAND_REPORT=FILE: the scan's CPU appended there (the bench's
- * measure: this process's own is its caller's to count) */
+/* GITGATE_SCAND_REPORT=FILE: the scanner child's CPU for this push (all
+ * it spent since its last report) appended there (the bench's measure:
+ * this process's own is its caller's to count) */
 
 static void
 hook_report(long long utime_us, long long stime_us)
