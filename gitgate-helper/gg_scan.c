@@ -185,42 +185,14 @@ gg_scan_preload(char *err, size_t errlen)
 
 
 /*
- * gg_scan_keep()'s: the last push's repository's objects held open.
- * libgit2 shares a pack between every repository that opens it (by its
- * path) and unmaps it when the last one lets go; held, the next push's
- * repository finds its packs mapped, their pages already faulted in.
+ * on: the repository's packs kept mapped between pushes (gg_pack_keep()).
+ * libgit2's own are not held: its reads go through the pack reader
+ * (gg_odb.c), so it maps them only for an object the reader leaves to it.
  */
-static int       gg_keep;
-static git_odb  *gg_held;
-
-
 void
 gg_scan_keep(int on)
 {
-    gg_keep = on;
     gg_pack_keep(on);
-}
-
-
-/*
- * repo's packs held, its current ones: opened anew (those held already
- * found mapped), then the last hold let go (a pack gone since, unmapped)
- */
-static void
-gg_hold(const char *repo)
-{
-    char      dir[4096];
-    git_odb  *odb;
-
-    odb = NULL;
-    if ((size_t) snprintf(dir, sizeof(dir), "%s/objects", repo)
-        >= sizeof(dir)
-        || git_odb_open(&odb, dir) != 0)
-    {
-        odb = NULL;
-    }
-    git_odb_free(gg_held);
-    gg_held = odb;
 }
 
 
@@ -378,9 +350,6 @@ gg_scan_push(gg_report_t *out, const char *repo, const char *quarantine,
         goto cleanup;
     }
 
-    if (gg_keep) {
-        gg_hold(repo);
-    }
     if (gg_open(&c.repo, repo, quarantine, err, errlen) != 0) {
         goto cleanup;
     }

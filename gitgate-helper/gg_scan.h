@@ -125,9 +125,9 @@ int gg_scan_preload(char *err, size_t errlen);
 
 /*
  * on: the process's later pushes of one repository find its packs
- * mapped, both git-gate's pack reader's (gg_pack_keep()) and libgit2's
- * (its objects held open between pushes): a warm child of the resident
- * scanner's (gg_scand.c), its pushes one after another in one process
+ * mapped by git-gate's pack reader (gg_pack_keep()), through which
+ * libgit2 reads too (gg_odb.c): a warm child of the resident scanner's
+ * (gg_scand.c), its pushes one after another in one process
  */
 void gg_scan_keep(int on);
 
