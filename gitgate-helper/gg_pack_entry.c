@@ -12,7 +12,6 @@
 
 #define _GNU_SOURCE
 
-#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -125,8 +124,8 @@ gg_packfile_entry(int *type, uint64_t *size, uint64_t *data_off,
     uint64_t *base_off, const unsigned char **base_oid,
     unsigned char hdr[GG_ENTRY_MAX], const gg_packfile_t *f, uint64_t off)
 {
-    size_t   want;
-    uint64_t end;
+    size_t    want;
+    uint64_t  end;
 
     if (f->fd < 0) {
         return gg_pack_entry(type, size, data_off, base_off, base_oid,
