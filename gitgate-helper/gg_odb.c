@@ -18,6 +18,10 @@
 #include "gg_scan_int.h"
 
 
+/* above libgit2's own backends' priorities (1 and 2) */
+#define GG_ODB_PRIORITY  1000
+
+
 typedef struct {
     git_odb_backend   parent;
     gg_pack_t        *pack;

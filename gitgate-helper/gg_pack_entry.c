@@ -105,17 +105,14 @@ gg_pack_entry(int *type, uint64_t *size, uint64_t *data_off,
     uint64_t *base_off, const unsigned char **base_oid,
     const unsigned char *pack, size_t pack_len, uint64_t off)
 {
-    uint64_t  end;
+    gg_packfile_t  f;
 
-    if (pack_len < GG_PACK_HDR + GG_PACK_TRAILER) {
-        return -1;
-    }
-    end = pack_len - GG_PACK_TRAILER;
-    if (off < GG_PACK_HDR || off >= end) {
-        return -1;
-    }
-    return gg_entry_parse(type, size, data_off, base_off, base_oid,
-                          pack + off, end - off, off, end);
+    memset(&f, 0, sizeof(f));
+    f.pack = pack;
+    f.pack_len = pack_len;
+    f.fd = -1;
+    return gg_packfile_entry(type, size, data_off, base_off, base_oid, NULL,
+                             &f, off);
 }
 
 
@@ -124,13 +121,9 @@ gg_packfile_entry(int *type, uint64_t *size, uint64_t *data_off,
     uint64_t *base_off, const unsigned char **base_oid,
     unsigned char hdr[GG_ENTRY_MAX], const gg_packfile_t *f, uint64_t off)
 {
-    size_t    want;
-    uint64_t  end;
+    uint64_t              end, have;
+    const unsigned char  *h;
 
-    if (f->fd < 0) {
-        return gg_pack_entry(type, size, data_off, base_off, base_oid,
-                             f->pack, f->pack_len, off);
-    }
     if (f->pack_len < GG_PACK_HDR + GG_PACK_TRAILER) {
         return -1;
     }
@@ -138,10 +131,16 @@ gg_packfile_entry(int *type, uint64_t *size, uint64_t *data_off,
     if (off < GG_PACK_HDR || off >= end) {
         return -1;
     }
-    want = end - off < GG_ENTRY_MAX ? (size_t) (end - off) : GG_ENTRY_MAX;
-    if (pread(f->fd, hdr, want, (off_t) off) != (ssize_t) want) {
-        return -1;
+    have = end - off;
+    h = f->pack + off;
+    if (f->fd >= 0) {
+        have = have < GG_ENTRY_MAX ? have : GG_ENTRY_MAX;
+        if (pread(f->fd, hdr, (size_t) have, (off_t) off) != (ssize_t) have)
+        {
+            return -1;
+        }
+        h = hdr;
     }
-    return gg_entry_parse(type, size, data_off, base_off, base_oid, hdr,
-                          want, off, end);
+    return gg_entry_parse(type, size, data_off, base_off, base_oid, h, have,
+                          off, end);
 }

@@ -149,9 +149,10 @@ int gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
 
 
 /*
- * gg_pack_entry() for the entry at off of f: for a pack with its file open
- * (fd), its header read from the file into hdr, at most GG_ENTRY_MAX
- * bytes (*base_oid then points into hdr), none of the mapping touched
+ * gg_pack_entry() for the entry at off of f (its one bounds check and
+ * parser): for a pack with its file open (fd), its header read from the
+ * file into hdr, at most GG_ENTRY_MAX bytes (*base_oid then points into
+ * hdr), none of the mapping touched; hdr may be NULL when fd is -1
  */
 #define GG_ENTRY_MAX    32
 int gg_packfile_entry(int *type, uint64_t *size, uint64_t *data_off,

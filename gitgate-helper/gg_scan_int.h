@@ -48,7 +48,6 @@
  * tags), before its own backends; the backend holds pack, which must
  * outlive odb.  0, or -1 out of memory.
  */
-#define GG_ODB_PRIORITY     1000
 int gg_odb_add(git_odb *odb, gg_pack_t *pack);
 
 /* what a field is, for its "where" */
