@@ -58,47 +58,64 @@ static void hook_start(const char *dir, const char *prog, const char *arg);
 static void hook_closefrom(int lowfd);
 static void hook_refuse(const char *why);
 static void hook_report(long long utime_us, long long stime_us);
+static void hook_clock(struct timespec *ts);
 
 
-static char  self_dir[PATH_MAX];
+/* the scanner's directory and its NUL: short enough for <dir>/sock to
+ * fit a socket's address (sun_path, 108 bytes with its NUL) */
+#define GG_HOOK_DIR_MAX  \
+    (sizeof(((struct sockaddr_un *) NULL)->sun_path) - sizeof("/sock") + 1)
+/*
+ * The request, built here rather than in malloc()'s memory: a page or two
+ * of .bss touched, not malloc()'s own pages and mappings (each first
+ * touch a page fault, 10-25 us on a VM: this process is a push's every
+ * time)
+ */
+static char  hook_msg[GG_SCAND_MSG_MAX];
 
 
 int
 main(int argc, char **argv)
 {
     int                 s, rc, gate, kept, scand;
-    char                dir[PATH_MAX], full[PATH_MAX], exe[PATH_MAX],
+    char                full[PATH_MAX], dir[GG_HOOK_DIR_MAX],
                         warm[GG_SCAND_WARM_ID_MAX + 8];
     char               *slash, *off;
-    const char         *root, *name, *bottle, *lost, **fargv;
+    const char         *root, *name, *bottle, *lost, **fargv, *sd;
     ssize_t             n;
 
-    n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    n = readlink("/proc/self/exe", full, sizeof(full) - 1);
     if (n <= 0) {
         hook_refuse("the hook cannot find its programs");
         return 1;
     }
-    exe[n] = '\0';
-    slash = strrchr(exe, '/');
-    *slash = '\0';
-    snprintf(self_dir, sizeof(self_dir), "%s", exe);
+    full[n] = '\0';
 
     gate = argc == 1;
     name = gate ? "gitgate-cgi" : "gitgate-scan";
     root = gate ? getenv("GITGATE_DIR") : NULL;
 
-    if ((size_t) snprintf(full, sizeof(full), "%s/%s", self_dir, name)
-        >= sizeof(full))
+    /* the program beside this one */
+    slash = strrchr(full, '/');
+    if (slash == NULL
+        || (size_t) (slash + 1 - full) + strlen(name) >= sizeof(full))
     {
         hook_refuse("the hook's directory is too long");
         return 1;
     }
+    memcpy(slash + 1, name, strlen(name) + 1);
 
-    dir[0] = '\0';
+    /* the scanner's directory; one whose sockets' paths would not fit a
+     * socket address is none (the hook program runs itself) */
+    n = 0;
+    sd = gate ? NULL : getenv("GITGATE_SCAND_DIR");
     if (gate && root && root[0] == '/') {
-        snprintf(dir, sizeof(dir), "%s/.scand", root);
-    } else if (!gate && getenv("GITGATE_SCAND_DIR")) {
-        snprintf(dir, sizeof(dir), "%s", getenv("GITGATE_SCAND_DIR"));
+        n = snprintf(dir, sizeof(dir), "%s/.scand", root);
+    } else if (sd != NULL) {
+        n = snprintf(dir, sizeof(dir), "%s", sd);
+    }
+    if (n <= 0 || (size_t) n >= sizeof(dir)) {
+        dir[0] = '\0';
     }
 
     off = getenv("GITGATE_SCAND");
@@ -141,9 +158,7 @@ main(int argc, char **argv)
         }
 
         s = hook_connect(dir, "sock");
-        if (s < 0 && strlen(dir) + sizeof("/sock")
-                     <= sizeof(((struct sockaddr_un *) NULL)->sun_path))
-        {
+        if (s < 0) {
             hook_start(dir, full, gate ? root : dir);
         }
     }
@@ -203,7 +218,9 @@ static int
 hook_keep_stdin(void)
 {
     int      m;
-    char     buf[65536];
+    /* (4 KB a read: the updates are mostly a line or two, and each 4 KB
+     * of this process's stack first touched is a page fault) */
+    char     buf[4096];
     size_t   total;
     ssize_t  n, w, off;
 
@@ -278,7 +295,7 @@ static int
 hook_send(int s, const char *mode, int argc, char **argv)
 {
     int             i, fd[3] = { 0, 1, 2 };
-    char            cwd[PATH_MAX], *buf;
+    char            cwd[PATH_MAX];
     char          **e;
     mode_t          um;
     ssize_t         len;
@@ -314,17 +331,12 @@ hook_send(int s, const char *mode, int argc, char **argv)
         m.env[m.nenv++] = *e;
     }
 
-    buf = malloc(GG_SCAND_MSG_MAX);
-    if (buf == NULL) {
-        return -1;
-    }
-    len = gg_scand_msg_build(buf, GG_SCAND_MSG_MAX, &m);
+    len = gg_scand_msg_build(hook_msg, sizeof(hook_msg), &m);
     if (len < 0) {
-        free(buf);
         return -1;
     }
 
-    iov.iov_base = buf;
+    iov.iov_base = hook_msg;
     iov.iov_len = (size_t) len;
     memset(&mh, 0, sizeof(mh));
     memset(&ctl, 0, sizeof(ctl));
@@ -338,9 +350,7 @@ hook_send(int s, const char *mode, int argc, char **argv)
     cm->cmsg_len = CMSG_LEN(3 * sizeof(int));
     memcpy(CMSG_DATA(cm), fd, sizeof(fd));
 
-    len = sendmsg(s, &mh, MSG_NOSIGNAL) == len ? 0 : -1;
-    free(buf);
-    return (int) len;
+    return sendmsg(s, &mh, MSG_NOSIGNAL) == len ? 0 : -1;
 }
 
 
@@ -367,7 +377,7 @@ hook_wait(int s, const char **lost)
         wait_s = atoi(v);
     }
 
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    hook_clock(&t0);
 
     /* closed unanswered: the child ran nothing (it says "started" before
      * anything); no answer in time: it may still start, so this process
@@ -381,7 +391,7 @@ hook_wait(int s, const char **lost)
         return -1;
     }
 
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    hook_clock(&t1);
 
     n = hook_recv(s, buf, sizeof(buf),
                   wait_s * 1000 - (int) ((t1.tv_sec - t0.tv_sec) * 1000));
@@ -401,6 +411,21 @@ hook_wait(int s, const char **lost)
 
     hook_report(ut, st);
     return status;
+}
+
+
+/*
+ * CLOCK_MONOTONIC by the system call itself: the vDSO's clock_gettime()
+ * would first fault in the vDSO's pages and libc's lookup of its symbol,
+ * three page faults for two readings
+ */
+static void
+hook_clock(struct timespec *ts)
+{
+    if (syscall(SYS_clock_gettime, CLOCK_MONOTONIC, ts) != 0) {
+        ts->tv_sec = 0;
+        ts->tv_nsec = 0;
+    }
 }
 
 
@@ -538,16 +563,22 @@ hook_refuse(const char *why)
 static void
 hook_report(long long utime_us, long long stime_us)
 {
-    FILE        *f;
+    int          fd;
+    char         line[64];
+    size_t       n;
     const char  *path;
 
     path = getenv("GITGATE_SCAND_REPORT");
     if (path == NULL || path[0] == '\0') {
         return;
     }
-    f = fopen(path, "a");
-    if (f) {
-        fprintf(f, "%lld %lld\n", utime_us, stime_us);
-        fclose(f);
+    /* (no stdio: its buffer is malloc()'s, pages this process need not
+     * touch) */
+    n = (size_t) snprintf(line, sizeof(line), "%lld %lld\n", utime_us,
+                          stime_us);
+    fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+        (void) write(fd, line, n < sizeof(line) ? n : sizeof(line) - 1);
+        close(fd);
     }
 }

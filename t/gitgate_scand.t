@@ -152,7 +152,7 @@ Test::Bottle::bottlectl($t, $redis, 'forge', 'connect', 'github.com',
 	'--kind', 'github', '--url', "$forge->{url}/", '--token-file',
 	"$d/forge-token");
 
-$t->run()->plan(60);
+$t->run()->plan(62);
 
 ###############################################################################
 
@@ -564,6 +564,30 @@ ok($rc == 0 && wait_for(sub { -S "$gate/.scand/w-alice" && new_child() }),
 	'after it: a new warm child')
 	or diag($out, 'scanner and children: ', join(' ', %{{ scand_procs() }}),
 		'; .scand: ', join(' ', map { s{.*/}{}r } glob("$gate/.scand/*")));
+
+###############################################################################
+# gitgate-scan's client: a scanner directory whose <dir>/sock would not fit
+# a socket's address (108 bytes) is none, the hook runs gitgate-scan itself
+# and creates nothing; one byte shorter, it starts a scanner there
+
+{
+	my $base = "$d/long-";
+	my $short = $base . ('s' x (102 - length($base)));
+	my $long = $base . ('l' x (103 - length($base)));
+	my $hook_scan = sub {
+		my ($dir) = @_;
+		my $out = `GITGATE_SCAND_DIR=$dir GITGATE_SCAND_IDLE=1 $HOOK --policy $d/no-such-policy --bottle b1 </dev/null 2>&1`;
+		return ($? >> 8, $out);
+	};
+	my ($rc1, $out1) = $hook_scan->($long);
+	ok($rc1 == 1 && $out1 =~ /no-such-policy: cannot open/ && !-e $long,
+		'a scanner directory of 103 bytes: gitgate-scan runs in the hook, nothing created')
+		or diag("rc $rc1: $out1");
+	my ($rc2, $out2) = $hook_scan->($short);
+	ok($rc2 == 1 && wait_for(sub { -S "$short/sock" }, 10),
+		'of 102 bytes: a scanner started there')
+		or diag("rc $rc2: $out2");
+}
 
 ###############################################################################
 # idle: gone, its socket too
