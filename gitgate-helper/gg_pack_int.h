@@ -63,6 +63,18 @@ typedef struct {
 } gg_packfile_t;
 
 
+/* a delta entry's header as gg_pack_delta_base() parsed it */
+typedef struct {
+    uint64_t            off;
+    uint64_t            size;
+    uint64_t            data_off;
+    uint64_t            base_off;
+    uint32_t            pack;
+    int                 type;       /* 0: none yet */
+    unsigned char       base_oid[20];
+} gg_dhdr_t;
+
+
 struct gg_pack_s {
     gg_packfile_t      *f;
     size_t              n;
@@ -85,6 +97,11 @@ struct gg_pack_s {
                                        pread(): GG_PREAD_CHUNK */
     unsigned char      *scratch;    /* a delta, inflated, while applied */
     size_t              scap;
+    gg_dhdr_t           dh[2];      /* gg_pack_delta_base()'s last two
+                                       headers: each is asked for twice,
+                                       where its base is, then inflated
+                                       (a pread() of a pack's file each) */
+    unsigned            dh_next;
     unsigned char      *dbuf;       /* gg_pack_delta_base()'s, two slots */
     size_t              dcap;
     unsigned char      *dbuf2;

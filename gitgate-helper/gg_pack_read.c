@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -384,10 +385,11 @@ gg_pack_delta_base(const unsigned char **delta, size_t *len, uint32_t *bpack,
     char *err, size_t errlen)
 {
     int                   type;
-    size_t               *cap;
+    size_t               *cap, i;
     uint32_t              pack;
     uint64_t              off, size, data_off, base_off;
     unsigned char        *d, **buf;
+    gg_dhdr_t            *h;
     const gg_packfile_t  *f;
     const unsigned char  *base_oid;
     unsigned char        hdr[GG_ENTRY_MAX];
@@ -396,19 +398,42 @@ gg_pack_delta_base(const unsigned char **delta, size_t *len, uint32_t *bpack,
         return 0;
     }
     f = &p->f[pack];
-    if (gg_packfile_entry(&type, &size, &data_off, &base_off,
-                          &base_oid, hdr, f, off)
-        != 0)
-    {
-        snprintf(err, errlen, "a pack entry is corrupt");
-        return -1;
+
+    for (i = 0; i < 2; i++) {
+        h = &p->dh[i];
+        if (h->type != 0 && h->pack == pack && h->off == off) {
+            break;
+        }
     }
+    if (i == 2) {
+        if (gg_packfile_entry(&type, &size, &data_off, &base_off,
+                              &base_oid, hdr, f, off)
+            != 0)
+        {
+            snprintf(err, errlen, "a pack entry is corrupt");
+            return -1;
+        }
+        h = &p->dh[p->dh_next];
+        p->dh_next ^= 1;
+        h->pack = pack;
+        h->off = off;
+        h->type = type;
+        h->size = size;
+        h->data_off = data_off;
+        h->base_off = base_off;
+        if (type == GG_OBJ_REF_DELTA) {
+            memcpy(h->base_oid, base_oid, sizeof(h->base_oid));
+        }
+    }
+    type = h->type;
+    size = h->size;
+    data_off = h->data_off;
 
     if (type == GG_OBJ_OFS_DELTA) {
         *bpack = pack;
-        *boff = base_off;
+        *boff = h->base_off;
     } else if (type != GG_OBJ_REF_DELTA
-               || gg_pack_find(bpack, boff, p, base_oid, pack) != 0)
+               || gg_pack_find(bpack, boff, p, h->base_oid, pack) != 0)
     {
         return 0;
     }
