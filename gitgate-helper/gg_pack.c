@@ -96,11 +96,12 @@ gg_packfile_check(gg_packfile_t *f)
     if (f->pack_len < GG_PACK_HDR + GG_PACK_TRAILER) {
         return -1;
     }
-    /* a pack with its file open: its first and last bytes read from it,
-     * none of its mapping touched (gg_packfile_entry()) */
-    h = f->pack;
-    t = f->pack + f->pack_len - GG_PACK_TRAILER;
-    if (f->fd >= 0) {
+    /* a pack with its file open: its first and last bytes read from it
+     * (it has no mapping: gg_packfile_entry()) */
+    if (f->fd < 0) {
+        h = f->pack;
+        t = f->pack + f->pack_len - GG_PACK_TRAILER;
+    } else {
         if (pread(f->fd, hb, GG_PACK_HDR, 0) != GG_PACK_HDR
             || pread(f->fd, tb, GG_PACK_TRAILER,
                      (off_t) (f->pack_len - GG_PACK_TRAILER))
@@ -274,10 +275,11 @@ gg_pack_add(gg_pack_t *p, const gg_packfile_t *f)
  * pushes get pages it already touched back).  A VM's first touch of
  * a file mapping's page costs 7-14 us however its page table was filled
  * (MAP_POPULATE too), 3.5 ms a MB; pread() copies a MB in about 0.15 ms.
- * With copy and keep, a bigger file is mapped and kept open too (*keep,
- * else -1): what the scan reads of it is read with pread()
- * (GG_PREAD_CHUNK), none of the mapping touched but for a stored blob
- * over GG_STORED_PREAD or an object over 4 GB.
+ * With copy and keep, a bigger file is kept open (*keep, else -1) and
+ * not mapped (*out NULL): what the scan reads of it is read with pread()
+ * (GG_PREAD_CHUNK); only a stored blob over GG_STORED_PREAD maps it
+ * (gg_packfile_map()).  Its mmap() and munmap() cost 50-60 us a push,
+ * the mapping untouched.
  */
 static int
 gg_map(const unsigned char **out, size_t *len, const char *path,
@@ -324,18 +326,43 @@ gg_map(const unsigned char **out, size_t *len, const char *path,
         return 0;
     }
 
-    m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (m == MAP_FAILED) {
-        close(fd);
-        return -1;
-    }
     if (copy && keep != NULL) {
+        /* not mapped: read with pread() alone (gg_packfile_map() maps it
+         * for a stored blob over GG_STORED_PREAD, its one use) */
         *keep = fd;
-    } else {
-        close(fd);
+        *out = NULL;
+        *len = size;
+        return 0;
+    }
+
+    m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) {
+        return -1;
     }
     *out = m;
     *len = size;
+    return 0;
+}
+
+
+int
+gg_packfile_map(gg_packfile_t *f)
+{
+    void  *m;
+
+    if (f->pack != NULL) {
+        return 0;
+    }
+    if (f->fd < 0) {
+        return -1;
+    }
+    m = mmap(NULL, f->pack_len, PROT_READ, MAP_PRIVATE, f->fd, 0);
+    if (m == MAP_FAILED) {
+        return -1;
+    }
+    f->pack = m;
+    f->heap |= 4;
     return 0;
 }
 
@@ -344,6 +371,9 @@ gg_map(const unsigned char **out, size_t *len, const char *path,
 static void
 gg_unmap_one(const unsigned char *d, size_t len, int heap)
 {
+    if (d == NULL) {
+        return;
+    }
     if (heap) {
         free((void *) d);
     } else {
@@ -911,6 +941,9 @@ gg_pack_close(gg_pack_t *p)
     for (i = 0; i < p->n; i++) {
         if (p->f[i].mapped == 1) {
             gg_unmap(&p->f[i]);
+        } else if (p->f[i].heap & 4) {
+            /* (one from memory given its file, mapped here) */
+            gg_unmap_one(p->f[i].pack, p->f[i].pack_len, 0);
         }
     }
     free(p->dec);

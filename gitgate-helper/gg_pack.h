@@ -164,7 +164,8 @@ int gg_zinflate(struct inflate_state *st, const unsigned char *in,
 
 /* one pack from memory (tests, fuzzing): idx and pack, not copied; fd:
  * a file holding the same pack bytes, its entries then read from it with
- * pread() as a big quarantine's are (not closed here), or -1 */
+ * pread() as a big quarantine's are (not closed here; pack may then be
+ * NULL, as a big quarantine's is never mapped), or -1 */
 int gg_pack_open_mem(gg_pack_t **out, const unsigned char *idx,
     size_t idx_len, const unsigned char *pack, size_t pack_len, int fd,
     uint64_t cache, char *err, size_t errlen);
@@ -289,7 +290,8 @@ typedef struct {
 int gg_pack_stored(gg_stored_t *s, gg_pack_t *p, const unsigned char *oid,
     uint64_t size);
 /* from a pack with its file open, a stored blob of up to this many bytes
- * is read whole with pread() first; a bigger one through the mapping */
+ * is read whole with pread() first; a bigger one through a mapping of the
+ * file made for it */
 #define GG_STORED_PREAD  (64ULL * 1024 * 1024)
 int gg_stored_read(gg_stored_t *s, uint64_t off, uint64_t len,
     unsigned char *dst);

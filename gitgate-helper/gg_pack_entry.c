@@ -132,8 +132,9 @@ gg_packfile_entry(int *type, uint64_t *size, uint64_t *data_off,
         return -1;
     }
     have = end - off;
-    h = f->pack + off;
-    if (f->fd >= 0) {
+    if (f->fd < 0) {
+        h = f->pack + off;
+    } else {
         have = have < GG_ENTRY_MAX ? have : GG_ENTRY_MAX;
         if (pread(f->fd, hdr, (size_t) have, (off_t) off) != (ssize_t) have)
         {

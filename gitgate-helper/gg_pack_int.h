@@ -44,17 +44,18 @@ typedef struct {
 typedef struct {
     const unsigned char *idx;
     size_t              idx_len;
-    const unsigned char *pack;
+    const unsigned char *pack;      /* NULL: not mapped (fd) */
     size_t              pack_len;
     int                 mapped;     /* 1: munmap on close; 2: kept
                                        (gg_pack_keep()) */
     int                 heap;       /* 1: idx, 2: pack read into memory
-                                       (malloc()), freed on close */
-    int                 fd;         /* a quarantine's pack mapped (over
-                                       GG_PACK_COPY): its file, open, its
-                                       entries read with pread()
-                                       (gg_inflate(), gg_pack_stored());
-                                       else -1 */
+                                       (malloc()), freed on close; 4:
+                                       pack mapped by gg_packfile_map(),
+                                       unmapped on close */
+    int                 fd;         /* a quarantine's pack over
+                                       GG_PACK_COPY: its file, open, read
+                                       with pread() alone, not mapped
+                                       (gg_packfile_map()); else -1 */
     uint32_t            n;          /* objects */
     const unsigned char *oids;
     const unsigned char *off32;
@@ -169,12 +170,16 @@ int gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
  * gg_pack_entry() for the entry at off of f (its one bounds check and
  * parser): for a pack with its file open (fd), its header read from the
  * file into hdr, at most GG_ENTRY_MAX bytes (*base_oid then points into
- * hdr), none of the mapping touched; hdr may be NULL when fd is -1
+ * hdr); hdr may be NULL when fd is -1
  */
 #define GG_ENTRY_MAX    32
 int gg_packfile_entry(int *type, uint64_t *size, uint64_t *data_off,
     uint64_t *base_off, const unsigned char **base_oid,
     unsigned char hdr[GG_ENTRY_MAX], const gg_packfile_t *f, uint64_t off);
+
+/* f's file (fd) mapped, for a stored blob over GG_STORED_PREAD read in
+ * place (gg_pack_stored()): 0 (mapped till the pack is closed), or -1 */
+int gg_packfile_map(gg_packfile_t *f);
 
 /* the offset of oid in f: 0, or -1 when not there or its offset is bad */
 int gg_packfile_find(uint64_t *off, const gg_packfile_t *f,

@@ -86,9 +86,12 @@ gg_inflate(gg_pack_t *p, const gg_packfile_t *f, uint64_t data_off,
     uint64_t  off, end, want;
 
     end = f->pack_len - GG_PACK_TRAILER;
-    if (f->fd < 0 || size > UINT32_MAX) {
+    if (f->fd < 0) {
         return gg_zinflate(p->dec, f->pack + data_off, end - data_off, out,
                            size, NULL);
+    }
+    if (size > UINT32_MAX) {
+        return -1;
     }
 
     /* from the file, a chunk at a time (GG_PREAD_CHUNK): the same bytes

@@ -76,7 +76,7 @@ gg_stored_add(gg_stored_t *s, const unsigned char *b, uint64_t pos)
  * The entry at data_off of f, from its file (f->fd): as many bytes as
  * gg_stored_add() takes at most for a blob of size (zlib's header, blocks
  * of 1 KB and more, 64 under that), read into s->buf; s->end their end.
- * 0, or -1 (then it is read through the mapping: a blob over
+ * 0, or -1 (then it is read through a mapping of the file: a blob over
  * GG_STORED_PREAD too, so the buffer stays that size at most).
  */
 static int
@@ -139,6 +139,10 @@ gg_pack_stored(gg_stored_t *s, gg_pack_t *p, const unsigned char *oid,
         {
             z = s->buf;
         } else {
+            /* (a pack read with pread() mapped for this, once) */
+            if (gg_packfile_map(&p->f[i]) != 0) {
+                continue;
+            }
             s->end = p->f[i].pack + p->f[i].pack_len - GG_PACK_TRAILER;
             z = p->f[i].pack + data_off;
         }

@@ -537,7 +537,8 @@ get_k_fd(const buf_t *idx, const buf_t *pack, const unsigned char *oid,
 
     fd_checked++;
     fd = memfd_of(pack);
-    if (fd < 0 || gg_pack_open_mem(&p, idx->d, idx->len, pack->d, pack->len,
+    /* (no pack bytes in memory: every read must be the file's) */
+    if (fd < 0 || gg_pack_open_mem(&p, idx->d, idx->len, NULL, pack->len,
                                    fd, cache, err, sizeof(err)) != 0)
     {
         fd_bad++;
@@ -1041,7 +1042,7 @@ stored_reads(const unsigned char *src, size_t n, uint64_t size, size_t blk,
     {
         goto done;
     }
-    if (gg_pack_open_mem(&p2, idx.d, idx.len, pack.d, pack.len, fd, 0, err,
+    if (gg_pack_open_mem(&p2, idx.d, idx.len, NULL, pack.len, fd, 0, err,
                          sizeof(err)) != 0)
     {
         gg_pack_close(p);
