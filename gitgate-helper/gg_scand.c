@@ -98,7 +98,7 @@ static int gg_scand_paths(const gg_scand_msg_t *m, const char *root,
     char *cwd, char *err, size_t errlen);
 static int gg_scand_under(const char *path, const char *dir, int equal);
 static const char *gg_scand_env(const gg_scand_msg_t *m, const char *name);
-static void gg_scand_say(int c, const char *fmt, ...)
+static int gg_scand_say(int c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 
@@ -443,7 +443,17 @@ gg_scand_push(int c, const gg_scand_conf_t *cf, char *bottle,
         memcpy(bottle, b, strlen(b) + 1);
     }
 
-    gg_scand_say(c, "started %ld", (long) getpid());
+    /*
+     * "started" not delivered: the client is gone (it gave up waiting,
+     * 30 s, and refused the push; or it never waited).  Nothing runs: the
+     * gate's hook would go on to forward a push git already refused.
+     */
+    if (gg_scand_say(c, "started %ld", (long) getpid()) != 0) {
+        for (i = 0; i < 3; i++) {
+            close(fd[i]);
+        }
+        return -1;
+    }
 
     /* past "started", a failure ends the process: the client refuses */
     for (i = 0; i < 3; i++) {
@@ -500,11 +510,11 @@ gg_scand_push(int c, const gg_scand_conf_t *cf, char *bottle,
     getrusage(RUSAGE_SELF, &self);
     getrusage(RUSAGE_CHILDREN, &kids);
 
-    gg_scand_say(c, "done %d %lld %lld", rc & 0xff,
-                 gg_scand_us(&self.ru_utime, &gg_self0.ru_utime)
-                 + gg_scand_us(&kids.ru_utime, &gg_kids0.ru_utime),
-                 gg_scand_us(&self.ru_stime, &gg_self0.ru_stime)
-                 + gg_scand_us(&kids.ru_stime, &gg_kids0.ru_stime));
+    (void) gg_scand_say(c, "done %d %lld %lld", rc & 0xff,
+                        gg_scand_us(&self.ru_utime, &gg_self0.ru_utime)
+                        + gg_scand_us(&kids.ru_utime, &gg_kids0.ru_utime),
+                        gg_scand_us(&self.ru_stime, &gg_self0.ru_stime)
+                        + gg_scand_us(&kids.ru_stime, &gg_kids0.ru_stime));
     gg_self0 = self;
     gg_kids0 = kids;
 
@@ -812,7 +822,9 @@ gg_scand_env(const gg_scand_msg_t *m, const char *name)
 }
 
 
-static void
+/* an answer to the client: 0, or -1 when it was not sent whole (the
+ * client gone) */
+static int
 gg_scand_say(int c, const char *fmt, ...)
 {
     int      n;
@@ -823,7 +835,8 @@ gg_scand_say(int c, const char *fmt, ...)
     n = vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
 
-    if (n > 0 && (size_t) n < sizeof(buf)) {
-        (void) send(c, buf, (size_t) n, MSG_NOSIGNAL);
+    if (n <= 0 || (size_t) n >= sizeof(buf)) {
+        return -1;
     }
+    return send(c, buf, (size_t) n, MSG_NOSIGNAL) == n ? 0 : -1;
 }

@@ -152,7 +152,7 @@ Test::Bottle::bottlectl($t, $redis, 'forge', 'connect', 'github.com',
 	'--kind', 'github', '--url', "$forge->{url}/", '--token-file',
 	"$d/forge-token");
 
-$t->run()->plan(62);
+$t->run()->plan(63);
 
 ###############################################################################
 
@@ -587,6 +587,48 @@ ok($rc == 0 && wait_for(sub { -S "$gate/.scand/w-alice" && new_child() }),
 	ok($rc2 == 1 && wait_for(sub { -S "$short/sock" }, 10),
 		'of 102 bytes: a scanner started there')
 		or diag("rc $rc2: $out2");
+}
+
+# a client gone before the child says "started" (a hook that gave up
+# waiting and refused): nothing runs for it.  gitgate-scan's scanner, a
+# request that writes "cannot open" to the stdout and stderr it passes;
+# the same request from a client that waits runs
+
+{
+	my $sd = "$d/sc2";
+	`GITGATE_SCAND_DIR=$sd GITGATE_SCAND_IDLE=30 $HOOK --policy $d/no-such-policy --bottle b2 </dev/null 2>&1`;
+	my $py = <<'EOF';
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+out = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+parts = ["ggscand1", "scan", "/", "22", "4", "--policy", sys.argv[3],
+         "--bottle", "b2", "0"]
+socket.send_fds(s, [("\0".join(parts) + "\0").encode()], [0, out, out])
+if sys.argv[4] == "leave":
+    sys.exit(0)
+s.settimeout(15)
+said = []
+while True:
+    m = s.recv(1024)
+    if not m:
+        break
+    said.append(m.decode().split()[0])
+print(" ".join(said))
+EOF
+	$t->write_file('gone.py', $py);
+	my $ready = wait_for(sub { -S "$sd/sock" }, 10);
+	my $said = `python3 $d/gone.py $sd/sock $d/gone-wait.out $d/no-such-policy wait </dev/null 2>&1`;
+	chomp $said;
+	`python3 $d/gone.py $sd/sock $d/gone-leave.out $d/no-such-policy leave </dev/null 2>&1`;
+	sleep 2;
+	ok($ready && $said eq 'started done'
+		&& $t->read_file('gone-wait.out') =~ /no-such-policy: cannot open/
+		&& -e "$d/gone-leave.out" && -z "$d/gone-leave.out",
+		'a client gone before "started": nothing runs for it')
+		or diag("ready $ready, said '$said', wait: ",
+			$t->read_file('gone-wait.out'), ', leave: ',
+			-s "$d/gone-leave.out" ? $t->read_file('gone-leave.out') : '');
 }
 
 ###############################################################################
