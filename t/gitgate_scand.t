@@ -152,7 +152,7 @@ Test::Bottle::bottlectl($t, $redis, 'forge', 'connect', 'github.com',
 	'--kind', 'github', '--url', "$forge->{url}/", '--token-file',
 	"$d/forge-token");
 
-$t->run()->plan(63);
+$t->run()->plan(66);
 
 ###############################################################################
 
@@ -186,12 +186,15 @@ sub remote_lines { return join '', grep { /^remote: / } split /^/m, $_[0]; }
 # the processes of the scanner of $gate (it and its children): pid =>
 # parent pid, from /proc
 sub scand_procs {
+	my ($prog, $dir) = @_;
+	$prog //= $CGI;
+	$dir //= $gate;
 	my %p;
 	for my $f (glob '/proc/[0-9]*/cmdline') {
 		open my $fh, '<', $f or next;
 		local $/;
 		my $c = <$fh> // '';
-		next unless $c eq "$CGI\0--scand\0$gate\0"
+		next unless $c eq "$prog\0--scand\0$dir\0"
 			&& $f =~ m{/proc/(\d+)/};
 		my $pid = $1;
 		open my $st, '<', "/proc/$pid/stat" or next;
@@ -203,7 +206,7 @@ sub scand_procs {
 
 # the scanner's pid: the one whose parent is not one of them
 sub scand_pid {
-	my %p = scand_procs();
+	my %p = scand_procs(@_);
 	my @s = grep { !exists $p{$p{$_}} } keys %p;
 	return @s == 1 ? $s[0] : undef;
 }
@@ -592,7 +595,9 @@ ok($rc == 0 && wait_for(sub { -S "$gate/.scand/w-alice" && new_child() }),
 # a client gone before the child says "started" (a hook that gave up
 # waiting and refused): nothing runs for it.  gitgate-scan's scanner, a
 # request that writes "cannot open" to the stdout and stderr it passes;
-# the same request from a client that waits runs
+# the same request from a client that waits runs.  The one that leaves
+# sends it while the scanner is stopped, so it is gone before any child
+# can answer
 
 {
 	my $sd = "$d/sc2";
@@ -606,7 +611,8 @@ parts = ["ggscand1", "scan", "/", "22", "4", "--policy", sys.argv[3],
          "--bottle", "b2", "0"]
 socket.send_fds(s, [("\0".join(parts) + "\0").encode()], [0, out, out])
 if sys.argv[4] == "leave":
-    sys.exit(0)
+    s.close()
+    os._exit(0)
 s.settimeout(15)
 said = []
 while True:
@@ -620,13 +626,17 @@ EOF
 	my $ready = wait_for(sub { -S "$sd/sock" }, 10);
 	my $said = `python3 $d/gone.py $sd/sock $d/gone-wait.out $d/no-such-policy wait </dev/null 2>&1`;
 	chomp $said;
+	my $scanner = scand_pid($HOOK =~ s{gitgate-hook$}{gitgate-scan}r, $sd);
+	kill 'STOP', $scanner if $scanner;
 	`python3 $d/gone.py $sd/sock $d/gone-leave.out $d/no-such-policy leave </dev/null 2>&1`;
+	kill 'CONT', $scanner if $scanner;
 	sleep 2;
-	ok($ready && $said eq 'started done'
+	ok($ready && $scanner && $said eq 'started done'
 		&& $t->read_file('gone-wait.out') =~ /no-such-policy: cannot open/
 		&& -e "$d/gone-leave.out" && -z "$d/gone-leave.out",
 		'a client gone before "started": nothing runs for it')
-		or diag("ready $ready, said '$said', wait: ",
+		or diag("ready $ready, scanner ", $scanner // 'none',
+			", said '$said', wait: ",
 			$t->read_file('gone-wait.out'), ', leave: ',
 			-s "$d/gone-leave.out" ? $t->read_file('gone-leave.out') : '');
 }
@@ -636,5 +646,43 @@ EOF
 
 ok(wait_for(sub { !scand_pid() && !-e "$gate/.scand/sock" }, 40),
 	'idle: the scanner exits, its socket removed');
+
+###############################################################################
+# a scanner that says nothing for 30 s (here, with none left, a socket
+# that holds the request and its descriptors for 32 s): refused after 30
+# s, and recorded all the same
+
+{
+	my $py = <<'EOF';
+import os, socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind(sys.argv[1])
+s.listen(8)
+c, _ = s.accept()
+msg, fds, flags, addr = socket.recv_fds(c, 65536, 8)
+time.sleep(float(sys.argv[2]))
+for f in fds:
+    os.close(f)
+c.close()
+EOF
+	$t->write_file('mute.py', $py);
+	my $old = forge_main();
+	my $new = commit_file('m.txt', "mute\n");
+	system("python3 $d/mute.py $gate/.scand/sock 32 >/dev/null 2>&1 &");
+	my $up = wait_for(sub { -S "$gate/.scand/sock" }, 10);
+	my $c = forge_connections($t);
+	my $t0 = time();
+	my ($rc, $out) = agent($GP, 'push', 'origin', 'main');
+	my $took = time() - $t0;
+	like($out, qr/^remote: \s git-gate \s refused \s this \s push \s
+		\(rule: \s internal\) \s* \n remote: \s+ why: \s the \s scanner \s
+		did \s not \s start \s the \s scan \s in \s time/mx,
+		'a mute scanner: refused, why') or diag($out);
+	is(($up && $took >= 29 ? 'after 30 s ' : "up $up, after $took s ")
+		. lost_record('the scanner did not start the scan in time'),
+		"after 30 s alice github.com/acme/widgets refused internal $old:$new",
+		'a mute scanner: refused after 30 s, in the journal with its ref');
+	is(forge_connections($t), $c, 'a mute scanner: forge untouched');
+}
 
 ###############################################################################
