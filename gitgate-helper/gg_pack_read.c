@@ -387,10 +387,9 @@ gg_pack_delta_base(const unsigned char **delta, size_t *len, uint32_t *bpack,
     uint64_t *boff, gg_pack_t *p, const unsigned char *a, int slot,
     char *err, size_t errlen)
 {
-    int                   type;
     size_t               *cap, i;
     uint32_t              pack;
-    uint64_t              off, size, data_off, base_off;
+    uint64_t              off;
     unsigned char        *d, **buf;
     gg_dhdr_t            *h;
     const gg_packfile_t  *f;
@@ -409,33 +408,28 @@ gg_pack_delta_base(const unsigned char **delta, size_t *len, uint32_t *bpack,
         }
     }
     if (i == 2) {
-        if (gg_packfile_entry(&type, &size, &data_off, &base_off,
+        /* parsed into the older of the two */
+        h = &p->dh[p->dh_next];
+        if (gg_packfile_entry(&h->type, &h->size, &h->data_off, &h->base_off,
                               &base_oid, hdr, f, off)
             != 0)
         {
+            h->type = 0;
             snprintf(err, errlen, "a pack entry is corrupt");
             return -1;
         }
-        h = &p->dh[p->dh_next];
         p->dh_next ^= 1;
         h->pack = pack;
         h->off = off;
-        h->type = type;
-        h->size = size;
-        h->data_off = data_off;
-        h->base_off = base_off;
-        if (type == GG_OBJ_REF_DELTA) {
+        if (h->type == GG_OBJ_REF_DELTA) {
             memcpy(h->base_oid, base_oid, sizeof(h->base_oid));
         }
     }
-    type = h->type;
-    size = h->size;
-    data_off = h->data_off;
 
-    if (type == GG_OBJ_OFS_DELTA) {
+    if (h->type == GG_OBJ_OFS_DELTA) {
         *bpack = pack;
         *boff = h->base_off;
-    } else if (type != GG_OBJ_REF_DELTA
+    } else if (h->type != GG_OBJ_REF_DELTA
                || gg_pack_find(bpack, boff, p, h->base_oid, pack) != 0)
     {
         return 0;
@@ -445,30 +439,30 @@ gg_pack_delta_base(const unsigned char **delta, size_t *len, uint32_t *bpack,
         return 1;
     }
 
-    if (size > GG_BLOB_MAX + GG_BLOB_MAX / 64 + 64
-        || size / GG_ZLIB_RATIO > f->pack_len - data_off)
+    if (h->size > GG_BLOB_MAX + GG_BLOB_MAX / 64 + 64
+        || h->size / GG_ZLIB_RATIO > f->pack_len - h->data_off)
     {
         snprintf(err, errlen, "a pack entry is corrupt");
         return -1;
     }
     buf = slot ? &p->dbuf2 : &p->dbuf;
     cap = slot ? &p->dcap2 : &p->dcap;
-    if (*cap < size + 1) {
-        d = realloc(*buf, (size_t) size + 1);
+    if (*cap < h->size + 1) {
+        d = realloc(*buf, (size_t) h->size + 1);
         if (d == NULL) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
         *buf = d;
-        *cap = (size_t) size + 1;
+        *cap = (size_t) h->size + 1;
     }
-    if (gg_inflate(p, f, data_off, *buf, (size_t) size) != 0) {
+    if (gg_inflate(p, f, h->data_off, *buf, (size_t) h->size) != 0) {
         snprintf(err, errlen, "a delta in a pack is corrupt");
         return -1;
     }
 
     *delta = *buf;
-    *len = (size_t) size;
+    *len = (size_t) h->size;
     return 1;
 }
 

@@ -573,20 +573,23 @@ ok($rc == 0 && wait_for(sub { -S "$gate/.scand/w-alice" && new_child() }),
 # a socket's address (108 bytes) is none, the hook runs gitgate-scan itself
 # and creates nothing; one byte shorter, it starts a scanner there
 
+# gitgate-scan's hook with the scanner directory dir: its status and
+# output (a policy it cannot open: "cannot open", status 1)
+sub hook_scan {
+	my ($dir, $idle, $bottle) = @_;
+	my $out = `GITGATE_SCAND_DIR=$dir GITGATE_SCAND_IDLE=$idle $HOOK --policy $d/no-such-policy --bottle $bottle </dev/null 2>&1`;
+	return ($? >> 8, $out);
+}
+
 {
 	my $base = "$d/long-";
 	my $short = $base . ('s' x (102 - length($base)));
 	my $long = $base . ('l' x (103 - length($base)));
-	my $hook_scan = sub {
-		my ($dir) = @_;
-		my $out = `GITGATE_SCAND_DIR=$dir GITGATE_SCAND_IDLE=1 $HOOK --policy $d/no-such-policy --bottle b1 </dev/null 2>&1`;
-		return ($? >> 8, $out);
-	};
-	my ($rc1, $out1) = $hook_scan->($long);
+	my ($rc1, $out1) = hook_scan($long, 1, 'b1');
 	ok($rc1 == 1 && $out1 =~ /no-such-policy: cannot open/ && !-e $long,
 		'a scanner directory of 103 bytes: gitgate-scan runs in the hook, nothing created')
 		or diag("rc $rc1: $out1");
-	my ($rc2, $out2) = $hook_scan->($short);
+	my ($rc2, $out2) = hook_scan($short, 1, 'b1');
 	ok($rc2 == 1 && wait_for(sub { -S "$short/sock" }, 10),
 		'of 102 bytes: a scanner started there')
 		or diag("rc $rc2: $out2");
@@ -601,7 +604,7 @@ ok($rc == 0 && wait_for(sub { -S "$gate/.scand/w-alice" && new_child() }),
 
 {
 	my $sd = "$d/sc2";
-	`GITGATE_SCAND_DIR=$sd GITGATE_SCAND_IDLE=30 $HOOK --policy $d/no-such-policy --bottle b2 </dev/null 2>&1`;
+	hook_scan($sd, 30, 'b2');
 	my $py = <<'EOF';
 import os, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
