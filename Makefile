@@ -164,6 +164,13 @@ $(BUILD)/gitgate-hook: gitgate-helper/gitgate-hook.c \
 	    -Igitgate-helper $(LD_OPT) $(GG_HOOK_STATIC) -o $@ \
 	    gitgate-helper/gitgate-hook.c gitgate-helper/gg_scand_msg.c
 
+# the process floor of gitgate_scan_bench: an empty program built as the
+# hook is
+$(BUILD)/bench_empty: bench/bench_empty.c
+	@mkdir -p $(dir $@)
+	$(GG_HOOK_CC) -std=c99 -Wall -Wextra -Werror $(DEB_CC_OPT) $(CC_OPT) \
+	    $(LD_OPT) $(GG_HOOK_STATIC) -o $@ bench/bench_empty.c
+
 # scan MB/s of a generated push of BENCH_GITGATE_MB (150) MB of added
 # lines, per kind of change, in fast-import's pack and as a real push's
 # thin pack leaves it (push-*; bench/README.md); BENCH_GITGATE_MODES picks
@@ -176,7 +183,7 @@ $(BUILD)/gitgate_scan_bench: bench/gitgate_scan_bench.c $(GG_SRCS) \
 	    $(LIBBOTTLE) $(GG_LIBS)
 
 .PHONY: bench-gitgate
-bench-gitgate: $(BUILD)/gitgate_scan_bench
+bench-gitgate: $(BUILD)/gitgate_scan_bench $(BUILD)/bench_empty
 	@for mode in $(BENCH_GITGATE_MODES); do \
 	    dir=$$(mktemp -d /tmp/gitgate-bench.XXXXXX); \
 	    set -- $$(python3 bench/gitgate_bench.py $$dir/r.git $$mode \
@@ -206,7 +213,7 @@ BENCH_GITGATE_RUNS ?= 5
 
 .PHONY: bench-gitgate-shapes
 bench-gitgate-shapes: $(BUILD)/gitgate_scan_bench $(BUILD)/gitgate-scan \
-                      $(BUILD)/gitgate-hook
+                      $(BUILD)/gitgate-hook $(BUILD)/bench_empty
 	@for shape in $(BENCH_GITGATE_SHAPES); do \
 	  for mode in $(BENCH_GITGATE_SHAPE_MODES); do \
 	    for mb in 1 $(BENCH_GITGATE_SHAPE_MB); do \

@@ -33,7 +33,10 @@
  * push (reported back: GITGATE_SCAND_REPORT; all it spent since its last
  * report, the wait for this push's connection included) to the client's
  * own.  A fresh child's figure leaves out the scanner's fork (about 1 ms
- * at 1 MB) and the child's exit.
+ * at 1 MB) and the child's exit.  The warm child's runs give their best
+ * and their median.  HOOK_B=OTHER/gitgate-hook times another build's
+ * hook and scanner in the same runs, the two taking turns push by push
+ * (an A/B comparison this VM's drift by the hour does not blur).
  *
  * Every run starts from the repository's blob tails (gg_tail.c) as they
  * were before the first: a run does not profit from the records an
@@ -300,6 +303,243 @@ done:
 }
 
 
+/*
+ * The floor of a push into a copy that holds the old versions (an append,
+ * the gate's blob tails doing the rest): every entry of the pushed pack
+ * but the stored bases read once from its file (pread(), as the scan
+ * reads a big quarantine) and inflated; a stored base (index-pack's for a
+ * thin push, written uncompressed by the gate's receive-pack) read as it
+ * lies, whole, only when a delta on it copies from it past the old
+ * version it starts with (the pieces a `code` append copies are spread
+ * over all of it: one read is the cheapest); and as many bytes as the
+ * push added scanned, the inflated ones first.  What no scan of that push
+ * can go under: it leaves out the records, applying the deltas, the
+ * commits' walk and any process.  Its seconds of CPU, or -1; *read_mb,
+ * *stored_mb: the MB read, the MB of stored bases among them.
+ */
+typedef struct {
+    uint64_t  off;          /* its header's */
+    uint64_t  data_off;
+    uint64_t  len;          /* its bytes in the pack */
+    uint64_t  size;
+    int64_t   base;         /* a delta's that copies from it past its
+                               start: its base's off; else -1 */
+    int       stored;       /* 1 a stored base, 2 one a delta copies */
+} push_entry_t;
+
+
+/* the entry of the pack whose idx is x (n objects) holding oid, or -1 */
+static int64_t
+idx_find(const unsigned char *x, size_t xlen, uint32_t n,
+    const unsigned char *oid)
+{
+    uint32_t  i;
+
+    if (xlen < 8 + 1024 + (size_t) n * 28) {
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        if (memcmp(x + 8 + 1024 + (size_t) i * 20, oid, 20) == 0) {
+            const unsigned char *o = x + 8 + 1024 + (size_t) n * 24
+                                     + (size_t) i * 4;
+            return (int64_t) ((uint32_t) o[0] << 24 | (uint32_t) o[1] << 16
+                              | (uint32_t) o[2] << 8 | o[3]) & 0x7fffffff;
+        }
+    }
+    return -1;
+}
+
+
+/* whether a delta copies from its base past a leading copy of all of it */
+static int
+delta_copies(const unsigned char *d, size_t len)
+{
+    uint64_t         lead;
+    gg_delta_op_t    op;
+    gg_delta_iter_t  it;
+
+    if (gg_delta_init(&it, d, len) != 0) {
+        return 1;
+    }
+    lead = 0;
+    while (gg_delta_next(&it, &op) == 1) {
+        if (!op.copy) {
+            lead = it.src_size + 1;
+        } else if (lead == op.off && lead < it.src_size) {
+            lead += op.len;
+        } else {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+
+static double
+floor_push(const char *quarantine, uint64_t added,
+    bottle_scan_secrets_t *sec, double *read_mb, double *stored_mb)
+{
+    int                    fd, xfd, type, k;
+    char                   pat[4096], err[256];
+    size_t                 xlen;
+    uint32_t               i, j, n;
+    uint64_t               off, size, data_off, base_off, used, cap, ocap;
+    double                 c0, t;
+    glob_t                 g;
+    floor_t                f;
+    struct stat            st, xst;
+    push_entry_t          *e;
+    unsigned char         *in, *out;
+    const unsigned char   *pack, *idx, *base_oid;
+    struct inflate_state  *z;
+
+    t = -1;
+    e = NULL;
+    in = out = NULL;
+    memset(&f, 0, sizeof(f));
+    f.left = added;
+    *read_mb = *stored_mb = 0;
+    fd = xfd = -1;
+    pack = idx = MAP_FAILED;
+    xlen = 0;
+    z = malloc(sizeof(*z));
+    if (z == NULL || quarantine == NULL
+        || (size_t) snprintf(pat, sizeof(pat), "%s/pack/*.pack", quarantine)
+           >= sizeof(pat)
+        || glob(pat, 0, NULL, &g) != 0)
+    {
+        free(z);
+        return -1;
+    }
+    /* one pushed pack, as receive-pack keeps it, and its index */
+    if (g.gl_pathc != 1 || (fd = open(g.gl_pathv[0], O_RDONLY)) < 0
+        || fstat(fd, &st) != 0 || st.st_size < 32
+        || (pack = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_PRIVATE,
+                        fd, 0)) == MAP_FAILED
+        || snprintf(pat, sizeof(pat), "%.*s.idx",
+                    (int) strlen(g.gl_pathv[0]) - 5, g.gl_pathv[0]) <= 0
+        || (xfd = open(pat, O_RDONLY)) < 0 || fstat(xfd, &xst) != 0
+        || (idx = mmap(NULL, (size_t) xst.st_size, PROT_READ, MAP_PRIVATE,
+                       xfd, 0)) == MAP_FAILED
+        || bottle_scan_acquire(&f.s, sec, GG_DETECTORS) != 0
+        || bottle_generic_create(&f.gen, err, sizeof(err)) != 0)
+    {
+        goto done;
+    }
+    xlen = (size_t) xst.st_size;
+
+    /* where each entry lies, which bases are read (not timed: the scan
+     * has the pack's index and reads the deltas anyway) */
+    n = (uint32_t) pack[8] << 24 | (uint32_t) pack[9] << 16
+        | (uint32_t) pack[10] << 8 | pack[11];
+    e = calloc(n ? n : 1, sizeof(*e));
+    if (e == NULL) {
+        goto done;
+    }
+    cap = ocap = 1;
+    off = 12;
+    for (i = 0; i < n; i++) {
+        if (gg_pack_entry(&type, &size, &data_off, &base_off, &base_oid,
+                          pack, (size_t) st.st_size, off) != 0)
+        {
+            goto done;
+        }
+        free(out);
+        out = malloc(size ? size : 1);
+        if (out == NULL
+            || gg_zinflate(z, pack + data_off,
+                           (uint64_t) st.st_size - data_off, out,
+                           (size_t) size, &used) != 0)
+        {
+            goto done;
+        }
+        e[i].off = off;
+        e[i].data_off = data_off;
+        e[i].len = used;
+        e[i].size = size;
+        /* zlib's header, then a first block of BTYPE 00 */
+        e[i].stored = type == 3 && used > 3 && (pack[data_off + 2] & 6) == 0;
+        e[i].base = -1;
+        if ((type == 6 || type == 7) && delta_copies(out, (size_t) size)) {
+            e[i].base = type == 6 ? (int64_t) base_off
+                                  : idx_find(idx, xlen, n, base_oid);
+        }
+        cap = used > cap ? used : cap;
+        ocap = size > ocap ? size : ocap;
+        off = data_off + used;
+    }
+    /* the stored bases the deltas copy from */
+    for (i = 0; i < n; i++) {
+        for (j = 0; e[i].base >= 0 && j < n; j++) {
+            if (e[j].stored && (int64_t) e[j].off == e[i].base) {
+                e[j].stored = 2;
+            }
+        }
+    }
+    free(out);
+    in = malloc(cap);
+    out = malloc(ocap);
+    if (in == NULL || out == NULL) {
+        goto done;
+    }
+
+    c0 = clock_of(CLOCK_PROCESS_CPUTIME_ID);
+    for (k = 0; k < 2; k++) {
+        /* the inflated entries scanned first, then the stored ones read */
+        for (i = 0; i < n; i++) {
+            if ((k == 0 && e[i].stored) || (k == 1 && e[i].stored != 2)) {
+                continue;
+            }
+            if (pread(fd, in, e[i].len, (off_t) e[i].data_off)
+                != (ssize_t) e[i].len)
+            {
+                goto done;
+            }
+            *read_mb += e[i].len / MB;
+            if (k == 1) {
+                *stored_mb += e[i].len / MB;
+                floor_scan(&f, in + 2, e[i].len > 7 ? e[i].len - 7 : 0);
+                continue;
+            }
+            if (gg_zinflate(z, in, e[i].len, out, (size_t) e[i].size, &used)
+                != 0)
+            {
+                goto done;
+            }
+            floor_scan(&f, out, e[i].size);
+        }
+    }
+    t = clock_of(CLOCK_PROCESS_CPUTIME_ID) - c0;
+
+done:
+
+    globfree(&g);
+    if (pack != MAP_FAILED) {
+        munmap((void *) pack, (size_t) st.st_size);
+    }
+    if (idx != MAP_FAILED) {
+        munmap((void *) idx, xlen);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (xfd >= 0) {
+        close(xfd);
+    }
+    if (f.gen != NULL) {
+        bottle_generic_free(f.gen);
+    }
+    if (f.s != NULL) {
+        bottle_scan_release(f.s);
+    }
+    free(e);
+    free(in);
+    free(out);
+    free(z);
+    return t;
+}
+
+
 /* a policy of the same bottle as secrets()'s, for the hook */
 static const char  policy[] =
     "{\"bottles\": [{\"id\": \"b1\", \"token\": \"tok-0123456789abcdef\",\n"
@@ -452,8 +692,10 @@ tails_save(const char *repo)
 static void
 tails_restore(const char *repo)
 {
-    int   fd;
-    char  path[4096];
+    int                   fd;
+    off_t                 off, st_len, n;
+    char                  path[4096];
+    static unsigned char  zero[65536];
 
     if (tails_keep) {
         return;
@@ -463,75 +705,187 @@ tails_restore(const char *repo)
         unlink(path);
         return;
     }
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0 || write(fd, tails, tails_len) != (ssize_t) tails_len) {
+    /* written over in place, and what a run added past the saved length
+     * zeroed (no record), not cut off: a truncated file is a new one
+     * each run, its pages allocated again and the scan's writes past its
+     * end growing it, which the gate's file, as long as it ever gets,
+     * does not */
+    fd = open(path, O_RDWR | O_CREAT, 0644);
+    if (fd < 0 || pwrite(fd, tails, tails_len, 0) != (ssize_t) tails_len
+        || (st_len = lseek(fd, 0, SEEK_END)) < 0)
+    {
         fprintf(stderr, "gitgate_scan_bench: cannot write %s\n", path);
         exit(1);
+    }
+    for (off = (off_t) tails_len; off < st_len; off += n) {
+        n = st_len - off < (off_t) sizeof(zero) ? st_len - off
+                                                : (off_t) sizeof(zero);
+        if (pwrite(fd, zero, (size_t) n, off) != (ssize_t) n) {
+            fprintf(stderr, "gitgate_scan_bench: cannot write %s\n", path);
+            exit(1);
+        }
     }
     close(fd);
 }
 
 
-static void
-hook_measure(const char *hook, const char *repo, const char *quarantine,
-    const char *line, uint64_t added, int runs)
+/* floor_push()'s MB/s and the same with process_floor()'s CPU added,
+ * when measured */
+static double  push_floor = -1;
+static double  push_floor_proc = -1;
+
+
+/* the median of n values (sorted in place) */
+static double
+median(double *v, int n)
 {
-    int     i, k;
-    char    dir[] = "/tmp/gitgate-bench-hook.XXXXXX", path[4096];
-    FILE   *f;
-    double  t, first, fresh, best;
+    int     i, j;
+    double  t;
 
-    if (mkdtemp(dir) == NULL) {
-        return;
+    for (i = 1; i < n; i++) {
+        for (j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
     }
-    snprintf(path, sizeof(path), "%s/policy.json", dir);
-    f = fopen(path, "w");
-    if (f == NULL) {
-        return;
-    }
-    fputs(policy, f);
-    fclose(f);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
-    first = -1;
-    fresh = -1;
+
+/*
+ * The least CPU a process costs this machine to start and end: the CPU of
+ * an empty static program (bench_empty, built as the hook is) spawned as
+ * the hook is, best and median of runs; -1 when it cannot run.  Every
+ * push pays it at least once: git starts its hook.
+ */
+static double
+process_floor(const char *prog, int runs, double *median_s)
+{
+    int      i, status;
+    char    *argv[2];
+    char    *envp[1];
+    pid_t    pid;
+    double   k0, best, *v;
+
+    v = calloc((size_t) runs, sizeof(double));
+    if (v == NULL) {
+        return -1;
+    }
+    argv[0] = (char *) prog;
+    argv[1] = NULL;
+    envp[0] = NULL;
     best = -1;
-    for (i = 0; i < runs + 2; i++) {
-        tails_restore(repo);
-        t = hook_run(hook, dir, repo, quarantine, line);
-        if (t < 0) {
-            printf("hook: %s did not run\n", hook);
+    for (i = 0; i < runs; i++) {
+        k0 = clock_children();
+        if (posix_spawn(&pid, prog, NULL, NULL, argv, envp) != 0
+            || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)
+            || WEXITSTATUS(status) != 0)
+        {
+            free(v);
+            return -1;
+        }
+        v[i] = clock_children() - k0;
+        best = best < 0 || v[i] < best ? v[i] : best;
+    }
+    *median_s = median(v, runs);
+    free(v);
+    return best;
+}
+
+
+/*
+ * The hook timed: its first run (no scanner: it starts one and scans
+ * in-process, compiling the databases), its second (a fresh child), then
+ * runs more on the bottle's warm child.  With HOOK_B, a second build's
+ * hook (its own scanner, beside its own gitgate-scan) timed the same way
+ * in the same runs, the two taking turns push by push: this VM's speed
+ * moves 15-25% by the hour, a turn each keeps that out of the comparison
+ * (the medians resolve a few percent where the best of a few runs each
+ * cannot)
+ */
+static void
+hook_measure(const char **hook, int nhooks, const char *repo,
+    const char *quarantine, const char *line, uint64_t added, int runs)
+{
+    int      i, h, k;
+    char     dir[2][64], path[4096];
+    FILE    *f;
+    double   t, first[2], fresh[2], *warm[2], best, med;
+
+    for (h = 0; h < nhooks; h++) {
+        warm[h] = calloc((size_t) runs, sizeof(double));
+        strcpy(dir[h], "/tmp/gitgate-bench-hook.XXXXXX");
+        if (warm[h] == NULL || mkdtemp(dir[h]) == NULL) {
             return;
         }
-        if (i == 0) {
-            first = t;
-            /* a resident scanner started by the first run: ready */
-            snprintf(path, sizeof(path), "%s/scand/sock", dir);
-            for (k = 0; k < 100 && access(path, F_OK) != 0; k++) {
-                usleep(50000);
+        snprintf(path, sizeof(path), "%s/policy.json", dir[h]);
+        f = fopen(path, "w");
+        if (f == NULL) {
+            return;
+        }
+        fputs(policy, f);
+        fclose(f);
+    }
+
+    for (i = 0; i < runs + 2; i++) {
+        for (h = 0; h < nhooks; h++) {
+            tails_restore(repo);
+            t = hook_run(hook[h], dir[h], repo, quarantine, line);
+            if (t < 0) {
+                printf("hook: %s did not run\n", hook[h]);
+                return;
             }
-            usleep(200000);
-        } else if (i == 1) {
-            /* the scanner's fresh child (gitgate-scan: a process again),
-             * which then waits warm for the bottle's next pushes */
-            fresh = t;
-            snprintf(path, sizeof(path), "%s/scand/w-b1", dir);
-            for (k = 0; k < 100 && access(path, F_OK) != 0; k++) {
-                usleep(10000);
+            if (i == 0) {
+                first[h] = t;
+                /* a resident scanner started by the first run: ready */
+                snprintf(path, sizeof(path), "%s/scand/sock", dir[h]);
+                for (k = 0; k < 100 && access(path, F_OK) != 0; k++) {
+                    usleep(50000);
+                }
+                usleep(200000);
+            } else if (i == 1) {
+                /* the scanner's fresh child (gitgate-scan: a process
+                 * again), which then waits warm for the bottle's next
+                 * pushes */
+                fresh[h] = t;
+                snprintf(path, sizeof(path), "%s/scand/w-b1", dir[h]);
+                for (k = 0; k < 100 && access(path, F_OK) != 0; k++) {
+                    usleep(10000);
+                }
+            } else {
+                warm[h][i - 2] = t;
             }
-        } else if (best < 0 || t < best) {
-            best = t;
         }
     }
-    printf("hook, start-up included: %.3f s cpu, %.0f MB/s of added lines "
-           "(the bottle's warm child, best of %d; a fresh child: %.3f s, "
-           "%.0f MB/s; the first run, compiling the rule databases: %.3f s, "
-           "%.0f MB/s; target >= 200): %s\n", best, added / MB / best, runs,
-           fresh, added / MB / fresh, first, added / MB / first,
-           added / MB / best >= 200 ? "met" : "NOT met");
 
-    snprintf(path, sizeof(path), "rm -rf '%s'", dir);
-    if (system(path) != 0) {
-        return;
+    for (h = 0; h < nhooks; h++) {
+        best = warm[h][0];
+        for (i = 1; i < runs; i++) {
+            best = warm[h][i] < best ? warm[h][i] : best;
+        }
+        med = median(warm[h], runs);
+        if (nhooks > 1) {
+            printf("%s: ", hook[h]);
+        }
+        printf("hook, start-up included: %.3f s cpu, %.0f MB/s of added "
+               "lines (the bottle's warm child, best of %d; median %.0f "
+               "MB/s; a fresh child: %.3f s, %.0f MB/s; the first run, "
+               "compiling the rule databases: %.3f s, %.0f MB/s; target "
+               ">= 200): %s", best, added / MB / best, runs,
+               added / MB / med, fresh[h], added / MB / fresh[h], first[h],
+               added / MB / first[h],
+               added / MB / best >= 200 ? "met" : "NOT met");
+        if (push_floor_proc > 0) {
+            printf("; best %.0f%% of the push floor with a process's",
+                   100 * added / MB / best / push_floor_proc);
+        }
+        printf("\n");
+        snprintf(path, sizeof(path), "rm -rf '%s'", dir[h]);
+        free(warm[h]);
+        if (system(path) != 0) {
+            return;
+        }
     }
 }
 
@@ -541,10 +895,12 @@ main(int argc, char **argv)
 {
     int                     i, runs, quick;
     char                    line[GG_MAX_REFNAME + 128], err[512],
-                            qdir[4096];
+                            qdir[4096], empty[4096];
     double                  w0, c0, k0, wall, cpu, kid, best, t, fl,
-                            inflated, scanned;
-    const char             *quarantine;
+                            pfl, inflated, scanned;
+    char                   *e;
+    ssize_t                 n;
+    const char             *quarantine, *hooks[2];
     struct stat             st;
     uint64_t                added;
     gg_report_t             r;
@@ -558,6 +914,7 @@ main(int argc, char **argv)
         return 2;
     }
     runs = argc > 5 ? atoi(argv[5]) : 3;
+    runs = runs < 1 ? 1 : runs;
     /* BENCH_HOOK_ONLY: one in-process run (the added bytes), no floor */
     quick = getenv("BENCH_HOOK_ONLY") != NULL && getenv("HOOK") != NULL;
 
@@ -650,8 +1007,56 @@ main(int argc, char **argv)
         printf("floor: not measured (a pack could not be read)\n");
     }
 
+    /* the push's own floor, with a copy that holds the old versions */
+    pfl = -1;
+    for (i = 0; i < (getenv("BENCH_NO_FLOOR") || quarantine == NULL
+                     ? 0 : runs > 20 ? runs : 20); i++)
+    {
+        t = floor_push(quarantine, added, sec, &inflated, &scanned);
+        if (t < 0) {
+            pfl = -1;
+            break;
+        }
+        pfl = pfl < 0 || t < pfl ? t : pfl;
+    }
+    if (pfl > 0) {
+        push_floor = added / MB / pfl;
+        printf("push floor: the pushed pack's %.1f MB read once (%.1f MB "
+               "of it stored bases, read as they lie; the rest inflated) "
+               "and %.1f MB scanned: %.4f s, at most %.0f MB/s on this "
+               "machine%s", inflated, scanned, added / MB, pfl, push_floor,
+               quick ? "\n" : "");
+        if (!quick) {
+            printf("; best run %.0f%% of it\n", 100 * best / push_floor);
+        }
+    }
+
+    /* and a process's start and end, which git adds to every push */
+    if (getenv("BENCH_EMPTY") != NULL) {
+        snprintf(empty, sizeof(empty), "%s", getenv("BENCH_EMPTY"));
+    } else if ((n = readlink("/proc/self/exe", empty, sizeof(empty) - 16)) > 0
+               && (empty[n] = '\0', e = strrchr(empty, '/')) != NULL)
+    {
+        strcpy(e, "/bench_empty");
+    } else {
+        empty[0] = '\0';
+    }
+    if (pfl > 0 && empty[0] != '\0' && access(empty, X_OK) == 0
+        && (t = process_floor(empty, 200, &fl)) > 0)
+    {
+        push_floor_proc = added / MB / (pfl + t);
+        printf("process floor: an empty static program (%s, built as the "
+               "hook is) starts and ends in %.3f ms of CPU (best of 200; "
+               "median %.3f ms); the push floor with it: at most %.0f MB/s "
+               "on this machine\n", empty, t * 1e3, fl * 1e3,
+               push_floor_proc);
+    }
+
     if (getenv("HOOK") != NULL && added > 0) {
-        hook_measure(getenv("HOOK"), argv[1], quarantine, line, added, runs);
+        hooks[0] = getenv("HOOK");
+        hooks[1] = getenv("HOOK_B");
+        hook_measure(hooks, hooks[1] != NULL ? 2 : 1, argv[1], quarantine,
+                     line, added, runs);
     }
     tails_restore(argv[1]);
 
