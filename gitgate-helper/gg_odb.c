@@ -7,19 +7,35 @@
  * 1 MB push's CPU).  An object the reader does not have, or reads no
  * further (over GG_BLOB_MAX, a chain too deep, its memory), is left to
  * libgit2's backends as before: the repository's, then the quarantine's.
+ *
+ * Those backends are made as libgit2 makes them (gg_odb_open()): loose
+ * objects, then packs, the repository's and the quarantine's as its
+ * alternate; but a pack backend is opened when it is first asked, not
+ * with the repository.  Opening one lists and stats its pack directory
+ * (a dozen system calls a directory, two a push), and the reader above
+ * answers for every object a push's scan asks about in a pack, so it is
+ * mostly never asked.
  */
 
+#define _GNU_SOURCE
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <git2.h>
 #include <git2/sys/odb_backend.h>
+#include <git2/sys/repository.h>
 
 #include "gg_scan_int.h"
 
 
 /* above libgit2's own backends' priorities (1 and 2) */
 #define GG_ODB_PRIORITY  1000
+/* libgit2's own: packs asked before loose objects */
+#define GG_ODB_LOOSE     1
+#define GG_ODB_PACKED    2
 
 
 typedef struct {
@@ -91,4 +107,211 @@ gg_odb_add(git_odb *odb, gg_pack_t *pack)
         return -1;
     }
     return 0;
+}
+
+
+/*
+ * libgit2's pack backend for a directory, opened at its first use: every
+ * call libgit2 makes of a backend it cannot do without (read,
+ * read_prefix, read_header, exists, exists_prefix, refresh, foreach)
+ * opens it, then passes the call on.  A pack backend writes nothing.
+ */
+typedef struct {
+    git_odb_backend   parent;
+    git_odb_backend  *pack;
+    char             *dir;
+} gg_lazy_t;
+
+
+static git_odb_backend *
+gg_lazy_pack(git_odb_backend *b)
+{
+    gg_lazy_t  *l;
+
+    l = (gg_lazy_t *) b;
+    if (l->pack == NULL) {
+        if (git_odb_backend_pack(&l->pack, l->dir) != 0) {
+            l->pack = NULL;
+            return NULL;
+        }
+        l->pack->odb = b->odb;
+    }
+    return l->pack;
+}
+
+
+static int
+gg_lazy_read(void **data, size_t *len, git_object_t *type,
+    git_odb_backend *b, const git_oid *id)
+{
+    git_odb_backend  *p;
+
+    p = gg_lazy_pack(b);
+    return p == NULL ? GIT_ERROR : p->read(data, len, type, p, id);
+}
+
+
+static int
+gg_lazy_read_prefix(git_oid *full, void **data, size_t *len,
+    git_object_t *type, git_odb_backend *b, const git_oid *id, size_t n)
+{
+    git_odb_backend  *p;
+
+    p = gg_lazy_pack(b);
+    return p == NULL ? GIT_ERROR
+                     : p->read_prefix(full, data, len, type, p, id, n);
+}
+
+
+static int
+gg_lazy_read_header(size_t *len, git_object_t *type, git_odb_backend *b,
+    const git_oid *id)
+{
+    git_odb_backend  *p;
+
+    p = gg_lazy_pack(b);
+    return p == NULL ? GIT_ERROR : p->read_header(len, type, p, id);
+}
+
+
+static int
+gg_lazy_exists(git_odb_backend *b, const git_oid *id)
+{
+    git_odb_backend  *p;
+
+    p = gg_lazy_pack(b);
+    return p == NULL ? GIT_ERROR : p->exists(p, id);
+}
+
+
+static int
+gg_lazy_exists_prefix(git_oid *full, git_odb_backend *b, const git_oid *id,
+    size_t n)
+{
+    git_odb_backend  *p;
+
+    p = gg_lazy_pack(b);
+    return p == NULL ? GIT_ERROR : p->exists_prefix(full, p, id, n);
+}
+
+
+static int
+gg_lazy_refresh(git_odb_backend *b)
+{
+    gg_lazy_t  *l;
+
+    /* not opened yet: it will list the directory as it is when it is */
+    l = (gg_lazy_t *) b;
+    return l->pack == NULL ? 0 : l->pack->refresh(l->pack);
+}
+
+
+static int
+gg_lazy_foreach(git_odb_backend *b, git_odb_foreach_cb cb, void *payload)
+{
+    git_odb_backend  *p;
+
+    p = gg_lazy_pack(b);
+    return p == NULL ? GIT_ERROR : p->foreach(p, cb, payload);
+}
+
+
+static void
+gg_lazy_free(git_odb_backend *b)
+{
+    gg_lazy_t  *l;
+
+    l = (gg_lazy_t *) b;
+    if (l->pack != NULL) {
+        l->pack->free(l->pack);
+    }
+    free(l->dir);
+    free(l);
+}
+
+
+/* dir's loose objects and (opened when first asked) packs added to odb,
+ * as its own objects or an alternate's: 0 or -1 */
+static int
+gg_odb_dir(git_odb *odb, const char *dir, int alternate)
+{
+    gg_lazy_t        *l;
+    git_odb_backend  *loose;
+
+    if (git_odb_backend_loose(&loose, dir, -1, 0, 0, 0) != 0) {
+        return -1;
+    }
+    if ((alternate ? git_odb_add_alternate(odb, loose, GG_ODB_LOOSE)
+                   : git_odb_add_backend(odb, loose, GG_ODB_LOOSE)) != 0)
+    {
+        loose->free(loose);
+        return -1;
+    }
+
+    l = calloc(1, sizeof(*l));
+    if (l == NULL
+        || git_odb_init_backend(&l->parent, GIT_ODB_BACKEND_VERSION) != 0
+        || (l->dir = strdup(dir)) == NULL)
+    {
+        free(l);
+        return -1;
+    }
+    l->parent.read = gg_lazy_read;
+    l->parent.read_prefix = gg_lazy_read_prefix;
+    l->parent.read_header = gg_lazy_read_header;
+    l->parent.exists = gg_lazy_exists;
+    l->parent.exists_prefix = gg_lazy_exists_prefix;
+    l->parent.refresh = gg_lazy_refresh;
+    l->parent.foreach = gg_lazy_foreach;
+    l->parent.free = gg_lazy_free;
+    if ((alternate ? git_odb_add_alternate(odb, &l->parent, GG_ODB_PACKED)
+                   : git_odb_add_backend(odb, &l->parent, GG_ODB_PACKED)) != 0)
+    {
+        gg_lazy_free(&l->parent);
+        return -1;
+    }
+    return 0;
+}
+
+
+int
+gg_odb_open(git_repository *repo, const char *quarantine)
+{
+    int          rc;
+    char         objects[4096], alt[4096];
+    git_odb     *odb;
+    const char  *common;
+
+    /* an alternates file (the gate's copies have none): libgit2's own
+     * odb, which follows it */
+    common = git_repository_commondir(repo);
+    if (common == NULL
+        || (size_t) snprintf(objects, sizeof(objects), "%sobjects", common)
+           >= sizeof(objects)
+        || (size_t) snprintf(alt, sizeof(alt), "%s/info/alternates",
+                             objects) >= sizeof(alt)
+        || access(alt, F_OK) == 0)
+    {
+        return 1;
+    }
+    if (quarantine != NULL && *quarantine != '\0'
+        && ((size_t) snprintf(alt, sizeof(alt), "%s/info/alternates",
+                              quarantine) >= sizeof(alt)
+            || access(alt, F_OK) == 0))
+    {
+        return 1;
+    }
+
+    if (git_odb_new(&odb) != 0) {
+        return -1;
+    }
+    rc = gg_odb_dir(odb, objects, 0) == 0
+         && (quarantine == NULL || *quarantine == '\0'
+             || gg_odb_dir(odb, quarantine, 1) == 0)
+         ? 0 : -1;
+    if (rc == 0) {
+        git_repository_set_odb(repo, odb);
+    }
+    git_odb_free(odb);
+    return rc;
 }

@@ -141,6 +141,7 @@ static int
 gg_open(git_repository **out, const char *path, const char *quarantine,
     char *err, size_t errlen)
 {
+    int              rc;
     git_odb         *odb;
     git_repository  *repo;
 
@@ -153,7 +154,13 @@ gg_open(git_repository **out, const char *path, const char *quarantine,
     }
 
     /* the pushed objects: receive-pack keeps them apart until accepted */
-    if (quarantine != NULL && *quarantine != '\0') {
+    rc = gg_odb_open(repo, quarantine);
+    if (rc < 0) {
+        git_repository_free(repo);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (rc == 1 && quarantine != NULL && *quarantine != '\0') {
         if (git_repository_odb(&odb, repo) != 0
             || git_odb_add_disk_alternate(odb, quarantine) != 0)
         {

@@ -49,6 +49,13 @@
  * outlive odb.  0, or -1 out of memory.
  */
 int gg_odb_add(git_odb *odb, gg_pack_t *pack);
+/*
+ * repo's objects and the quarantine's (NULL: none) as libgit2 would read
+ * them, its pack backends opened when first asked (gg_odb.c), set as
+ * repo's odb: 0; 1 when one of them has an alternates file (nothing set:
+ * libgit2's own odb follows it); -1 out of memory
+ */
+int gg_odb_open(git_repository *repo, const char *quarantine);
 
 /* what a field is, for its "where" */
 enum {

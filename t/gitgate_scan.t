@@ -168,7 +168,7 @@ sub start {
 
 ###############################################################################
 
-$t->plan(164 + 13 + 16 + 29 + 3 + 16);
+$t->plan(164 + 13 + 16 + 29 + 3 + 16 + 2);
 
 # a clean push: several commits and an annotated tag
 
@@ -924,6 +924,26 @@ commit('edit', 'w/big16.txt' => u16('UTF-16LE', "${big16}k=$EGRESS\n"));
 refused(git_push('HEAD:refs/heads/slow3'), 'egress_token:API',
 	'commit [0-9a-f]{12} file w/big16\.txt \(UTF-16LE\) line 2001',
 	'a value appended to a UTF-16 file of a pushed pack: found, on its line');
+
+# the copy's pack indexed at version 1, which git-gate's pack reader
+# leaves to libgit2: the commits and trees the push builds on are read by
+# libgit2's own pack backend, opened when first asked (gg_odb.c)
+git($R, 'repack', '-a', '-d', '-q');
+for my $idx (glob("$R/objects/pack/pack-*.idx")) {
+	(my $pack = $idx) =~ s/\.idx$/.pack/;
+	unlink($idx) or die "$idx: $!";
+	git($R, 'index-pack', '--index-version=1', '-o', $idx, $pack);
+}
+start('v1');
+commit('v1', 'src/v1.c' => "int v;\n");
+$r = git_push('HEAD:refs/heads/v1');
+is($r->{rc}, 0, 'the copy\'s pack indexed at version 1: a clean push accepted')
+	or diag($r->{out});
+commit('v1 token', 'src/v1.c' => "int v;\nchar *k = \"$GHP\";\n");
+refused(git_push('HEAD:refs/heads/v1'), 'github_pat_classic',
+	'commit [0-9a-f]{12} file src/v1\.c line 2',
+	'the copy\'s pack indexed at version 1: a token pushed on it found');
+
 git($R, 'config', '--unset', 'receive.unpackLimit');
 hook("$d/policy.json");
 git($W, 'checkout', '-q', 'int');
