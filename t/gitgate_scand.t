@@ -152,7 +152,7 @@ Test::Bottle::bottlectl($t, $redis, 'forge', 'connect', 'github.com',
 	'--kind', 'github', '--url', "$forge->{url}/", '--token-file',
 	"$d/forge-token");
 
-$t->run()->plan(66);
+$t->run()->plan(67);
 
 ###############################################################################
 
@@ -642,6 +642,60 @@ EOF
 			", said '$said', wait: ",
 			$t->read_file('gone-wait.out'), ', leave: ',
 			-s "$d/gone-leave.out" ? $t->read_file('gone-leave.out') : '');
+}
+
+# a warm child leaves after 1000 pushes (docs/gitgate.md): gitgate-scan's
+# scanner, its fresh child's first push by the hook, then requests on the
+# child's own socket until it binds it no more; each one answered
+# "started <pid>" then "done"
+
+{
+	my $sd = "$d/sc3";
+	hook_scan($sd, 60, 'b3');
+	my $ready = wait_for(sub { -S "$sd/sock" }, 10);
+	hook_scan($sd, 60, 'b3');
+	my $py = <<'EOF';
+import os, socket, sys, time
+path, policy = sys.argv[1], sys.argv[2]
+parts = ["ggscand1", "scan", "/", "22", "4", "--policy", policy,
+         "--bottle", "b3", "0"]
+msg = ("\0".join(parts) + "\0").encode()
+null = os.open("/dev/null", os.O_RDWR)
+served, pids, odd = 0, set(), ""
+while served < 1100:
+    t = time.time()
+    while not os.path.exists(path) and time.time() - t < 5:
+        time.sleep(0.001)
+    if not os.path.exists(path):
+        break
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(path)
+    socket.send_fds(s, [msg], [null, null, null])
+    s.settimeout(15)
+    said = []
+    while True:
+        m = s.recv(1024)
+        if not m:
+            break
+        said.append(m.decode())
+    s.close()
+    if len(said) != 2 or not said[0].startswith("started ") \
+       or not said[1].startswith("done "):
+        odd = repr(said)
+        break
+    served += 1
+    pids.add(said[0].split()[1])
+print(served, " ".join(sorted(pids)), odd)
+EOF
+	$t->write_file('warm1000.py', $py);
+	my $wait = wait_for(sub { -S "$sd/w-b3" }, 10);
+	my ($served, $pid, $odd) = split(/ /,
+		`python3 $d/warm1000.py $sd/w-b3 $d/no-such-policy 2>&1`, 3);
+	chomp($odd //= '');
+	ok($ready && $wait && $served == 999 && $pid =~ /^\d+$/ && $odd eq ''
+		&& wait_for(sub { !kill(0, $pid) }, 5) && !-e "$sd/w-b3",
+		'a warm child: its first push and 999 more, then it leaves')
+		or diag("ready $ready, wait $wait, served $served, pids $pid, $odd");
 }
 
 ###############################################################################
