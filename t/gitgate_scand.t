@@ -152,7 +152,7 @@ Test::Bottle::bottlectl($t, $redis, 'forge', 'connect', 'github.com',
 	'--kind', 'github', '--url', "$forge->{url}/", '--token-file',
 	"$d/forge-token");
 
-$t->run()->plan(67);
+$t->run()->plan(68);
 
 ###############################################################################
 
@@ -669,7 +669,13 @@ while served < 1100:
     if not os.path.exists(path):
         break
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.connect(path)
+    try:
+        s.connect(path)
+    except ConnectionRefusedError:
+        # bound, not yet listening (a hook then asks the scanner)
+        s.close()
+        time.sleep(0.001)
+        continue
     socket.send_fds(s, [msg], [null, null, null])
     s.settimeout(15)
     said = []
@@ -696,6 +702,24 @@ EOF
 		&& wait_for(sub { !kill(0, $pid) }, 5) && !-e "$sd/w-b3",
 		'a warm child: its first push and 999 more, then it leaves')
 		or diag("ready $ready, wait $wait, served $served, pids $pid, $odd");
+}
+
+# the gate's hook keeps git's ref updates in a memfd (for a scan that
+# dies); when it cannot keep them whole (here a file size limit of a few
+# hundred bytes, its signal ignored, and 64 KB of updates) it refuses the
+# push before it asks any scanner: a hook that read the rest itself would
+# check some updates and git would make them all
+
+{
+	$t->write_file('updates.txt',
+		join('', (('0' x 40) . ' ' . ('1' x 40) . " refs/heads/x\n") x 800));
+	my $out = `GITGATE_DIR=$d/gd sh -c 'trap "" XFSZ; ulimit -f 1; exec $HOOK' <$d/updates.txt 2>&1`;
+	my $rc = $? >> 8;
+	ok($rc == 1
+		&& $out =~ /\(rule: internal\)\n  why: the ref updates could not be kept\n/
+		&& !-e "$d/gd/.scand",
+		'ref updates not kept whole: refused, no scanner asked')
+		or diag("rc $rc: $out");
 }
 
 ###############################################################################
