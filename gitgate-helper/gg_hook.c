@@ -33,7 +33,7 @@ gg_read_input(char **out, size_t *outlen, char *err, size_t errlen)
         len += n;
         if (len == cap) {
             if (cap >= GG_MAX_INPUT) {
-                snprintf(err, errlen, "ref updates longer than %d bytes",
+                snprintf(err, errlen, "ref updates of %d bytes or more",
                          GG_MAX_INPUT);
                 free(buf);
                 return -1;

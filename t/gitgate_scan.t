@@ -168,7 +168,7 @@ sub start {
 
 ###############################################################################
 
-$t->plan(164 + 13 + 16 + 29 + 3 + 16 + 2);
+$t->plan(164 + 13 + 16 + 29 + 3 + 16 + 2 + 2);
 
 # a clean push: several commits and an annotated tag
 
@@ -924,6 +924,18 @@ commit('edit', 'w/big16.txt' => u16('UTF-16LE', "${big16}k=$EGRESS\n"));
 refused(git_push('HEAD:refs/heads/slow3'), 'egress_token:API',
 	'commit [0-9a-f]{12} file w/big16\.txt \(UTF-16LE\) line 2001',
 	'a value appended to a UTF-16 file of a pushed pack: found, on its line');
+
+# git's ref updates are read up to GG_MAX_INPUT: 64 MB of them or more
+# refused as such, one byte less read and parsed (here a line without
+# its newline)
+for my $n (64 * 1024 * 1024, 64 * 1024 * 1024 - 1) {
+	my $out = `perl -e 'print "a" x $n' | '$SCAN' --policy '$d/policy.json' --bottle b1 --repo '$R' 2>&1`;
+	like($out, $n % 2 == 0
+		? qr/rule: internal\)\n  why: ref updates of 67108864 bytes or more\n/
+		: qr/rule: internal\)\n  why: ref update line without a newline\n/,
+		"$n bytes of ref updates: " . ($n % 2 == 0 ? 'refused as too long'
+			: 'read whole'));
+}
 
 # the copy's pack indexed at version 1, which git-gate's pack reader
 # leaves to libgit2: the commits and trees the push builds on are read by
